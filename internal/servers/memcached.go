@@ -1,0 +1,67 @@
+package servers
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+)
+
+// MemcachedConfig configures a private memcached. The zero value is a 64 MB
+// server with 2 threads and the default 1 MB item size limit.
+type MemcachedConfig struct {
+	// MemoryMB is -m; 0 means 64.
+	MemoryMB int
+	// Threads is -t; 0 means 2.
+	Threads int
+	// MaxItemSize is -I in bytes; 0 leaves memcached's default (1 MB).
+	MaxItemSize int
+	// Args are extra arguments passed through verbatim.
+	Args []string
+}
+
+// Memcached is a running private memcached.
+type Memcached struct{ *Proc }
+
+// StartMemcached starts a private memcached on a free loopback port.
+func StartMemcached(ctx context.Context, cfg MemcachedConfig) (*Memcached, error) {
+	bin, err := LookPath("memcached")
+	if err != nil {
+		return nil, err
+	}
+	if cfg.MemoryMB == 0 {
+		cfg.MemoryMB = 64
+	}
+	if cfg.Threads == 0 {
+		cfg.Threads = 2
+	}
+	p, err := retryPort(func(port int) (*Proc, error) {
+		args := []string{"-l", "127.0.0.1", "-p", strconv.Itoa(port), "-U", "0",
+			"-m", strconv.Itoa(cfg.MemoryMB), "-t", strconv.Itoa(cfg.Threads), "-u", "root"}
+		if cfg.MaxItemSize > 0 {
+			args = append(args, "-I", strconv.Itoa(cfg.MaxItemSize))
+		}
+		args = append(args, cfg.Args...)
+		p, err := start("memcached", bin, args, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err != nil {
+			return nil, err
+		}
+		err = p.waitReady(ctx, func(ctx context.Context) error {
+			s, err := roundTrip(ctx, p.Addr, "version")
+			if err == nil && !strings.HasPrefix(s, "VERSION") {
+				err = fmt.Errorf("version answered %q", s)
+			}
+			return err
+		})
+		if err != nil {
+			p.Stop()
+			return nil, err
+		}
+		return p, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Memcached{Proc: p}, nil
+}

@@ -1,0 +1,293 @@
+package servers
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// RedisConfig configures a private redis-server. The zero value is a
+// standalone server with no persistence and no password.
+type RedisConfig struct {
+	// Password, when set, is required through AUTH (requirepass).
+	Password string
+	// IOThreads sets io-threads (and io-threads-do-reads); 0 leaves the
+	// server default (1).
+	IOThreads int
+	// Cluster starts the server with cluster-enabled yes.
+	Cluster bool
+	// Args are extra "--name value" arguments passed through verbatim.
+	Args []string
+}
+
+// Redis is a running private redis-server.
+type Redis struct {
+	*Proc
+	Password string
+}
+
+// URL returns a redis:// URL for this server.
+func (r *Redis) URL() string {
+	if r.Password != "" {
+		return "redis://:" + r.Password + "@" + r.Addr
+	}
+	return "redis://" + r.Addr
+}
+
+// Do sends one command and returns the reply as text, for harness and test
+// use (INFO, CONFIG, CLUSTER INFO). Bulk and simple strings, integers and
+// errors are returned; arrays are joined with newlines.
+func (r *Redis) Do(ctx context.Context, args ...string) (string, error) {
+	return RedisDo(ctx, r.Addr, r.Password, args...)
+}
+
+// StartRedis starts a private redis-server on a free loopback port.
+func StartRedis(ctx context.Context, cfg RedisConfig) (*Redis, error) {
+	bin, err := LookPath("redis-server")
+	if err != nil {
+		return nil, err
+	}
+	p, err := retryPort(func(port int) (*Proc, error) {
+		args := []string{
+			"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+			"--save", "", "--appendonly", "no", "--dir", "{dir}",
+			"--daemonize", "no", "--protected-mode", "no", "--loglevel", "warning",
+		}
+		if cfg.Password != "" {
+			args = append(args, "--requirepass", cfg.Password)
+		}
+		if cfg.IOThreads > 1 {
+			args = append(args, "--io-threads", strconv.Itoa(cfg.IOThreads), "--io-threads-do-reads", "yes")
+		}
+		if cfg.Cluster {
+			args = append(args, "--cluster-enabled", "yes", "--cluster-config-file", "{dir}/nodes.conf",
+				"--cluster-node-timeout", "5000")
+		}
+		args = append(args, cfg.Args...)
+		p, err := start("redis-server", bin, args, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err != nil {
+			return nil, err
+		}
+		err = p.waitReady(ctx, func(ctx context.Context) error {
+			s, err := RedisDo(ctx, p.Addr, cfg.Password, "PING")
+			if err == nil && s != "PONG" {
+				err = fmt.Errorf("PING answered %q", s)
+			}
+			return err
+		})
+		if err != nil {
+			p.Stop()
+			return nil, err
+		}
+		return p, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Redis{Proc: p, Password: cfg.Password}, nil
+}
+
+// RedisCluster is a running private Redis Cluster of masters only.
+type RedisCluster struct {
+	Nodes []*Redis
+}
+
+// Addrs returns the masters' addresses.
+func (c *RedisCluster) Addrs() []string {
+	a := make([]string, len(c.Nodes))
+	for i, n := range c.Nodes {
+		a[i] = n.Addr
+	}
+	return a
+}
+
+// URL returns a redis:// URL naming every node (rueidis's addr= form).
+func (c *RedisCluster) URL() string {
+	u := "redis://" + c.Nodes[0].Addr
+	for i, n := range c.Nodes[1:] {
+		if i == 0 {
+			u += "?"
+		} else {
+			u += "&"
+		}
+		u += "addr=" + n.Addr
+	}
+	return u
+}
+
+// Stop stops every node.
+func (c *RedisCluster) Stop() {
+	for _, n := range c.Nodes {
+		n.Stop()
+	}
+}
+
+// StartRedisCluster starts masters redis-server processes with cluster mode
+// on, joins them with `redis-cli --cluster create` and waits until every
+// node reports cluster_state:ok.
+func StartRedisCluster(ctx context.Context, masters int) (*RedisCluster, error) {
+	if masters < 3 {
+		return nil, fmt.Errorf("servers: a Redis Cluster needs at least 3 masters, got %d", masters)
+	}
+	cli, err := LookPath("redis-cli")
+	if err != nil {
+		return nil, err
+	}
+	c := &RedisCluster{}
+	for i := 0; i < masters; i++ {
+		n, err := StartRedis(ctx, RedisConfig{Cluster: true})
+		if err != nil {
+			c.Stop()
+			return nil, err
+		}
+		c.Nodes = append(c.Nodes, n)
+	}
+	args := append([]string{"--cluster", "create"}, c.Addrs()...)
+	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(cctx, cli, args...).CombinedOutput()
+	if err != nil {
+		c.Stop()
+		return nil, fmt.Errorf("redis-cli --cluster create: %v: %s", err, out)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for _, n := range c.Nodes {
+		for {
+			s, err := n.Do(ctx, "CLUSTER", "INFO")
+			if err == nil && strings.Contains(s, "cluster_state:ok") {
+				break
+			}
+			if time.Now().After(deadline) || ctx.Err() != nil {
+				c.Stop()
+				return nil, fmt.Errorf("redis cluster on %s not ok: %v %s", n.Addr, err, s)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	return c, nil
+}
+
+// RedisDo sends one RESP command to addr and returns the reply as text. It
+// opens a fresh connection each call: it is for set-up and counters, not
+// for load.
+func RedisDo(ctx context.Context, addr, password string, args ...string) (string, error) {
+	d := net.Dialer{Timeout: 2 * time.Second}
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return "", err
+	}
+	defer conn.Close()
+	dl := time.Now().Add(5 * time.Second)
+	if t, ok := ctx.Deadline(); ok && t.Before(dl) {
+		dl = t
+	}
+	_ = conn.SetDeadline(dl)
+	r := bufio.NewReader(conn)
+	if password != "" {
+		if _, err := conn.Write(encodeRESP("AUTH", password)); err != nil {
+			return "", err
+		}
+		if _, err := readRESP(r); err != nil {
+			return "", err
+		}
+	}
+	if _, err := conn.Write(encodeRESP(args...)); err != nil {
+		return "", err
+	}
+	return readRESP(r)
+}
+
+func encodeRESP(args ...string) []byte {
+	b := []byte("*" + strconv.Itoa(len(args)) + "\r\n")
+	for _, a := range args {
+		b = append(b, '$')
+		b = strconv.AppendInt(b, int64(len(a)), 10)
+		b = append(b, "\r\n"...)
+		b = append(b, a...)
+		b = append(b, "\r\n"...)
+	}
+	return b
+}
+
+func readRESP(r *bufio.Reader) (string, error) {
+	line, err := r.ReadString('\n')
+	if err != nil {
+		return "", err
+	}
+	line = strings.TrimRight(line, "\r\n")
+	if line == "" {
+		return "", fmt.Errorf("empty RESP line")
+	}
+	switch line[0] {
+	case '+', ':':
+		return line[1:], nil
+	case '-':
+		return "", fmt.Errorf("redis: %s", line[1:])
+	case '$':
+		n, err := strconv.Atoi(line[1:])
+		if err != nil {
+			return "", err
+		}
+		if n < 0 {
+			return "", nil
+		}
+		buf := make([]byte, n+2)
+		if _, err := io.ReadFull(r, buf); err != nil {
+			return "", err
+		}
+		return string(buf[:n]), nil
+	case '*':
+		n, err := strconv.Atoi(line[1:])
+		if err != nil {
+			return "", err
+		}
+		parts := make([]string, 0, max(n, 0))
+		for i := 0; i < n; i++ {
+			s, err := readRESP(r)
+			if err != nil {
+				return "", err
+			}
+			parts = append(parts, s)
+		}
+		return strings.Join(parts, "\n"), nil
+	}
+	return "", fmt.Errorf("unexpected RESP %q", line)
+}
+
+// ParseInfo turns an INFO reply into a map of field to value.
+func ParseInfo(s string) map[string]string {
+	m := map[string]string{}
+	for _, line := range strings.Split(s, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		if k, v, ok := strings.Cut(line, ":"); ok {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+// CommandCalls returns the calls= count for one command from an INFO
+// commandstats reply (for example "get" or "mget"), 0 when absent.
+func CommandCalls(info map[string]string, cmd string) int64 {
+	v, ok := info["cmdstat_"+strings.ToLower(cmd)]
+	if !ok {
+		return 0
+	}
+	for _, f := range strings.Split(v, ",") {
+		if n, ok := strings.CutPrefix(f, "calls="); ok {
+			x, _ := strconv.ParseInt(n, 10, 64)
+			return x
+		}
+	}
+	return 0
+}

@@ -1,0 +1,239 @@
+// Package servers starts and stops private redis-server, memcached and
+// PostgreSQL processes on free loopback ports.
+//
+// It is used by the tests (through internal/servertest), by `kura demo` and
+// by `kura bench sweep`, which all need a server of their own that nobody
+// else talks to. Every process gets a fresh temporary directory and is
+// killed by Stop; nothing is left behind.
+package servers
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// ErrNotInstalled reports that a server binary is not on this machine.
+var ErrNotInstalled = errors.New("servers: binary not installed")
+
+// extraPaths are searched after $PATH: Debian puts some server binaries
+// outside the default PATH.
+var extraPaths = []string{"/usr/sbin", "/usr/local/sbin", "/usr/local/bin", "/usr/bin"}
+
+// LookPath finds a server binary in $PATH, the sbin directories and, for
+// PostgreSQL, /usr/lib/postgresql/*/bin. It returns an error matching
+// ErrNotInstalled with an install hint when absent.
+func LookPath(name string) (string, error) {
+	if p, err := exec.LookPath(name); err == nil {
+		return p, nil
+	}
+	dirs := append([]string{}, extraPaths...)
+	if m, _ := filepath.Glob("/usr/lib/postgresql/*/bin"); len(m) > 0 {
+		// Newest version last in lexical order for single digits; prefer it.
+		for i := len(m) - 1; i >= 0; i-- {
+			dirs = append(dirs, m[i])
+		}
+	}
+	for _, d := range dirs {
+		p := filepath.Join(d, name)
+		if st, err := os.Stat(p); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	pkg := map[string]string{
+		"redis-server": "redis-server", "redis-cli": "redis-tools",
+		"memcached": "memcached", "postgres": "postgresql", "initdb": "postgresql",
+	}[name]
+	if pkg == "" {
+		pkg = name
+	}
+	return "", fmt.Errorf("%w: %s (install it with: apt-get install -y %s)", ErrNotInstalled, name, pkg)
+}
+
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// Proc is one running server process.
+type Proc struct {
+	// Name is the binary name, for messages.
+	Name string
+	// Addr is host:port on loopback.
+	Addr string
+	// Dir is the private working directory, removed by Stop.
+	Dir string
+
+	cmd     *exec.Cmd
+	logPath string
+	done    chan struct{}
+	once    sync.Once
+}
+
+// Pid returns the process id.
+func (p *Proc) Pid() int { return p.cmd.Process.Pid }
+
+// Port returns the TCP port.
+func (p *Proc) Port() int {
+	_, port, _ := net.SplitHostPort(p.Addr)
+	n, _ := strconv.Atoi(port)
+	return n
+}
+
+// Pause stops the process with SIGSTOP; it keeps its sockets but answers
+// nothing until Resume.
+func (p *Proc) Pause() error { return p.cmd.Process.Signal(syscall.SIGSTOP) }
+
+// Resume continues a paused process with SIGCONT.
+func (p *Proc) Resume() error { return p.cmd.Process.Signal(syscall.SIGCONT) }
+
+// Kill ends the process at once with SIGKILL, as a crash would, and waits
+// for it to exit. The directory is kept until Stop.
+func (p *Proc) Kill() {
+	_ = p.cmd.Process.Signal(syscall.SIGCONT)
+	_ = p.cmd.Process.Kill()
+	<-p.done
+}
+
+// Exited reports whether the process has ended.
+func (p *Proc) Exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// Stop kills the process if it still runs and removes its directory. It is
+// safe to call more than once.
+func (p *Proc) Stop() {
+	p.once.Do(func() {
+		if !p.Exited() {
+			_ = p.cmd.Process.Signal(syscall.SIGCONT)
+			_ = p.cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-p.done:
+			case <-time.After(3 * time.Second):
+				_ = p.cmd.Process.Kill()
+				<-p.done
+			}
+		}
+		_ = os.RemoveAll(p.Dir)
+	})
+}
+
+// Log returns the tail of the process's output, for error messages.
+func (p *Proc) Log() string {
+	b, _ := os.ReadFile(p.logPath)
+	if len(b) > 2000 {
+		b = b[len(b)-2000:]
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// start runs bin with args in a new temp dir; args may contain the
+// placeholder "{dir}", replaced by that dir.
+func start(name, bin string, args []string, addr string) (*Proc, error) {
+	dir, err := os.MkdirTemp("", "kura-"+name+"-")
+	if err != nil {
+		return nil, err
+	}
+	for i := range args {
+		args[i] = strings.ReplaceAll(args[i], "{dir}", dir)
+	}
+	logPath := filepath.Join(dir, "server.log")
+	logf, err := os.Create(logPath)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Dir = dir
+	cmd.Stdout = logf
+	cmd.Stderr = logf
+	// Own process group so a Ctrl-C of the parent is handled by the parent.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	p := &Proc{Name: name, Addr: addr, Dir: dir, cmd: cmd, logPath: logPath, done: make(chan struct{})}
+	go func() {
+		_ = cmd.Wait()
+		logf.Close()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// waitReady polls until probe succeeds, the process exits, or ctx ends.
+func (p *Proc) waitReady(ctx context.Context, probe func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	var last error
+	for {
+		if p.Exited() {
+			return fmt.Errorf("%s on %s exited during start-up: %s", p.Name, p.Addr, p.Log())
+		}
+		if last = probe(ctx); last == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s on %s not ready: %v (log: %s)", p.Name, p.Addr, last, p.Log())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// retryPort runs fn with a fresh free port up to 5 times, for the small race
+// between picking a port and the server binding it.
+func retryPort(fn func(port int) (*Proc, error)) (*Proc, error) {
+	var last error
+	for i := 0; i < 5; i++ {
+		port, err := FreePort()
+		if err != nil {
+			return nil, err
+		}
+		p, err := fn(port)
+		if err == nil {
+			return p, nil
+		}
+		last = err
+	}
+	return nil, last
+}
+
+// roundTrip sends one line and reads one line back, on a fresh connection.
+func roundTrip(ctx context.Context, addr, line string) (string, error) {
+	d := net.Dialer{Timeout: time.Second}
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := c.Write([]byte(line + "\r\n")); err != nil {
+		return "", err
+	}
+	r := bufio.NewReader(c)
+	s, err := r.ReadString('\n')
+	return strings.TrimRight(s, "\r\n"), err
+}

@@ -1,0 +1,71 @@
+// Package servertest gives tests private real servers: redis-server,
+// a Redis Cluster, and memcached, each on free loopback ports and stopped
+// when the test ends.
+//
+// When a server binary is missing the test is skipped, except under
+// CI=true, where a missing server fails the test: CI must prove the code
+// against real servers, and `make test` installs them.
+package servertest
+
+import (
+	"context"
+	"errors"
+	"os"
+	"testing"
+
+	"github.com/kuracache/kura/internal/servers"
+)
+
+// required reports whether missing servers must fail rather than skip.
+func required() bool { return os.Getenv("CI") == "true" || os.Getenv("KURA_REQUIRE_SERVERS") == "1" }
+
+func handle(tb testing.TB, err error) {
+	tb.Helper()
+	if errors.Is(err, servers.ErrNotInstalled) && !required() {
+		tb.Skipf("skipping: %v", err)
+	}
+	tb.Fatalf("servertest: %v", err)
+}
+
+// Redis starts a standalone redis-server for the test.
+func Redis(tb testing.TB, cfg servers.RedisConfig) *servers.Redis {
+	tb.Helper()
+	r, err := servers.StartRedis(context.Background(), cfg)
+	if err != nil {
+		handle(tb, err)
+	}
+	tb.Cleanup(r.Stop)
+	return r
+}
+
+// RedisCluster starts a Redis Cluster of 3 masters for the test.
+func RedisCluster(tb testing.TB) *servers.RedisCluster {
+	tb.Helper()
+	c, err := servers.StartRedisCluster(context.Background(), 3)
+	if err != nil {
+		handle(tb, err)
+	}
+	tb.Cleanup(c.Stop)
+	return c
+}
+
+// Memcached starts one memcached for the test.
+func Memcached(tb testing.TB, cfg servers.MemcachedConfig) *servers.Memcached {
+	tb.Helper()
+	m, err := servers.StartMemcached(context.Background(), cfg)
+	if err != nil {
+		handle(tb, err)
+	}
+	tb.Cleanup(m.Stop)
+	return m
+}
+
+// MemcachedPool starts n memcached servers for the test.
+func MemcachedPool(tb testing.TB, n int, cfg servers.MemcachedConfig) []*servers.Memcached {
+	tb.Helper()
+	ms := make([]*servers.Memcached, n)
+	for i := range ms {
+		ms[i] = Memcached(tb, cfg)
+	}
+	return ms
+}

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs the real servers the tests and the demo use, from Debian's
+# packages, when they are missing. Needs root for apt-get; without root it
+# only reports what is missing.
+set -euo pipefail
+
+need=()
+have() { command -v "$1" >/dev/null 2>&1 || [ -x "/usr/sbin/$1" ] || [ -x "/usr/bin/$1" ]; }
+have redis-server || need+=(redis-server)
+have redis-cli || need+=(redis-tools)
+have memcached || need+=(memcached)
+have memcaslap || need+=(libmemcached-tools)
+ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || need+=(postgresql)
+
+if [ ${#need[@]} -eq 0 ]; then
+  exit 0
+fi
+if [ "$(id -u)" != 0 ]; then
+  echo "missing: ${need[*]} (run as root, or: sudo apt-get install -y ${need[*]})" >&2
+  if [ "${CI:-}" = true ]; then exit 1; fi
+  exit 0
+fi
+echo "installing: ${need[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+# Debian starts the packaged services; the tests run private instances, so
+# stop the system ones to keep their ports and CPU free.
+for svc in redis-server memcached postgresql; do
+  (command -v systemctl >/dev/null && systemctl stop "$svc" 2>/dev/null) || service "$svc" stop >/dev/null 2>&1 || true
+done

@@ -1,0 +1,93 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"sync"
+)
+
+// fallbackParallelism bounds the concurrent single-key calls used when a
+// Store does not implement Batcher.
+const fallbackParallelism = 16
+
+// GetMany reads keys from s with one round trip per server when s
+// implements Batcher, and with concurrent Gets otherwise. See
+// Batcher.GetMany for the result contract.
+func GetMany(ctx context.Context, s Store, keys []string) ([][]byte, error) {
+	if b, ok := s.(Batcher); ok {
+		return b.GetMany(ctx, keys)
+	}
+	vals := make([][]byte, len(keys))
+	errs := forEach(ctx, len(keys), func(i int) error {
+		v, err := s.Get(ctx, keys[i])
+		if errors.Is(err, ErrNotFound) {
+			return nil
+		}
+		vals[i] = v
+		return err
+	})
+	return vals, batchErr("get", keys, errs)
+}
+
+// SetMany writes items to s, batched when s implements Batcher.
+func SetMany(ctx context.Context, s Store, items []Item) error {
+	if b, ok := s.(Batcher); ok {
+		return b.SetMany(ctx, items)
+	}
+	keys := make([]string, len(items))
+	for i := range items {
+		keys[i] = items[i].Key
+	}
+	errs := forEach(ctx, len(items), func(i int) error {
+		return s.Set(ctx, items[i].Key, items[i].Value, items[i].TTL)
+	})
+	return batchErr("set", keys, errs)
+}
+
+// DeleteMany removes keys from s, batched when s implements Batcher.
+func DeleteMany(ctx context.Context, s Store, keys []string) error {
+	if b, ok := s.(Batcher); ok {
+		return b.DeleteMany(ctx, keys)
+	}
+	errs := forEach(ctx, len(keys), func(i int) error {
+		return s.Delete(ctx, keys[i])
+	})
+	return batchErr("delete", keys, errs)
+}
+
+func forEach(ctx context.Context, n int, fn func(i int) error) []error {
+	errs := make([]error, n)
+	sem := make(chan struct{}, fallbackParallelism)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		if err := ctx.Err(); err != nil {
+			errs[i] = err
+			continue
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func(i int) {
+			defer func() { <-sem; wg.Done() }()
+			errs[i] = fn(i)
+		}(i)
+	}
+	wg.Wait()
+	return errs
+}
+
+func batchErr(op string, keys []string, errs []error) error {
+	var be *BatchError
+	for i, err := range errs {
+		if err == nil {
+			continue
+		}
+		if be == nil {
+			be = &BatchError{Op: op}
+		}
+		be.Errors = append(be.Errors, KeyError{Key: keys[i], Err: err})
+	}
+	if be == nil {
+		return nil
+	}
+	return be
+}

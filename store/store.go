@@ -1,0 +1,187 @@
+// Package store defines the byte-level seam between the kura Cache and a
+// cache server.
+//
+// A backend implements [Store]: a handful of methods that move opaque bytes
+// with a TTL. Everything else (codecs, read-through, singleflight, negative
+// caching, metrics) lives above the seam in package kura, the way
+// database/sql sits above database/sql/driver.
+//
+// Batching is an optional capability: a backend that can answer many keys in
+// one round trip per server implements [Batcher]. The package-level helpers
+// [GetMany], [SetMany] and [DeleteMany] use it when present and fall back to
+// concurrent single-key calls otherwise, so callers never need to care.
+//
+// # Contract
+//
+//   - Get returns [ErrNotFound] (possibly wrapped) for a missing key, never a
+//     nil slice with a nil error.
+//   - Delete of a missing key is not an error.
+//   - A TTL of zero means "no expiry"; a negative TTL is invalid.
+//   - Errors are wrapped with the server address where one applies, and keep
+//     the sentinels below reachable through errors.Is.
+//   - Batch methods report per-key failures in a [*BatchError] while still
+//     returning every result that succeeded; a failure of one server never
+//     hides the answers of another.
+//   - Implementations are safe for concurrent use.
+//
+// The conformance suite in store/storetest checks all of this against every
+// backend on real servers.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Sentinel errors that callers branch on with errors.Is.
+var (
+	// ErrNotFound reports a cache miss.
+	ErrNotFound = errors.New("kura: not found")
+	// ErrValueTooLarge reports a value the server would refuse for its size.
+	ErrValueTooLarge = errors.New("kura: value too large")
+	// ErrInvalidKey reports a key the backend cannot store (empty, or not
+	// representable on its wire protocol).
+	ErrInvalidKey = errors.New("kura: invalid key")
+	// ErrNotStored reports a conditional write the server declined.
+	ErrNotStored = errors.New("kura: not stored")
+	// ErrClosed reports use of a Store after Close.
+	ErrClosed = errors.New("kura: store closed")
+)
+
+// Store is the minimal interface a cache backend implements.
+type Store interface {
+	// Get returns the bytes stored under key, or an error matching
+	// ErrNotFound when there are none. The returned slice belongs to the
+	// caller.
+	Get(ctx context.Context, key string) ([]byte, error)
+	// Set stores value under key for ttl (0 = no expiry).
+	Set(ctx context.Context, key string, value []byte, ttl time.Duration) error
+	// Delete removes key; deleting a missing key succeeds.
+	Delete(ctx context.Context, key string) error
+	// Close releases connections. The Store must not be used afterwards.
+	Close() error
+}
+
+// Item is one key/value pair to write in a batch.
+type Item struct {
+	Key   string
+	Value []byte
+	// TTL is the time to live; zero means no expiry.
+	TTL time.Duration
+}
+
+// Batcher is implemented by stores that can serve many keys with one round
+// trip per server.
+type Batcher interface {
+	// GetMany returns values aligned with keys: values[i] is nil when
+	// keys[i] is missing or failed. A non-nil error is either a
+	// *BatchError naming the keys that failed (the other results are
+	// valid) or an error that failed the whole batch.
+	GetMany(ctx context.Context, keys []string) ([][]byte, error)
+	// SetMany writes all items. Per-key failures come back in a
+	// *BatchError; items not named there were stored.
+	SetMany(ctx context.Context, items []Item) error
+	// DeleteMany removes all keys; missing keys are not failures.
+	DeleteMany(ctx context.Context, keys []string) error
+}
+
+// MaxValueSizer is implemented by stores whose server limits the size of
+// one value (memcached's item_size_max, for example). The Cache refuses a
+// larger value before sending it.
+type MaxValueSizer interface {
+	// MaxValueSize returns the largest value in bytes the server accepts,
+	// or 0 when unknown or unlimited.
+	MaxValueSize() int
+}
+
+// Pinger is implemented by stores that can check the health of their
+// servers.
+type Pinger interface {
+	Ping(ctx context.Context) error
+}
+
+// KeyError is the failure of one key in a batch.
+type KeyError struct {
+	Key string
+	// Addr is the server the key was sent to, when known.
+	Addr string
+	Err  error
+}
+
+func (e KeyError) Error() string {
+	if e.Addr != "" {
+		return fmt.Sprintf("key %q on %s: %v", e.Key, e.Addr, e.Err)
+	}
+	return fmt.Sprintf("key %q: %v", e.Key, e.Err)
+}
+
+// Unwrap returns the underlying error.
+func (e KeyError) Unwrap() error { return e.Err }
+
+// BatchError reports the keys of a batch that failed. The rest of the batch
+// succeeded.
+type BatchError struct {
+	Op     string // "get", "set" or "delete"
+	Errors []KeyError
+}
+
+func (e *BatchError) Error() string {
+	if len(e.Errors) == 0 {
+		return "kura: " + e.Op + " batch: no failures"
+	}
+	// Summarise by cause so a 10,000-key failure stays one readable line.
+	counts := map[string]int{}
+	for _, ke := range e.Errors {
+		msg := ke.Err.Error()
+		if ke.Addr != "" {
+			msg = ke.Addr + ": " + msg
+		}
+		counts[msg]++
+	}
+	causes := make([]string, 0, len(counts))
+	for msg, n := range counts {
+		causes = append(causes, fmt.Sprintf("%d× %s", n, msg))
+	}
+	sort.Strings(causes)
+	return fmt.Sprintf("kura: %s batch: %d key(s) failed (first %q): %s",
+		e.Op, len(e.Errors), e.Errors[0].Key, strings.Join(causes, "; "))
+}
+
+// Unwrap exposes every key's error to errors.Is and errors.As.
+func (e *BatchError) Unwrap() []error {
+	errs := make([]error, len(e.Errors))
+	for i := range e.Errors {
+		errs[i] = e.Errors[i]
+	}
+	return errs
+}
+
+// Failed returns the set of keys that failed.
+func (e *BatchError) Failed() map[string]error {
+	m := make(map[string]error, len(e.Errors))
+	for _, ke := range e.Errors {
+		m[ke.Key] = ke.Err
+	}
+	return m
+}
+
+// CheckKey returns an error matching ErrInvalidKey for keys no backend can
+// take. Backends apply their own stricter rules on top.
+func CheckKey(key string) error {
+	if key == "" {
+		return fmt.Errorf("%w: empty key", ErrInvalidKey)
+	}
+	return nil
+}
+
+// CheckTTL returns an error for a negative ttl.
+func CheckTTL(ttl time.Duration) error {
+	if ttl < 0 {
+		return fmt.Errorf("kura: negative ttl %v", ttl)
+	}
+	return nil
+}
