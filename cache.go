@@ -1,0 +1,378 @@
+package kura
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"golang.org/x/sync/singleflight"
+
+	"github.com/kuracache/kura/codec"
+	"github.com/kuracache/kura/store"
+)
+
+// Loader loads the value for one key from the source of truth (usually a
+// database) on a cache miss. It returns ErrNotFound (possibly wrapped) when
+// the key does not exist, which the Cache remembers for
+// Options.NegativeTTL.
+type Loader[V any] func(ctx context.Context, key string) (V, error)
+
+// ManyLoader loads the values for many keys in one call (one SQL query with
+// IN (...), say). Keys it leaves out of the returned map do not exist and
+// are cached negatively; keys it adds that were not asked for are ignored.
+type ManyLoader[V any] func(ctx context.Context, keys []string) (map[string]V, error)
+
+// Cache is a typed read-through cache over a Store. It is safe for
+// concurrent use. Several Caches of different value types may share one
+// Store (give them distinct key prefixes and Options.Name).
+type Cache[V any] struct {
+	store store.Store
+	opts  Options
+	stats *counters
+	group singleflight.Group
+}
+
+// New returns a Cache of values of type V over s.
+func New[V any](s store.Store, opts Options) (*Cache[V], error) {
+	if s == nil {
+		return nil, errors.New("kura: New needs a store (for example memstore.New)")
+	}
+	o, err := opts.withDefaults(s)
+	if err != nil {
+		return nil, err
+	}
+	return &Cache[V]{store: s, opts: o, stats: newCounters()}, nil
+}
+
+// Store returns the underlying Store.
+func (c *Cache[V]) Store() store.Store { return c.store }
+
+// Stats returns a snapshot of the counters.
+func (c *Cache[V]) Stats() Stats { return c.stats.snapshot(c.opts.Name) }
+
+// Name returns Options.Name.
+func (c *Cache[V]) Name() string { return c.opts.Name }
+
+// entry is a decoded cached value.
+type entry[V any] struct {
+	v        V
+	negative bool
+}
+
+// encode serialises v and enforces the size guards. It never logs or
+// returns the value itself.
+func (c *Cache[V]) encode(key string, v V) ([]byte, error) {
+	b, h, err := c.opts.Codec.Encode(nil, v)
+	if err != nil {
+		return nil, fmt.Errorf("kura: encode %q: %w", key, err)
+	}
+	if err := c.checkSize(key, len(b)); err != nil {
+		return nil, err
+	}
+	c.stats.bytesW.Add(uint64(len(b)))
+	c.stats.bytesWRaw.Add(uint64(h.RawLen))
+	return b, nil
+}
+
+func (c *Cache[V]) checkSize(key string, n int) error {
+	if c.opts.MaxValueSize > 0 && n > c.opts.MaxValueSize {
+		c.stats.rejected.Add(1)
+		return fmt.Errorf("%w: key %q encodes to %d bytes, over the limit of %d (Options.MaxValueSize or the server's item size limit); split the value or raise the limit",
+			ErrValueTooLarge, key, n, c.opts.MaxValueSize)
+	}
+	if c.opts.WarnValueSize > 0 && n > c.opts.WarnValueSize {
+		c.stats.large.Add(1)
+		if c.opts.OnLargeValue != nil {
+			c.opts.OnLargeValue(key, n)
+		}
+	}
+	return nil
+}
+
+func (c *Cache[V]) encodeNegative() []byte {
+	b := c.opts.Codec.EncodeNegative(nil)
+	c.stats.bytesW.Add(uint64(len(b)))
+	return b
+}
+
+func (c *Cache[V]) decode(key string, data []byte) (entry[V], error) {
+	var e entry[V]
+	h, err := c.opts.Codec.Decode(data, &e.v)
+	if err != nil {
+		c.stats.decodeErrs.Add(1)
+		return e, fmt.Errorf("kura: decode %q (%d bytes): %w", key, len(data), err)
+	}
+	c.stats.bytesR.Add(uint64(len(data)))
+	c.stats.bytesRRaw.Add(uint64(h.RawLen))
+	e.negative = h.Negative
+	return e, nil
+}
+
+func (c *Cache[V]) storeCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	if c.opts.StoreTimeout > 0 {
+		return context.WithTimeout(ctx, c.opts.StoreTimeout)
+	}
+	return ctx, func() {}
+}
+
+func (c *Cache[V]) reportErr(op Op, key string, err error) {
+	if c.opts.OnError != nil {
+		c.opts.OnError(op, key, err)
+	}
+}
+
+// Get returns the cached value for key. It returns an error matching
+// ErrNotFound on a miss or when the key is cached as absent, ErrMalformed
+// when the cached bytes do not decode, and the store's error otherwise.
+func (c *Cache[V]) Get(ctx context.Context, key string) (V, error) {
+	var zero V
+	if err := store.CheckKey(key); err != nil {
+		return zero, err
+	}
+	start := time.Now()
+	data, err := c.store.Get(ctx, key)
+	c.stats.since(OpGet, start)
+	if err != nil {
+		if errors.Is(err, ErrNotFound) {
+			c.stats.misses.Add(1)
+		} else {
+			c.stats.storeErrs.Add(1)
+		}
+		return zero, err
+	}
+	e, err := c.decode(key, data)
+	if err != nil {
+		c.stats.misses.Add(1)
+		return zero, err
+	}
+	if e.negative {
+		c.stats.negHits.Add(1)
+		return zero, fmt.Errorf("kura: %q is cached as absent: %w", key, ErrNotFound)
+	}
+	c.stats.hits.Add(1)
+	return e.v, nil
+}
+
+// Set stores v under key for ttl (0 = no expiry; Options.TTLJitter
+// applies).
+func (c *Cache[V]) Set(ctx context.Context, key string, v V, ttl time.Duration) error {
+	if err := store.CheckKey(key); err != nil {
+		return err
+	}
+	if err := store.CheckTTL(ttl); err != nil {
+		return err
+	}
+	b, err := c.encode(key, v)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	err = c.store.Set(ctx, key, b, c.opts.jitter(ttl))
+	c.stats.since(OpSet, start)
+	if err != nil {
+		c.stats.storeErrs.Add(1)
+	}
+	return err
+}
+
+// Delete removes key. Deleting a missing key is not an error.
+func (c *Cache[V]) Delete(ctx context.Context, key string) error {
+	if err := store.CheckKey(key); err != nil {
+		return err
+	}
+	start := time.Now()
+	err := c.store.Delete(ctx, key)
+	c.stats.since(OpDelete, start)
+	if err != nil {
+		c.stats.storeErrs.Add(1)
+	}
+	return err
+}
+
+// GetMany returns the cached values of keys in one round trip per server.
+// Keys that are missing, cached as absent or unreadable are left out of the
+// map. A *store.BatchError names keys that failed (store errors, or
+// ErrMalformed for bytes that did not decode); the map still holds every
+// key that succeeded.
+func (c *Cache[V]) GetMany(ctx context.Context, keys []string) (map[string]V, error) {
+	keys, err := uniqueKeys(keys)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]V, len(keys))
+	var be *store.BatchError
+	c.getMany(ctx, keys, func(key string, e entry[V], err error) {
+		switch {
+		case err == errMiss:
+		case err != nil:
+			if be == nil {
+				be = &store.BatchError{Op: "get"}
+			}
+			be.Errors = append(be.Errors, store.KeyError{Key: key, Err: err})
+		case !e.negative:
+			out[key] = e.v
+		}
+	}, func(err error) error { return err })
+	if be != nil {
+		return out, be
+	}
+	return out, nil
+}
+
+// getMany reads keys and reports each as hit (err == nil), negative, miss
+// (err matching ErrNotFound is not reported: a plain miss calls fn with
+// errMiss) or failure. whole handles an error that failed the whole batch
+// and returns what fn's callers should see.
+func (c *Cache[V]) getMany(ctx context.Context, keys []string, fn func(key string, e entry[V], err error), whole func(error) error) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	start := time.Now()
+	vals, err := store.GetMany(ctx, c.store, keys)
+	c.stats.since(OpGetMany, start)
+	var failed map[string]error
+	if err != nil {
+		var be *store.BatchError
+		if !errors.As(err, &be) {
+			c.stats.storeErrs.Add(uint64(len(keys)))
+			c.stats.misses.Add(uint64(len(keys)))
+			return whole(err)
+		}
+		failed = be.Failed()
+		c.stats.storeErrs.Add(uint64(len(failed)))
+	}
+	if len(vals) != len(keys) {
+		return whole(fmt.Errorf("kura: store returned %d values for %d keys", len(vals), len(keys)))
+	}
+	for i, key := range keys {
+		if ferr, ok := failed[key]; ok {
+			c.stats.misses.Add(1)
+			fn(key, entry[V]{}, ferr)
+			continue
+		}
+		if vals[i] == nil {
+			c.stats.misses.Add(1)
+			fn(key, entry[V]{}, errMiss)
+			continue
+		}
+		e, err := c.decode(key, vals[i])
+		if err != nil {
+			c.stats.misses.Add(1)
+			fn(key, e, err)
+			continue
+		}
+		if e.negative {
+			c.stats.negHits.Add(1)
+		} else {
+			c.stats.hits.Add(1)
+		}
+		fn(key, e, nil)
+	}
+	return nil
+}
+
+// errMiss marks a plain miss inside getMany; it never leaves the package.
+var errMiss = fmt.Errorf("miss: %w", ErrNotFound)
+
+// SetMany stores every item for ttl in one round trip per server. Values
+// that fail to encode or exceed the size limit are reported in the
+// *store.BatchError together with store failures; all others are written.
+func (c *Cache[V]) SetMany(ctx context.Context, items map[string]V, ttl time.Duration) error {
+	if err := store.CheckTTL(ttl); err != nil {
+		return err
+	}
+	var be store.BatchError
+	be.Op = "set"
+	batch := make([]store.Item, 0, len(items))
+	for k, v := range items {
+		if err := store.CheckKey(k); err != nil {
+			be.Errors = append(be.Errors, store.KeyError{Key: k, Err: err})
+			continue
+		}
+		b, err := c.encode(k, v)
+		if err != nil {
+			be.Errors = append(be.Errors, store.KeyError{Key: k, Err: err})
+			continue
+		}
+		batch = append(batch, store.Item{Key: k, Value: b, TTL: c.opts.jitter(ttl)})
+	}
+	if err := c.setMany(ctx, batch); err != nil {
+		var sbe *store.BatchError
+		if !errors.As(err, &sbe) {
+			return err
+		}
+		be.Errors = append(be.Errors, sbe.Errors...)
+	}
+	if len(be.Errors) > 0 {
+		return &be
+	}
+	return nil
+}
+
+func (c *Cache[V]) setMany(ctx context.Context, batch []store.Item) error {
+	if len(batch) == 0 {
+		return nil
+	}
+	start := time.Now()
+	err := store.SetMany(ctx, c.store, batch)
+	c.stats.since(OpSetMany, start)
+	if err != nil {
+		var be *store.BatchError
+		if errors.As(err, &be) {
+			c.stats.storeErrs.Add(uint64(len(be.Errors)))
+		} else {
+			c.stats.storeErrs.Add(uint64(len(batch)))
+		}
+	}
+	return err
+}
+
+// DeleteMany removes keys in one round trip per server.
+func (c *Cache[V]) DeleteMany(ctx context.Context, keys []string) error {
+	keys, err := uniqueKeys(keys)
+	if err != nil {
+		return err
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	start := time.Now()
+	err = store.DeleteMany(ctx, c.store, keys)
+	c.stats.since(OpDeleteMany, start)
+	if err != nil {
+		var be *store.BatchError
+		if errors.As(err, &be) {
+			c.stats.storeErrs.Add(uint64(len(be.Errors)))
+		} else {
+			c.stats.storeErrs.Add(uint64(len(keys)))
+		}
+	}
+	return err
+}
+
+// uniqueKeys validates keys and drops duplicates, keeping the first
+// occurrence's order.
+func uniqueKeys(keys []string) ([]string, error) {
+	seen := make(map[string]struct{}, len(keys))
+	out := make([]string, 0, len(keys))
+	for _, k := range keys {
+		if err := store.CheckKey(k); err != nil {
+			return nil, err
+		}
+		if _, dup := seen[k]; dup {
+			continue
+		}
+		seen[k] = struct{}{}
+		out = append(out, k)
+	}
+	return out, nil
+}
+
+// isContextErr reports whether err came from a cancelled or expired
+// context.
+func isContextErr(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+var _ = codec.ErrMalformed

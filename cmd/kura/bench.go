@@ -1,0 +1,245 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/kuracache/kura/loadgen"
+)
+
+// benchFlags holds the flags shared by `bench` and `bench sweep`.
+type benchFlags struct {
+	cfg      loadgen.Config
+	uri      string
+	command  string
+	dist     string
+	jsonOut  bool
+	hdrFile  string
+	quiet    bool
+	dataSize string
+}
+
+const benchLong = `bench drives a Redis, Redis Cluster or memcached server and reports
+throughput, hits and misses, bytes on the wire as Gbps, latency percentiles
+from an HdrHistogram, and what the server itself paid: CPU seconds per 1,000
+operations and network bytes, read from INFO / stats before and after.
+
+The target is the first argument (default redis://127.0.0.1:6379):
+  redis://[user:password@]host:port[/db]   rediss:// for TLS
+  redis://host:port,host:port              Redis Cluster (seeds; slots are followed)
+  memcached://host:port[,host:port...]     memcached (meta protocol; --protocol text)
+Anything after the target is a Redis command template: __key__ and __data__
+are replaced by a key and a value, as in redis-benchmark-go.
+
+Without --rate the loop is closed, like redis-benchmark and memtier: latency
+is measured from the actual send, so a stalled server is under-counted
+(coordinated omission). With --rate the loop is open and latency is measured
+from each request's intended send time: the numbers a user would see.
+
+Coming from redis-benchmark:
+  redis-benchmark          kura bench
+  -h HOST -p PORT / -u URI  redis://HOST:PORT (first argument) or -u URI
+  -a PASSWORD --user USER   -a PASSWORD --user USER, or redis://USER:PASSWORD@HOST:PORT
+  -c 50                     -c 50 / --connections 50
+  -P 16                     -P 16 / --pipeline 16
+  -d 100                    -d 100 / --data-size 100 (also 100-1000, 100:8,1000:2)
+  -n 100000                 -n 100000 / --requests 100000 (or --duration 10s)
+  -t get / -t set           -t get / --command get (one command per run: get, set, hset,
+                            mget, mset, or mixed with --ratio 1:10)
+  -r 100000                 -r 100000 / --keys 100000
+  --cluster                 --cluster (or just name a cluster node: it is detected)
+  --threads N               not needed: Go spreads connections over all CPUs
+  -q / --csv                --json`
+
+const benchExample = `  # GET with 50 connections for 10 s; write the key space first so GETs hit
+  kura bench redis://127.0.0.1:6379 -t get --prefill
+
+  # redis-benchmark -t set -c 50 -P 16 -d 100 -n 1000000
+  kura bench -t set -c 50 -P 16 -d 100 -n 1000000
+
+  # seed 002: HSET through redis-benchmark-go's template syntax
+  kura bench redis://10.0.224.3:6379 -c 1024 hset __key__ f1 __data__
+
+  # memtier-style SET:GET 1:10, zipf keys, mixed value sizes, 60 s TTL
+  kura bench --ratio 1:10 --distribution zipf -d 100:8,10000:2 --ttl 60s
+
+  # open loop at 20,000 ops/s: latencies corrected for coordinated omission
+  kura bench --rate 20000 -c 32 --duration 30s --hdr latency.hgrm
+
+  # Redis Cluster, ACL user over TLS, JSON for scripts
+  kura bench rediss://app:secret@node1:6379,node2:6379 --json > result.json
+
+  # memcached pool, meta protocol; --protocol text for the classic protocol
+  kura bench memcached://10.0.0.5:11211,10.0.0.6:11211 -t mget --multi-keys 20`
+
+func newBenchCmd() *cobra.Command {
+	var bf benchFlags
+	cmd := &cobra.Command{
+		Use:     "bench [TARGET] [COMMAND ARGS...]",
+		Short:   "Load-test Redis, Redis Cluster or memcached and report what the server paid",
+		Long:    benchLong,
+		Example: benchExample,
+		Args:    cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := bf.config(cmd, args)
+			if err != nil {
+				return err
+			}
+			if err := checkWritable(bf.hdrFile); err != nil {
+				return err
+			}
+			if !bf.quiet {
+				cfg.Progress = progressPrinter(cmd.ErrOrStderr(), "")
+			}
+			res, err := loadgen.Run(cmd.Context(), cfg)
+			if err != nil {
+				return benchError(err)
+			}
+			return bf.output(cmd.OutOrStdout(), res)
+		},
+	}
+	bf.register(cmd.Flags(), false)
+	cmd.AddCommand(newBenchSweepCmd())
+	return cmd
+}
+
+// register binds the flags; in a sweep, --connections, --pipeline and
+// --data-size take comma-separated lists and are registered by the sweep.
+func (bf *benchFlags) register(f *pflag.FlagSet, sweep bool) {
+	c := &bf.cfg
+	f.StringVarP(&bf.uri, "uri", "u", "", "target URL (instead of the first argument)")
+	f.StringVar(&c.User, "user", "", "Redis ACL user (overrides the URL)")
+	f.StringVarP(&c.Password, "password", "a", "", "Redis password (overrides the URL)")
+	f.BoolVar(&c.Cluster, "cluster", false, "require Redis Cluster mode (it is detected without this flag)")
+	f.BoolVar(&c.InsecureTLS, "insecure", false, "rediss://: do not verify the server certificate")
+	f.StringVar(&c.Protocol, "protocol", "", "memcached protocol: meta (default) or text")
+	f.StringVarP(&bf.command, "command", "t", "", "get, set, hset, mget, mset or mixed (default get; mixed with --ratio)")
+	f.StringVar(&c.Ratio, "ratio", "", "SET:GET ratio for the mixed workload, like memtier (default 1:10)")
+	f.IntVar(&c.MultiKeys, "multi-keys", 10, "keys per mget/mset")
+	f.Int64VarP(&c.Keys, "keys", "r", 100000, "key space size (keys are PREFIX + 12 digits)")
+	f.StringVar(&c.KeyPrefix, "key-prefix", "key:", "key prefix")
+	f.StringVar(&bf.dist, "distribution", "uniform", "key distribution: uniform, zipf or sequential")
+	f.Float64Var(&c.ZipfExponent, "zipf-exponent", 0.99, "Zipf exponent s for --distribution zipf")
+	f.StringVar(&c.DataContent, "data-content", "random", "value bytes: random (incompressible) or text (compressible, like JSON)")
+	f.DurationVar(&c.TTL, "ttl", 0, "expiry for every write, such as 60s (default none)")
+	f.BoolVar(&c.Prefill, "prefill", false, "write every key once before the run so reads hit")
+	f.DurationVar(&c.Duration, "duration", 0, "length of the run (default 10s, or until --requests)")
+	f.Int64VarP(&c.Requests, "requests", "n", 0, "stop after this many operations")
+	f.Float64Var(&c.Rate, "rate", 0, "open loop: target ops/s over all connections (latency corrected for coordinated omission)")
+	f.DurationVar(&c.Timeout, "timeout", 10*time.Second, "dial and reply timeout per connection")
+	f.BoolVar(&bf.jsonOut, "json", false, "print the result as JSON on stdout instead of text")
+	f.BoolVarP(&bf.quiet, "quiet", "q", false, "no progress line on stderr")
+	if !sweep {
+		f.StringVar(&bf.hdrFile, "hdr", "", "write the latency histogram to this file (HdrHistogram .hgrm, ms)")
+		f.IntVarP(&c.Connections, "connections", "c", 50, "connections (each one to every cluster master / memcached server)")
+		f.IntVarP(&c.Pipeline, "pipeline", "P", 1, "requests in flight per connection")
+		f.StringVarP(&bf.dataSize, "data-size", "d", "100", "value bytes: 100, a range 100-1000, or weights 100:8,1000:2")
+	}
+}
+
+// config maps flags and arguments onto a loadgen.Config.
+func (bf *benchFlags) config(cmd *cobra.Command, args []string) (loadgen.Config, error) {
+	c := bf.cfg
+	c.Target = bf.uri
+	if len(args) > 0 && strings.Contains(args[0], "://") {
+		if c.Target != "" {
+			return c, fmt.Errorf("give the target once: as the first argument or with --uri, not both")
+		}
+		c.Target, args = args[0], args[1:]
+	}
+	if len(args) > 0 {
+		if looksLikeAddr(args[0]) {
+			return c, fmt.Errorf("%q looks like an address; write it as a URL: redis://%s or memcached://%s", args[0], args[0], args[0])
+		}
+		c.Template = args
+	}
+	c.Command = loadgen.Command(bf.command)
+	c.Distribution = loadgen.Distribution(bf.dist)
+	if bf.dataSize != "" {
+		c.DataSize = bf.dataSize
+	}
+	if c.Duration == 0 && c.Requests == 0 {
+		c.Duration = 10 * time.Second
+	}
+	if cmd.Flags().Changed("zipf-exponent") && bf.dist != string(loadgen.Zipf) {
+		return c, fmt.Errorf("--zipf-exponent needs --distribution zipf")
+	}
+	return c, nil
+}
+
+func looksLikeAddr(s string) bool {
+	host, port, ok := strings.Cut(s, ":")
+	if !ok || host == "" || port == "" {
+		return false
+	}
+	for _, r := range port {
+		if r < '0' || r > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+func (bf *benchFlags) output(w io.Writer, res *loadgen.Result) error {
+	if bf.hdrFile != "" {
+		f, err := os.Create(bf.hdrFile)
+		if err != nil {
+			return fmt.Errorf("--hdr: %w", err)
+		}
+		err = res.WriteHDR(f)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("--hdr: %w", err)
+		}
+	}
+	if bf.jsonOut {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(res)
+	}
+	return res.WriteText(w)
+}
+
+// checkWritable fails before a long run, not after, when an output file
+// cannot be created.
+func checkWritable(path string) error {
+	if path == "" {
+		return nil
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		return fmt.Errorf("cannot write %s: %v", path, err)
+	}
+	return f.Close()
+}
+
+// progressPrinter prints one line per interval to w.
+func progressPrinter(w io.Writer, prefix string) func(loadgen.Interval) {
+	return func(iv loadgen.Interval) {
+		line := fmt.Sprintf("%s[%4.0fs] %10.0f ops/s  p50 %8.3f ms  p99 %8.3f ms  errors %d",
+			prefix, iv.Elapsed.Seconds(), iv.OpsPerSec,
+			float64(iv.P50.Microseconds())/1000, float64(iv.P99.Microseconds())/1000, iv.Errors)
+		if iv.Errors > 0 && iv.LastError != "" {
+			line += "  (" + iv.LastError + ")"
+		}
+		fmt.Fprintln(w, line)
+	}
+}
+
+// benchError keeps library errors to one line; ErrConfig's prefix is for
+// programs, a person wants the sentence after it.
+func benchError(err error) error {
+	msg := err.Error()
+	msg = strings.TrimPrefix(msg, loadgen.ErrConfig.Error()+": ")
+	msg = strings.ReplaceAll(msg, loadgen.ErrConfig.Error()+": ", "")
+	return fmt.Errorf("bench: %s", strings.ReplaceAll(msg, "\n", " "))
+}

@@ -1,0 +1,379 @@
+package codec
+
+import (
+	"fmt"
+	"math"
+	"sync"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+// Defaults chosen by measurement; docs/benchmarks/codec.md has the numbers.
+const (
+	// DefaultMinCompressSize is the payload size below which values are
+	// stored uncompressed when Options.MinCompressSize is 0.
+	DefaultMinCompressSize = 128
+	// DefaultMinSavings is the fraction of the payload compression must
+	// save to be kept when Options.MinSavings is 0.
+	DefaultMinSavings = 0.1
+	// DefaultMaxDecodedSize is the largest uncompressed payload a Codec
+	// accepts when Options.MaxDecodedSize is 0.
+	DefaultMaxDecodedSize = 64 << 20
+)
+
+// Options configures a Codec. The zero value is a working configuration:
+// msgpack, S2 above DefaultMinCompressSize bytes, a 64 MiB decode limit.
+type Options struct {
+	// Serializer encodes values. If nil, it defaults to MsgPack().
+	Serializer Serializer
+
+	// Compressor compresses payloads. If nil, it defaults to S2(); use
+	// None() to never compress.
+	Compressor Compressor
+
+	// MinCompressSize is the smallest serialized payload, in bytes, that
+	// is worth trying to compress. If 0, it defaults to
+	// DefaultMinCompressSize (128); if negative, every payload is tried.
+	MinCompressSize int
+
+	// MinSavings is the fraction of the payload (0..1) that compression
+	// must save for the compressed form to be kept; otherwise the value
+	// is stored uncompressed, which costs nothing to decode. If 0, it
+	// defaults to DefaultMinSavings (0.1, i.e. 10%); if negative, the
+	// compressed form is kept whenever it is smaller at all.
+	MinSavings float64
+
+	// MaxDecodedSize caps the uncompressed payload length, in bytes, that
+	// Decode accepts; a header claiming more is rejected with ErrTooLarge
+	// before anything is allocated (a decompression bomb). Encode refuses
+	// values above it with ErrValueTooLarge. If 0, it defaults to
+	// DefaultMaxDecodedSize (64 MiB).
+	MaxDecodedSize int
+
+	// Serializers are extra serializers Decode recognises by id, for
+	// values written by other configurations. The built-ins (MsgPack,
+	// JSON, Raw) and Serializer are always recognised. Ids 128..255 are
+	// for users; an id 1..127 may only replace the built-in of that id.
+	Serializers []Serializer
+
+	// Compressors are extra compressors Decode recognises by id. The
+	// built-ins (None, S2, S2Better, Zstd) and Compressor are always
+	// recognised. The same id rules as Serializers apply.
+	Compressors []Compressor
+
+	// Dictionaries maps dictionary ids (non-zero) to zstd dictionaries:
+	// either the zstd dictionary format (from TrainDictionary, the
+	// `zstd --train` tool or dict.BuildZstdDict), whose embedded id must
+	// equal the key, or raw content used as a prefix dictionary. Decode
+	// needs every dictionary any writer used.
+	Dictionaries map[uint32][]byte
+
+	// Dictionary is the id (in Dictionaries) that Encode compresses with.
+	// If 0, no dictionary is used. It requires a Zstd compressor.
+	Dictionary uint32
+}
+
+// Codec encodes values into kura envelopes and decodes them. It is safe
+// for concurrent use; make one and share it.
+type Codec struct {
+	ser         Serializer
+	comp        Compressor
+	dictID      uint32
+	minCompress int
+	minSavings  float64
+	maxDecoded  int
+
+	sers  [256]Serializer
+	comps [256]Compressor
+	dicts map[uint32][]byte
+
+	dictDecOnce sync.Once
+	dictDec     *zstd.Decoder
+	dictDecErr  error
+}
+
+// New returns a Codec for opts, or an error naming the field of a
+// conflicting or invalid option.
+func New(opts Options) (*Codec, error) {
+	c := &Codec{
+		ser:         opts.Serializer,
+		comp:        opts.Compressor,
+		minCompress: opts.MinCompressSize,
+		minSavings:  opts.MinSavings,
+		maxDecoded:  opts.MaxDecodedSize,
+	}
+	if c.ser == nil {
+		c.ser = MsgPack()
+	}
+	if c.comp == nil {
+		c.comp = S2()
+	}
+	switch {
+	case c.minCompress == 0:
+		c.minCompress = DefaultMinCompressSize
+	case c.minCompress < 0:
+		c.minCompress = 0
+	}
+	switch {
+	case math.IsNaN(c.minSavings) || c.minSavings >= 1:
+		return nil, fmt.Errorf("kura: codec: MinSavings: %v; want a fraction below 1 (0 for the default, negative for any saving)", opts.MinSavings)
+	case c.minSavings == 0:
+		c.minSavings = DefaultMinSavings
+	case c.minSavings < 0:
+		c.minSavings = 0
+	}
+	switch {
+	case c.maxDecoded < 0:
+		return nil, fmt.Errorf("kura: codec: MaxDecodedSize: %d; want 0 (64 MiB) or a positive size", opts.MaxDecodedSize)
+	case c.maxDecoded == 0:
+		c.maxDecoded = DefaultMaxDecodedSize
+	}
+
+	for _, s := range []Serializer{MsgPack(), JSON(), Raw()} {
+		c.sers[s.ID()] = s
+	}
+	for _, s := range append([]Serializer{c.ser}, opts.Serializers...) {
+		field := "Serializers"
+		if s == c.ser {
+			field = "Serializer"
+		}
+		if s == nil {
+			return nil, fmt.Errorf("kura: codec: %s: nil serializer", field)
+		}
+		id := s.ID()
+		switch {
+		case id == 0:
+			return nil, fmt.Errorf("kura: codec: %s: %q has id 0, which is invalid", field, s.Name())
+		case id < 128 && c.sers[id] == nil:
+			return nil, fmt.Errorf("kura: codec: %s: %q has id %d, reserved for kura (use 128..255)", field, s.Name(), id)
+		}
+		c.sers[id] = s
+	}
+	seen := map[byte]string{}
+	for _, s := range opts.Serializers {
+		if name, dup := seen[s.ID()]; dup {
+			return nil, fmt.Errorf("kura: codec: Serializers: %q and %q share id %d", name, s.Name(), s.ID())
+		}
+		seen[s.ID()] = s.Name()
+	}
+
+	for _, z := range []Compressor{None(), S2(), Zstd(0)} {
+		c.comps[z.ID()] = z
+	}
+	for _, z := range append([]Compressor{c.comp}, opts.Compressors...) {
+		field := "Compressors"
+		if z == c.comp {
+			field = "Compressor"
+		}
+		if z == nil {
+			return nil, fmt.Errorf("kura: codec: %s: nil compressor", field)
+		}
+		id := z.ID()
+		switch {
+		case id == IDNone:
+			if _, ok := z.(noneCompressor); !ok {
+				return nil, fmt.Errorf("kura: codec: %s: %q has id 0, reserved for None()", field, z.Name())
+			}
+			continue
+		case id < 128 && c.comps[id] == nil:
+			return nil, fmt.Errorf("kura: codec: %s: %q has id %d, reserved for kura (use 128..255)", field, z.Name(), id)
+		}
+		c.comps[id] = z
+	}
+	seenC := map[byte]string{}
+	for _, z := range opts.Compressors {
+		if name, dup := seenC[z.ID()]; dup {
+			return nil, fmt.Errorf("kura: codec: Compressors: %q and %q share id %d", name, z.Name(), z.ID())
+		}
+		seenC[z.ID()] = z.Name()
+	}
+
+	if len(opts.Dictionaries) > 0 {
+		c.dicts = make(map[uint32][]byte, len(opts.Dictionaries))
+		for id, d := range opts.Dictionaries {
+			switch {
+			case id == 0:
+				return nil, fmt.Errorf("kura: codec: Dictionaries: id 0 means \"no dictionary\" and cannot be used")
+			case len(d) == 0:
+				return nil, fmt.Errorf("kura: codec: Dictionaries: dictionary %d is empty", id)
+			case isZstdDict(d) && zstdDictID(d) != id:
+				return nil, fmt.Errorf("kura: codec: Dictionaries: dictionary under id %d embeds zstd dictionary id %d; use the same id", id, zstdDictID(d))
+			}
+			c.dicts[id] = d
+		}
+	}
+	if opts.Dictionary != 0 {
+		d, ok := c.dicts[opts.Dictionary]
+		if !ok {
+			return nil, fmt.Errorf("kura: codec: Dictionary: id %d is not in Dictionaries", opts.Dictionary)
+		}
+		z, ok := c.comp.(*zstdCompressor)
+		if !ok {
+			return nil, fmt.Errorf("kura: codec: Dictionary: compressor %q does not support dictionaries; use Zstd", c.comp.Name())
+		}
+		c.comp = &zstdCompressor{level: z.level, zlevel: z.zlevel, dictID: opts.Dictionary, dict: d}
+		c.dictID = opts.Dictionary
+		if _, err := c.comp.(*zstdCompressor).encoder(); err != nil {
+			return nil, fmt.Errorf("kura: codec: Dictionary: %d: %w", opts.Dictionary, err)
+		}
+	}
+	if len(c.dicts) > 0 {
+		// Build the decoder now so a bad dictionary fails New, not the
+		// first read.
+		if _, err := c.dictDecoder(); err != nil {
+			return nil, fmt.Errorf("kura: codec: Dictionaries: %w", err)
+		}
+	}
+	return c, nil
+}
+
+// Serializer returns the serializer Encode uses.
+func (c *Codec) Serializer() Serializer { return c.ser }
+
+// Compressor returns the compressor Encode tries.
+func (c *Codec) Compressor() Compressor { return c.comp }
+
+// MaxDecodedSize returns the effective decode limit in bytes.
+func (c *Codec) MaxDecodedSize() int { return c.maxDecoded }
+
+func (c *Codec) dictDecoder() (*zstd.Decoder, error) {
+	c.dictDecOnce.Do(func() {
+		c.dictDec, c.dictDecErr = newZstdDecoder(c.dicts)
+	})
+	return c.dictDec, c.dictDecErr
+}
+
+// Scratch buffers for the serialized (encode) and decompressed (decode)
+// payload; they never escape to the caller.
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 0, 16<<10); return &b }}
+
+const maxPooledBuf = 1 << 20
+
+func getBuf() *[]byte { return bufPool.Get().(*[]byte) }
+
+func putBuf(b *[]byte, used []byte) {
+	if cap(used) > maxPooledBuf {
+		return
+	}
+	*b = used[:0]
+	bufPool.Put(b)
+}
+
+// Encode appends the envelope of v to dst and returns it with the header
+// that was written. The value is compressed only when its serialized form
+// is at least MinCompressSize bytes and compression saves at least
+// MinSavings of it. On error dst is returned unchanged (same length).
+func (c *Codec) Encode(dst []byte, v any) ([]byte, Header, error) {
+	bp := getBuf()
+	payload, err := c.ser.Marshal((*bp)[:0], v)
+	if err != nil {
+		putBuf(bp, payload)
+		return dst, Header{}, fmt.Errorf("kura: encode with %s: %w", c.ser.Name(), err)
+	}
+	if len(payload) > c.maxDecoded {
+		putBuf(bp, payload)
+		return dst, Header{}, fmt.Errorf("%w: %d bytes serialized, MaxDecodedSize is %d", ErrValueTooLarge, len(payload), c.maxDecoded)
+	}
+	start := len(dst)
+	h := Header{Version: Version, Serializer: c.ser.ID(), RawLen: len(payload)}
+	if id := c.comp.ID(); id != IDNone && len(payload) >= c.minCompress {
+		h.Compressor, h.Dict = id, c.dictID
+		dst = AppendHeader(dst, h)
+		h.Len = len(dst) - start
+		out, err := c.comp.Compress(dst, payload)
+		if err != nil {
+			putBuf(bp, payload)
+			return dst[:start], Header{}, fmt.Errorf("kura: encode with %s: %w", c.comp.Name(), err)
+		}
+		saved := len(payload) - (len(out) - len(dst))
+		if saved > 0 && float64(saved) >= c.minSavings*float64(len(payload)) {
+			putBuf(bp, payload)
+			return out, h, nil
+		}
+		dst = out[:start]
+		h.Compressor, h.Dict = IDNone, 0
+	}
+	dst = AppendHeader(dst, h)
+	h.Len = len(dst) - start
+	dst = append(dst, payload...)
+	putBuf(bp, payload)
+	return dst, h, nil
+}
+
+// EncodeNegative appends a "known absent" entry to dst: a three-byte header
+// that Decode reports as Header.Negative, for caching a database miss.
+func (c *Codec) EncodeNegative(dst []byte) []byte {
+	return AppendHeader(dst, Header{Negative: true})
+}
+
+// Decode decodes the envelope in data into v, a pointer. The serializer,
+// compressor and dictionary are chosen by the ids in the header, not by
+// this Codec's Options, so any reader decodes what any writer stored as
+// long as it knows the ids. If the entry is negative, v is untouched and
+// the error is nil. Every error matches ErrMalformed. data is not retained.
+func (c *Codec) Decode(data []byte, v any) (Header, error) {
+	h, err := ParseHeader(data)
+	if err != nil || h.Negative {
+		return h, err
+	}
+	ser := c.sers[h.Serializer]
+	if ser == nil {
+		return h, fmt.Errorf("%w %d", ErrUnknownSerializer, h.Serializer)
+	}
+	if h.RawLen > c.maxDecoded {
+		return h, fmt.Errorf("%w: header claims %d bytes, limit %d", ErrTooLarge, h.RawLen, c.maxDecoded)
+	}
+	payload := data[h.Len:]
+	if h.Compressor == IDNone {
+		switch {
+		case h.Dict != 0:
+			return h, fmt.Errorf("%w: dictionary %d without a compressor", ErrCorrupt, h.Dict)
+		case len(payload) < h.RawLen:
+			return h, fmt.Errorf("%w: payload has %d of %d bytes", ErrTruncated, len(payload), h.RawLen)
+		case len(payload) > h.RawLen:
+			return h, fmt.Errorf("%w: %d bytes after the %d-byte payload", ErrCorrupt, len(payload)-h.RawLen, h.RawLen)
+		}
+		if err := ser.Unmarshal(payload, v); err != nil {
+			return h, fmt.Errorf("%w (%s): %w", ErrDeserialize, ser.Name(), err)
+		}
+		return h, nil
+	}
+
+	comp := c.comps[h.Compressor]
+	if comp == nil {
+		return h, fmt.Errorf("%w %d", ErrUnknownCompressor, h.Compressor)
+	}
+	bp := getBuf()
+	var raw []byte
+	if h.Dict != 0 {
+		if h.Compressor != IDZstd {
+			putBuf(bp, *bp)
+			return h, fmt.Errorf("%w: dictionary %d with compressor %s", ErrUnknownDictionary, h.Dict, comp.Name())
+		}
+		if _, ok := c.dicts[h.Dict]; !ok {
+			putBuf(bp, *bp)
+			return h, fmt.Errorf("%w %d (add it to Options.Dictionaries)", ErrUnknownDictionary, h.Dict)
+		}
+		dec, derr := c.dictDecoder()
+		if derr != nil {
+			putBuf(bp, *bp)
+			return h, fmt.Errorf("%w: dictionary %d: %w", ErrUnknownDictionary, h.Dict, derr)
+		}
+		raw, err = zstdDecode(dec, (*bp)[:0], payload, h.RawLen)
+	} else {
+		raw, err = comp.Decompress((*bp)[:0], payload, h.RawLen)
+	}
+	if err == nil && len(raw) != h.RawLen {
+		err = errSizeMismatch
+	}
+	if err != nil {
+		putBuf(bp, raw)
+		return h, fmt.Errorf("%w (%s): %w", ErrCorrupt, comp.Name(), err)
+	}
+	err = ser.Unmarshal(raw, v)
+	putBuf(bp, raw)
+	if err != nil {
+		return h, fmt.Errorf("%w (%s): %w", ErrDeserialize, ser.Name(), err)
+	}
+	return h, nil
+}

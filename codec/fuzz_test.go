@@ -1,0 +1,84 @@
+package codec
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+)
+
+// FuzzDecode feeds arbitrary bytes to Decode: it must never panic, and
+// every failure must match ErrMalformed. The seed corpus in
+// testdata/fuzz/FuzzDecode (valid envelopes of every kind, foreign
+// formats, truncations, bombs) runs with plain `go test`.
+func FuzzDecode(f *testing.F) {
+	c, err := New(Options{MaxDecodedSize: 1 << 20})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add([]byte{})
+	f.Add([]byte("plain string"))
+	f.Add(c.EncodeNegative(nil))
+	if b, _, err := c.Encode(nil, map[string]any{"k": strings.Repeat("v", 300)}); err == nil {
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		orig := bytes.Clone(data)
+		for _, dst := range []any{new(any), new(string), new(map[string]any), new([]byte)} {
+			h, err := c.Decode(data, dst)
+			if err != nil && !errors.Is(err, ErrMalformed) {
+				t.Fatalf("error does not match ErrMalformed: %v", err)
+			}
+			if err == nil && h.Len > len(data) {
+				t.Fatalf("header length %d > %d", h.Len, len(data))
+			}
+		}
+		if _, err := ParseHeader(data); err != nil && !errors.Is(err, ErrMalformed) {
+			t.Fatalf("ParseHeader error does not match ErrMalformed: %v", err)
+		}
+		if !bytes.Equal(orig, data) {
+			t.Fatal("Decode modified its input")
+		}
+	})
+}
+
+// FuzzRoundTrip checks that every serializer/compressor pair decodes what
+// it encodes, at every compression threshold.
+func FuzzRoundTrip(f *testing.F) {
+	f.Add("hello", byte(0), byte(0), int16(0))
+	f.Add(strings.Repeat("金利 rates ", 50), byte(1), byte(1), int16(-1))
+	f.Add(strings.Repeat("ab", 500), byte(2), byte(2), int16(100))
+	f.Add("", byte(0), byte(3), int16(-1))
+	sers := []Serializer{MsgPack(), JSON(), Raw()}
+	comps := []Compressor{None(), S2Better(), S2(), Zstd(1), Zstd(3)}
+	codecs := map[[2]int]*Codec{}
+	f.Fuzz(func(t *testing.T, s string, si, ci byte, minSize int16) {
+		key := [2]int{int(si) % len(sers), int(ci) % len(comps)}
+		c, ok := codecs[key]
+		if !ok || minSize != 0 {
+			var err error
+			c, err = New(Options{Serializer: sers[key[0]], Compressor: comps[key[1]], MinCompressSize: int(minSize), MinSavings: -1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if minSize == 0 {
+				codecs[key] = c
+			}
+		}
+		b, h, err := c.Encode(nil, s)
+		if err != nil {
+			t.Fatalf("encode: %v", err)
+		}
+		var out string
+		h2, err := c.Decode(b, &out)
+		if err != nil {
+			t.Fatalf("decode: %v (header %+v)", err, h)
+		}
+		if h2 != h {
+			t.Fatalf("header %+v, decoded %+v", h, h2)
+		}
+		if key[0] != 1 && out != s { // JSON replaces invalid UTF-8
+			t.Fatalf("round trip %q -> %q", s, out)
+		}
+	})
+}

@@ -1,0 +1,294 @@
+package codec
+
+import (
+	"bytes"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/format/vectors.json from the codec")
+
+const vectorsFile = "../testdata/format/vectors.json"
+
+// vectorRecord is the record type of the "record" vectors. Other
+// implementations encode it as a msgpack map (or JSON object) with these
+// keys in this order.
+type vectorRecord struct {
+	ID   int      `json:"id" msgpack:"id"`
+	Name string   `json:"name" msgpack:"name"`
+	Tags []string `json:"tags" msgpack:"tags"`
+	Body string   `json:"body" msgpack:"body"`
+}
+
+type vectorOptions struct {
+	Serializer      string  `json:"serializer"`        // msgpack, json, raw
+	Compressor      string  `json:"compressor"`        // none, snappy, s2, zstd
+	Level           int     `json:"level,omitempty"`   // zstd level
+	MinCompressSize int     `json:"min_compress_size"` // as in Options
+	MinSavings      float64 `json:"min_savings"`       // as in Options
+	Dictionary      uint32  `json:"dictionary,omitempty"`
+	DictionaryHex   string  `json:"dictionary_hex,omitempty"` // raw-content zstd dictionary
+}
+
+type vector struct {
+	Name    string          `json:"name"`
+	Note    string          `json:"note,omitempty"`
+	Kind    string          `json:"kind"`  // negative, string, bytes, record
+	Value   json.RawMessage `json:"value"` // string, hex string (bytes), or record object
+	Options vectorOptions   `json:"options"`
+	Header  Header          `json:"header"`
+	Hex     string          `json:"hex"`
+	// ExactPayload is false when the payload bytes are one valid
+	// compression among many: another encoder must decode Hex to Value,
+	// and must match the header bytes, but may compress differently.
+	ExactPayload bool `json:"exact_payload"`
+}
+
+type malformedVector struct {
+	Name  string `json:"name"`
+	Hex   string `json:"hex"`
+	Error string `json:"error"` // the sentinel's name
+}
+
+type vectorFile struct {
+	Comment   string            `json:"comment"`
+	Vectors   []vector          `json:"vectors"`
+	Malformed []malformedVector `json:"malformed"`
+}
+
+var vectorRaw = []byte(strings.Repeat("kura news 金利と為替 rates and yields ", 8))
+
+func vectorInputs() []vector {
+	rec := vectorRecord{ID: 42, Name: "記事 article", Tags: []string{"金利", "yen"}, Body: strings.Repeat("日銀は金利を据え置いた。The yen weakened. ", 12)}
+	small := vectorRecord{ID: 1, Name: "short", Tags: []string{}, Body: "tiny"}
+	recJSON, _ := json.Marshal(rec)
+	smallJSON, _ := json.Marshal(small)
+	str := func(s string) json.RawMessage { b, _ := json.Marshal(s); return b }
+	hx := func(b []byte) json.RawMessage { return str(hex.EncodeToString(b)) }
+	noise := make([]byte, 200)
+	x := uint32(1)
+	for i := range noise {
+		x = x*1664525 + 1013904223
+		noise[i] = byte(x >> 24)
+	}
+	dict := hex.EncodeToString(vectorRaw)
+	def := vectorOptions{Serializer: "msgpack", Compressor: "s2"}
+	with := func(f func(*vectorOptions)) vectorOptions { o := def; f(&o); return o }
+	return []vector{
+		{Name: "negative", Kind: "negative", Value: json.RawMessage("null"), Options: def, Note: "a cached \"not found\""},
+		{Name: "msgpack-string-small", Kind: "string", Value: str("hello"), Options: def, Note: "below MinCompressSize: stored uncompressed"},
+		{Name: "msgpack-record-small", Kind: "record", Value: smallJSON, Options: def},
+		{Name: "msgpack-record-s2", Kind: "record", Value: recJSON, Options: def, Note: "the default configuration"},
+		{Name: "msgpack-record-snappy", Kind: "record", Value: recJSON, Options: with(func(o *vectorOptions) { o.Compressor = "snappy" }), Note: "payload is a Snappy block"},
+		{Name: "msgpack-record-zstd3", Kind: "record", Value: recJSON, Options: with(func(o *vectorOptions) { o.Compressor, o.Level = "zstd", 3 })},
+		{Name: "msgpack-record-zstd-dict5", Kind: "record", Value: recJSON, Options: with(func(o *vectorOptions) {
+			o.Compressor, o.Level, o.Dictionary, o.DictionaryHex = "zstd", 3, 5, dict
+		}), Note: "raw-content dictionary id 5; the zstd frame names dictionary 5 too"},
+		{Name: "msgpack-record-zstd-dict300", Kind: "record", Value: recJSON, Options: with(func(o *vectorOptions) {
+			o.Compressor, o.Level, o.Dictionary, o.DictionaryHex = "zstd", 3, 300, dict
+		}), Note: "dictionary id 300 takes a two-byte uvarint"},
+		{Name: "json-record-none", Kind: "record", Value: recJSON, Options: with(func(o *vectorOptions) { o.Serializer, o.Compressor = "json", "none" })},
+		{Name: "json-record-s2", Kind: "record", Value: recJSON, Options: with(func(o *vectorOptions) { o.Serializer = "json" })},
+		{Name: "raw-string-none", Kind: "string", Value: str("user:42 → 東京"), Options: with(func(o *vectorOptions) { o.Serializer, o.Compressor = "raw", "none" })},
+		{Name: "raw-empty", Kind: "bytes", Value: hx(nil), Options: with(func(o *vectorOptions) { o.Serializer = "raw" })},
+		{Name: "raw-bytes-300-none", Kind: "bytes", Value: hx(bytes.Repeat([]byte{0xAB}, 300)), Options: with(func(o *vectorOptions) { o.Serializer, o.Compressor = "raw", "none" }), Note: "uncompressed length 300 takes a two-byte uvarint"},
+		{Name: "raw-incompressible", Kind: "bytes", Value: hx(noise), Options: with(func(o *vectorOptions) { o.Serializer = "raw" }), Note: "s2 saves less than MinSavings: stored uncompressed"},
+		{Name: "raw-always-compress", Kind: "string", Value: str("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"), Options: with(func(o *vectorOptions) { o.Serializer, o.MinCompressSize, o.MinSavings = "raw", -1, -1 })},
+	}
+}
+
+func malformedVectors() []malformedVector {
+	return []malformedVector{
+		{"empty", "", "ErrTruncated"},
+		{"plain text", hex.EncodeToString([]byte("hello")), "ErrNotKura"},
+		{"json", hex.EncodeToString([]byte(`{"a":1}`)), "ErrNotKura"},
+		{"go-redis/cache small value (msgpack + 0x00 marker)", "81a16101" + "00", "ErrNotKura"},
+		{"future version", "c14b02010000" + "00", "ErrUnsupportedVersion"},
+		{"unknown flag", "c14b21010000" + "00", "ErrUnsupportedVersion"},
+		{"truncated header", "c14b0101", "ErrTruncated"},
+		{"unknown serializer", "c14b01fa000001c0", "ErrUnknownSerializer"},
+		{"unknown compressor", "c14b01016300" + "01c0", "ErrUnknownCompressor"},
+		{"unknown dictionary", "c14b0101032a" + "01c0", "ErrUnknownDictionary"},
+		{"payload shorter than length", "c14b0101000005" + "c0", "ErrTruncated"},
+		{"payload longer than length", "c14b0101000001" + "c0c0", "ErrCorrupt"},
+		{"length over MaxDecodedSize (1 TiB)", "c14b01010200" + "8080808080" + "20", "ErrTooLarge"},
+		{"s2 block longer than length", "c14b0101020001" + "0a" + "24" + "61616161616161616161", "ErrCorrupt"},
+	}
+}
+
+func vectorCodec(t *testing.T, o vectorOptions) *Codec {
+	t.Helper()
+	opts := Options{MinCompressSize: o.MinCompressSize, MinSavings: o.MinSavings, Dictionary: o.Dictionary}
+	opts.Serializer = map[string]Serializer{"msgpack": MsgPack(), "json": JSON(), "raw": Raw()}[o.Serializer]
+	switch o.Compressor {
+	case "none":
+		opts.Compressor = None()
+	case "snappy":
+		opts.Compressor = Snappy()
+	case "s2":
+		opts.Compressor = S2()
+	case "zstd":
+		opts.Compressor = Zstd(o.Level)
+	default:
+		t.Fatalf("unknown compressor %q", o.Compressor)
+	}
+	if o.DictionaryHex != "" {
+		d, err := hex.DecodeString(o.DictionaryHex)
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts.Dictionaries = map[uint32][]byte{o.Dictionary: d}
+	}
+	return mustNew(t, opts)
+}
+
+// vectorValue returns the Go value of a vector and a pointer to decode into.
+func vectorValue(t *testing.T, v vector) (in any, out func() (any, any)) {
+	t.Helper()
+	switch v.Kind {
+	case "negative":
+		return nil, func() (any, any) { p := new(string); return p, func() any { return *p } }
+	case "string":
+		var s string
+		if err := json.Unmarshal(v.Value, &s); err != nil {
+			t.Fatal(err)
+		}
+		return s, func() (any, any) { p := new(string); return p, s }
+	case "bytes":
+		var h string
+		_ = json.Unmarshal(v.Value, &h)
+		b, err := hex.DecodeString(h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b, func() (any, any) { p := new([]byte); return p, b }
+	case "record":
+		var r vectorRecord
+		if err := json.Unmarshal(v.Value, &r); err != nil {
+			t.Fatal(err)
+		}
+		return r, func() (any, any) { p := new(vectorRecord); return p, r }
+	}
+	t.Fatalf("unknown kind %q", v.Kind)
+	return nil, nil
+}
+
+func encodeVector(t *testing.T, v vector) ([]byte, Header) {
+	c := vectorCodec(t, v.Options)
+	if v.Kind == "negative" {
+		b := c.EncodeNegative(nil)
+		h, _ := ParseHeader(b)
+		return b, h
+	}
+	in, _ := vectorValue(t, v)
+	b, h, err := c.Encode(nil, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, h
+}
+
+func TestVectors(t *testing.T) {
+	if *update {
+		f := vectorFile{
+			Comment:   "kura envelope test vectors; see docs/FORMAT.md. Regenerate with: go test ./codec -run TestVectors -update",
+			Malformed: malformedVectors(),
+		}
+		for _, v := range vectorInputs() {
+			b, h := encodeVector(t, v)
+			v.Hex, v.Header = hex.EncodeToString(b), h
+			v.ExactPayload = h.Compressor == IDNone || h.Negative
+			f.Vectors = append(f.Vectors, v)
+		}
+		out, err := json.MarshalIndent(f, "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll("../testdata/format", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(vectorsFile, append(out, '\n'), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	raw, err := os.ReadFile(vectorsFile)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	var f vectorFile
+	if err := json.Unmarshal(raw, &f); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Vectors) < len(vectorInputs()) {
+		t.Fatalf("%d vectors in the file, %d defined; run with -update", len(f.Vectors), len(vectorInputs()))
+	}
+	for _, v := range f.Vectors {
+		t.Run(v.Name, func(t *testing.T) {
+			want, err := hex.DecodeString(v.Hex)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Encoding must reproduce the header exactly, and the whole
+			// value where the payload is not a compressor's choice.
+			got, h := encodeVector(t, v)
+			if h != v.Header {
+				t.Errorf("header %+v, vector says %+v", h, v.Header)
+			}
+			if !bytes.Equal(got[:h.Len], want[:min(h.Len, len(want))]) {
+				t.Errorf("header bytes % x, vector % x", got[:h.Len], want[:min(h.Len, len(want))])
+			}
+			if v.ExactPayload && !bytes.Equal(got, want) {
+				t.Errorf("encoded\n%x\nvector\n%x", got, want)
+			}
+			// Decoding the vector's bytes must give the value back.
+			c := vectorCodec(t, v.Options)
+			_, mk := vectorValue(t, v)
+			dst, wantV := mk()
+			dh, err := c.Decode(want, dst)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if dh != v.Header {
+				t.Errorf("decoded header %+v, vector says %+v", dh, v.Header)
+			}
+			if v.Kind != "negative" {
+				gotV := reflect.ValueOf(dst).Elem().Interface()
+				if b, ok := gotV.([]byte); ok && len(b) == 0 {
+					gotV = wantV
+				}
+				if !reflect.DeepEqual(gotV, wantV) {
+					t.Errorf("decoded %#v, want %#v", gotV, wantV)
+				}
+			}
+		})
+	}
+	sentinels := map[string]error{
+		"ErrNotKura": ErrNotKura, "ErrTruncated": ErrTruncated, "ErrUnsupportedVersion": ErrUnsupportedVersion,
+		"ErrUnknownSerializer": ErrUnknownSerializer, "ErrUnknownCompressor": ErrUnknownCompressor,
+		"ErrUnknownDictionary": ErrUnknownDictionary, "ErrCorrupt": ErrCorrupt, "ErrTooLarge": ErrTooLarge,
+		"ErrDeserialize": ErrDeserialize,
+	}
+	c := mustNew(t, Options{})
+	for _, m := range f.Malformed {
+		t.Run("malformed/"+m.Name, func(t *testing.T) {
+			b, err := hex.DecodeString(m.Hex)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := sentinels[m.Error]
+			if want == nil {
+				t.Fatalf("unknown error name %q", m.Error)
+			}
+			_, err = c.Decode(b, new(any))
+			if !errors.Is(err, want) || !errors.Is(err, ErrMalformed) {
+				t.Fatalf("Decode = %v, want %s", err, m.Error)
+			}
+		})
+	}
+}

@@ -1,0 +1,23 @@
+package kura
+
+import (
+	"github.com/kuracache/kura/codec"
+	"github.com/kuracache/kura/store"
+)
+
+// Sentinel errors, checked with errors.Is. They are the same values as the
+// store and codec sentinels, so an error from any layer matches.
+var (
+	// ErrNotFound reports a miss from Get, or a key the loader says does
+	// not exist. A loader returns it (possibly wrapped) to have the
+	// absence cached negatively for Options.NegativeTTL.
+	ErrNotFound = store.ErrNotFound
+	// ErrValueTooLarge reports a value over Options.MaxValueSize or the
+	// server's own limit; nothing was sent.
+	ErrValueTooLarge = store.ErrValueTooLarge
+	// ErrInvalidKey reports a key the store cannot take.
+	ErrInvalidKey = store.ErrInvalidKey
+	// ErrMalformed reports cached bytes that do not decode. Get returns
+	// it; Fetch treats it as a miss and overwrites the entry.
+	ErrMalformed = codec.ErrMalformed
+)

@@ -1,0 +1,91 @@
+// Package kuraprom exports kura Cache statistics as Prometheus metrics.
+//
+// The Collector reads [kura.Stats] snapshots at scrape time; nothing is
+// registered globally. Register it on the registry you serve:
+//
+//	reg := prometheus.NewRegistry()
+//	reg.MustRegister(kuraprom.NewCollector(articles, users))
+package kuraprom
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/kuracache/kura"
+)
+
+// Source is anything with kura statistics: every *kura.Cache[V].
+type Source interface {
+	Stats() kura.Stats
+}
+
+// Collector is a prometheus.Collector over one or more caches, labelled by
+// their Options.Name ("cache" label).
+type Collector struct {
+	sources []Source
+
+	requests, decodeErrs, storeErrs, loads, loadErrs *prometheus.Desc
+	shared, large, rejected, bytes, latency          *prometheus.Desc
+}
+
+var _ prometheus.Collector = (*Collector)(nil)
+
+// NewCollector returns a Collector over the given caches. Give each cache
+// a distinct Options.Name, or the registry rejects the duplicate series.
+func NewCollector(caches ...Source) *Collector {
+	d := func(name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc("kura_"+name, help, append([]string{"cache"}, labels...), nil)
+	}
+	return &Collector{
+		sources:    caches,
+		requests:   d("lookups_total", "Keys looked up, by result: hit, miss, or negative (cached as absent).", "result"),
+		decodeErrs: d("decode_errors_total", "Cached values that failed to decode (counted as misses)."),
+		storeErrs:  d("store_errors_total", "Failed store operations, per key in batches."),
+		loads:      d("loader_calls_total", "Calls of Fetch/FetchMany loaders."),
+		loadErrs:   d("loader_errors_total", "Loader calls that returned an error other than not-found."),
+		shared:     d("shared_loads_total", "Fetch calls that waited for another caller's load of the same key."),
+		large:      d("large_values_total", "Writes above the warning size (Options.WarnValueSize)."),
+		rejected:   d("rejected_values_total", "Writes refused for exceeding the maximum value size."),
+		bytes:      d("value_bytes_total", "Value bytes moved, by direction (read, write) and stage (raw = serialized before compression, stored = what crossed the network).", "direction", "stage"),
+		latency:    d("operation_duration_seconds", "Latency of store operations and loader calls.", "op"),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.requests, c.decodeErrs, c.storeErrs, c.loads, c.loadErrs,
+		c.shared, c.large, c.rejected, c.bytes, c.latency} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	counter := func(d *prometheus.Desc, v uint64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
+	}
+	for _, src := range c.sources {
+		s := src.Stats()
+		n := s.Name
+		counter(c.requests, s.Hits, n, "hit")
+		counter(c.requests, s.Misses, n, "miss")
+		counter(c.requests, s.NegativeHits, n, "negative")
+		counter(c.decodeErrs, s.DecodeErrors, n)
+		counter(c.storeErrs, s.StoreErrors, n)
+		counter(c.loads, s.LoaderCalls, n)
+		counter(c.loadErrs, s.LoaderErrors, n)
+		counter(c.shared, s.Shared, n)
+		counter(c.large, s.LargeValues, n)
+		counter(c.rejected, s.RejectedValues, n)
+		counter(c.bytes, s.BytesRead, n, "read", "stored")
+		counter(c.bytes, s.BytesReadRaw, n, "read", "raw")
+		counter(c.bytes, s.BytesWritten, n, "write", "stored")
+		counter(c.bytes, s.BytesWrittenRaw, n, "write", "raw")
+		for op, h := range s.Latency {
+			buckets := make(map[float64]uint64, len(h.Buckets))
+			for i, b := range kura.LatencyBuckets {
+				buckets[b.Seconds()] = h.Buckets[i]
+			}
+			ch <- prometheus.MustNewConstHistogram(c.latency, h.Count, h.Sum.Seconds(), buckets, n, string(op))
+		}
+	}
+}

@@ -1,0 +1,173 @@
+package loadgen
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"syscall"
+	"time"
+)
+
+// conn is one load connection: a buffered reader that counts bytes, and a
+// writer that counts them too. It is owned by one worker.
+type conn struct {
+	addr     string
+	nc       net.Conn
+	r        *bufio.Reader
+	cr       countReader
+	out      int64
+	timeout  time.Duration
+	deadline time.Time
+}
+
+type countReader struct {
+	r net.Conn
+	n int64
+}
+
+func (c *countReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// readBufSize holds a deep pipeline of small replies in one read.
+const readBufSize = 64 << 10
+
+// dial connects to addr (with TLS when t.TLS) and runs the Redis
+// handshake for Redis targets. Errors are worded for a person.
+func dial(ctx context.Context, t Target, addr string, timeout time.Duration, insecure bool) (*conn, error) {
+	d := net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}
+	var nc net.Conn
+	var err error
+	if t.TLS {
+		host, _, _ := net.SplitHostPort(addr)
+		td := tls.Dialer{NetDialer: &d, Config: &tls.Config{ServerName: host, InsecureSkipVerify: insecure}}
+		nc, err = td.DialContext(ctx, "tcp", addr)
+	} else {
+		nc, err = d.DialContext(ctx, "tcp", addr)
+	}
+	if err != nil {
+		return nil, dialError(t, addr, err)
+	}
+	if tc, ok := nc.(*net.TCPConn); ok {
+		_ = tc.SetNoDelay(true)
+	}
+	c := &conn{addr: addr, nc: nc, timeout: timeout}
+	c.cr.r = nc
+	c.r = bufio.NewReaderSize(&c.cr, readBufSize)
+	if t.Kind == KindRedis {
+		if err := c.redisHandshake(t); err != nil {
+			nc.Close()
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+func dialError(t Target, addr string, err error) error {
+	var hint string
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		hint = "nothing listens there; start the server or fix host:port"
+	case errors.Is(err, os.ErrDeadlineExceeded), errors.Is(err, context.DeadlineExceeded):
+		hint = "no answer in time; check the address, a firewall, or raise --timeout"
+	default:
+		var dnsErr *net.DNSError
+		var recErr tls.RecordHeaderError
+		switch {
+		case errors.As(err, &dnsErr):
+			hint = "the host name does not resolve; fix the target URL"
+		case errors.As(err, &recErr):
+			hint = "the server does not speak TLS there; use redis:// instead of rediss://"
+		default:
+			hint = "check the target URL"
+		}
+	}
+	return fmt.Errorf("cannot connect to %s at %s: %v (%s)", t.Kind, addr, rootCause(err), hint)
+}
+
+// rootCause drops net.OpError's "dial tcp ...:" prefix, which repeats the
+// address the message already names.
+func rootCause(err error) error {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Err != nil {
+		var sys *os.SyscallError
+		if errors.As(op.Err, &sys) {
+			return sys.Err
+		}
+		return op.Err
+	}
+	return err
+}
+
+// write sends b, keeping the connection's deadline fresh. Deadlines are
+// moved only when half of the timeout has passed: resetting them on every
+// batch costs runtime timer work on the hot path.
+func (c *conn) write(b []byte, now time.Time) error {
+	if now.Add(c.timeout / 2).After(c.deadline) {
+		c.deadline = now.Add(c.timeout)
+		if err := c.nc.SetDeadline(c.deadline); err != nil {
+			return err
+		}
+	}
+	n, err := c.nc.Write(b)
+	c.out += int64(n)
+	return err
+}
+
+// in returns the bytes read so far (including buffered, unparsed bytes).
+func (c *conn) in() int64 { return c.cr.n }
+
+func (c *conn) close() { _ = c.nc.Close() }
+
+// control sends one command on the connection and reads its reply, for the
+// handshake and for server counters; it allocates freely.
+func (c *conn) redisDo(args ...string) (any, error) {
+	b := appendCommand(nil, args...)
+	if err := c.write(b, time.Now()); err != nil {
+		return nil, err
+	}
+	return readValue(c.r)
+}
+
+func (c *conn) redisHandshake(t Target) error {
+	if t.Password != "" || t.User != "" {
+		args := []string{"AUTH", t.Password}
+		if t.User != "" {
+			args = []string{"AUTH", t.User, t.Password}
+		}
+		_, err := c.redisDo(args...)
+		var re respError
+		if errors.As(err, &re) {
+			return fmt.Errorf("redis at %s refused the credentials (%s); check the user and password in the URL (redis://user:password@host:port) or --user/--password", c.addr, re)
+		}
+		if err != nil {
+			return fmt.Errorf("redis at %s: AUTH failed: %v", c.addr, rootCause(err))
+		}
+	}
+	v, err := c.redisDo("PING")
+	var re respError
+	if errors.As(err, &re) {
+		if re.prefix() == "NOAUTH" {
+			return fmt.Errorf("redis at %s needs a password; put it in the URL (redis://:PASSWORD@%s) or pass --password", c.addr, c.addr)
+		}
+		return fmt.Errorf("redis at %s answered PING with an error: %s", c.addr, re)
+	}
+	if err != nil {
+		return fmt.Errorf("redis at %s does not answer PING: %v (is it a Redis server? memcached targets are memcached://host:port)", c.addr, rootCause(err))
+	}
+	if s, _ := v.(string); s != "PONG" {
+		return fmt.Errorf("redis at %s answered PING with %v; is it a Redis server?", c.addr, v)
+	}
+	if t.DB != 0 {
+		if _, err := c.redisDo("SELECT", fmt.Sprint(t.DB)); err != nil {
+			return fmt.Errorf("redis at %s: SELECT %d: %v", c.addr, t.DB, err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,181 @@
+package loadgen
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/kuracache/kura/internal/servers"
+)
+
+// Sweep parameters: the Config field that changes from step to step.
+const (
+	SweepConnections = "connections"
+	SweepPipeline    = "pipeline"
+	SweepDataSize    = "data-size"
+	SweepIOThreads   = "io-threads"
+)
+
+// ServerStarter starts a private server with the given number of threads
+// (Redis io-threads, memcached -t) and returns its target URL and a stop
+// function.
+type ServerStarter func(ctx context.Context, threads int) (target string, stop func(), err error)
+
+// SweepConfig is a series of runs that differ in one parameter.
+type SweepConfig struct {
+	// Base is the run every step starts from.
+	Base Config
+	// Param is SweepConnections, SweepPipeline, SweepDataSize or
+	// SweepIOThreads.
+	Param string
+	// Values are the parameter's values, one step each, in order.
+	Values []string
+	// StartServer is required for SweepIOThreads: each step gets a fresh
+	// server with that many threads (LocalServer gives one).
+	StartServer ServerStarter
+	// OnStep, when set, is called after each step.
+	OnStep func(Step)
+}
+
+// Step is one run of a sweep.
+type Step struct {
+	Value  string  `json:"value"`
+	Result *Result `json:"result"`
+}
+
+// SweepResult holds every step.
+type SweepResult struct {
+	Param string `json:"param"`
+	Steps []Step `json:"steps"`
+	// Command is the command line or description shown in reports.
+	Command string `json:"command,omitempty"`
+}
+
+// LocalServer returns a ServerStarter for a private redis-server
+// (threads = io-threads) or memcached (threads = -t) on a free loopback
+// port, found on PATH.
+func LocalServer(kind Kind) ServerStarter {
+	return func(ctx context.Context, threads int) (string, func(), error) {
+		if kind == KindMemcached {
+			m, err := servers.StartMemcached(ctx, servers.MemcachedConfig{Threads: threads, MemoryMB: 1024})
+			if err != nil {
+				return "", nil, err
+			}
+			return "memcached://" + m.Addr, m.Stop, nil
+		}
+		r, err := servers.StartRedis(ctx, servers.RedisConfig{IOThreads: threads})
+		if err != nil {
+			return "", nil, err
+		}
+		return r.URL(), r.Stop, nil
+	}
+}
+
+// ParseList splits "1,8,64" into its values, for sweep flags.
+func ParseList(s string) []string {
+	var out []string
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// validate checks every step's Config before the first runs, so a typo in
+// the last value does not waste the earlier steps.
+func (sc SweepConfig) stepConfig(v string) (Config, error) {
+	c := sc.Base
+	switch sc.Param {
+	case SweepConnections, SweepPipeline, SweepIOThreads:
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			return c, cfgErr("--%s values must be whole numbers from 1, got %q", sc.Param, v)
+		}
+		switch sc.Param {
+		case SweepConnections:
+			c.Connections = n
+		case SweepPipeline:
+			c.Pipeline = n
+		}
+	case SweepDataSize:
+		c.DataSize = v
+	default:
+		return c, cfgErr("sweep over connections, pipeline, data-size or io-threads, not %q", sc.Param)
+	}
+	if sc.Param != SweepIOThreads {
+		if _, err := c.validate(); err != nil {
+			return c, err
+		}
+	}
+	return c, nil
+}
+
+// Sweep runs one step per value, one after another, and returns them all.
+// A failing step ends the sweep with the steps done so far and the error.
+func Sweep(ctx context.Context, sc SweepConfig) (*SweepResult, error) {
+	if len(sc.Values) == 0 {
+		return nil, cfgErr("a sweep needs values, such as --connections 1,8,64,256")
+	}
+	if sc.Param == SweepIOThreads {
+		if sc.StartServer == nil {
+			return nil, cfgErr("an --io-threads sweep starts its own servers; it needs a StartServer")
+		}
+		if sc.Base.Target != "" {
+			return nil, cfgErr("--io-threads starts a private server for each step; drop the target URL")
+		}
+	}
+	for _, v := range sc.Values {
+		if _, err := sc.stepConfig(v); err != nil {
+			return nil, err
+		}
+	}
+	out := &SweepResult{Param: sc.Param}
+	for _, v := range sc.Values {
+		c, _ := sc.stepConfig(v)
+		var stop func()
+		if sc.Param == SweepIOThreads {
+			n, _ := strconv.Atoi(v)
+			target, st, err := sc.StartServer(ctx, n)
+			if err != nil {
+				return out, fmt.Errorf("start a server with %s threads: %w", v, err)
+			}
+			stop = st
+			c.Target = target
+		}
+		res, err := Run(ctx, c)
+		if stop != nil {
+			stop()
+		}
+		if err != nil {
+			return out, fmt.Errorf("step %s=%s: %w", sc.Param, v, err)
+		}
+		st := Step{Value: v, Result: res}
+		out.Steps = append(out.Steps, st)
+		if sc.OnStep != nil {
+			sc.OnStep(st)
+		}
+		if res.Interrupted || ctx.Err() != nil {
+			break
+		}
+	}
+	return out, nil
+}
+
+// WriteText writes one line per step: the value, throughput and p99.
+func (sr *SweepResult) WriteText(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-12s %14s %10s %10s %10s %14s\n", sr.Param, "ops/s", "p50 ms", "p99 ms", "errors", "srv cpu/1k op")
+	for _, st := range sr.Steps {
+		r := st.Result
+		cpu := "-"
+		if r.Server != nil {
+			cpu = fmt.Sprintf("%.6f", r.Server.CPUSecondsPer1kOps)
+		}
+		fmt.Fprintf(&b, "%-12s %14.1f %10.3f %10.3f %10d %14s\n", st.Value, r.OpsPerSec, r.Latency.P50, r.Latency.P99, r.Errors, cpu)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}

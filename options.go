@@ -1,0 +1,115 @@
+package kura
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/kuracache/kura/codec"
+	"github.com/kuracache/kura/store"
+)
+
+// Defaults for Options fields left at their zero value.
+const (
+	DefaultNegativeTTL   = time.Minute
+	DefaultMaxValueSize  = 4 << 20
+	DefaultWarnValueSize = 100 << 10
+)
+
+// Options configures a Cache. The zero value is ready to use.
+type Options struct {
+	// Name labels this cache in Stats and metrics. If blank, "default".
+	Name string
+
+	// Codec encodes values into kura's self-describing envelope
+	// (docs/FORMAT.md). If nil, msgpack with compression above a size
+	// threshold (codec.New(codec.Options{})).
+	Codec *codec.Codec
+
+	// NegativeTTL is how long a "not found" from the loader is cached. If
+	// zero, DefaultNegativeTTL (1 minute). Negative disables negative
+	// caching: every Fetch of an absent key calls the loader.
+	NegativeTTL time.Duration
+
+	// TTLJitter spreads expiries to avoid a thundering herd when many keys
+	// were filled at once: each TTL is shortened by a random fraction up
+	// to TTLJitter (0.1 = up to 10% shorter). If zero, no jitter. Must be
+	// in [0, 1).
+	TTLJitter float64
+
+	// MaxValueSize is the largest encoded value, in bytes, that Set
+	// accepts; larger values fail with ErrValueTooLarge before anything
+	// is sent. If zero, the store's own limit when it reports one
+	// (store.MaxValueSizer, memcached's item_size_max), else
+	// DefaultMaxValueSize (4 MiB). Negative removes the limit.
+	MaxValueSize int
+
+	// WarnValueSize is the encoded size above which a write is counted in
+	// Stats.LargeValues and reported to OnLargeValue: values this big cost
+	// network time on every read (see seed 004: a 1.3 MB value took 8 s to
+	// SET on a small instance). If zero, DefaultWarnValueSize (100 KiB).
+	// Negative disables the warning.
+	WarnValueSize int
+
+	// OnLargeValue, if set, is called (synchronously) for each write above
+	// WarnValueSize with the key and the encoded size. It never sees the
+	// value: cached values may hold personal data.
+	OnLargeValue func(key string, size int)
+
+	// OnError, if set, is called for each cache error that Fetch and
+	// FetchMany absorb (they fall back to the loader instead of failing):
+	// store errors, undecodable values, values too large to cache. The key
+	// may be empty for whole-batch failures. It never sees values.
+	OnError func(op Op, key string, err error)
+
+	// StoreTimeout bounds each store operation made by Fetch and
+	// FetchMany, so a slow cache server costs at most this much before the
+	// loader is used instead. If zero, no bound beyond the caller's
+	// context.
+	StoreTimeout time.Duration
+}
+
+func (o Options) withDefaults(s store.Store) (Options, error) {
+	if o.Name == "" {
+		o.Name = "default"
+	}
+	if o.Codec == nil {
+		c, err := codec.New(codec.Options{})
+		if err != nil {
+			return o, err
+		}
+		o.Codec = c
+	}
+	if o.NegativeTTL == 0 {
+		o.NegativeTTL = DefaultNegativeTTL
+	}
+	if o.TTLJitter < 0 || o.TTLJitter >= 1 {
+		return o, fmt.Errorf("kura: Options.TTLJitter must be in [0, 1), got %v", o.TTLJitter)
+	}
+	if o.MaxValueSize == 0 {
+		if m, ok := s.(store.MaxValueSizer); ok && m.MaxValueSize() > 0 {
+			o.MaxValueSize = m.MaxValueSize()
+		} else {
+			o.MaxValueSize = DefaultMaxValueSize
+		}
+	}
+	if o.WarnValueSize == 0 {
+		o.WarnValueSize = DefaultWarnValueSize
+	}
+	if o.StoreTimeout < 0 {
+		return o, fmt.Errorf("kura: Options.StoreTimeout must not be negative, got %v", o.StoreTimeout)
+	}
+	return o, nil
+}
+
+// jitter shortens ttl by a random fraction up to o.TTLJitter.
+func (o *Options) jitter(ttl time.Duration) time.Duration {
+	if o.TTLJitter == 0 || ttl <= 0 {
+		return ttl
+	}
+	d := time.Duration(rand.Float64() * o.TTLJitter * float64(ttl))
+	if ttl-d < time.Millisecond {
+		return ttl
+	}
+	return ttl - d
+}

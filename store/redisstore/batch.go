@@ -1,0 +1,196 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/redis/rueidis"
+
+	"github.com/kuracache/kura/store"
+)
+
+// group is the keys of a batch that one multi-key command can carry: all of
+// them on a standalone server, one hash slot's on a cluster.
+type group struct {
+	slot uint16
+	idx  []int // positions in the caller's slice
+}
+
+// groups splits the n keys of a batch into groups, leaving out (and
+// recording in fails) the keys that are invalid.
+func (s *Store) groups(n int, key func(int) string, fails *failures) []group {
+	var out []group
+	var bySlot map[uint16]int
+	if s.cluster {
+		bySlot = make(map[uint16]int)
+	}
+	for i := 0; i < n; i++ {
+		k := key(i)
+		if err := store.CheckKey(k); err != nil {
+			fails.add(k, "", err)
+			continue
+		}
+		if !s.cluster {
+			if len(out) == 0 {
+				out = append(out, group{idx: make([]int, 0, n)})
+			}
+			out[0].idx = append(out[0].idx, i)
+			continue
+		}
+		sl := slot(k)
+		g, ok := bySlot[sl]
+		if !ok {
+			g = len(out)
+			bySlot[sl] = g
+			out = append(out, group{slot: sl})
+		}
+		out[g].idx = append(out[g].idx, i)
+	}
+	return out
+}
+
+// failures collects the KeyErrors of a batch.
+type failures struct {
+	be *store.BatchError
+	op string
+}
+
+func (f *failures) add(key, addr string, err error) {
+	if f.be == nil {
+		f.be = &store.BatchError{Op: f.op}
+	}
+	f.be.Errors = append(f.be.Errors, store.KeyError{Key: key, Addr: addr, Err: err})
+}
+
+// result is the batch's error: nil, a *store.BatchError, or, when ctx
+// ended, the context's error for the whole batch.
+func (f *failures) result(ctx context.Context) error {
+	if f.be == nil {
+		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		for _, ke := range f.be.Errors {
+			if errors.Is(ke.Err, err) {
+				return fmt.Errorf("redisstore: %s batch: %w", f.op, err)
+			}
+		}
+	}
+	return f.be
+}
+
+// GetMany returns the values of keys, aligned with keys; a missing key
+// gives nil. It sends one MGET per hash slot (one in all on a standalone
+// server), pipelined together, so the batch costs one round trip per
+// server. A server's failure fails only its keys, in a *store.BatchError.
+func (s *Store) GetMany(ctx context.Context, keys []string) ([][]byte, error) {
+	if err := s.ready(ctx); err != nil {
+		return nil, err
+	}
+	vals := make([][]byte, len(keys))
+	fails := failures{op: "get"}
+	groups := s.groups(len(keys), func(i int) string { return keys[i] }, &fails)
+	if len(groups) == 0 {
+		return vals, fails.result(ctx)
+	}
+	cmds := make([]rueidis.Completed, len(groups))
+	var buf []string
+	for g, grp := range groups {
+		buf = buf[:0]
+		for _, i := range grp.idx {
+			buf = append(buf, keys[i])
+		}
+		cmds[g] = s.c.B().Mget().Key(buf...).Build()
+	}
+	for g, r := range s.c.DoMulti(ctx, cmds...) {
+		grp := groups[g]
+		arr, err := r.ToArray()
+		if err == nil && len(arr) != len(grp.idx) {
+			err = fmt.Errorf("MGET of %d keys answered %d values", len(grp.idx), len(arr))
+		}
+		if err != nil {
+			addr := s.addrOfSlot(grp.slot)
+			err = s.keyErr(addr, err)
+			for _, i := range grp.idx {
+				fails.add(keys[i], addr, err)
+			}
+			continue
+		}
+		for j, i := range grp.idx {
+			b, err := arr[j].AsBytes()
+			switch {
+			case err == nil:
+				vals[i] = nonNil(b)
+			case rueidis.IsRedisNil(err):
+			default:
+				addr := s.addrOfSlot(grp.slot)
+				fails.add(keys[i], addr, s.keyErr(addr, err))
+			}
+		}
+	}
+	return vals, fails.result(ctx)
+}
+
+// SetMany writes all items with one pipelined SET key value [PX ttl] per
+// item; rueidis sends each server its share at once. Items with an invalid
+// key, a negative TTL or an oversized value are not sent and are reported
+// in the *store.BatchError with the keys a server refused.
+func (s *Store) SetMany(ctx context.Context, items []store.Item) error {
+	if err := s.ready(ctx); err != nil {
+		return err
+	}
+	fails := failures{op: "set"}
+	cmds := make([]rueidis.Completed, 0, len(items))
+	sent := make([]int, 0, len(items))
+	for i, it := range items {
+		if err := s.checkItem(it.Key, it.Value, it.TTL); err != nil {
+			fails.add(it.Key, "", err)
+			continue
+		}
+		cmds = append(cmds, s.setCmd(ctx, it.Key, it.Value, it.TTL))
+		sent = append(sent, i)
+	}
+	if len(cmds) == 0 {
+		return fails.result(ctx)
+	}
+	for j, r := range s.c.DoMulti(ctx, cmds...) {
+		if err := r.Error(); err != nil {
+			k := items[sent[j]].Key
+			addr := s.addrOf(k)
+			fails.add(k, addr, s.keyErr(addr, err))
+		}
+	}
+	return fails.result(ctx)
+}
+
+// DeleteMany removes keys with one DEL per hash slot (one in all on a
+// standalone server), pipelined together. Missing keys are not failures.
+func (s *Store) DeleteMany(ctx context.Context, keys []string) error {
+	if err := s.ready(ctx); err != nil {
+		return err
+	}
+	fails := failures{op: "delete"}
+	groups := s.groups(len(keys), func(i int) string { return keys[i] }, &fails)
+	if len(groups) == 0 {
+		return fails.result(ctx)
+	}
+	cmds := make([]rueidis.Completed, len(groups))
+	var buf []string
+	for g, grp := range groups {
+		buf = buf[:0]
+		for _, i := range grp.idx {
+			buf = append(buf, keys[i])
+		}
+		cmds[g] = s.c.B().Del().Key(buf...).Build()
+	}
+	for g, r := range s.c.DoMulti(ctx, cmds...) {
+		if err := r.Error(); err != nil {
+			addr := s.addrOfSlot(groups[g].slot)
+			err = s.keyErr(addr, err)
+			for _, i := range groups[g].idx {
+				fails.add(keys[i], addr, err)
+			}
+		}
+	}
+	return fails.result(ctx)
+}

@@ -1,0 +1,10 @@
+package redisstore
+
+// SlotsForTest exposes the hash-slot function to the external tests.
+func SlotsForTest(keys []string) []uint16 {
+	out := make([]uint16, len(keys))
+	for i, k := range keys {
+		out[i] = slot(k)
+	}
+	return out
+}

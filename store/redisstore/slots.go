@@ -1,0 +1,137 @@
+package redisstore
+
+import (
+	"context"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// numSlots is the number of hash slots of a Redis Cluster.
+const numSlots = 16384
+
+// slot returns the hash slot of key as Redis Cluster computes it: CRC16
+// (XMODEM) of the key, or of its hash tag, the part between the first '{'
+// and the next '}' when that part is not empty, modulo 16384.
+func slot(key string) uint16 {
+	if i := strings.IndexByte(key, '{'); i >= 0 {
+		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
+			key = key[i+1 : i+1+j]
+		}
+	}
+	return crc16(key) % numSlots
+}
+
+// crc16Table is the table of CRC-16/XMODEM (polynomial 0x1021), built at
+// start-up from the polynomial.
+var crc16Table = func() (t [256]uint16) {
+	for i := range t {
+		c := uint16(i) << 8
+		for range 8 {
+			if c&0x8000 != 0 {
+				c = c<<1 ^ 0x1021
+			} else {
+				c <<= 1
+			}
+		}
+		t[i] = c
+	}
+	return t
+}()
+
+func crc16(s string) uint16 {
+	var c uint16
+	for i := 0; i < len(s); i++ {
+		c = c<<8 ^ crc16Table[byte(c>>8)^s[i]]
+	}
+	return c
+}
+
+// slotMap is a cluster's slot ownership as CLUSTER SLOTS last reported
+// it. It serves error messages only (KeyError.Addr): rueidis routes the
+// commands and follows MOVED itself, so a stale map costs nothing but the
+// precision of a message.
+type slotMap struct {
+	addr [numSlots]string
+	at   time.Time
+}
+
+// addrOf returns the address of the server that holds key: the server on
+// a standalone store, the slot's master on a cluster ("" when unknown).
+func (s *Store) addrOf(key string) string {
+	if !s.cluster {
+		return s.addr
+	}
+	return s.addrOfSlot(slot(key))
+}
+
+func (s *Store) addrOfSlot(sl uint16) string {
+	if !s.cluster {
+		return s.addr
+	}
+	m := s.slots.Load()
+	if m == nil || time.Since(m.at) > time.Second {
+		s.refreshSlotsAsync()
+	}
+	if m == nil {
+		return ""
+	}
+	return m.addr[sl]
+}
+
+// refreshSlotsAsync reloads the slot map in the background, one refresh at
+// a time. It is called on error paths only, so a failing batch is never
+// slowed down by the question "where did this key live?".
+func (s *Store) refreshSlotsAsync() {
+	if !s.refreshing.CompareAndSwap(false, true) {
+		return
+	}
+	s.mu.Lock()
+	if s.closed.Load() {
+		s.mu.Unlock()
+		s.refreshing.Store(false)
+		return
+	}
+	s.bg.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer s.bg.Done()
+		defer s.refreshing.Store(false)
+		ctx, cancel := context.WithTimeout(s.bgCtx, 2*time.Second)
+		defer cancel()
+		s.refreshSlots(ctx)
+	}()
+}
+
+// refreshSlots asks the cluster for its slot map. On failure the old map
+// stays.
+func (s *Store) refreshSlots(ctx context.Context) {
+	ranges, err := s.c.Do(ctx, s.c.B().ClusterSlots().Build()).ToArray()
+	if err != nil {
+		return
+	}
+	m := &slotMap{at: time.Now()}
+	for _, r := range ranges {
+		f, err := r.ToArray()
+		if err != nil || len(f) < 3 {
+			continue
+		}
+		lo, err1 := f[0].AsInt64()
+		hi, err2 := f[1].AsInt64()
+		node, err3 := f[2].ToArray()
+		if err1 != nil || err2 != nil || err3 != nil || len(node) < 2 || lo < 0 || hi >= numSlots || lo > hi {
+			continue
+		}
+		host, _ := node[0].ToString()
+		port, err := node[1].AsInt64()
+		if err != nil {
+			continue
+		}
+		addr := net.JoinHostPort(host, strconv.FormatInt(port, 10))
+		for i := lo; i <= hi; i++ {
+			m.addr[i] = addr
+		}
+	}
+	s.slots.Store(m)
+}
