@@ -1,6 +1,6 @@
 # kura: `make demo` and `make test` do everything on a fresh Debian machine.
 GO        ?= go
-STATICCHECK_VERSION ?= 2026.2.2
+STATICCHECK_VERSION ?= v0.8.2
 TEST_TIMEOUT ?= 25m
 BENCH     ?= .
 BENCHTIME ?= 1s

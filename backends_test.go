@@ -10,6 +10,7 @@ import (
 	"github.com/kuracache/kura/internal/servers"
 	"github.com/kuracache/kura/internal/servertest"
 	"github.com/kuracache/kura/store"
+	"github.com/kuracache/kura/store/memcache"
 	"github.com/kuracache/kura/store/memstore"
 	"github.com/kuracache/kura/store/redisstore"
 )
@@ -209,4 +210,23 @@ func indexByte(s string, c byte) int {
 		}
 	}
 	return -1
+}
+
+func TestCacheMemcached(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-server test")
+	}
+	pool := servertest.MemcachedPool(t, 3, servers.MemcachedConfig{})
+	addrs := make([]string, len(pool))
+	for i, m := range pool {
+		addrs[i] = m.Addr
+	}
+	runSuite(t, backend{name: "memcached", open: func(t *testing.T) store.Store {
+		s, err := memcache.New(context.Background(), memcache.Options{Servers: addrs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}})
 }

@@ -12,7 +12,7 @@ import (
 const (
 	// DefaultMinCompressSize is the payload size below which values are
 	// stored uncompressed when Options.MinCompressSize is 0.
-	DefaultMinCompressSize = 128
+	DefaultMinCompressSize = 256
 	// DefaultMinSavings is the fraction of the payload compression must
 	// save to be kept when Options.MinSavings is 0.
 	DefaultMinSavings = 0.1
@@ -33,7 +33,7 @@ type Options struct {
 
 	// MinCompressSize is the smallest serialized payload, in bytes, that
 	// is worth trying to compress. If 0, it defaults to
-	// DefaultMinCompressSize (128); if negative, every payload is tried.
+	// DefaultMinCompressSize (256); if negative, every payload is tried.
 	MinCompressSize int
 
 	// MinSavings is the fraction of the payload (0..1) that compression

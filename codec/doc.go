@@ -9,7 +9,7 @@
 // stored, and a tool such as `kura inspect` can show any value.
 //
 // The default Codec (the zero [Options]) writes msgpack, compressed with
-// S2 when the payload is at least 128 bytes and compression saves at least
+// S2 when the payload is at least 256 bytes and compression saves at least
 // 10%. [MsgPack], [JSON] and [Raw] serializers and [None], [S2], [S2Better]
 // and [Zstd] compressors are built in; zstd can use trained dictionaries
 // ([TrainDictionary], Options.Dictionaries). Users plug their own

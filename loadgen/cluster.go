@@ -89,7 +89,6 @@ func crc16(b []byte) uint16 {
 type clusterState struct {
 	t       Target
 	timeout time.Duration
-	tls     bool
 
 	mu      sync.Mutex
 	cur     *topology

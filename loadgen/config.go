@@ -291,8 +291,11 @@ func (s *settings) validateCommand() error {
 	if s.Command != CmdTemplate && len(s.Template) > 0 {
 		return cfgErr("give either --command or a command template, not both")
 	}
-	if s.target.Kind == KindMemcached && (s.Command == CmdHSet || s.Command == CmdTemplate) {
-		return cfgErr("%s is a Redis command; memcached takes get, set, mget, mset or mixed", s.Command)
+	if s.target.Kind == KindMemcached && s.Command == CmdHSet {
+		return cfgErr("hset is a Redis command; memcached takes get, set, mget, mset or mixed")
+	}
+	if s.target.Kind == KindMemcached && s.Command == CmdTemplate {
+		return cfgErr("%q is a Redis command template; memcached takes --command get, set, mget, mset or mixed", strings.Join(s.Template, " "))
 	}
 	return nil
 }

@@ -52,6 +52,9 @@ func dial(ctx context.Context, t Target, addr string, timeout time.Duration, ins
 		nc, err = d.DialContext(ctx, "tcp", addr)
 	}
 	if err != nil {
+		if t.TLS && errors.Is(err, context.DeadlineExceeded) {
+			return nil, fmt.Errorf("cannot connect to redis at %s: no TLS handshake within %s (does the server speak TLS there? use redis:// for a plain server)", addr, timeout)
+		}
 		return nil, dialError(t, addr, err)
 	}
 	if tc, ok := nc.(*net.TCPConn); ok {
@@ -66,6 +69,8 @@ func dial(ctx context.Context, t Target, addr string, timeout time.Duration, ins
 			return nil, err
 		}
 	}
+	// Count only the load, not the handshake.
+	c.cr.n, c.out = 0, 0
 	return c, nil
 }
 

@@ -13,7 +13,7 @@ var palette = []string{"#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#
 
 const (
 	chartW, chartH = 720, 320
-	padL, padR     = 70, 20
+	padL, padR     = 70, 45
 	padT, padB     = 30, 50
 )
 
@@ -147,7 +147,7 @@ func barChart(b *strings.Builder, labels []string, vals []float64, xlabel, ylabe
 
 func legend(b *strings.Builder, names []string) {
 	for i, n := range names {
-		x := padL + 10 + i*110
+		x := padL + 10 + i*150
 		fmt.Fprintf(b, `<rect x="%d" y="8" width="12" height="12" fill="%s"/><text x="%d" y="18">%s</text>`, x, palette[i%len(palette)], x+16, html.EscapeString(n))
 	}
 	b.WriteString("\n")
@@ -189,30 +189,48 @@ func lineChart(b *strings.Builder, labels []string, series [][]float64, names []
 }
 
 // percentileChart draws latency against percentile on HdrHistogram's
-// x axis, log10(1/(1-p)), so the tail gets room.
+// x axis, log10(1/(1-p)), so the tail gets room, and a log y axis, so a
+// single stall does not flatten every other curve.
 func percentileChart(b *strings.Builder, sr *SweepResult) {
-	ymax, xmax := 0.0, 1.0
+	lo, hi, xmax := math.Inf(1), 0.0, 1.0
 	curves := make([][]PercentilePoint, len(sr.Steps))
 	for i, st := range sr.Steps {
 		curves[i] = st.Result.Percentiles()
 		for _, p := range curves[i] {
 			if p.Percentile < 100 {
-				ymax = max(ymax, p.Ms)
+				lo = min(lo, max(p.Ms, 0.001))
+				hi = max(hi, p.Ms)
 				xmax = max(xmax, tailX(p.Percentile))
 			}
 		}
 	}
 	xmax = math.Ceil(xmax)
-	ymax = niceMax(ymax * 1.05)
-	svgOpen(b, ymax, "percentile", "ms")
+	if hi == 0 {
+		lo, hi = 0.001, 1
+	}
+	dlo, dhi := math.Floor(math.Log10(lo)), math.Ceil(math.Log10(hi))
+	if dhi <= dlo {
+		dhi = dlo + 1
+	}
+	plotW := float64(chartW - padL - padR)
+	plotH := float64(chartH - padT - padB)
+	xOf := func(x float64) float64 { return float64(padL) + plotW*x/xmax }
+	yOf := func(ms float64) float64 {
+		v := (math.Log10(max(ms, 0.001)) - dlo) / (dhi - dlo)
+		return float64(chartH-padB) - plotH*v
+	}
+	fmt.Fprintf(b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" role="img">`+"\n", chartW, chartH, chartW, chartH)
+	for d := dlo; d <= dhi; d++ {
+		y := yOf(math.Pow(10, d))
+		fmt.Fprintf(b, `<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#e5e5e5"/><text x="%d" y="%.1f" text-anchor="end">%s</text>`+"\n", padL, chartW-padR, y, y, padL-6, y+4, fmtNum(math.Pow(10, d)))
+	}
+	fmt.Fprintf(b, `<text x="%d" y="%d" text-anchor="middle">percentile</text>`, (padL+chartW-padR)/2, chartH-10)
+	fmt.Fprintf(b, `<text x="14" y="%d" text-anchor="middle" transform="rotate(-90 14 %d)">ms (log scale)</text>`+"\n", chartH/2, chartH/2)
 	var names []string
 	for _, st := range sr.Steps {
 		names = append(names, sr.Param+"="+st.Value)
 	}
 	legend(b, names)
-	plotW := float64(chartW - padL - padR)
-	plotH := float64(chartH - padT - padB)
-	xOf := func(x float64) float64 { return float64(padL) + plotW*x/xmax }
 	for d := 0.0; d <= xmax; d++ {
 		label := "0%"
 		if d > 0 {
@@ -226,10 +244,9 @@ func percentileChart(b *strings.Builder, sr *SweepResult) {
 			if p.Percentile >= 100 {
 				continue
 			}
-			y := float64(chartH-padB) - plotH*math.Min(p.Ms, ymax)/ymax
-			pts = append(pts, fmt.Sprintf("%.1f,%.1f", xOf(tailX(p.Percentile)), y))
+			pts = append(pts, fmt.Sprintf("%.1f,%.1f", xOf(tailX(p.Percentile)), yOf(p.Ms)))
 		}
-		fmt.Fprintf(b, `<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>`+"\n", palette[i%len(palette)], strings.Join(pts, " "))
+		fmt.Fprintf(b, `<polyline fill="none" stroke="%s" stroke-width="2" points="%s"><title>%s</title></polyline>`+"\n", palette[i%len(palette)], strings.Join(pts, " "), html.EscapeString(names[i]))
 	}
 	b.WriteString("</svg>\n")
 }

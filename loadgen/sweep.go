@@ -84,8 +84,9 @@ func ParseList(s string) []string {
 	return out
 }
 
-// validate checks every step's Config before the first runs, so a typo in
-// the last value does not waste the earlier steps.
+// stepConfig returns the Config of the step with value v. Sweep checks every
+// step before the first runs, so a typo in the last value does not waste
+// the earlier steps.
 func (sc SweepConfig) stepConfig(v string) (Config, error) {
 	c := sc.Base
 	switch sc.Param {

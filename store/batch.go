@@ -38,9 +38,24 @@ func SetMany(ctx context.Context, s Store, items []Item) error {
 	for i := range items {
 		keys[i] = items[i].Key
 	}
+	// The Sets run concurrently, so a key given twice would end with
+	// whichever write landed last. Only its last item is written, as a
+	// sequence of Sets would leave it, and the earlier ones share its fate.
+	last := make(map[string]int, len(items))
+	for i := range items {
+		last[items[i].Key] = i
+	}
 	errs := forEach(ctx, len(items), func(i int) error {
+		if last[items[i].Key] != i {
+			return nil
+		}
 		return s.Set(ctx, items[i].Key, items[i].Value, items[i].TTL)
 	})
+	for i := range items {
+		if j := last[items[i].Key]; j != i {
+			errs[i] = errs[j]
+		}
+	}
 	return batchErr("set", keys, errs)
 }
 

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"strings"
 	"time"
 
@@ -24,6 +27,7 @@ type benchFlags struct {
 	hdrFile  string
 	quiet    bool
 	dataSize string
+	threads  int
 }
 
 const benchLong = `bench drives a Redis, Redis Cluster or memcached server and reports
@@ -44,7 +48,7 @@ is measured from the actual send, so a stalled server is under-counted
 from each request's intended send time: the numbers a user would see.
 
 Coming from redis-benchmark:
-  redis-benchmark          kura bench
+  redis-benchmark           kura bench
   -h HOST -p PORT / -u URI  redis://HOST:PORT (first argument) or -u URI
   -a PASSWORD --user USER   -a PASSWORD --user USER, or redis://USER:PASSWORD@HOST:PORT
   -c 50                     -c 50 / --connections 50
@@ -55,7 +59,7 @@ Coming from redis-benchmark:
                             mget, mset, or mixed with --ratio 1:10)
   -r 100000                 -r 100000 / --keys 100000
   --cluster                 --cluster (or just name a cluster node: it is detected)
-  --threads N               not needed: Go spreads connections over all CPUs
+  --threads N               --threads N (default: all CPUs; 1 leaves a core to a local server)
   -q / --csv                --json`
 
 const benchExample = `  # GET with 50 connections for 10 s; write the key space first so GETs hit
@@ -106,6 +110,7 @@ func newBenchCmd() *cobra.Command {
 		},
 	}
 	bf.register(cmd.Flags(), false)
+	cmd.SetFlagErrorFunc(flagError)
 	cmd.AddCommand(newBenchSweepCmd())
 	return cmd
 }
@@ -136,6 +141,7 @@ func (bf *benchFlags) register(f *pflag.FlagSet, sweep bool) {
 	f.DurationVar(&c.Timeout, "timeout", 10*time.Second, "dial and reply timeout per connection")
 	f.BoolVar(&bf.jsonOut, "json", false, "print the result as JSON on stdout instead of text")
 	f.BoolVarP(&bf.quiet, "quiet", "q", false, "no progress line on stderr")
+	f.IntVar(&bf.threads, "threads", 0, "CPUs for the load generator (GOMAXPROCS), like redis-benchmark --threads; 0 = all")
 	if !sweep {
 		f.StringVar(&bf.hdrFile, "hdr", "", "write the latency histogram to this file (HdrHistogram .hgrm, ms)")
 		f.IntVarP(&c.Connections, "connections", "c", 50, "connections (each one to every cluster master / memcached server)")
@@ -159,6 +165,14 @@ func (bf *benchFlags) config(cmd *cobra.Command, args []string) (loadgen.Config,
 			return c, fmt.Errorf("%q looks like an address; write it as a URL: redis://%s or memcached://%s", args[0], args[0], args[0])
 		}
 		c.Template = args
+	}
+	if bf.threads < 0 {
+		return c, fmt.Errorf("--threads must be 0 (all CPUs) or more, got %d", bf.threads)
+	}
+	if bf.threads > 0 {
+		// The process is the load generator: its CPU budget is the user's
+		// call, as redis-benchmark --threads and memtier --threads are.
+		runtime.GOMAXPROCS(bf.threads)
 	}
 	c.Command = loadgen.Command(bf.command)
 	c.Distribution = loadgen.Distribution(bf.dist)
@@ -209,6 +223,11 @@ func (bf *benchFlags) output(w io.Writer, res *loadgen.Result) error {
 	return res.WriteText(w)
 }
 
+// flagError keeps pflag's message and says where the flags are listed.
+func flagError(cmd *cobra.Command, err error) error {
+	return fmt.Errorf("%s: %v (see kura %s --help)", cmd.Name(), err, cmd.CommandPath()[len("kura "):])
+}
+
 // checkWritable fails before a long run, not after, when an output file
 // cannot be created.
 func checkWritable(path string) error {
@@ -238,6 +257,9 @@ func progressPrinter(w io.Writer, prefix string) func(loadgen.Interval) {
 // benchError keeps library errors to one line; ErrConfig's prefix is for
 // programs, a person wants the sentence after it.
 func benchError(err error) error {
+	if errors.Is(err, context.Canceled) {
+		return err // main exits 130
+	}
 	msg := err.Error()
 	msg = strings.TrimPrefix(msg, loadgen.ErrConfig.Error()+": ")
 	msg = strings.ReplaceAll(msg, loadgen.ErrConfig.Error()+": ", "")

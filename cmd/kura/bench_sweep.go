@@ -105,6 +105,7 @@ only while cores are free.`,
 		},
 	}
 	bf.register(cmd.Flags(), true)
+	cmd.SetFlagErrorFunc(flagError)
 	f := cmd.Flags()
 	f.StringVarP(&conns, "connections", "c", "50", "connections, or a list to sweep: 1,8,64,256")
 	f.StringVarP(&pipes, "pipeline", "P", "1", "pipeline depth, or a list to sweep: 1,4,16")

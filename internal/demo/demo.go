@@ -4,9 +4,9 @@
 // Seed 000: a Go service with about a million articles behind Redis
 // swapped Gob for msgpack+snappy and saw value size halve and Redis network
 // bytes fall to a third. Run generates realistic articles, reads them
-// through a kura Cache with three codecs side by side (JSON, encoding/gob,
-// kura's default) and measures what each stores, what each puts on the
-// wire, and how fast Fetch is with each.
+// through a kura Cache with five codecs side by side (JSON, encoding/gob,
+// msgpack, the seed's msgpack+snappy, kura's default) and measures what each
+// stores, what each puts on the wire, and how fast Fetch is with each.
 package demo
 
 import (
@@ -153,11 +153,21 @@ func demoCodecs() ([]namedCodec, error) {
 	if err != nil {
 		return nil, err
 	}
+	mp, err := codec.New(codec.Options{Compressor: codec.None()})
+	if err != nil {
+		return nil, err
+	}
+	// The seed's choice: msgpack, then snappy on every value (S2 writes
+	// the Snappy block format).
+	snap, err := codec.New(codec.Options{Compressor: codec.S2(), MinCompressSize: -1, MinSavings: -1})
+	if err != nil {
+		return nil, err
+	}
 	def, err := codec.New(codec.Options{})
 	if err != nil {
 		return nil, err
 	}
-	return []namedCodec{{"json", js}, {"gob", gb}, {"kura default", def}}, nil
+	return []namedCodec{{"json", js}, {"gob", gb}, {"msgpack", mp}, {"msgpack+snappy", snap}, {"kura default", def}}, nil
 }
 
 // openStore picks the store: the URL given, a private redis-server, or

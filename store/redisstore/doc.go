@@ -18,8 +18,10 @@
 //     share a hash tag ("{user:42}:profile", "{user:42}:prefs") share a
 //     slot and so share an MGET.
 //   - SetMany pipelines one SET key value [PX ttl] per item. Per-slot
-//     alternatives (MULTI + MSET + PEXPIRE, or one Lua script per slot) were
-//     measured slower; see docs/benchmarks/redis.md.
+//     alternatives (MULTI + MSET + PEXPIRE, MSET + PEXPIRE, one Lua script
+//     per slot) were measured: none reliably faster on a standalone
+//     server, and 1.25x to 5.8x slower on a cluster when the batch spreads
+//     over many slots (the usual case); see docs/benchmarks/redis.md.
 //   - DeleteMany sends one DEL per hash slot. UNLINK would only help for
 //     values whose memory Redis frees lazily, and Redis frees a string
 //     value at once either way, so DEL is the same cost and works on every

@@ -144,7 +144,11 @@ func NewFromURL(ctx context.Context, url string, opts Options) (*Store, error) {
 // open. The server's value size limit is not read; MaxValueSize reports
 // 512 MiB.
 func NewFromClient(c rueidis.Client) *Store {
-	return wrap(c, false, DefaultMaxValueSize)
+	s := wrap(c, false, DefaultMaxValueSize)
+	if s.cluster {
+		s.refreshSlotsAsync() // for the addresses in error messages
+	}
+	return s
 }
 
 func open(ctx context.Context, co rueidis.ClientOption, opts Options) (*Store, error) {
@@ -161,7 +165,7 @@ func open(ctx context.Context, co rueidis.ClientOption, opts Options) (*Store, e
 	case opts.MaxRetries < 0:
 		co.DisableRetry = true
 	default:
-		co.RetryDelay = retryDelay(cmp(opts.MaxRetries, 2))
+		co.RetryDelay = retryDelay(orDefault(opts.MaxRetries, 2))
 	}
 	if opts.Configure != nil {
 		opts.Configure(&co)
@@ -202,7 +206,7 @@ func wrap(c rueidis.Client, owned bool, maxValue int) *Store {
 	return s
 }
 
-func cmp(v, def int) int {
+func orDefault(v, def int) int {
 	if v == 0 {
 		return def
 	}
@@ -212,9 +216,9 @@ func cmp(v, def int) int {
 // retryDelay allows max retries with a short exponential back-off. rueidis
 // retries reads forever by default (until the context ends), which turns a
 // dead server into a hang for callers without a deadline.
-func retryDelay(max int) rueidis.RetryDelayFn {
+func retryDelay(limit int) rueidis.RetryDelayFn {
 	return func(attempts int, _ rueidis.Completed, _ error) time.Duration {
-		if attempts > max {
+		if attempts > limit {
 			return -1
 		}
 		return min(time.Millisecond<<attempts, 100*time.Millisecond)
@@ -308,17 +312,20 @@ func (s *Store) checkItem(key string, value []byte, ttl time.Duration) error {
 // in the pipeline, to be written later; a caller that reused its buffer by
 // then would store garbage, so the value is copied.
 func (s *Store) setCmd(ctx context.Context, key string, value []byte, ttl time.Duration) rueidis.Completed {
-	var v string
-	if ctx.Done() == nil {
-		v = rueidis.BinaryString(value)
-	} else {
-		v = string(value)
-	}
-	set := s.c.B().Set().Key(key).Value(v)
+	set := s.c.B().Set().Key(key).Value(s.valueArg(ctx, value))
 	if ttl > 0 {
 		return set.PxMilliseconds(pxMillis(ttl)).Build()
 	}
 	return set.Build()
+}
+
+// valueArg turns a value into a command argument, without a copy when
+// that is safe (see setCmd).
+func (s *Store) valueArg(ctx context.Context, value []byte) string {
+	if ctx.Done() == nil {
+		return rueidis.BinaryString(value)
+	}
+	return string(value)
 }
 
 func pxMillis(ttl time.Duration) int64 {

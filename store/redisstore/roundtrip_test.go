@@ -67,13 +67,17 @@ func TestRoundTripsStandalone(t *testing.T) {
 	for i := range keys {
 		keys[i] = fmt.Sprintf("rt:%d", i)
 	}
+	nodes := []*servers.Redis{r}
+	cmds := []string{"mget", "get", "set", "del", "mset", "exec"}
+	before := calls(t, nodes, cmds...)
 	if err := s.SetMany(ctx, items(keys[:50])); err != nil {
 		t.Fatal(err)
 	}
-	nodes := []*servers.Redis{r}
-	cmds := []string{"mget", "get", "set", "del"}
+	if d := delta(calls(t, nodes, cmds...), before); d["set"] != 50 || d["mset"] != 0 || d["exec"] != 0 {
+		t.Fatalf("SetMany(50 items) cost %d SET, %d MSET, %d EXEC; want 50, 0, 0", d["set"], d["mset"], d["exec"])
+	}
 
-	before := calls(t, nodes, cmds...)
+	before = calls(t, nodes, cmds...)
 	vals, err := s.GetMany(ctx, keys) // 50 hits, 50 misses
 	if err != nil {
 		t.Fatal(err)

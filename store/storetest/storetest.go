@@ -538,9 +538,19 @@ func testBatchTTL(h *harness) {
 	if err != nil {
 		h.t.Fatalf("SetMany = %v", err)
 	}
+	// A key twice in one batch ends as the last item says, TTL included.
+	twice := h.key("twice")
+	err = store.SetMany(h.ctx(), h.s, []store.Item{
+		{Key: twice, Value: []byte("first"), TTL: time.Second},
+		{Key: twice, Value: []byte("last")},
+	})
+	if err != nil {
+		h.t.Fatalf("SetMany with a key twice = %v", err)
+	}
 	h.mustGet(short, []byte("s"))
 	h.waitMissing(short)
 	h.mustGet(forever, []byte("f"))
+	h.mustGet(twice, []byte("last"))
 }
 
 // ops returns every operation of the seam, for the context tests.

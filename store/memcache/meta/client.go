@@ -109,6 +109,9 @@ func (cl *Client) ItemSizeMax() int { return int(cl.itemSizeMax.Load()) }
 
 // Conn returns a connection, idle or new. Hand it back with Put.
 func (cl *Client) Conn(ctx context.Context) (*Conn, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("memcache %s: %w", cl.addr, context.Cause(ctx))
+	}
 	cl.mu.Lock()
 	if cl.closed {
 		cl.mu.Unlock()

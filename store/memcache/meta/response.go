@@ -19,17 +19,17 @@ type Status uint8
 // never carry flags (not even O), so they are matched to requests by
 // position.
 const (
-	StatusNone Status = iota
-	HD                // success, no value
-	VA                // success with a value block
-	EN                // miss (mg)
-	NF                // not found (md, ma, ms with CAS)
-	NS                // not stored (ms add/replace, ma after a miss)
-	EX                // exists: CAS mismatch
-	MN                // answer of mn
-	StatusError       // ERROR: unknown command
-	StatusClientError // CLIENT_ERROR: malformed request
-	StatusServerError // SERVER_ERROR: the server could not carry it out
+	StatusNone        Status = iota
+	HD                       // success, no value
+	VA                       // success with a value block
+	EN                       // miss (mg)
+	NF                       // not found (md, ma, ms with CAS)
+	NS                       // not stored (ms add/replace, ma after a miss)
+	EX                       // exists: CAS mismatch
+	MN                       // answer of mn
+	StatusError              // ERROR: unknown command
+	StatusClientError        // CLIENT_ERROR: malformed request
+	StatusServerError        // SERVER_ERROR: the server could not carry it out
 )
 
 var statusNames = [...]string{"none", "HD", "VA", "EN", "NF", "NS", "EX", "MN", "ERROR", "CLIENT_ERROR", "SERVER_ERROR"}

@@ -1,0 +1,194 @@
+package memcache
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/kuracache/kura/store"
+	"github.com/kuracache/kura/store/memcache/meta"
+)
+
+// group is the part of a batch bound for one server.
+type group struct {
+	cl   *meta.Client
+	idx  []int // positions in the caller's batch
+	reqs []meta.Request
+	errs []store.KeyError
+}
+
+// batch splits n keys by server. Keys without a wire form (the empty key)
+// fail at once, without a server.
+type batch struct {
+	s      *Store
+	op     string
+	groups []*group
+	errs   []store.KeyError
+}
+
+func (s *Store) newBatch(ctx context.Context, op string, n int, key func(int) string) (*batch, error) {
+	if s.closed.Load() {
+		return nil, store.ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("memcache: %s batch: %w", op, context.Cause(ctx))
+	}
+	b := &batch{s: s, op: op, groups: make([]*group, len(s.clients))}
+	per := n/len(s.clients) + n/8 + 1
+	for i := 0; i < n; i++ {
+		k := key(i)
+		if _, err := meta.ClassifyKey(k); err != nil {
+			b.errs = append(b.errs, store.KeyError{Key: k, Err: err})
+			continue
+		}
+		si := s.ring.Index(k)
+		g := b.groups[si]
+		if g == nil {
+			g = &group{cl: s.clients[si], idx: make([]int, 0, per), reqs: make([]meta.Request, 0, per)}
+			b.groups[si] = g
+		}
+		g.idx = append(g.idx, i)
+	}
+	return b, nil
+}
+
+// run sends every group's pipeline, all servers at once, and calls
+// onAnswer for answers that are not failures. It returns the failures.
+func (b *batch) run(ctx context.Context, key func(int) string, onAnswer func(g *group, j int, res *meta.Response) error) error {
+	var wg sync.WaitGroup
+	do := func(g *group) {
+		_ = g.cl.Exec(ctx, g.reqs, func(j int, res *meta.Response, err error) {
+			if err == nil {
+				err = onAnswer(g, j, res)
+			}
+			if err != nil {
+				g.errs = append(g.errs, store.KeyError{Key: key(g.idx[j]), Addr: g.cl.Addr(), Err: err})
+			}
+		})
+	}
+	var last *group
+	for _, g := range b.groups {
+		if g == nil || len(g.reqs) == 0 {
+			continue
+		}
+		if prev := last; prev != nil {
+			wg.Go(func() { do(prev) })
+		}
+		last = g
+	}
+	if last != nil {
+		do(last) // the last server's pipeline runs on this goroutine
+	}
+	wg.Wait()
+	for _, g := range b.groups {
+		if g != nil {
+			b.errs = append(b.errs, g.errs...)
+		}
+	}
+	if len(b.errs) == 0 {
+		return nil
+	}
+	return &store.BatchError{Op: b.op, Errors: b.errs}
+}
+
+// GetMany reads keys with one pipeline of quiet mg per server, all
+// servers at once. values[i] is nil for a miss or a failure; failures come
+// back in a *store.BatchError naming each key and its server.
+func (s *Store) GetMany(ctx context.Context, keys []string) ([][]byte, error) {
+	key := func(i int) string { return keys[i] }
+	b, err := s.newBatch(ctx, "get", len(keys), key)
+	if err != nil {
+		return nil, err
+	}
+	for _, g := range b.groups {
+		if g == nil {
+			continue
+		}
+		for _, i := range g.idx {
+			g.reqs = append(g.reqs, meta.Request{Cmd: meta.Get, Key: keys[i], ReturnValue: true, Quiet: true})
+		}
+	}
+	vals := make([][]byte, len(keys))
+	err = b.run(ctx, key, func(g *group, j int, res *meta.Response) error {
+		switch res.Status {
+		case meta.VA:
+			vals[g.idx[j]] = res.Value
+			return nil
+		case meta.EN:
+			return nil
+		}
+		return fmt.Errorf("unexpected answer %s to mg", res.Status)
+	})
+	return vals, err
+}
+
+// SetMany writes items with one pipeline of quiet ms per server, all
+// servers at once; only failures come back from the servers. Items that
+// cannot be sent (empty key, negative TTL, value over MaxValueSize) and
+// items the server refused or may not have received (it failed
+// mid-batch) are named in a *store.BatchError with their server; every
+// other item was stored.
+func (s *Store) SetMany(ctx context.Context, items []store.Item) error {
+	key := func(i int) string { return items[i].Key }
+	b, err := s.newBatch(ctx, "set", len(items), key)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	for _, g := range b.groups {
+		if g == nil {
+			continue
+		}
+		keep := g.idx[:0]
+		for _, i := range g.idx {
+			it := &items[i]
+			if err := store.CheckTTL(it.TTL); err != nil {
+				b.errs = append(b.errs, store.KeyError{Key: it.Key, Err: err})
+				continue
+			}
+			if err := checkValue(g.cl, it.Key, len(it.Value)); err != nil {
+				b.errs = append(b.errs, store.KeyError{Key: it.Key, Addr: g.cl.Addr(), Err: err})
+				continue
+			}
+			keep = append(keep, i)
+			g.reqs = append(g.reqs, meta.Request{Cmd: meta.Set, Key: it.Key, Value: it.Value,
+				TTL: meta.TTL(it.TTL, now), Quiet: true})
+		}
+		g.idx = keep
+	}
+	return b.run(ctx, key, func(g *group, j int, res *meta.Response) error {
+		switch res.Status {
+		case meta.HD:
+			return nil
+		case meta.NS:
+			return store.ErrNotStored
+		}
+		return fmt.Errorf("unexpected answer %s to ms", res.Status)
+	})
+}
+
+// DeleteMany removes keys with one pipeline of quiet md per server, all
+// servers at once. Missing keys are not failures.
+func (s *Store) DeleteMany(ctx context.Context, keys []string) error {
+	key := func(i int) string { return keys[i] }
+	b, err := s.newBatch(ctx, "delete", len(keys), key)
+	if err != nil {
+		return err
+	}
+	for _, g := range b.groups {
+		if g == nil {
+			continue
+		}
+		for _, i := range g.idx {
+			g.reqs = append(g.reqs, meta.Request{Cmd: meta.Delete, Key: keys[i], Quiet: true})
+		}
+	}
+	return b.run(ctx, key, func(g *group, j int, res *meta.Response) error {
+		switch res.Status {
+		case meta.HD, meta.NF:
+			return nil
+		}
+		return fmt.Errorf("unexpected answer %s to md", res.Status)
+	})
+}

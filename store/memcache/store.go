@@ -1,0 +1,233 @@
+package memcache
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/kuracache/kura/store"
+	"github.com/kuracache/kura/store/memcache/meta"
+)
+
+// Interfaces the Store implements.
+var (
+	_ store.Store         = (*Store)(nil)
+	_ store.Batcher       = (*Store)(nil)
+	_ store.MaxValueSizer = (*Store)(nil)
+	_ store.Pinger        = (*Store)(nil)
+)
+
+// ItemOverhead is what memcached needs in an item besides the value: its
+// header (about 60 bytes with CAS) and the key (up to 250). A value larger
+// than item_size_max - ItemOverhead is refused before it is sent.
+const ItemOverhead = 512
+
+// Options configure a Store. Only Servers is required; every other field's
+// zero value is a documented default.
+type Options struct {
+	// Servers are the memcached addresses, "host:port". The address
+	// string is the server's identity on the hash ring (see Ring).
+	Servers []string
+	// Weights gives each server a share of the keys proportional to its
+	// weight, aligned with Servers. If nil, every server weighs 1.
+	Weights []int
+	// DialTimeout bounds connecting to a server. If zero, it defaults to 1s.
+	DialTimeout time.Duration
+	// ReadTimeout is how long a read may wait for the next bytes (an idle
+	// timeout: a long batch that keeps streaming never hits it). The
+	// context deadline caps it. If zero, it defaults to 3s.
+	ReadTimeout time.Duration
+	// WriteTimeout is the same for writes. If zero, it defaults to 3s.
+	WriteTimeout time.Duration
+	// MaxIdleConns is the number of idle connections kept per server. If
+	// zero, it defaults to 8.
+	MaxIdleConns int
+	// Dial opens connections. If nil, net.Dialer is used. Use it for TLS,
+	// or to count or delay bytes in tests.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+}
+
+// Store is a kura store.Store over a pool of memcached servers, with keys
+// placed by ketama consistent hashing and batches sent as quiet meta
+// commands, one pipeline per server, all servers at once.
+//
+// A server that is down is not replaced by another (that would serve stale
+// values once it returns): its keys fail with an error naming it, and the
+// Cache above falls back to the loader.
+type Store struct {
+	ring    *Ring
+	clients []*meta.Client
+	closed  atomic.Bool
+}
+
+// New returns a Store for opts.Servers. It connects to every server at
+// once, within ctx, to read its item size limit (stats settings); a server
+// that does not answer is not an error here: it is tried again on use.
+// Configuration errors name the Options field.
+func New(ctx context.Context, opts Options) (*Store, error) {
+	if len(opts.Servers) == 0 {
+		return nil, errors.New("memcache: Options.Servers is empty")
+	}
+	for _, f := range []struct {
+		name string
+		d    time.Duration
+	}{{"DialTimeout", opts.DialTimeout}, {"ReadTimeout", opts.ReadTimeout}, {"WriteTimeout", opts.WriteTimeout}} {
+		if f.d < 0 {
+			return nil, fmt.Errorf("memcache: Options.%s is negative (%v)", f.name, f.d)
+		}
+	}
+	if opts.MaxIdleConns < 0 {
+		return nil, fmt.Errorf("memcache: Options.MaxIdleConns is negative (%d)", opts.MaxIdleConns)
+	}
+	for i, a := range opts.Servers {
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			return nil, fmt.Errorf("memcache: Options.Servers[%d] = %q: want host:port: %v", i, a, err)
+		}
+	}
+	ring, err := NewRing(opts.Servers, opts.Weights)
+	if err != nil {
+		return nil, err
+	}
+	mo := meta.Options{
+		DialTimeout:  opts.DialTimeout,
+		ReadTimeout:  opts.ReadTimeout,
+		WriteTimeout: opts.WriteTimeout,
+		MaxIdleConns: opts.MaxIdleConns,
+		Dial:         opts.Dial,
+	}
+	s := &Store{ring: ring}
+	for _, a := range opts.Servers {
+		s.clients = append(s.clients, meta.NewClient(a, mo))
+	}
+	var wg sync.WaitGroup
+	for _, cl := range s.clients {
+		wg.Go(func() { _ = cl.Noop(ctx) })
+	}
+	wg.Wait()
+	return s, nil
+}
+
+// Ring returns the hash ring placing keys on servers.
+func (s *Store) Ring() *Ring { return s.ring }
+
+// Client returns the meta-protocol client of the server owning key, for
+// commands the Store does not wrap (CAS, leases, arithmetic).
+func (s *Store) Client(key string) *meta.Client { return s.clients[s.ring.Index(key)] }
+
+func (s *Store) client(key string) (*meta.Client, error) {
+	if s.closed.Load() {
+		return nil, store.ErrClosed
+	}
+	if _, err := meta.ClassifyKey(key); err != nil {
+		return nil, err
+	}
+	return s.clients[s.ring.Index(key)], nil
+}
+
+// limit returns the largest value cl's server takes, 0 while unknown.
+func limit(cl *meta.Client) int {
+	n := cl.ItemSizeMax()
+	if n == 0 {
+		return 0
+	}
+	return max(n-ItemOverhead, 0)
+}
+
+// MaxValueSize returns the largest value every server accepts:
+// item_size_max - ItemOverhead of the smallest server, or 0 while no
+// server has answered yet.
+func (s *Store) MaxValueSize() int {
+	m := 0
+	for _, cl := range s.clients {
+		if n := limit(cl); n > 0 && (m == 0 || n < m) {
+			m = n
+		}
+	}
+	return m
+}
+
+func checkValue(cl *meta.Client, key string, n int) error {
+	if l := limit(cl); l > 0 && n > l {
+		return fmt.Errorf("memcache %s: key %q: value of %d bytes exceeds the %d-byte limit (item_size_max %d - %d for the item header and key): %w",
+			cl.Addr(), key, n, l, cl.ItemSizeMax(), ItemOverhead, store.ErrValueTooLarge)
+	}
+	return nil
+}
+
+// Get returns the value of key, or an error matching store.ErrNotFound.
+func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
+	cl, err := s.client(key)
+	if err != nil {
+		return nil, err
+	}
+	return cl.Get(ctx, key)
+}
+
+// Set stores value under key for ttl (0: no expiry). TTLs are rounded up
+// to whole seconds; TTLs over 30 days are sent as absolute times, as
+// memcached requires.
+func (s *Store) Set(ctx context.Context, key string, value []byte, ttl time.Duration) error {
+	if err := store.CheckTTL(ttl); err != nil {
+		return err
+	}
+	cl, err := s.client(key)
+	if err != nil {
+		return err
+	}
+	if err := checkValue(cl, key, len(value)); err != nil {
+		return err
+	}
+	return cl.Set(ctx, key, value, ttl)
+}
+
+// Delete removes key; deleting a missing key succeeds.
+func (s *Store) Delete(ctx context.Context, key string) error {
+	cl, err := s.client(key)
+	if err != nil {
+		return err
+	}
+	return cl.Delete(ctx, key)
+}
+
+// Touch gives key a new ttl without rewriting it, or returns an error
+// matching store.ErrNotFound.
+func (s *Store) Touch(ctx context.Context, key string, ttl time.Duration) error {
+	if err := store.CheckTTL(ttl); err != nil {
+		return err
+	}
+	cl, err := s.client(key)
+	if err != nil {
+		return err
+	}
+	return cl.Touch(ctx, key, ttl)
+}
+
+// Ping sends mn to every server at once and returns the failures, each
+// naming its server.
+func (s *Store) Ping(ctx context.Context) error {
+	if s.closed.Load() {
+		return store.ErrClosed
+	}
+	errs := make([]error, len(s.clients))
+	var wg sync.WaitGroup
+	for i, cl := range s.clients {
+		wg.Go(func() { errs[i] = cl.Noop(ctx) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// Close closes every connection. Calls afterwards return store.ErrClosed.
+func (s *Store) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	for _, cl := range s.clients {
+		_ = cl.Close()
+	}
+	return nil
+}
