@@ -77,7 +77,7 @@ func prefill(ctx context.Context, s *settings, top *topology) error {
 func run(ctx context.Context, s *settings, top *topology, res *Result) (*Result, error) {
 	r := &runner{s: s, top: top, conns: map[*conn]struct{}{}, endAt: s.Duration}
 	if top.cluster {
-		r.cs = &clusterState{t: s.target, timeout: s.Timeout, cur: top, lastRef: time.Now()}
+		r.cs = &clusterState{t: s.target, timeout: s.Timeout, cur: top}
 	}
 	if s.target.Kind == KindMemcached {
 		r.proto = newMCProto(s)

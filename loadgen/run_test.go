@@ -374,3 +374,39 @@ func TestACLUser(t *testing.T) {
 		t.Errorf("wrong ACL password: %v", err)
 	}
 }
+
+// TestClusterFollowsMoved starts a run with a wrong slot map (every slot on
+// the first master): the MOVED replies make kura reload CLUSTER SLOTS and
+// the rest of the run goes where it belongs.
+func TestClusterFollowsMoved(t *testing.T) {
+	cl := servertest.RedisCluster(t)
+	s, err := Config{Target: "redis://" + cl.Nodes[0].Addr, Command: CmdSet, Connections: 2, Pipeline: 4, Requests: 4000}.validate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	good, err := discover(ctx, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale := &topology{addrs: good.addrs, cluster: true} // owner: all zero
+	res, err := run(ctx, s, stale, &Result{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Errors == 0 || res.Errors > res.Ops/2 {
+		t.Fatalf("errors %d of %d ops: want some MOVED, then none", res.Errors, res.Ops)
+	}
+	if !strings.HasPrefix(res.ErrorSamples[0], "MOVED") {
+		t.Errorf("error samples %v", res.ErrorSamples)
+	}
+	// Redis counts a MOVED reply as a rejected call, not a call.
+	if got := res.Server.Commands["set"]; got != res.Ops-res.Errors {
+		t.Errorf("server counted %d SETs, kura %d successful", got, res.Ops-res.Errors)
+	}
+	for _, n := range res.Server.PerNode {
+		if n.Commands == 0 {
+			t.Errorf("master %s took nothing after the refresh", n.Addr)
+		}
+	}
+}

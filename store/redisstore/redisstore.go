@@ -26,6 +26,9 @@ const DefaultMaxValueSize = 512 << 20
 // or in Options.Username and Options.Password.
 var ErrAuth = errors.New("kura: redis authentication failed")
 
+// DefaultMaxFlushDelay is Options.MaxFlushDelay when left at zero.
+const DefaultMaxFlushDelay = 20 * time.Microsecond
+
 // Options configure a Store. The zero value connects to 127.0.0.1:6379
 // without a password.
 type Options struct {
@@ -54,6 +57,14 @@ type Options struct {
 	// deadline. If zero, it defaults to 2; a negative value turns retries
 	// off.
 	MaxRetries int
+	// MaxFlushDelay lets each connection's writer wait up to this long
+	// after a flush so that concurrent commands leave in one write. Under
+	// load this cuts system calls on both sides: Fetch of warm 1 KB values
+	// from 64 goroutines went from 134k to 229k ops/s on a 2-core machine
+	// (BENCHMARKS.md). A lone request is not delayed; a request that comes
+	// right behind another waits at most this long. If zero, it defaults to
+	// DefaultMaxFlushDelay (20µs); negative turns the delay off.
+	MaxFlushDelay time.Duration
 	// Configure, when set, is called with the rueidis options just before
 	// the client is created, for what Options does not cover (buffer and
 	// pool sizes, a custom dialer). Turning client-side caching back on
@@ -166,6 +177,12 @@ func open(ctx context.Context, co rueidis.ClientOption, opts Options) (*Store, e
 		co.DisableRetry = true
 	default:
 		co.RetryDelay = retryDelay(orDefault(opts.MaxRetries, 2))
+	}
+	switch {
+	case opts.MaxFlushDelay == 0:
+		co.MaxFlushDelay = DefaultMaxFlushDelay
+	case opts.MaxFlushDelay > 0:
+		co.MaxFlushDelay = opts.MaxFlushDelay
 	}
 	if opts.Configure != nil {
 		opts.Configure(&co)
