@@ -167,3 +167,38 @@ func parseRedisBenchmarkCSV(out []byte) (float64, error) {
 }
 
 func runtimeProcs() int { return runtime.GOMAXPROCS(0) }
+
+// BenchmarkFetchSerial is one caller doing one Fetch at a time: the latency
+// a lone request sees, with redisstore's default 20µs MaxFlushDelay and
+// with the delay off, to show the delay costs nothing when nobody queues.
+func BenchmarkFetchSerial(b *testing.B) {
+	srv := servertest.Redis(b, servers.RedisConfig{})
+	ctx := context.Background()
+	for _, v := range []struct {
+		name  string
+		delay time.Duration
+	}{{"flush-delay-20us", 0}, {"flush-delay-off", -1}} {
+		b.Run(v.name, func(b *testing.B) {
+			st, err := redisstore.NewFromURL(ctx, srv.URL(), redisstore.Options{MaxFlushDelay: v.delay})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer st.Close()
+			c, err := kura.New[benchValue](st, kura.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			load := func(ctx context.Context, key string) (benchValue, error) { return newBenchValue(1), nil }
+			if _, err := c.Fetch(ctx, "serial", time.Hour, load); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				if _, err := c.Fetch(ctx, "serial", time.Hour, load); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

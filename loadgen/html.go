@@ -61,6 +61,18 @@ svg text{font:12px system-ui,sans-serif} .note{color:#555}
 	lineChart(&b, labels, [][]float64{p50, p99}, []string{"p50", "p99"}, sr.Param, "ms")
 	b.WriteString("<h2>Latency percentile curve</h2>\n")
 	percentileChart(&b, sr)
+	var cpu []float64
+	for _, st := range sr.Steps {
+		if st.Result.Server == nil {
+			cpu = nil
+			break
+		}
+		cpu = append(cpu, st.Result.Server.CPUSecondsPer1kOps*1000)
+	}
+	if cpu != nil {
+		b.WriteString("<h2>Server CPU per 1,000 operations</h2>\n<p class=note>What the server paid, from its own counters: the number that sizes a fleet (seed 002).</p>\n")
+		barChart(&b, labels, cpu, sr.Param, "server CPU ms per 1,000 ops")
+	}
 
 	b.WriteString("<h2>Numbers</h2>\n<table><tr>")
 	for _, h := range []string{sr.Param, "ops/s", "errors", "hits", "misses", "avg ms", "p50 ms", "p95 ms", "p99 ms", "p99.9 ms", "max ms", "out Gbps", "in Gbps", "server CPU cores", "server CPU s / 1k ops", "client CPU s / 1k ops"} {
@@ -103,7 +115,7 @@ func fmtNum(v float64) string {
 		return fmt.Sprintf("%.3gM", v/1e6)
 	case v >= 1e4:
 		return fmt.Sprintf("%.3gk", v/1e3)
-	case v == math.Trunc(v):
+	case v >= 100 || v == math.Trunc(v):
 		return fmt.Sprintf("%.0f", v)
 	}
 	return fmt.Sprintf("%.3g", v)

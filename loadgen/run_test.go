@@ -308,8 +308,8 @@ func TestSweepHTML(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := b.String()
-	if strings.Count(h, "<svg") != 3 || !strings.Contains(h, "<polyline") || !strings.Contains(h, "<rect") {
-		t.Errorf("HTML lacks its three charts")
+	if strings.Count(h, "<svg") != 4 || !strings.Contains(h, "<polyline") || !strings.Contains(h, "<rect") {
+		t.Errorf("HTML lacks its four charts")
 	}
 	var txt bytes.Buffer
 	_ = res.WriteText(&txt)

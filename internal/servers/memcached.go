@@ -41,6 +41,11 @@ func StartMemcached(ctx context.Context, cfg MemcachedConfig) (*Memcached, error
 			"-m", strconv.Itoa(cfg.MemoryMB), "-t", strconv.Itoa(cfg.Threads), "-u", "root"}
 		if cfg.MaxItemSize > 0 {
 			args = append(args, "-I", strconv.Itoa(cfg.MaxItemSize))
+			// memcached refuses to start when -I is below its default
+			// slab chunk size (512 KiB) unless the chunk size follows.
+			if cfg.MaxItemSize < 512<<10 {
+				args = append(args, "-o", "slab_chunk_max="+strconv.Itoa(cfg.MaxItemSize/2))
+			}
 		}
 		args = append(args, cfg.Args...)
 		p, err := start("memcached", bin, args, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))

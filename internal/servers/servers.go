@@ -96,8 +96,47 @@ func (p *Proc) Port() int {
 }
 
 // Pause stops the process with SIGSTOP; it keeps its sockets but answers
-// nothing until Resume.
-func (p *Proc) Pause() error { return p.cmd.Process.Signal(syscall.SIGSTOP) }
+// nothing until Resume. The signal reaches a multi-threaded server's
+// threads asynchronously, so Pause waits (up to a second) until every
+// thread reports the stopped state: a test that pauses and then measures
+// does not measure a few more answers.
+func (p *Proc) Pause() error {
+	if err := p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		return err
+	}
+	deadline := time.Now().Add(time.Second)
+	for time.Now().Before(deadline) {
+		if allThreadsStopped(p.Pid()) {
+			return nil
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return nil
+}
+
+// allThreadsStopped reads /proc/PID/task/*/stat; where /proc is absent it
+// answers true and Pause relies on the signal alone.
+func allThreadsStopped(pid int) bool {
+	stats, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/stat", pid))
+	if err != nil || len(stats) == 0 {
+		return true
+	}
+	for _, f := range stats {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue // thread gone
+		}
+		// The state is the first field after the ")" closing the name.
+		i := strings.LastIndexByte(string(b), ')')
+		if i < 0 || i+2 >= len(b) {
+			continue
+		}
+		if st := b[i+2]; st != 'T' && st != 't' {
+			return false
+		}
+	}
+	return true
+}
 
 // Resume continues a paused process with SIGCONT.
 func (p *Proc) Resume() error { return p.cmd.Process.Signal(syscall.SIGCONT) }

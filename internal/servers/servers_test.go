@@ -1,9 +1,12 @@
 package servers_test
 
 import (
+	"bufio"
 	"context"
+	"net"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kuracache/kura/internal/servers"
 	"github.com/kuracache/kura/internal/servertest"
@@ -36,6 +39,42 @@ func TestRedisCluster(t *testing.T) {
 	s, err := c.Nodes[0].Do(context.Background(), "CLUSTER", "INFO")
 	if err != nil || !strings.Contains(s, "cluster_known_nodes:3") {
 		t.Fatalf("CLUSTER INFO = %q, %v", s, err)
+	}
+}
+
+func TestMemcachedSmallItemLimit(t *testing.T) {
+	m := servertest.Memcached(t, servers.MemcachedConfig{MaxItemSize: 64 << 10})
+	if m.Exited() {
+		t.Fatal("memcached with -I 64k did not start")
+	}
+}
+
+func TestPauseResume(t *testing.T) {
+	m := servertest.Memcached(t, servers.MemcachedConfig{Threads: 4})
+	ask := func() error {
+		c, err := net.DialTimeout("tcp", m.Addr, time.Second)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(300 * time.Millisecond))
+		if _, err := c.Write([]byte("version\r\n")); err != nil {
+			return err
+		}
+		_, err = bufio.NewReader(c).ReadString('\n')
+		return err
+	}
+	if err := m.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	if err := ask(); err == nil {
+		t.Fatal("a paused memcached answered")
+	}
+	if err := m.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	if err := ask(); err != nil {
+		t.Fatalf("memcached did not answer after Resume: %v", err)
 	}
 }
 
