@@ -87,8 +87,7 @@ func crc16(b []byte) uint16 {
 // clusterState holds the current topology; workers follow MOVED replies by
 // asking it to refresh.
 type clusterState struct {
-	t       Target
-	timeout time.Duration
+	s *settings
 
 	mu      sync.Mutex
 	cur     *topology
@@ -103,7 +102,7 @@ func (cs *clusterState) get() *topology {
 
 // refresh reloads CLUSTER SLOTS, at most every 100ms however many workers
 // saw a MOVED.
-func (cs *clusterState) refresh(ctx context.Context, insecure bool) {
+func (cs *clusterState) refresh(ctx context.Context) {
 	cs.mu.Lock()
 	if time.Since(cs.lastRef) < 100*time.Millisecond {
 		cs.mu.Unlock()
@@ -113,7 +112,7 @@ func (cs *clusterState) refresh(ctx context.Context, insecure bool) {
 	seeds := append([]string(nil), cs.cur.addrs...)
 	ver := cs.cur.version
 	cs.mu.Unlock()
-	t, err := loadSlots(ctx, cs.t, seeds, cs.timeout, insecure)
+	t, err := loadSlots(ctx, cs.s, seeds)
 	if err != nil {
 		return // keep the old map; the MOVED errors are counted
 	}
@@ -130,7 +129,7 @@ func discover(ctx context.Context, s *settings) (*topology, error) {
 	t := s.target
 	if t.Kind == KindMemcached {
 		for _, a := range t.Addrs {
-			c, err := dial(ctx, t, a, s.Timeout, false)
+			c, err := dial(ctx, s, a)
 			if err != nil {
 				return nil, err
 			}
@@ -144,7 +143,7 @@ func discover(ctx context.Context, s *settings) (*topology, error) {
 	}
 	var lastErr error
 	for _, seed := range t.Addrs {
-		c, err := dial(ctx, t, seed, s.Timeout, s.InsecureTLS)
+		c, err := dial(ctx, s, seed)
 		if err != nil {
 			lastErr = err
 			if len(t.Addrs) == 1 || isAuthError(err) {
@@ -173,7 +172,7 @@ func discover(ctx context.Context, s *settings) (*topology, error) {
 			return nil, cfgErr("redis at %s is a cluster node and Redis Cluster has only database 0; drop /%d from the URL", seed, t.DB)
 		}
 		s.target.Cluster = true
-		return loadSlots(ctx, s.target, t.Addrs, s.Timeout, s.InsecureTLS)
+		return loadSlots(ctx, s, t.Addrs)
 	}
 	return nil, lastErr
 }
@@ -183,10 +182,10 @@ func isAuthError(err error) bool {
 }
 
 // loadSlots reads CLUSTER SLOTS from the first seed that answers.
-func loadSlots(ctx context.Context, t Target, seeds []string, timeout time.Duration, insecure bool) (*topology, error) {
+func loadSlots(ctx context.Context, s *settings, seeds []string) (*topology, error) {
 	var lastErr error
 	for _, seed := range seeds {
-		c, err := dial(ctx, t, seed, timeout, insecure)
+		c, err := dial(ctx, s, seed)
 		if err != nil {
 			lastErr = err
 			continue

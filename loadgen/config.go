@@ -1,9 +1,11 @@
 package loadgen
 
 import (
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -52,6 +54,9 @@ type Config struct {
 	Cluster bool
 	// InsecureTLS skips TLS certificate verification for rediss://.
 	InsecureTLS bool
+	// TLSCAFile is a PEM file of CA certificates to trust for rediss://,
+	// in addition to the system's.
+	TLSCAFile string
 	// Protocol is the memcached protocol: "meta" (default) or "text".
 	Protocol string
 
@@ -123,6 +128,7 @@ type settings struct {
 	setRatio, getRatio int
 	sizes              sizeSpec
 	target             Target
+	rootCAs            *x509.CertPool
 }
 
 func cfgErr(format string, a ...any) error {
@@ -153,6 +159,23 @@ func (c Config) validate() (*settings, error) {
 		return nil, cfgErr("memcached has no password in the protocols kura speaks; drop --user/--password")
 	}
 	s.target = t
+	if c.TLSCAFile != "" {
+		if !t.TLS {
+			return nil, cfgErr("--tls-ca is for rediss:// targets")
+		}
+		pem, err := os.ReadFile(c.TLSCAFile)
+		if err != nil {
+			return nil, cfgErr("--tls-ca: %v", err)
+		}
+		pool, err := x509.SystemCertPool()
+		if err != nil {
+			pool = x509.NewCertPool()
+		}
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, cfgErr("--tls-ca %s holds no PEM certificate", c.TLSCAFile)
+		}
+		s.rootCAs = pool
+	}
 	switch {
 	case c.Connections < 0:
 		return nil, cfgErr("--connections must be at least 1, got %d", c.Connections)

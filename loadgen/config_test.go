@@ -1,6 +1,8 @@
 package loadgen
 
 import (
+	"bytes"
+	"compress/flate"
 	"errors"
 	"math"
 	"math/rand/v2"
@@ -184,5 +186,26 @@ func TestKeySlot(t *testing.T) {
 func TestAppendKey(t *testing.T) {
 	if got := string(appendKey(nil, "key:", 42)); got != "key:000000000042" {
 		t.Errorf("appendKey = %q", got)
+	}
+}
+
+func TestTextValuesCompress(t *testing.T) {
+	for _, content := range []string{"text", "random"} {
+		s, err := Config{DataContent: content, DataSize: "4096"}.validate()
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := newValuePool(s, 1)
+		var z bytes.Buffer
+		w, _ := flate.NewWriter(&z, flate.DefaultCompression)
+		_, _ = w.Write(p.buf[:64<<10])
+		_ = w.Close()
+		ratio := float64(64<<10) / float64(z.Len())
+		if content == "text" && ratio < 2 {
+			t.Errorf("text values compress only %.2fx", ratio)
+		}
+		if content == "random" && ratio > 1.05 {
+			t.Errorf("random values compress %.2fx", ratio)
+		}
 	}
 }

@@ -40,13 +40,14 @@ const readBufSize = 64 << 10
 
 // dial connects to addr (with TLS when t.TLS) and runs the Redis
 // handshake for Redis targets. Errors are worded for a person.
-func dial(ctx context.Context, t Target, addr string, timeout time.Duration, insecure bool) (*conn, error) {
+func dial(ctx context.Context, s *settings, addr string) (*conn, error) {
+	t, timeout := s.target, s.Timeout
 	d := net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}
 	var nc net.Conn
 	var err error
 	if t.TLS {
 		host, _, _ := net.SplitHostPort(addr)
-		td := tls.Dialer{NetDialer: &d, Config: &tls.Config{ServerName: host, InsecureSkipVerify: insecure}}
+		td := tls.Dialer{NetDialer: &d, Config: &tls.Config{ServerName: host, RootCAs: s.rootCAs, InsecureSkipVerify: s.InsecureTLS}}
 		nc, err = td.DialContext(ctx, "tcp", addr)
 	} else {
 		nc, err = d.DialContext(ctx, "tcp", addr)
@@ -84,7 +85,10 @@ func dialError(t Target, addr string, err error) error {
 	default:
 		var dnsErr *net.DNSError
 		var recErr tls.RecordHeaderError
+		var certErr *tls.CertificateVerificationError
 		switch {
+		case errors.As(err, &certErr):
+			hint = "trust its CA with --tls-ca FILE, or skip verification with --insecure"
 		case errors.As(err, &dnsErr):
 			hint = "the host name does not resolve; fix the target URL"
 		case errors.As(err, &recErr):

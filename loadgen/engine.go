@@ -189,7 +189,7 @@ func (w *worker) connect(ctx context.Context) error {
 	w.karena = make([][]uint64, n)
 	w.wbuf = make([][]byte, n)
 	for i, a := range top.addrs {
-		c, err := dial(ctx, w.s.target, a, w.s.Timeout, w.s.InsecureTLS)
+		c, err := dial(ctx, w.s, a)
 		if err != nil {
 			w.closeAll()
 			return err
@@ -403,7 +403,7 @@ func (w *worker) run(ctx context.Context) {
 		}
 		err := w.roundTrip(n, !open)
 		if moved := w.flush(n, err); moved && r.cs != nil {
-			r.cs.refresh(ctx, s.InsecureTLS)
+			r.cs.refresh(ctx)
 		}
 		if err != nil {
 			w.closeAll()

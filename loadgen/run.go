@@ -77,7 +77,7 @@ func prefill(ctx context.Context, s *settings, top *topology) error {
 func run(ctx context.Context, s *settings, top *topology, res *Result) (*Result, error) {
 	r := &runner{s: s, top: top, conns: map[*conn]struct{}{}, endAt: s.Duration}
 	if top.cluster {
-		r.cs = &clusterState{t: s.target, timeout: s.Timeout, cur: top}
+		r.cs = &clusterState{s: s, cur: top}
 	}
 	if s.target.Kind == KindMemcached {
 		r.proto = newMCProto(s)
@@ -208,7 +208,7 @@ loop:
 func openControl(ctx context.Context, s *settings, top *topology) ([]*conn, error) {
 	var cs []*conn
 	for _, a := range top.addrs {
-		c, err := dial(ctx, s.target, a, s.Timeout, s.InsecureTLS)
+		c, err := dial(ctx, s, a)
 		if err != nil {
 			for _, c := range cs {
 				c.close()

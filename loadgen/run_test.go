@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"regexp"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -408,5 +409,28 @@ func TestClusterFollowsMoved(t *testing.T) {
 		if n.Commands == 0 {
 			t.Errorf("master %s took nothing after the refresh", n.Addr)
 		}
+	}
+}
+
+// TestNoGoroutineLeak checks that runs, including a cluster refresh path
+// and a cancelled run, leave no goroutines behind.
+func TestNoGoroutineLeak(t *testing.T) {
+	srv := servertest.Redis(t, servers.RedisConfig{})
+	mc := servertest.Memcached(t, servers.MemcachedConfig{})
+	before := runtime.NumGoroutine()
+	mustRun(t, Config{Target: srv.URL(), Connections: 8, Pipeline: 4, Requests: 2000, Prefill: true, Keys: 1000})
+	mustRun(t, Config{Target: "memcached://" + mc.Addr, Connections: 8, Rate: 5000, Duration: 300 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	if _, err := Run(ctx, Config{Target: srv.URL(), Connections: 4, Duration: time.Minute}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(2 * time.Second)
+	for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > before {
+		buf := make([]byte, 1<<16)
+		t.Errorf("%d goroutines before, %d after:\n%s", before, n, buf[:runtime.Stack(buf, true)])
 	}
 }

@@ -124,6 +124,7 @@ func (bf *benchFlags) register(f *pflag.FlagSet, sweep bool) {
 	f.StringVarP(&c.Password, "password", "a", "", "Redis password (overrides the URL)")
 	f.BoolVar(&c.Cluster, "cluster", false, "require Redis Cluster mode (it is detected without this flag)")
 	f.BoolVar(&c.InsecureTLS, "insecure", false, "rediss://: do not verify the server certificate")
+	f.StringVar(&c.TLSCAFile, "tls-ca", "", "rediss://: PEM file of CA certificates to trust")
 	f.StringVar(&c.Protocol, "protocol", "", "memcached protocol: meta (default) or text")
 	f.StringVarP(&bf.command, "command", "t", "", "get, set, hset, mget, mset or mixed (default get; mixed with --ratio)")
 	f.StringVar(&c.Ratio, "ratio", "", "SET:GET ratio for the mixed workload, like memtier (default 1:10)")
@@ -234,11 +235,19 @@ func checkWritable(path string) error {
 	if path == "" {
 		return nil
 	}
+	_, statErr := os.Stat(path)
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
 	if err != nil {
 		return fmt.Errorf("cannot write %s: %v", path, err)
 	}
-	return f.Close()
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if os.IsNotExist(statErr) {
+		// Leave nothing behind if the run fails before writing it.
+		return os.Remove(path)
+	}
+	return nil
 }
 
 // progressPrinter prints one line per interval to w.
