@@ -9,6 +9,7 @@ import (
 	"github.com/kuracache/kura"
 	"github.com/kuracache/kura/internal/servers"
 	"github.com/kuracache/kura/internal/servertest"
+	"github.com/kuracache/kura/internal/slot"
 	"github.com/kuracache/kura/store"
 	"github.com/kuracache/kura/store/memcache"
 	"github.com/kuracache/kura/store/memstore"
@@ -133,7 +134,7 @@ func TestFetchManyRoundTrips(t *testing.T) {
 		fill(t, c, tagged)
 		slots := map[uint16]bool{}
 		for _, k := range keys {
-			slots[keySlot(k)] = true
+			slots[slot.Of(k)] = true
 		}
 		reset(t, cl.Nodes)
 		if got, err := c.FetchMany(ctx, keys, time.Hour, noLoad); err != nil || len(got) != 100 {
@@ -180,36 +181,6 @@ func TestFetchSurvivesDeadServer(t *testing.T) {
 	if st := c.Stats(); st.StoreErrors == 0 || errs == 0 {
 		t.Fatalf("store errors not counted: stats %d, OnError %d", st.StoreErrors, errs)
 	}
-}
-
-// keySlot is Redis Cluster's CRC16 hash slot, honouring {hash tags}.
-func keySlot(key string) uint16 {
-	if i := indexByte(key, '{'); i >= 0 {
-		if j := indexByte(key[i+1:], '}'); j > 0 {
-			key = key[i+1 : i+1+j]
-		}
-	}
-	var crc uint16
-	for i := 0; i < len(key); i++ {
-		crc ^= uint16(key[i]) << 8
-		for b := 0; b < 8; b++ {
-			if crc&0x8000 != 0 {
-				crc = crc<<1 ^ 0x1021
-			} else {
-				crc <<= 1
-			}
-		}
-	}
-	return crc % 16384
-}
-
-func indexByte(s string, c byte) int {
-	for i := 0; i < len(s); i++ {
-		if s[i] == c {
-			return i
-		}
-	}
-	return -1
 }
 
 func TestCacheMemcached(t *testing.T) {

@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/kuracache/kura/internal/servers"
 	"github.com/kuracache/kura/internal/servertest"
+	"github.com/kuracache/kura/store/memcache"
 )
 
 // benchWorker builds a worker outside a run, for the benchmarks.
@@ -96,4 +98,37 @@ func BenchmarkRoundTrip(b *testing.B) {
 	}
 	b.StopTimer()
 	_ = r
+}
+
+// BenchmarkRoute measures picking the node of a key: a Redis Cluster slot
+// lookup, and kura's ketama ring (an MD5 per key) for a memcached pool;
+// allocs/op must stay 0.
+func BenchmarkRoute(b *testing.B) {
+	ring, err := memcache.NewRing([]string{"10.0.0.1:11211", "10.0.0.2:11211", "10.0.0.3:11211"}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		top  *topology
+	}{
+		{"cluster", &topology{addrs: []string{"a:1", "b:1", "c:1"}, cluster: true}},
+		{"memcached-ring", &topology{addrs: ring.Servers(), ring: ring}},
+	}
+	// Ring.Index hashes []byte(key), which the compiler keeps on the stack
+	// only up to 32 bytes: the default "key:" prefix makes 16-byte keys.
+	for _, c := range cases {
+		for _, prefix := range []string{"key:", "kura:bench:with:a:long:prefix:"} {
+			b.Run(fmt.Sprintf("%s/keylen=%d", c.name, len(prefix)+keyDigits), func(b *testing.B) {
+				var key []byte
+				var sink int
+				b.ReportAllocs()
+				for i := 0; b.Loop(); i++ {
+					key = appendKey(key[:0], prefix, uint64(i))
+					sink += c.top.route(key)
+				}
+				_ = sink
+			})
+		}
+	}
 }

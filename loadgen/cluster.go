@@ -2,86 +2,45 @@ package loadgen
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+	"unsafe"
+
+	"github.com/kuracache/kura/internal/slot"
+	"github.com/kuracache/kura/store/memcache"
 )
 
 // slotCount is the number of Redis Cluster hash slots.
-const slotCount = 16384
+const slotCount = slot.Count
 
 // topology maps a key to the node that owns it. For a standalone server and
 // a one-server memcached pool there is one node; for Redis Cluster the
-// owner of the key's hash slot; for a memcached pool FNV-1a modulo the
-// number of servers (a load generator needs an even spread, not the
-// stability under membership changes that consistent hashing buys).
+// owner of the key's hash slot; for a memcached pool the server that
+// kura's own ketama ring (store/memcache.Ring) picks, so a benchmark loads
+// each server with exactly the keys a kura application would send it.
 type topology struct {
 	addrs   []string
 	cluster bool
 	owner   [slotCount]uint16 // slot to index in addrs, cluster only
+	ring    *memcache.Ring    // memcached pools of more than one server
 	version int
 }
 
 func (t *topology) route(key []byte) int {
 	switch {
-	case t.cluster:
-		return int(t.owner[keySlot(key)])
 	case len(t.addrs) == 1:
 		return 0
+	case t.cluster:
+		// unsafe.String: slot.Of keeps no reference, and string(key)
+		// would allocate for keys longer than 32 bytes.
+		return int(t.owner[slot.Of(unsafe.String(unsafe.SliceData(key), len(key)))])
 	}
-	h := uint32(2166136261) // FNV-1a, inline: no allocation per key
-	for _, c := range key {
-		h ^= uint32(c)
-		h *= 16777619
-	}
-	return int(h % uint32(len(t.addrs)))
-}
-
-// keySlot is the Redis Cluster slot of key: CRC16-XMODEM of the key, or of
-// the part between the first { and the next } when that part is not
-// empty, modulo 16384.
-func keySlot(key []byte) uint16 {
-	for i, c := range key {
-		if c == '{' {
-			for j := i + 1; j < len(key); j++ {
-				if key[j] == '}' {
-					if j > i+1 {
-						key = key[i+1 : j]
-					}
-					break
-				}
-			}
-			break
-		}
-	}
-	return crc16(key) % slotCount
-}
-
-var crc16tab = func() (t [256]uint16) {
-	for i := range 256 {
-		crc := uint16(i) << 8
-		for range 8 {
-			if crc&0x8000 != 0 {
-				crc = crc<<1 ^ 0x1021
-			} else {
-				crc <<= 1
-			}
-		}
-		t[i] = crc
-	}
-	return t
-}()
-
-func crc16(b []byte) uint16 {
-	var crc uint16
-	for _, c := range b {
-		crc = crc<<8 ^ crc16tab[byte(crc>>8)^c]
-	}
-	return crc
+	// The same: Ring.Index keeps no reference to the key.
+	return t.ring.Index(unsafe.String(unsafe.SliceData(key), len(key)))
 }
 
 // clusterState holds the current topology; workers follow MOVED replies by
@@ -128,6 +87,21 @@ func (cs *clusterState) refresh(ctx context.Context) {
 func discover(ctx context.Context, s *settings) (*topology, error) {
 	t := s.target
 	if t.Kind == KindMemcached {
+		top := &topology{addrs: t.Addrs}
+		if len(t.Addrs) > 1 {
+			seen := map[string]bool{}
+			for _, a := range t.Addrs {
+				if seen[a] {
+					return nil, cfgErr("target %s names %s twice; a memcached pool lists each server once", t, a)
+				}
+				seen[a] = true
+			}
+			ring, err := memcache.NewRing(t.Addrs, nil)
+			if err != nil {
+				return nil, cfgErr("target %s: %v", t, err)
+			}
+			top.ring = ring
+		}
 		for _, a := range t.Addrs {
 			c, err := dial(ctx, s, a)
 			if err != nil {
@@ -139,7 +113,7 @@ func discover(ctx context.Context, s *settings) (*topology, error) {
 				return nil, err
 			}
 		}
-		return &topology{addrs: t.Addrs}, nil
+		return top, nil
 	}
 	var lastErr error
 	for _, seed := range t.Addrs {
@@ -206,6 +180,10 @@ func loadSlots(ctx context.Context, s *settings, seeds []string) (*topology, err
 	return nil, lastErr
 }
 
+// parseSlots reads a CLUSTER SLOTS reply: entries of [first slot, last
+// slot, [master host, port, ...], replicas...]. Every slot must have an
+// owner; ranges that overlap are taken in order, the later one winning,
+// as they cannot come from a healthy cluster anyway.
 func parseSlots(v any, seed string) (*topology, error) {
 	ranges, ok := v.([]any)
 	if !ok {
@@ -213,6 +191,7 @@ func parseSlots(v any, seed string) (*topology, error) {
 	}
 	top := &topology{cluster: true}
 	index := map[string]int{}
+	var owned [slotCount]bool
 	covered := 0
 	for _, r := range ranges {
 		e, ok := r.([]any)
@@ -227,6 +206,9 @@ func parseSlots(v any, seed string) (*topology, error) {
 		}
 		host, _ := m[0].(string)
 		port, _ := m[1].(int64)
+		if port <= 0 || port > 65535 {
+			return nil, fmt.Errorf("%w: CLUSTER SLOTS entry %v has no valid port", errProtocol, r)
+		}
 		if host == "" || host == "?" {
 			// The node does not know its own address; it is the seed's host.
 			host, _, _ = net.SplitHostPort(seed)
@@ -240,11 +222,14 @@ func parseSlots(v any, seed string) (*topology, error) {
 		}
 		for s := lo; s <= hi; s++ {
 			top.owner[s] = uint16(i)
+			if !owned[s] {
+				owned[s] = true
+				covered++
+			}
 		}
-		covered += int(hi - lo + 1)
 	}
 	if covered < slotCount {
-		return nil, errors.New("the Redis Cluster does not cover all 16384 slots (cluster_state is not ok); fix the cluster first")
+		return nil, fmt.Errorf("the Redis Cluster does not cover all %d slots (%d have a master; cluster_state is not ok); fix the cluster first", slotCount, covered)
 	}
 	return top, nil
 }

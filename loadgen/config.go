@@ -297,13 +297,10 @@ func (s *settings) validateCommand() error {
 		if s.Ratio == "" {
 			s.Ratio = "1:10"
 		}
-		a, b, ok := strings.Cut(s.Ratio, ":")
-		x, err1 := strconv.Atoi(a)
-		y, err2 := strconv.Atoi(b)
-		if !ok || err1 != nil || err2 != nil || x < 0 || y < 0 || x+y == 0 || x > 1e6 || y > 1e6 {
-			return cfgErr("--ratio must be SET:GET such as 1:10, got %q", s.Ratio)
+		var err error
+		if s.setRatio, s.getRatio, err = parseRatio(s.Ratio); err != nil {
+			return err
 		}
-		s.setRatio, s.getRatio = x, y
 	case CmdTemplate:
 		if len(s.Template) == 0 {
 			return cfgErr("a command template needs at least a command name, such as: hset __key__ f1 __data__")
@@ -321,6 +318,18 @@ func (s *settings) validateCommand() error {
 		return cfgErr("%q is a Redis command template; memcached takes --command get, set, mget, mset or mixed", strings.Join(s.Template, " "))
 	}
 	return nil
+}
+
+// parseRatio reads --ratio SET:GET, such as 1:10; either side may be 0,
+// not both.
+func parseRatio(r string) (set, get int, err error) {
+	a, b, ok := strings.Cut(r, ":")
+	x, err1 := strconv.Atoi(a)
+	y, err2 := strconv.Atoi(b)
+	if !ok || err1 != nil || err2 != nil || x < 0 || y < 0 || x+y == 0 || x > 1e6 || y > 1e6 {
+		return 0, 0, cfgErr("--ratio must be SET:GET such as 1:10, got %q", r)
+	}
+	return x, y, nil
 }
 
 // sizeSpec draws value sizes: a fixed size, a uniform range, or a weighted

@@ -172,17 +172,6 @@ func TestZipf(t *testing.T) {
 	}
 }
 
-func TestKeySlot(t *testing.T) {
-	if got := crc16([]byte("123456789")); got != 0x31C3 {
-		t.Errorf("crc16 = %#x, want 0x31c3", got)
-	}
-	for key, want := range map[string]uint16{"foo": 12182, "bar": 5061, "{user1000}.following": 3443, "{user1000}.followers": 3443, "foo{}{bar}": 8363} {
-		if got := keySlot([]byte(key)); got != want {
-			t.Errorf("keySlot(%q) = %d, want %d", key, got, want)
-		}
-	}
-}
-
 func TestAppendKey(t *testing.T) {
 	if got := string(appendKey(nil, "key:", 42)); got != "key:000000000042" {
 		t.Errorf("appendKey = %q", got)

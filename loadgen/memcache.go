@@ -117,6 +117,9 @@ func (p *mcProto) read(r *bufio.Reader, o *op, nkeys int) error {
 				hits++
 			}
 		}
+		if hits > nkeys {
+			return fmt.Errorf("%w: %d values for %d keys", errProtocol, hits, nkeys)
+		}
 		if o.kind == opMGet {
 			o.hits += hits
 			o.misses += nkeys - hits
@@ -154,6 +157,9 @@ func (p *mcProto) read(r *bufio.Reader, o *op, nkeys int) error {
 				return err
 			}
 			if bytes.Equal(line, []byte("END")) {
+				if got > nkeys {
+					return fmt.Errorf("%w: %d values for %d keys", errProtocol, got, nkeys)
+				}
 				o.hits += got
 				o.misses += nkeys - got
 				return nil

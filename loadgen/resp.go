@@ -83,9 +83,22 @@ func atoi(b []byte) (int, bool) {
 	return n, true
 }
 
+// Bounds on what readValue accepts from a server, so that a hostile or
+// broken one cannot make the client allocate gigabytes or recurse without
+// end. The control replies it reads (INFO, CLUSTER SLOTS) are kilobytes
+// and three levels deep.
+const (
+	maxControlBulk  = 64 << 20
+	maxControlDepth = 16
+)
+
 // readValue reads one full RESP reply for the control path: strings,
 // integers, nil, arrays ([]any) and errors (returned as respError).
 func readValue(r *bufio.Reader) (any, error) {
+	return readValueDepth(r, 0)
+}
+
+func readValueDepth(r *bufio.Reader, depth int) (any, error) {
 	line, err := readLine(r)
 	if err != nil {
 		return nil, err
@@ -100,10 +113,13 @@ func readValue(r *bufio.Reader) (any, error) {
 		return nil, respError(line[1:])
 	case ':':
 		n, err := strconv.ParseInt(string(line[1:]), 10, 64)
-		return n, err
+		if err != nil {
+			return nil, fmt.Errorf("%w: bad integer %q", errProtocol, line)
+		}
+		return n, nil
 	case '$':
 		n, ok := atoi(line[1:])
-		if !ok {
+		if !ok || n > maxControlBulk {
 			return nil, fmt.Errorf("%w: bad bulk length %q", errProtocol, line)
 		}
 		if n < 0 {
@@ -113,19 +129,23 @@ func readValue(r *bufio.Reader) (any, error) {
 		if _, err := io.ReadFull(r, buf); err != nil {
 			return nil, err
 		}
+		if buf[n] != '\r' || buf[n+1] != '\n' {
+			return nil, fmt.Errorf("%w: bulk string of %d bytes not followed by CRLF", errProtocol, n)
+		}
 		return string(buf[:n]), nil
 	case '*':
 		n, ok := atoi(line[1:])
-		if !ok {
-			return nil, fmt.Errorf("%w: bad array length %q", errProtocol, line)
+		if !ok || depth >= maxControlDepth {
+			return nil, fmt.Errorf("%w: bad array %q", errProtocol, line)
 		}
 		if n < 0 {
 			return nil, nil
 		}
-		out := make([]any, 0, n)
+		// The length is the server's word: grow as elements arrive.
+		out := make([]any, 0, min(n, 64))
 		var firstErr error
 		for range n {
-			v, err := readValue(r)
+			v, err := readValueDepth(r, depth+1)
 			var re respError
 			if errors.As(err, &re) {
 				firstErr = cmpErr(firstErr, err)

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+
 	"github.com/spf13/cobra"
 
 	"github.com/kuracache/kura/internal/demo"
@@ -8,6 +10,7 @@ import (
 
 func newDemoCmd() *cobra.Command {
 	var cfg demo.Config
+	var skip001 bool
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Replay the field reports behind kura on this machine",
@@ -20,7 +23,12 @@ bytes stored per value, bytes the server sent, Fetch throughput and latency.
 
 Without --redis it starts a private redis-server from PATH on a free loopback
 port and stops it afterwards; without redis-server it uses the in-process
-store and says so.`,
+store and says so.
+
+Then it replays seed 001 (a game backend writing a user's missed records back
+to memcached): 5,000 inventory records written to three private memcached
+servers one Set at a time, then as one SetMany (quiet meta commands, one
+round trip per server), then read back with one FetchMany.`,
 		Example: `  kura demo
   kura demo --redis redis://127.0.0.1:6379 --records 2000 --reads 50000
   kura demo --memory`,
@@ -32,6 +40,14 @@ store and says so.`,
 				return err
 			}
 			res.Print(cmd.OutOrStdout())
+			if skip001 {
+				return nil
+			}
+			wb, err := demo.RunWriteBack(cmd.Context(), 3, 5000, cmd.ErrOrStderr())
+			if err != nil {
+				return fmt.Errorf("seed 001: %w", err)
+			}
+			wb.Print(cmd.OutOrStdout())
 			return nil
 		},
 	}
@@ -41,6 +57,7 @@ store and says so.`,
 	f.IntVar(&cfg.Records, "records", 1000, "number of articles")
 	f.IntVar(&cfg.Reads, "reads", 20000, "Fetches per codec")
 	f.IntVar(&cfg.Concurrency, "concurrency", 16, "reading goroutines")
+	f.BoolVar(&skip001, "skip-memcached", false, "skip seed 001 (memcached write-back)")
 	f.Int64Var(&cfg.Seed, "seed", 1, "seed for the articles and the read order")
 	return cmd
 }

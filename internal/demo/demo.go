@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+	"github.com/golang/snappy"
 
 	"github.com/kuracache/kura"
 	"github.com/kuracache/kura/codec"
@@ -157,9 +158,8 @@ func demoCodecs() ([]namedCodec, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The seed's choice: msgpack, then snappy on every value (S2 writes
-	// the Snappy block format).
-	snap, err := codec.New(codec.Options{Compressor: codec.S2(), MinCompressSize: -1, MinSavings: -1})
+	// The seed's code: msgpack, then golang/snappy on every value.
+	snap, err := codec.New(codec.Options{Compressor: goSnappy{}, MinCompressSize: -1, MinSavings: -1})
 	if err != nil {
 		return nil, err
 	}
@@ -329,3 +329,24 @@ func (gobSerializer) Unmarshal(data []byte, v any) error {
 }
 
 func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }
+
+// goSnappy is github.com/golang/snappy as the seed's service called it,
+// plugged in as a user compressor so its row is the seed's own code.
+type goSnappy struct{}
+
+func (goSnappy) ID() byte     { return 201 }
+func (goSnappy) Name() string { return "golang/snappy" }
+func (goSnappy) Compress(dst, src []byte) ([]byte, error) {
+	return append(dst, snappy.Encode(nil, src)...), nil
+}
+func (goSnappy) Decompress(dst, src []byte, rawLen int) ([]byte, error) {
+	n, err := snappy.DecodedLen(src)
+	if err != nil {
+		return nil, err
+	}
+	if n != rawLen {
+		return nil, fmt.Errorf("snappy: decoded length %d, header says %d", n, rawLen)
+	}
+	out, err := snappy.Decode(nil, src)
+	return append(dst, out...), err
+}

@@ -78,3 +78,21 @@ func TestRunBadConfig(t *testing.T) {
 		t.Fatal("unreachable Redis accepted")
 	}
 }
+
+func TestRunWriteBack(t *testing.T) {
+	res, err := demo.RunWriteBack(context.Background(), 3, 500, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Skipped != "" {
+		t.Skip(res.Skipped)
+	}
+	if !res.Verified || res.PerKey <= 0 || res.SetMany <= 0 {
+		t.Fatalf("write-back result %+v", res)
+	}
+	var out bytes.Buffer
+	res.Print(&out)
+	if !strings.Contains(out.String(), "SetMany") {
+		t.Fatal(out.String())
+	}
+}

@@ -4,49 +4,17 @@ import (
 	"context"
 	"net"
 	"strconv"
-	"strings"
 	"time"
+
+	hashslot "github.com/kuracache/kura/internal/slot"
 )
 
 // numSlots is the number of hash slots of a Redis Cluster.
-const numSlots = 16384
+const numSlots = hashslot.Count
 
-// slot returns the hash slot of key as Redis Cluster computes it: CRC16
-// (XMODEM) of the key, or of its hash tag, the part between the first '{'
-// and the next '}' when that part is not empty, modulo 16384.
-func slot(key string) uint16 {
-	if i := strings.IndexByte(key, '{'); i >= 0 {
-		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
-			key = key[i+1 : i+1+j]
-		}
-	}
-	return crc16(key) % numSlots
-}
-
-// crc16Table is the table of CRC-16/XMODEM (polynomial 0x1021), built at
-// start-up from the polynomial.
-var crc16Table = func() (t [256]uint16) {
-	for i := range t {
-		c := uint16(i) << 8
-		for range 8 {
-			if c&0x8000 != 0 {
-				c = c<<1 ^ 0x1021
-			} else {
-				c <<= 1
-			}
-		}
-		t[i] = c
-	}
-	return t
-}()
-
-func crc16(s string) uint16 {
-	var c uint16
-	for i := 0; i < len(s); i++ {
-		c = c<<8 ^ crc16Table[byte(c>>8)^s[i]]
-	}
-	return c
-}
+// slot returns the hash slot of key; the one implementation, with its hash
+// tag rules and tests, is internal/slot.
+func slot(key string) uint16 { return hashslot.Of(key) }
 
 // slotMap is a cluster's slot ownership as CLUSTER SLOTS last reported
 // it. It serves error messages only (KeyError.Addr): rueidis routes the
