@@ -12,7 +12,7 @@ import (
 // lookup reads key for the read-through path. Store errors and undecodable
 // bytes are absorbed (counted, reported to OnError) and look like a miss,
 // so a broken cache never breaks the caller.
-func (c *Cache[V]) lookup(ctx context.Context, key string) (e entry[V], found bool) {
+func (c *Cache[V]) lookup(ctx context.Context, key string) (e entry[V], found, failed bool) {
 	sctx, cancel := c.storeCtx(ctx)
 	start := time.Now()
 	data, err := c.store.Get(sctx, key)
@@ -23,21 +23,22 @@ func (c *Cache[V]) lookup(ctx context.Context, key string) (e entry[V], found bo
 		if !errors.Is(err, ErrNotFound) {
 			c.stats.storeErrs.Add(1)
 			c.reportErr(OpGet, key, err)
+			return e, false, true
 		}
-		return e, false
+		return e, false, false
 	}
 	e, err = c.decode(key, data)
 	if err != nil {
 		c.stats.misses.Add(1)
 		c.reportErr(OpGet, key, err)
-		return e, false
+		return e, false, false
 	}
 	if e.negative {
 		c.stats.negHits.Add(1)
 	} else {
 		c.stats.hits.Add(1)
 	}
-	return e, true
+	return e, true, false
 }
 
 // fill writes a loaded value (or a negative entry) back. Failures are
@@ -91,7 +92,8 @@ func (c *Cache[V]) Fetch(ctx context.Context, key string, ttl time.Duration, loa
 	if loader == nil {
 		return zero, errors.New("kura: Fetch needs a loader")
 	}
-	if e, ok := c.lookup(ctx, key); ok {
+	e, ok, failed := c.lookup(ctx, key)
+	if ok {
 		if e.negative {
 			return zero, fmt.Errorf("kura: %q is cached as absent: %w", key, ErrNotFound)
 		}
@@ -104,7 +106,9 @@ func (c *Cache[V]) Fetch(ctx context.Context, key string, ttl time.Duration, loa
 		led := false
 		ch := c.group.DoChan(key, func() (any, error) {
 			led = true
-			return c.load(ctx, key, ttl, loader)
+			// After a store failure, a second look would only wait
+			// out the same failure.
+			return c.load(ctx, key, ttl, loader, !failed)
 		})
 		select {
 		case <-ctx.Done():
@@ -126,13 +130,15 @@ func (c *Cache[V]) Fetch(ctx context.Context, key string, ttl time.Duration, loa
 
 // load runs inside the singleflight: it looks once more, then calls the
 // loader and writes the result back.
-func (c *Cache[V]) load(ctx context.Context, key string, ttl time.Duration, loader Loader[V]) (V, error) {
+func (c *Cache[V]) load(ctx context.Context, key string, ttl time.Duration, loader Loader[V], recheck bool) (V, error) {
 	var zero V
-	if e, ok := c.lookup(ctx, key); ok {
-		if e.negative {
-			return zero, fmt.Errorf("kura: %q is cached as absent: %w", key, ErrNotFound)
+	if recheck {
+		if e, ok, _ := c.lookup(ctx, key); ok {
+			if e.negative {
+				return zero, fmt.Errorf("kura: %q is cached as absent: %w", key, ErrNotFound)
+			}
+			return e.v, nil
 		}
-		return e.v, nil
 	}
 	c.stats.loads.Add(1)
 	start := time.Now()

@@ -1,0 +1,92 @@
+package kura_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/kuracache/kura"
+	"github.com/kuracache/kura/internal/servers"
+	"github.com/kuracache/kura/internal/servertest"
+	"github.com/kuracache/kura/store"
+	"github.com/kuracache/kura/store/memstore"
+)
+
+// ttlRecorder is a Store that remembers the TTLs it was given.
+type ttlRecorder struct {
+	store.Store
+	mu   sync.Mutex
+	ttls []time.Duration
+}
+
+func (r *ttlRecorder) Set(ctx context.Context, key string, v []byte, ttl time.Duration) error {
+	r.mu.Lock()
+	r.ttls = append(r.ttls, ttl)
+	r.mu.Unlock()
+	return r.Store.Set(ctx, key, v, ttl)
+}
+
+func TestTTLJitter(t *testing.T) {
+	ctx := context.Background()
+	ms, err := memstore.New(memstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &ttlRecorder{Store: ms}
+	c := newCache(t, rec, kura.Options{TTLJitter: 0.2})
+	for i := 0; i < 200; i++ {
+		if err := c.Set(ctx, "k", profile(i), time.Hour); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seen := map[time.Duration]bool{}
+	for _, ttl := range rec.ttls {
+		if ttl > time.Hour || ttl < 48*time.Minute {
+			t.Fatalf("ttl %v outside [48m, 1h] for 20%% jitter", ttl)
+		}
+		seen[ttl] = true
+	}
+	if len(seen) < 100 {
+		t.Fatalf("only %d distinct TTLs in 200 writes: no jitter", len(seen))
+	}
+
+	rec.ttls = nil
+	plain := newCache(t, rec, kura.Options{})
+	_ = plain.Set(ctx, "k", profile(1), time.Hour)
+	if rec.ttls[0] != time.Hour {
+		t.Fatalf("without jitter the TTL changed to %v", rec.ttls[0])
+	}
+}
+
+// TestStoreTimeoutFallsThrough pauses the Redis server (SIGSTOP: it keeps
+// its socket but answers nothing, as a server stuck in a slow command
+// does) and checks that Fetch answers from the loader once
+// Options.StoreTimeout has passed, instead of waiting for the server.
+func TestStoreTimeoutFallsThrough(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-server test")
+	}
+	ctx := context.Background()
+	srv := servertest.Redis(t, servers.RedisConfig{})
+	c := newCache(t, redisBackend(srv.URL)(t), kura.Options{StoreTimeout: 200 * time.Millisecond})
+	if err := srv.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Resume()
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second) // a hang fails, it does not block the suite
+	defer cancel()
+	v, err := c.Fetch(ctx, "slow", time.Hour, func(context.Context, string) (Profile, error) { return profile(5), nil })
+	if err != nil || v.ID != 5 {
+		t.Fatalf("Fetch against a stalled server = %+v, %v; want the loader's value", v, err)
+	}
+	m, err := c.FetchMany(ctx, []string{"slow:1", "slow:2"}, time.Hour, func(_ context.Context, keys []string) (map[string]Profile, error) {
+		return map[string]Profile{"slow:1": profile(1), "slow:2": profile(2)}, nil
+	})
+	if err != nil || len(m) != 2 {
+		t.Fatalf("FetchMany against a stalled server = %v, %v", m, err)
+	}
+	if st := c.Stats(); st.StoreErrors == 0 {
+		t.Fatal("timeouts were not counted as store errors")
+	}
+}
