@@ -101,7 +101,15 @@ func (r *Ring) Servers() []string { return slices.Clone(r.addrs) }
 
 // Index returns the position in Servers of the server owning key.
 func (r *Ring) Index(key string) int {
-	d := md5.Sum([]byte(key))
+	// Hash from a stack buffer: []byte(key) escapes into md5 and would
+	// allocate for every key longer than 32 bytes.
+	var buf [256]byte
+	var d [md5.Size]byte
+	if len(key) <= len(buf) {
+		d = md5.Sum(append(buf[:0], key...))
+	} else {
+		d = md5.Sum([]byte(key))
+	}
 	h := binary.LittleEndian.Uint32(d[:4])
 	i, _ := slices.BinarySearch(r.points, h)
 	if i == len(r.points) {

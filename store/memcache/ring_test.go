@@ -131,3 +131,14 @@ func TestRingLibketamaVector(t *testing.T) {
 		}
 	}
 }
+
+func TestRingIndexDoesNotAllocate(t *testing.T) {
+	r, err := NewRing([]string{"127.0.0.1:1", "127.0.0.1:2", "127.0.0.1:3"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := "UserItem/4200001/inventory/detail/with-a-long-suffix"
+	if n := testing.AllocsPerRun(100, func() { _ = r.Index(key) }); n != 0 {
+		t.Fatalf("Ring.Index allocates %v times per key", n)
+	}
+}
