@@ -48,22 +48,14 @@ func StartMemcached(ctx context.Context, cfg MemcachedConfig) (*Memcached, error
 			}
 		}
 		args = append(args, cfg.Args...)
-		p, err := start("memcached", bin, args, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-		if err != nil {
-			return nil, err
-		}
-		err = p.waitReady(ctx, func(ctx context.Context) error {
-			s, err := roundTrip(ctx, p.Addr, "version")
-			if err == nil && !strings.HasPrefix(s, "VERSION") {
-				err = fmt.Errorf("version answered %q", s)
-			}
-			return err
-		})
-		if err != nil {
-			p.Stop()
-			return nil, err
-		}
-		return p, nil
+		return startReady(ctx, "memcached", bin, args, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
+			func(ctx context.Context, p *Proc) error {
+				s, err := roundTrip(ctx, p.Addr, "version")
+				if err == nil && !strings.HasPrefix(s, "VERSION") {
+					err = fmt.Errorf("version answered %q", s)
+				}
+				return err
+			})
 	})
 	if err != nil {
 		return nil, err

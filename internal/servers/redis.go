@@ -70,22 +70,14 @@ func StartRedis(ctx context.Context, cfg RedisConfig) (*Redis, error) {
 				"--cluster-node-timeout", "5000")
 		}
 		args = append(args, cfg.Args...)
-		p, err := start("redis-server", bin, args, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
-		if err != nil {
-			return nil, err
-		}
-		err = p.waitReady(ctx, func(ctx context.Context) error {
-			s, err := RedisDo(ctx, p.Addr, cfg.Password, "PING")
-			if err == nil && s != "PONG" {
-				err = fmt.Errorf("PING answered %q", s)
-			}
-			return err
-		})
-		if err != nil {
-			p.Stop()
-			return nil, err
-		}
-		return p, nil
+		return startReady(ctx, "redis-server", bin, args, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
+			func(ctx context.Context, p *Proc) error {
+				s, err := RedisDo(ctx, p.Addr, cfg.Password, "PING")
+				if err == nil && s != "PONG" {
+					err = fmt.Errorf("PING answered %q", s)
+				}
+				return err
+			})
 	})
 	if err != nil {
 		return nil, err

@@ -111,7 +111,7 @@ func (p *Proc) Pause() error {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	return nil
+	return fmt.Errorf("%s on %s: not every thread stopped within 1s of SIGSTOP", p.Name, p.Addr)
 }
 
 // allThreadsStopped reads /proc/PID/task/*/stat; where /proc is absent it
@@ -219,6 +219,20 @@ func start(name, bin string, args []string, addr string) (*Proc, error) {
 		logf.Close()
 		close(p.done)
 	}()
+	return p, nil
+}
+
+// startReady starts the server and waits until probe succeeds; on failure
+// the process is stopped and its directory removed.
+func startReady(ctx context.Context, name, bin string, args []string, addr string, probe func(context.Context, *Proc) error) (*Proc, error) {
+	p, err := start(name, bin, args, addr)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.waitReady(ctx, func(ctx context.Context) error { return probe(ctx, p) }); err != nil {
+		p.Stop()
+		return nil, err
+	}
 	return p, nil
 }
 
