@@ -65,6 +65,11 @@ type entry[V any] struct {
 func (c *Cache[V]) encode(key string, v V) ([]byte, error) {
 	b, h, err := c.opts.Codec.Encode(nil, v)
 	if err != nil {
+		if errors.Is(err, codec.ErrValueTooLarge) {
+			// One sentinel for callers, whichever limit refused it.
+			c.stats.rejected.Add(1)
+			return nil, fmt.Errorf("%w: key %q: %w", ErrValueTooLarge, key, err)
+		}
 		return nil, fmt.Errorf("kura: encode %q: %w", key, err)
 	}
 	if err := c.checkSize(key, len(b)); err != nil {
@@ -374,5 +379,3 @@ func uniqueKeys(keys []string) ([]string, error) {
 func isContextErr(err error) bool {
 	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 }
-
-var _ = codec.ErrMalformed

@@ -2,11 +2,14 @@ package kura_test
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/kuracache/kura"
+	"github.com/kuracache/kura/codec"
 	"github.com/kuracache/kura/internal/servers"
 	"github.com/kuracache/kura/internal/servertest"
 	"github.com/kuracache/kura/store"
@@ -88,5 +91,23 @@ func TestStoreTimeoutFallsThrough(t *testing.T) {
 	}
 	if st := c.Stats(); st.StoreErrors == 0 {
 		t.Fatal("timeouts were not counted as store errors")
+	}
+}
+
+// TestCodecLimitIsErrValueTooLarge: a value over the codec's
+// MaxDecodedSize matches kura.ErrValueTooLarge like any other size refusal.
+func TestCodecLimitIsErrValueTooLarge(t *testing.T) {
+	cd, err := codec.New(codec.Options{MaxDecodedSize: 1024, Compressor: codec.None()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms, _ := memstore.New(memstore.Options{})
+	c := newCache(t, ms, kura.Options{Codec: cd, MaxValueSize: -1})
+	err = c.Set(context.Background(), "big", profile(1), time.Minute)
+	if !errors.Is(err, kura.ErrValueTooLarge) || !strings.Contains(err.Error(), `"big"`) {
+		t.Fatalf("err = %v, want ErrValueTooLarge naming the key", err)
+	}
+	if c.Stats().RejectedValues != 1 {
+		t.Fatal("refusal not counted")
 	}
 }
