@@ -127,14 +127,30 @@ func (c *Cache[V]) reportErr(op Op, key string, err error) {
 	}
 }
 
-// Get returns the cached value for key. It returns an error matching
-// ErrNotFound on a miss or when the key is cached as absent, ErrMalformed
-// when the cached bytes do not decode, and the store's error otherwise.
-func (c *Cache[V]) Get(ctx context.Context, key string) (V, error) {
-	var zero V
-	if err := store.CheckKey(key); err != nil {
-		return zero, err
+// absent is the error for a key cached as "not found".
+func absent(key string) error {
+	return fmt.Errorf("kura: %q is cached as absent: %w", key, ErrNotFound)
+}
+
+// found decodes bytes the store returned for key and counts the result: a
+// hit, a negative hit, or (bytes that do not decode) a miss.
+func (c *Cache[V]) found(key string, data []byte) (entry[V], error) {
+	e, err := c.decode(key, data)
+	switch {
+	case err != nil:
+		c.stats.misses.Add(1)
+	case e.negative:
+		c.stats.negHits.Add(1)
+	default:
+		c.stats.hits.Add(1)
 	}
+	return e, err
+}
+
+// read is one timed store Get with the counting every reader shares. A
+// store error is counted as such, not as a miss; the read-through path,
+// which falls back to the loader, counts the miss itself.
+func (c *Cache[V]) read(ctx context.Context, key string) (entry[V], error) {
 	start := time.Now()
 	data, err := c.store.Get(ctx, key)
 	c.stats.since(OpGet, start)
@@ -144,18 +160,39 @@ func (c *Cache[V]) Get(ctx context.Context, key string) (V, error) {
 		} else {
 			c.stats.storeErrs.Add(1)
 		}
+		return entry[V]{}, err
+	}
+	return c.found(key, data)
+}
+
+// countBatchErr counts the keys a batch call failed: those named in a
+// *store.BatchError, or all n when the whole call failed.
+func (c *Cache[V]) countBatchErr(err error, n int) {
+	if err == nil {
+		return
+	}
+	var be *store.BatchError
+	if errors.As(err, &be) {
+		n = len(be.Errors)
+	}
+	c.stats.storeErrs.Add(uint64(n))
+}
+
+// Get returns the cached value for key. It returns an error matching
+// ErrNotFound on a miss or when the key is cached as absent, ErrMalformed
+// when the cached bytes do not decode, and the store's error otherwise.
+func (c *Cache[V]) Get(ctx context.Context, key string) (V, error) {
+	var zero V
+	if err := store.CheckKey(key); err != nil {
 		return zero, err
 	}
-	e, err := c.decode(key, data)
+	e, err := c.read(ctx, key)
 	if err != nil {
-		c.stats.misses.Add(1)
 		return zero, err
 	}
 	if e.negative {
-		c.stats.negHits.Add(1)
-		return zero, fmt.Errorf("kura: %q is cached as absent: %w", key, ErrNotFound)
+		return zero, absent(key)
 	}
-	c.stats.hits.Add(1)
 	return e.v, nil
 }
 
@@ -207,7 +244,7 @@ func (c *Cache[V]) GetMany(ctx context.Context, keys []string) (map[string]V, er
 	}
 	out := make(map[string]V, len(keys))
 	var be *store.BatchError
-	c.getMany(ctx, keys, func(key string, e entry[V], err error) {
+	_ = c.getMany(ctx, keys, func(key string, e entry[V], err error) {
 		switch {
 		case err == errMiss:
 		case err != nil:
@@ -218,18 +255,18 @@ func (c *Cache[V]) GetMany(ctx context.Context, keys []string) (map[string]V, er
 		case !e.negative:
 			out[key] = e.v
 		}
-	}, func(err error) error { return err })
+	})
 	if be != nil {
 		return out, be
 	}
 	return out, nil
 }
 
-// getMany reads keys and reports each as hit (err == nil), negative, miss
-// (err matching ErrNotFound is not reported: a plain miss calls fn with
-// errMiss) or failure. whole handles an error that failed the whole batch
-// and returns what fn's callers should see.
-func (c *Cache[V]) getMany(ctx context.Context, keys []string, fn func(key string, e entry[V], err error), whole func(error) error) error {
+// getMany reads keys in one batch and calls fn once per key: with err nil
+// for a hit (e.negative for a key cached as absent), errMiss for a plain
+// miss, or the key's own failure. A non-nil result means the whole batch
+// failed and fn was not called.
+func (c *Cache[V]) getMany(ctx context.Context, keys []string, fn func(key string, e entry[V], err error)) error {
 	if len(keys) == 0 {
 		return nil
 	}
@@ -242,13 +279,13 @@ func (c *Cache[V]) getMany(ctx context.Context, keys []string, fn func(key strin
 		if !errors.As(err, &be) {
 			c.stats.storeErrs.Add(uint64(len(keys)))
 			c.stats.misses.Add(uint64(len(keys)))
-			return whole(err)
+			return err
 		}
 		failed = be.Failed()
 		c.stats.storeErrs.Add(uint64(len(failed)))
 	}
 	if len(vals) != len(keys) {
-		return whole(fmt.Errorf("kura: store returned %d values for %d keys", len(vals), len(keys)))
+		return fmt.Errorf("kura: store returned %d values for %d keys", len(vals), len(keys))
 	}
 	for i, key := range keys {
 		if ferr, ok := failed[key]; ok {
@@ -261,18 +298,8 @@ func (c *Cache[V]) getMany(ctx context.Context, keys []string, fn func(key strin
 			fn(key, entry[V]{}, errMiss)
 			continue
 		}
-		e, err := c.decode(key, vals[i])
-		if err != nil {
-			c.stats.misses.Add(1)
-			fn(key, e, err)
-			continue
-		}
-		if e.negative {
-			c.stats.negHits.Add(1)
-		} else {
-			c.stats.hits.Add(1)
-		}
-		fn(key, e, nil)
+		e, err := c.found(key, vals[i])
+		fn(key, e, err)
 	}
 	return nil
 }
@@ -322,14 +349,7 @@ func (c *Cache[V]) setMany(ctx context.Context, batch []store.Item) error {
 	start := time.Now()
 	err := store.SetMany(ctx, c.store, batch)
 	c.stats.since(OpSetMany, start)
-	if err != nil {
-		var be *store.BatchError
-		if errors.As(err, &be) {
-			c.stats.storeErrs.Add(uint64(len(be.Errors)))
-		} else {
-			c.stats.storeErrs.Add(uint64(len(batch)))
-		}
-	}
+	c.countBatchErr(err, len(batch))
 	return err
 }
 
@@ -345,14 +365,7 @@ func (c *Cache[V]) DeleteMany(ctx context.Context, keys []string) error {
 	start := time.Now()
 	err = store.DeleteMany(ctx, c.store, keys)
 	c.stats.since(OpDeleteMany, start)
-	if err != nil {
-		var be *store.BatchError
-		if errors.As(err, &be) {
-			c.stats.storeErrs.Add(uint64(len(be.Errors)))
-		} else {
-			c.stats.storeErrs.Add(uint64(len(keys)))
-		}
-	}
+	c.countBatchErr(err, len(keys))
 	return err
 }
 

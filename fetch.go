@@ -11,34 +11,25 @@ import (
 
 // lookup reads key for the read-through path. Store errors and undecodable
 // bytes are absorbed (counted, reported to OnError) and look like a miss,
-// so a broken cache never breaks the caller.
+// so a broken cache never breaks the caller. failed reports a store error,
+// after which another look would only wait out the same failure.
 func (c *Cache[V]) lookup(ctx context.Context, key string) (e entry[V], found, failed bool) {
 	sctx, cancel := c.storeCtx(ctx)
-	start := time.Now()
-	data, err := c.store.Get(sctx, key)
+	e, err := c.read(sctx, key)
 	cancel()
-	c.stats.since(OpGet, start)
-	if err != nil {
-		c.stats.misses.Add(1)
-		if !errors.Is(err, ErrNotFound) {
-			c.stats.storeErrs.Add(1)
-			c.reportErr(OpGet, key, err)
-			return e, false, true
-		}
+	switch {
+	case err == nil:
+		return e, true, false
+	case errors.Is(err, ErrNotFound):
 		return e, false, false
-	}
-	e, err = c.decode(key, data)
-	if err != nil {
-		c.stats.misses.Add(1)
+	case errors.Is(err, ErrMalformed):
 		c.reportErr(OpGet, key, err)
 		return e, false, false
+	default:
+		c.stats.misses.Add(1) // read counted the store error; here it is also a miss
+		c.reportErr(OpGet, key, err)
+		return e, false, true
 	}
-	if e.negative {
-		c.stats.negHits.Add(1)
-	} else {
-		c.stats.hits.Add(1)
-	}
-	return e, true, false
 }
 
 // fill writes a loaded value (or a negative entry) back. Failures are
@@ -95,7 +86,7 @@ func (c *Cache[V]) Fetch(ctx context.Context, key string, ttl time.Duration, loa
 	e, ok, failed := c.lookup(ctx, key)
 	if ok {
 		if e.negative {
-			return zero, fmt.Errorf("kura: %q is cached as absent: %w", key, ErrNotFound)
+			return zero, absent(key)
 		}
 		return e.v, nil
 	}
@@ -135,7 +126,7 @@ func (c *Cache[V]) load(ctx context.Context, key string, ttl time.Duration, load
 	if recheck {
 		if e, ok, _ := c.lookup(ctx, key); ok {
 			if e.negative {
-				return zero, fmt.Errorf("kura: %q is cached as absent: %w", key, ErrNotFound)
+				return zero, absent(key)
 			}
 			return e.v, nil
 		}
@@ -182,7 +173,7 @@ func (c *Cache[V]) FetchMany(ctx context.Context, keys []string, ttl time.Durati
 	out := make(map[string]V, len(keys))
 	var missing []string
 	sctx, cancel := c.storeCtx(ctx)
-	_ = c.getMany(sctx, keys, func(key string, e entry[V], err error) {
+	err = c.getMany(sctx, keys, func(key string, e entry[V], err error) {
 		switch {
 		case err != nil:
 			if err != errMiss {
@@ -192,11 +183,11 @@ func (c *Cache[V]) FetchMany(ctx context.Context, keys []string, ttl time.Durati
 		case !e.negative:
 			out[key] = e.v
 		}
-	}, func(err error) error {
-		c.reportErr(OpGetMany, "", err)
-		missing = append(missing[:0], keys...)
-		return nil
 	})
+	if err != nil {
+		c.reportErr(OpGetMany, "", err)
+		missing = keys
+	}
 	cancel()
 	if err := ctx.Err(); err != nil {
 		return out, err

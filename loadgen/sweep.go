@@ -84,18 +84,18 @@ func ParseList(s string) []string {
 	return out
 }
 
-// stepConfig returns the Config of the step with value v. Sweep checks every
-// step before the first runs, so a typo in the last value does not waste
-// the earlier steps.
-func (sc SweepConfig) stepConfig(v string) (Config, error) {
-	c := sc.Base
-	switch sc.Param {
+// SetParam sets the sweepable parameter param (SweepConnections,
+// SweepPipeline or SweepDataSize) of c from its flag text. For
+// SweepIOThreads it only checks v: the thread count belongs to a server
+// that Sweep starts, not to the Config.
+func SetParam(c *Config, param, v string) error {
+	switch param {
 	case SweepConnections, SweepPipeline, SweepIOThreads:
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
-			return c, cfgErr("--%s values must be whole numbers from 1, got %q", sc.Param, v)
+			return cfgErr("--%s values must be whole numbers from 1, got %q", param, v)
 		}
-		switch sc.Param {
+		switch param {
 		case SweepConnections:
 			c.Connections = n
 		case SweepPipeline:
@@ -104,7 +104,18 @@ func (sc SweepConfig) stepConfig(v string) (Config, error) {
 	case SweepDataSize:
 		c.DataSize = v
 	default:
-		return c, cfgErr("sweep over connections, pipeline, data-size or io-threads, not %q", sc.Param)
+		return cfgErr("sweep over connections, pipeline, data-size or io-threads, not %q", param)
+	}
+	return nil
+}
+
+// stepConfig returns the Config of the step with value v. Sweep checks every
+// step before the first runs, so a typo in the last value does not waste
+// the earlier steps.
+func (sc SweepConfig) stepConfig(v string) (Config, error) {
+	c := sc.Base
+	if err := SetParam(&c, sc.Param, v); err != nil {
+		return c, err
 	}
 	if sc.Param != SweepIOThreads {
 		if _, err := c.validate(); err != nil {

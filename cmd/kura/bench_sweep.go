@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -54,8 +53,8 @@ only while cores are free.`,
 					swept = append(swept, "--"+p.name)
 					sc.Param, sc.Values = p.name, vals
 				case len(vals) == 1:
-					if err := applySingle(&sc.Base, p.name, vals[0]); err != nil {
-						return err
+					if err := loadgen.SetParam(&sc.Base, p.name, vals[0]); err != nil {
+						return benchError(err)
 					}
 				}
 			}
@@ -114,23 +113,6 @@ only while cores are free.`,
 	f.StringVar(&server, "server", "redis", "with --io-threads: which server to start, redis or memcached")
 	f.StringVar(&htmlFile, "html", "kura-sweep.html", "write the HTML report here")
 	return cmd
-}
-
-// applySingle sets a sweepable flag that was given one value.
-func applySingle(c *loadgen.Config, name, v string) error {
-	var err error
-	switch name {
-	case loadgen.SweepConnections:
-		c.Connections, err = strconv.Atoi(v)
-	case loadgen.SweepPipeline:
-		c.Pipeline, err = strconv.Atoi(v)
-	case loadgen.SweepDataSize:
-		c.DataSize = v
-	}
-	if err != nil {
-		return fmt.Errorf("bench sweep: --%s must be a whole number or a list of them, got %q", name, v)
-	}
-	return nil
 }
 
 func writeSweep(cmd *cobra.Command, bf *benchFlags, res *loadgen.SweepResult, htmlFile string) error {

@@ -122,7 +122,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	res := &Result{Store: desc, Records: cfg.Records}
 	var jsonTotal int
 	for i := range articles {
-		b, err := jsonMarshal(&articles[i])
+		b, err := json.Marshal(&articles[i])
 		if err != nil {
 			return nil, err
 		}
@@ -174,17 +174,22 @@ func demoCodecs() ([]namedCodec, error) {
 // memory. wire returns the server's sent-bytes counter, when it has one.
 func openStore(ctx context.Context, cfg Config) (store.Store, string, func() (int64, bool), func(), error) {
 	noWire := func() (int64, bool) { return 0, false }
-	if cfg.InMemory {
+	memory := func(why string) (store.Store, string, func() (int64, bool), func(), error) {
 		s, err := memstore.New(memstore.Options{MaxBytes: 1 << 30})
-		return s, "in-process store (asked for with --memory)", noWire, func() { s.Close() }, err
+		if err != nil {
+			return nil, "", nil, nil, err
+		}
+		return s, "in-process store: " + why, noWire, func() { s.Close() }, nil
+	}
+	if cfg.InMemory {
+		return memory("asked for with --memory")
 	}
 	url := cfg.RedisURL
 	var proc *servers.Redis
 	if url == "" {
 		r, err := servers.StartRedis(ctx, servers.RedisConfig{})
 		if errors.Is(err, servers.ErrNotInstalled) {
-			s, err := memstore.New(memstore.Options{MaxBytes: 1 << 30})
-			return s, "in-process store: no --redis URL was given and redis-server is not installed (apt-get install redis-server)", noWire, func() { s.Close() }, err
+			return memory("no --redis URL was given and redis-server is not installed (apt-get install redis-server)")
 		}
 		if err != nil {
 			return nil, "", nil, nil, err
@@ -309,6 +314,7 @@ func runCodec(ctx context.Context, st store.Store, wire func() (int64, bool), nc
 	} else {
 		r.WireBytes = int64(after.BytesRead - filled.BytesRead)
 	}
+	// Leave the next codec a clean heap rather than this one's garbage.
 	runtime.GC()
 	return r, nil
 }
@@ -327,8 +333,6 @@ func (gobSerializer) Marshal(dst []byte, v any) ([]byte, error) {
 func (gobSerializer) Unmarshal(data []byte, v any) error {
 	return gob.NewDecoder(bytes.NewReader(data)).Decode(v)
 }
-
-func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }
 
 // goSnappy is github.com/golang/snappy as the seed's service called it,
 // plugged in as a user compressor so its row is the seed's own code.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	hashslot "github.com/kuracache/kura/internal/slot"
 
 	"github.com/redis/rueidis"
 
@@ -15,6 +16,20 @@ import (
 type group struct {
 	slot uint16
 	idx  []int // positions in the caller's slice
+}
+
+// perGroup builds one multi-key command per group from the group's keys.
+func perGroup(groups []group, keys []string, build func(keys []string) rueidis.Completed) []rueidis.Completed {
+	cmds := make([]rueidis.Completed, len(groups))
+	var buf []string
+	for g, grp := range groups {
+		buf = buf[:0]
+		for _, i := range grp.idx {
+			buf = append(buf, keys[i])
+		}
+		cmds[g] = build(buf)
+	}
+	return cmds
 }
 
 // groups splits the n keys of a batch into groups, leaving out (and
@@ -38,7 +53,7 @@ func (s *Store) groups(n int, key func(int) string, fails *failures) []group {
 			out[0].idx = append(out[0].idx, i)
 			continue
 		}
-		sl := slot(k)
+		sl := hashslot.Of(k)
 		g, ok := bySlot[sl]
 		if !ok {
 			g = len(out)
@@ -93,15 +108,7 @@ func (s *Store) GetMany(ctx context.Context, keys []string) ([][]byte, error) {
 	if len(groups) == 0 {
 		return vals, fails.result(ctx)
 	}
-	cmds := make([]rueidis.Completed, len(groups))
-	var buf []string
-	for g, grp := range groups {
-		buf = buf[:0]
-		for _, i := range grp.idx {
-			buf = append(buf, keys[i])
-		}
-		cmds[g] = s.c.B().Mget().Key(buf...).Build()
-	}
+	cmds := perGroup(groups, keys, func(k []string) rueidis.Completed { return s.c.B().Mget().Key(k...).Build() })
 	for g, r := range s.c.DoMulti(ctx, cmds...) {
 		grp := groups[g]
 		arr, err := r.ToArray()
@@ -186,15 +193,7 @@ func (s *Store) DeleteMany(ctx context.Context, keys []string) error {
 	if len(groups) == 0 {
 		return fails.result(ctx)
 	}
-	cmds := make([]rueidis.Completed, len(groups))
-	var buf []string
-	for g, grp := range groups {
-		buf = buf[:0]
-		for _, i := range grp.idx {
-			buf = append(buf, keys[i])
-		}
-		cmds[g] = s.c.B().Del().Key(buf...).Build()
-	}
+	cmds := perGroup(groups, keys, func(k []string) rueidis.Completed { return s.c.B().Del().Key(k...).Build() })
 	for g, r := range s.c.DoMulti(ctx, cmds...) {
 		if err := r.Error(); err != nil {
 			addr := s.addrOfSlot(groups[g].slot)

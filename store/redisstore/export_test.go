@@ -1,10 +1,12 @@
 package redisstore
 
+import hashslot "github.com/kuracache/kura/internal/slot"
+
 // SlotsForTest exposes the hash-slot function to the external tests.
 func SlotsForTest(keys []string) []uint16 {
 	out := make([]uint16, len(keys))
 	for i, k := range keys {
-		out[i] = slot(k)
+		out[i] = hashslot.Of(k)
 	}
 	return out
 }

@@ -12,10 +12,6 @@ import (
 // numSlots is the number of hash slots of a Redis Cluster.
 const numSlots = hashslot.Count
 
-// slot returns the hash slot of key; the one implementation, with its hash
-// tag rules and tests, is internal/slot.
-func slot(key string) uint16 { return hashslot.Of(key) }
-
 // slotMap is a cluster's slot ownership as CLUSTER SLOTS last reported
 // it. It serves error messages only (KeyError.Addr): rueidis routes the
 // commands and follows MOVED itself, so a stale map costs nothing but the
@@ -31,7 +27,7 @@ func (s *Store) addrOf(key string) string {
 	if !s.cluster {
 		return s.addr
 	}
-	return s.addrOfSlot(slot(key))
+	return s.addrOfSlot(hashslot.Of(key))
 }
 
 func (s *Store) addrOfSlot(sl uint16) string {
