@@ -244,7 +244,7 @@ func (c *Cache[V]) GetMany(ctx context.Context, keys []string) (map[string]V, er
 	}
 	out := make(map[string]V, len(keys))
 	var be *store.BatchError
-	_ = c.getMany(ctx, keys, func(key string, e entry[V], err error) {
+	err = c.getMany(ctx, keys, func(key string, e entry[V], err error) {
 		switch {
 		case err == errMiss:
 		case err != nil:
@@ -256,6 +256,9 @@ func (c *Cache[V]) GetMany(ctx context.Context, keys []string) (map[string]V, er
 			out[key] = e.v
 		}
 	})
+	if err != nil {
+		return out, err
+	}
 	if be != nil {
 		return out, be
 	}

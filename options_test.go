@@ -111,3 +111,25 @@ func TestCodecLimitIsErrValueTooLarge(t *testing.T) {
 		t.Fatal("refusal not counted")
 	}
 }
+
+// downStore fails every batch call as a whole, as a store whose server is
+// unreachable does.
+type downStore struct{ store.Store }
+
+var errDown = errors.New("connection refused")
+
+func (downStore) GetMany(context.Context, []string) ([][]byte, error) { return nil, errDown }
+func (downStore) SetMany(context.Context, []store.Item) error         { return errDown }
+func (downStore) DeleteMany(context.Context, []string) error          { return errDown }
+
+func TestGetManyReportsWholeBatchFailure(t *testing.T) {
+	ms, _ := memstore.New(memstore.Options{})
+	c := newCache(t, downStore{ms}, kura.Options{})
+	got, err := c.GetMany(context.Background(), []string{"a", "b"})
+	if !errors.Is(err, errDown) || len(got) != 0 {
+		t.Fatalf("GetMany on a store that is down = %v, %v; want the store's error", got, err)
+	}
+	if st := c.Stats(); st.StoreErrors != 2 {
+		t.Fatalf("store errors = %d, want 2", st.StoreErrors)
+	}
+}
