@@ -200,8 +200,9 @@ func openStore(ctx context.Context, cfg Config) (store.Store, string, func() (in
 	if err != nil {
 		if proc != nil {
 			proc.Stop()
+			return nil, "", nil, nil, err
 		}
-		return nil, "", nil, nil, err
+		return nil, "", nil, nil, fmt.Errorf("%w (start that server, fix --redis, or leave --redis out and the demo starts its own)", err)
 	}
 	desc := "Redis at " + url + " (given with --redis)"
 	var addr, password string
