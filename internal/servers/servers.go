@@ -193,13 +193,22 @@ func start(name, bin string, args []string, addr string) (*Proc, error) {
 	if err != nil {
 		return nil, err
 	}
+	p, err := startIn(dir, name, bin, args, addr, nil)
+	if err != nil {
+		os.RemoveAll(dir)
+	}
+	return p, err
+}
+
+// startIn is start in an existing directory, optionally as another user
+// (cred); the directory is removed by Stop.
+func startIn(dir, name, bin string, args []string, addr string, cred *syscall.Credential) (*Proc, error) {
 	for i := range args {
 		args[i] = strings.ReplaceAll(args[i], "{dir}", dir)
 	}
 	logPath := filepath.Join(dir, "server.log")
 	logf, err := os.Create(logPath)
 	if err != nil {
-		os.RemoveAll(dir)
 		return nil, err
 	}
 	cmd := exec.Command(bin, args...)
@@ -207,10 +216,9 @@ func start(name, bin string, args []string, addr string) (*Proc, error) {
 	cmd.Stdout = logf
 	cmd.Stderr = logf
 	// Own process group so a Ctrl-C of the parent is handled by the parent.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: cred}
 	if err := cmd.Start(); err != nil {
 		logf.Close()
-		os.RemoveAll(dir)
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
 	p := &Proc{Name: name, Addr: addr, Dir: dir, cmd: cmd, logPath: logPath, done: make(chan struct{})}

@@ -69,3 +69,15 @@ func MemcachedPool(tb testing.TB, n int, cfg servers.MemcachedConfig) []*servers
 	}
 	return ms
 }
+
+// Postgres starts a private PostgreSQL for the test. It takes a few
+// seconds: start one per package (in TestMain) where many tests need it.
+func Postgres(tb testing.TB, cfg servers.PostgresConfig) *servers.Postgres {
+	tb.Helper()
+	p, err := servers.StartPostgres(context.Background(), cfg)
+	if err != nil {
+		handle(tb, err)
+	}
+	tb.Cleanup(p.Stop)
+	return p
+}
