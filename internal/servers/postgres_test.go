@@ -6,8 +6,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/kuracache/kura/internal/servertest"
 	"github.com/kuracache/kura/internal/servers"
+	"github.com/kuracache/kura/internal/servertest"
 )
 
 func TestPostgres(t *testing.T) {
