@@ -5,7 +5,7 @@ TEST_TIMEOUT ?= 25m
 BENCH     ?= .
 BENCHTIME ?= 1s
 
-.PHONY: all demo test test-short lint bench servers build fuzz
+.PHONY: all demo test test-short soak lint bench servers build fuzz
 
 all: lint test
 
@@ -23,6 +23,10 @@ demo: servers
 ## test: install the servers, then run every test (race detector on) against them
 test: servers
 	KURA_REQUIRE_SERVERS=1 $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
+
+## soak: the full-size race, fault and soak runs (results in BENCHMARKS.md)
+soak: servers
+	KURA_SOAK=1 KURA_REQUIRE_SERVERS=1 $(GO) test -race -count=1 -timeout 90m ./...
 
 test-short:
 	$(GO) test -short -count=1 ./...
