@@ -129,7 +129,7 @@ func New(opts Options) (*Codec, error) {
 		c.maxDecoded = DefaultMaxDecodedSize
 	}
 
-	for _, s := range []Serializer{MsgPack(), JSON(), Raw()} {
+	for _, s := range []Serializer{MsgPack(), JSON(), Raw(), IDList()} {
 		c.sers[s.ID()] = s
 	}
 	for _, s := range append([]Serializer{c.ser}, opts.Serializers...) {

@@ -81,3 +81,11 @@ func Postgres(tb testing.TB, cfg servers.PostgresConfig) *servers.Postgres {
 	tb.Cleanup(p.Stop)
 	return p
 }
+
+// Fail ends the test for a server that could not be started: a skip when
+// the binary is missing outside CI, a failure otherwise. For servers a
+// package starts once and shares (in TestMain or a sync.Once).
+func Fail(tb testing.TB, err error) {
+	tb.Helper()
+	handle(tb, err)
+}
