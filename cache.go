@@ -6,9 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"golang.org/x/sync/singleflight"
-
 	"github.com/kuracache/kura/codec"
+	"github.com/kuracache/kura/internal/flight"
 	"github.com/kuracache/kura/store"
 )
 
@@ -30,7 +29,7 @@ type Cache[V any] struct {
 	store store.Store
 	opts  Options
 	stats *counters
-	group singleflight.Group
+	group flight.Group[V]
 }
 
 // New returns a Cache of values of type V over s.
@@ -112,13 +111,6 @@ func (c *Cache[V]) decode(key string, data []byte) (entry[V], error) {
 	c.stats.bytesRRaw.Add(uint64(h.RawLen))
 	e.negative = h.Negative
 	return e, nil
-}
-
-func (c *Cache[V]) storeCtx(ctx context.Context) (context.Context, context.CancelFunc) {
-	if c.opts.StoreTimeout > 0 {
-		return context.WithTimeout(ctx, c.opts.StoreTimeout)
-	}
-	return ctx, func() {}
 }
 
 func (c *Cache[V]) reportErr(op Op, key string, err error) {

@@ -420,53 +420,64 @@ func testTTLExpiry(t *testing.T, s store.Store) {
 }
 
 func testContext(t *testing.T, s store.Store) {
-	c := newCache(t, s, kura.Options{})
+	// LoadTimeout ends the loads the callers below give up on.
+	c := newCache(t, s, kura.Options{LoadTimeout: 100 * time.Millisecond})
 	cancelled, cancel := context.WithCancel(context.Background())
 	cancel()
 	if _, err := c.Fetch(cancelled, "ctx:1", time.Minute, func(ctx context.Context, key string) (Profile, error) {
-		return profile(1), ctx.Err()
+		return profile(1), nil
 	}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Fetch with a cancelled context: err = %v", err)
 	}
 
-	// A deadline that ends while the loader runs.
+	// A deadline that ends while the loader runs: the caller gets its
+	// context's error; the load itself is bounded by LoadTimeout.
 	ctx, cancel2 := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel2()
+	loadErr := make(chan error, 1)
 	_, err := c.Fetch(ctx, "ctx:2", time.Minute, func(ctx context.Context, key string) (Profile, error) {
 		<-ctx.Done()
+		loadErr <- ctx.Err()
 		return Profile{}, ctx.Err()
 	})
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Fetch past its deadline: err = %v", err)
 	}
+	if err := <-loadErr; !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("the abandoned load ended with %v, want LoadTimeout's deadline", err)
+	}
 
-	// A follower whose leader gives up loads for itself.
+	// A follower whose leader gives up still gets the shared load's value.
 	leaderCtx, cancelLeader := context.WithCancel(context.Background())
-	inLoad := make(chan struct{})
+	inLoad, release := make(chan struct{}), make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
 		_, err := c.Fetch(leaderCtx, "ctx:3", time.Minute, func(ctx context.Context, key string) (Profile, error) {
 			close(inLoad)
-			<-ctx.Done()
-			return Profile{}, ctx.Err()
+			<-release
+			return profile(33), ctx.Err()
 		})
 		done <- err
 	}()
 	<-inLoad
 	follower := make(chan Profile, 1)
+	shared := c.Stats().Shared
 	go func() {
 		v, _ := c.Fetch(context.Background(), "ctx:3", time.Minute, func(ctx context.Context, key string) (Profile, error) {
-			return profile(33), nil
+			return profile(34), nil
 		})
 		follower <- v
 	}()
-	time.Sleep(50 * time.Millisecond)
+	for c.Stats().Shared == shared {
+		time.Sleep(time.Millisecond)
+	}
 	cancelLeader()
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("leader err = %v", err)
 	}
+	close(release)
 	if v := <-follower; v.ID != 33 {
-		t.Fatalf("follower got %+v after its leader was cancelled, want its own load", v)
+		t.Fatalf("follower got %+v after its leader was cancelled, want the shared load's value", v)
 	}
 }
 

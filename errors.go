@@ -2,6 +2,7 @@ package kura
 
 import (
 	"github.com/kuracache/kura/codec"
+	"github.com/kuracache/kura/internal/flight"
 	"github.com/kuracache/kura/store"
 )
 
@@ -20,4 +21,9 @@ var (
 	// ErrMalformed reports cached bytes that do not decode. Get returns
 	// it; Fetch treats it as a miss and overwrites the entry.
 	ErrMalformed = codec.ErrMalformed
+	// ErrLoaderPanicked is matched by the error a Fetch gets when the
+	// load it shared with another caller panicked. The Fetch that started
+	// that load panics instead (with a value that also matches it), in
+	// its own goroutine, where the caller's recover works.
+	ErrLoaderPanicked = flight.ErrPanicked
 )

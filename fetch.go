@@ -9,14 +9,48 @@ import (
 	"github.com/kuracache/kura/store"
 )
 
+// budget is the time one read-through call may spend on its own store
+// work (the read, the second look and the write-back together), so a
+// stalled server costs a caller at most Options.StoreTimeout however many
+// store calls the path makes. The loader's time is not counted.
+type budget struct {
+	left      time.Duration
+	unlimited bool
+}
+
+func (c *Cache[V]) newBudget() *budget {
+	return &budget{left: c.opts.StoreTimeout, unlimited: c.opts.StoreTimeout < 0}
+}
+
+// exhausted reports whether no time is left for another store call.
+func (b *budget) exhausted() bool { return !b.unlimited && b.left <= 0 }
+
+// ctx returns ctx bounded by what is left; done charges the time used.
+func (b *budget) ctx(ctx context.Context) (context.Context, func()) {
+	if b.unlimited {
+		return ctx, func() {}
+	}
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, b.left)
+	return ctx, func() {
+		cancel()
+		b.left -= time.Since(start)
+	}
+}
+
 // lookup reads key for the read-through path. Store errors and undecodable
 // bytes are absorbed (counted, reported to OnError) and look like a miss,
 // so a broken cache never breaks the caller. failed reports a store error,
 // after which another look would only wait out the same failure.
-func (c *Cache[V]) lookup(ctx context.Context, key string) (e entry[V], found, failed bool) {
-	sctx, cancel := c.storeCtx(ctx)
+func (c *Cache[V]) lookup(ctx context.Context, b *budget, key string) (e entry[V], found, failed bool) {
+	if b.exhausted() {
+		c.stats.misses.Add(1)
+		c.stats.budgetSkips.Add(1)
+		return e, false, true
+	}
+	sctx, done := b.ctx(ctx)
 	e, err := c.read(sctx, key)
-	cancel()
+	done()
 	switch {
 	case err == nil:
 		return e, true, false
@@ -33,25 +67,30 @@ func (c *Cache[V]) lookup(ctx context.Context, key string) (e entry[V], found, f
 }
 
 // fill writes a loaded value (or a negative entry) back. Failures are
-// absorbed: the caller already has its value.
-func (c *Cache[V]) fill(ctx context.Context, key string, v V, negative bool, ttl time.Duration) {
-	var b []byte
+// absorbed: the caller already has its value. With no budget left the
+// write is skipped (counted in Stats.BudgetSkips).
+func (c *Cache[V]) fill(ctx context.Context, b *budget, key string, v V, negative bool, ttl time.Duration) {
+	var data []byte
 	if negative {
 		if c.opts.NegativeTTL < 0 {
 			return
 		}
-		b, ttl = c.encodeNegative(), c.opts.NegativeTTL
+		data, ttl = c.encodeNegative(), c.opts.NegativeTTL
 	} else {
 		var err error
-		if b, err = c.encode(key, v); err != nil {
+		if data, err = c.encode(key, v); err != nil {
 			c.reportErr(OpSet, key, err)
 			return
 		}
 	}
-	sctx, cancel := c.storeCtx(ctx)
-	defer cancel()
+	if b.exhausted() {
+		c.stats.budgetSkips.Add(1)
+		return
+	}
+	sctx, done := b.ctx(ctx)
+	defer done()
 	start := time.Now()
-	err := c.store.Set(sctx, key, b, c.opts.jitter(ttl))
+	err := c.store.Set(sctx, key, data, c.opts.jitter(ttl))
 	c.stats.since(OpSet, start)
 	if err != nil {
 		c.stats.storeErrs.Add(1)
@@ -62,16 +101,24 @@ func (c *Cache[V]) fill(ctx context.Context, key string, v V, negative bool, ttl
 // Fetch returns the value for key from the cache, or calls loader on a miss
 // and caches what it returns for ttl.
 //
-// Concurrent Fetches of one key in this process share one loader call
-// (singleflight); the shared flight checks the cache once more before
-// loading, so a value filled by a flight that just ended is not loaded
-// again. If loader returns an error matching ErrNotFound, Fetch returns it
-// and caches the absence for Options.NegativeTTL; other loader errors are
-// returned and not cached.
+// Concurrent Fetches of one key in this process share one loader call; the
+// shared load checks the cache once more before loading, so a value filled
+// by a load that just ended is not loaded again. The shared load runs on a
+// context that keeps the values of the first caller's ctx but not its
+// cancellation, bounded by Options.LoadTimeout: a caller whose ctx ends
+// gets ctx's error at once, and the load goes on for the others.
 //
-// Cache failures never reach the caller: a store that errs or times out
-// (Options.StoreTimeout), or bytes that do not decode, count as a miss, and
-// a failed write-back is counted and reported to Options.OnError.
+// If loader returns an error matching ErrNotFound, Fetch returns it and
+// caches the absence for Options.NegativeTTL; other loader errors are
+// returned and not cached. If loader panics, the Fetch that started the
+// load panics with a *flight.PanicError in its own goroutine (so the
+// caller's recover, such as net/http's, works), and Fetches that shared
+// the load get an error matching ErrLoaderPanicked; nothing is cached.
+//
+// Cache failures never reach the caller: a store that errs or stalls (the
+// store work of one Fetch is bounded by Options.StoreTimeout), or bytes
+// that do not decode, count as a miss, and a failed write-back is counted
+// and reported to Options.OnError.
 func (c *Cache[V]) Fetch(ctx context.Context, key string, ttl time.Duration, loader Loader[V]) (V, error) {
 	var zero V
 	if err := store.CheckKey(key); err != nil {
@@ -83,48 +130,28 @@ func (c *Cache[V]) Fetch(ctx context.Context, key string, ttl time.Duration, loa
 	if loader == nil {
 		return zero, errors.New("kura: Fetch needs a loader")
 	}
-	e, ok, failed := c.lookup(ctx, key)
+	b := c.newBudget()
+	e, ok, failed := c.lookup(ctx, b, key)
 	if ok {
 		if e.negative {
 			return zero, absent(key)
 		}
 		return e.v, nil
 	}
-	// A flight led by a caller whose context ends fails for everyone who
-	// joined it; those whose own context is still live try again, at most
-	// a few times.
-	for attempt := 0; ; attempt++ {
-		led := false
-		ch := c.group.DoChan(key, func() (any, error) {
-			led = true
-			// After a store failure, a second look would only wait
-			// out the same failure.
-			return c.load(ctx, key, ttl, loader, !failed)
-		})
-		select {
-		case <-ctx.Done():
-			return zero, ctx.Err()
-		case r := <-ch:
-			if !led {
-				c.stats.shared.Add(1)
-			}
-			if r.Err != nil {
-				if !led && isContextErr(r.Err) && ctx.Err() == nil && attempt < 3 {
-					continue
-				}
-				return zero, r.Err
-			}
-			return r.Val.(V), nil
-		}
-	}
+	v, _, err := c.group.Do(ctx, key, c.opts.LoadTimeout, func(lctx context.Context) (V, error) {
+		// After a store failure, a second look would only wait out the
+		// same failure.
+		return c.load(lctx, b, key, ttl, loader, !failed)
+	}, func() { c.stats.shared.Add(1) })
+	return v, err
 }
 
-// load runs inside the singleflight: it looks once more, then calls the
-// loader and writes the result back.
-func (c *Cache[V]) load(ctx context.Context, key string, ttl time.Duration, loader Loader[V], recheck bool) (V, error) {
+// load runs inside the flight: it looks once more, then calls the loader
+// and writes the result back.
+func (c *Cache[V]) load(ctx context.Context, b *budget, key string, ttl time.Duration, loader Loader[V], recheck bool) (V, error) {
 	var zero V
 	if recheck {
-		if e, ok, _ := c.lookup(ctx, key); ok {
+		if e, ok, _ := c.lookup(ctx, b, key); ok {
 			if e.negative {
 				return zero, absent(key)
 			}
@@ -133,18 +160,31 @@ func (c *Cache[V]) load(ctx context.Context, key string, ttl time.Duration, load
 	}
 	c.stats.loads.Add(1)
 	start := time.Now()
-	v, err := loader(ctx, key)
+	v, err := c.callLoader(ctx, key, loader)
 	c.stats.since(OpLoad, start)
 	if err != nil {
 		if errors.Is(err, ErrNotFound) {
-			c.fill(ctx, key, zero, true, 0)
+			c.fill(ctx, b, key, zero, true, 0)
 			return zero, err
 		}
 		c.stats.loadErrs.Add(1)
 		return zero, fmt.Errorf("kura: load %q: %w", key, err)
 	}
-	c.fill(ctx, key, v, false, ttl)
+	c.fill(ctx, b, key, v, false, ttl)
 	return v, nil
+}
+
+// callLoader counts a panicking loader before the panic goes on to the
+// flight, which hands it to the caller.
+func (c *Cache[V]) callLoader(ctx context.Context, key string, loader Loader[V]) (v V, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.stats.loadErrs.Add(1)
+			c.stats.panics.Add(1)
+			panic(r)
+		}
+	}()
+	return loader(ctx, key)
 }
 
 // FetchMany returns the values for keys: one batched cache read, one loader
@@ -172,7 +212,8 @@ func (c *Cache[V]) FetchMany(ctx context.Context, keys []string, ttl time.Durati
 	}
 	out := make(map[string]V, len(keys))
 	var missing []string
-	sctx, cancel := c.storeCtx(ctx)
+	b := c.newBudget()
+	sctx, done := b.ctx(ctx)
 	err = c.getMany(sctx, keys, func(key string, e entry[V], err error) {
 		switch {
 		case err != nil:
@@ -188,7 +229,7 @@ func (c *Cache[V]) FetchMany(ctx context.Context, keys []string, ttl time.Durati
 		c.reportErr(OpGetMany, "", err)
 		missing = keys
 	}
-	cancel()
+	done()
 	if err := ctx.Err(); err != nil {
 		return out, err
 	}
@@ -198,7 +239,7 @@ func (c *Cache[V]) FetchMany(ctx context.Context, keys []string, ttl time.Durati
 
 	c.stats.loads.Add(1)
 	start := time.Now()
-	loaded, err := loader(ctx, missing)
+	loaded, err := c.callManyLoader(ctx, missing, loader)
 	c.stats.since(OpLoad, start)
 	if err != nil {
 		c.stats.loadErrs.Add(1)
@@ -222,8 +263,12 @@ func (c *Cache[V]) FetchMany(ctx context.Context, keys []string, ttl time.Durati
 		}
 		batch = append(batch, store.Item{Key: key, Value: b, TTL: c.opts.jitter(ttl)})
 	}
-	sctx, cancel = c.storeCtx(ctx)
-	defer cancel()
+	if len(batch) > 0 && b.exhausted() {
+		c.stats.budgetSkips.Add(uint64(len(batch)))
+		return out, nil
+	}
+	sctx, done = b.ctx(ctx)
+	defer done()
 	if err := c.setMany(sctx, batch); err != nil {
 		var be *store.BatchError
 		if errors.As(err, &be) {
@@ -235,4 +280,18 @@ func (c *Cache[V]) FetchMany(ctx context.Context, keys []string, ttl time.Durati
 		}
 	}
 	return out, nil
+}
+
+// callManyLoader counts a panicking loader; the panic goes on in the
+// caller's own goroutine (FetchMany calls its loader there), and nothing
+// was locked or written for the batch.
+func (c *Cache[V]) callManyLoader(ctx context.Context, missing []string, loader ManyLoader[V]) (m map[string]V, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.stats.loadErrs.Add(1)
+			c.stats.panics.Add(1)
+			panic(r)
+		}
+	}()
+	return loader(ctx, missing)
 }

@@ -14,6 +14,15 @@ const (
 	DefaultNegativeTTL   = time.Minute
 	DefaultMaxValueSize  = 4 << 20
 	DefaultWarnValueSize = 100 << 10
+	// DefaultStoreTimeout is Options.StoreTimeout when left at zero. A
+	// healthy server answers a read on the same network in well under a
+	// millisecond and moves a 1 MB value over a 1 Gbps link in about
+	// 10 ms (BENCHMARKS.md, "Hardening"); 250 ms is far above both and
+	// still turns a stalled server (25 s before) into a quarter-second
+	// fall-back to the loader.
+	DefaultStoreTimeout = 250 * time.Millisecond
+	// DefaultLoadTimeout is Options.LoadTimeout when left at zero.
+	DefaultLoadTimeout = 30 * time.Second
 )
 
 // Options configures a Cache. The zero value is ready to use.
@@ -62,11 +71,22 @@ type Options struct {
 	// may be empty for whole-batch failures. It never sees values.
 	OnError func(op Op, key string, err error)
 
-	// StoreTimeout bounds each store operation made by Fetch and
-	// FetchMany, so a slow cache server costs at most this much before the
-	// loader is used instead. If zero, no bound beyond the caller's
-	// context.
+	// StoreTimeout bounds the store work of one Fetch or FetchMany: the
+	// read, the second look and the write-back together, so a slow or
+	// stalled cache server costs a caller at most this much before the
+	// loader's value is served (a write-back that finds the budget spent
+	// is skipped and counted in Stats.BudgetSkips). The loader's own time
+	// is not counted. If zero, DefaultStoreTimeout (250 ms); negative
+	// means no bound beyond the caller's context.
 	StoreTimeout time.Duration
+
+	// LoadTimeout bounds a load that Fetch shares between concurrent
+	// callers. The shared load runs on a context that keeps the first
+	// caller's values but not its cancellation (a caller that gives up
+	// does not cancel the load for the others), so this is what ends a
+	// loader that hangs. If zero, DefaultLoadTimeout (30 s); negative
+	// means no bound.
+	LoadTimeout time.Duration
 }
 
 func (o Options) withDefaults(s store.Store) (Options, error) {
@@ -96,8 +116,11 @@ func (o Options) withDefaults(s store.Store) (Options, error) {
 	if o.WarnValueSize == 0 {
 		o.WarnValueSize = DefaultWarnValueSize
 	}
-	if o.StoreTimeout < 0 {
-		return o, fmt.Errorf("kura: Options.StoreTimeout must not be negative, got %v", o.StoreTimeout)
+	if o.StoreTimeout == 0 {
+		o.StoreTimeout = DefaultStoreTimeout
+	}
+	if o.LoadTimeout == 0 {
+		o.LoadTimeout = DefaultLoadTimeout
 	}
 	return o, nil
 }

@@ -50,6 +50,13 @@ type Stats struct {
 	StoreErrors uint64
 	// LoaderCalls and LoaderErrors count calls of Fetch/FetchMany loaders.
 	LoaderCalls, LoaderErrors uint64
+	// LoaderPanics counts loader calls that panicked (counted in
+	// LoaderErrors too).
+	LoaderPanics uint64
+	// BudgetSkips counts store calls a read-through skipped because the
+	// call had spent its Options.StoreTimeout already (a slow or stalled
+	// server): the value was served from the loader and not written back.
+	BudgetSkips uint64
 	// Shared counts Fetch calls that waited for another caller's load of
 	// the same key instead of calling the loader (singleflight).
 	Shared uint64
@@ -121,6 +128,7 @@ func (h *histogram) snapshot() Histogram {
 type counters struct {
 	hits, misses, negHits, decodeErrs, storeErrs atomic.Uint64
 	loads, loadErrs, shared, large, rejected     atomic.Uint64
+	panics, budgetSkips                          atomic.Uint64
 	bytesW, bytesWRaw, bytesR, bytesRRaw         atomic.Uint64
 	lat                                          map[Op]*histogram
 }
@@ -140,6 +148,7 @@ func (c *counters) snapshot(name string) Stats {
 		Name: name, Hits: c.hits.Load(), Misses: c.misses.Load(), NegativeHits: c.negHits.Load(),
 		DecodeErrors: c.decodeErrs.Load(), StoreErrors: c.storeErrs.Load(),
 		LoaderCalls: c.loads.Load(), LoaderErrors: c.loadErrs.Load(), Shared: c.shared.Load(),
+		LoaderPanics: c.panics.Load(), BudgetSkips: c.budgetSkips.Load(),
 		LargeValues: c.large.Load(), RejectedValues: c.rejected.Load(),
 		BytesWritten: c.bytesW.Load(), BytesWrittenRaw: c.bytesWRaw.Load(),
 		BytesRead: c.bytesR.Load(), BytesReadRaw: c.bytesRRaw.Load(),

@@ -1,0 +1,144 @@
+// Package flight runs one load per key at a time and shares its result
+// with every caller that asks for the same key meanwhile (singleflight),
+// with three differences from golang.org/x/sync/singleflight that a cache
+// in front of a database needs:
+//
+//   - The load runs on its own goroutine under a context that keeps the
+//     first caller's values but not its cancellation, bounded by a timeout
+//     of its own. A caller whose context ends stops waiting and gets its
+//     context's error; the load goes on for the others.
+//   - A panic in the load never escapes on a goroutine nobody can recover
+//     (x/sync re-panics with `go panic(e)`, which ends the process even
+//     under net/http's per-request recover). The caller that started the
+//     flight gets the panic again in its own goroutine, where its own
+//     recover works; callers that joined get an error matching
+//     ErrPanicked.
+//   - Results are typed: no interface conversion of a nil value.
+package flight
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"sync"
+	"time"
+)
+
+// ErrPanicked is matched by the error callers that joined a flight get
+// when its load panicked.
+var ErrPanicked = errors.New("kura: loader panicked")
+
+// PanicError is what the caller that started a flight panics with when the
+// load panicked: the original value and the stack of the load's goroutine.
+type PanicError struct {
+	Value any
+	Stack []byte
+}
+
+func (p *PanicError) Error() string {
+	return fmt.Sprintf("kura: loader panicked: %v\n\n%s", p.Value, p.Stack)
+}
+
+// Unwrap lets errors.Is(p, ErrPanicked) hold, and reaches an error value
+// the loader panicked with.
+func (p *PanicError) Unwrap() []error {
+	if err, ok := p.Value.(error); ok {
+		return []error{ErrPanicked, err}
+	}
+	return []error{ErrPanicked}
+}
+
+type call[V any] struct {
+	done  chan struct{}
+	val   V
+	err   error
+	panic *PanicError
+}
+
+// Group runs loads keyed by string. The zero value is ready to use. A
+// Group must not be copied after first use.
+type Group[V any] struct {
+	mu    sync.Mutex
+	calls map[string]*call[V]
+}
+
+// Result says how a Do call was served.
+type Result uint8
+
+const (
+	// Led: this caller started the load.
+	Led Result = iota
+	// Joined: this caller waited for a load another caller started.
+	Joined
+)
+
+// Do returns the result of fn for key, running fn only if no load of key
+// is in flight. fn runs on a new goroutine with a context derived from ctx
+// without its cancellation, bounded by timeout (no bound if timeout <= 0).
+// Do returns when fn does, or when ctx ends (with ctx's error; fn goes on
+// for the others). onJoin, if not nil, is called at once when this caller
+// joins a load already in flight (before it waits).
+//
+// If fn panics, the caller that started the flight panics with a
+// *PanicError (if it is still waiting) and the callers that joined get an
+// error matching ErrPanicked.
+func (g *Group[V]) Do(ctx context.Context, key string, timeout time.Duration, fn func(ctx context.Context) (V, error), onJoin func()) (V, Result, error) {
+	g.mu.Lock()
+	if g.calls == nil {
+		g.calls = make(map[string]*call[V])
+	}
+	c, ok := g.calls[key]
+	res := Joined
+	if !ok {
+		res = Led
+		c = &call[V]{done: make(chan struct{})}
+		g.calls[key] = c
+		lctx := context.WithoutCancel(ctx)
+		var cancel context.CancelFunc = func() {}
+		if timeout > 0 {
+			lctx, cancel = context.WithTimeout(lctx, timeout)
+		}
+		go g.run(key, c, lctx, cancel, fn)
+	}
+	g.mu.Unlock()
+	if res == Joined && onJoin != nil {
+		onJoin()
+	}
+
+	select {
+	case <-c.done:
+	case <-ctx.Done():
+		var zero V
+		return zero, res, ctx.Err()
+	}
+	if c.panic != nil {
+		if res == Led {
+			panic(c.panic)
+		}
+		var zero V
+		return zero, res, fmt.Errorf("%w (in a load shared with another caller): %v", ErrPanicked, c.panic.Value)
+	}
+	return c.val, res, c.err
+}
+
+func (g *Group[V]) run(key string, c *call[V], ctx context.Context, cancel context.CancelFunc, fn func(context.Context) (V, error)) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.panic = &PanicError{Value: r, Stack: debug.Stack()}
+		}
+		cancel()
+		g.mu.Lock()
+		delete(g.calls, key)
+		g.mu.Unlock()
+		close(c.done)
+	}()
+	c.val, c.err = fn(ctx)
+}
+
+// InFlight reports how many loads are running (for tests and leak checks).
+func (g *Group[V]) InFlight() int {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.calls)
+}
