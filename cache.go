@@ -188,13 +188,14 @@ func (c *Cache[V]) Get(ctx context.Context, key string) (V, error) {
 	return e.v, nil
 }
 
-// Set stores v under key for ttl (0 = no expiry; Options.TTLJitter
-// applies).
+// Set stores v under key for ttl (0 = Options.TTL, NoExpiry = never;
+// Options.TTLJitter applies).
 func (c *Cache[V]) Set(ctx context.Context, key string, v V, ttl time.Duration) error {
 	if err := store.CheckKey(key); err != nil {
 		return err
 	}
-	if err := store.CheckTTL(ttl); err != nil {
+	ttl, err := c.opts.resolveTTL(ttl)
+	if err != nil {
 		return err
 	}
 	b, err := c.encode(key, v)
@@ -306,7 +307,8 @@ var errMiss = fmt.Errorf("miss: %w", ErrNotFound)
 // that fail to encode or exceed the size limit are reported in the
 // *store.BatchError together with store failures; all others are written.
 func (c *Cache[V]) SetMany(ctx context.Context, items map[string]V, ttl time.Duration) error {
-	if err := store.CheckTTL(ttl); err != nil {
+	ttl, err := c.opts.resolveTTL(ttl)
+	if err != nil {
 		return err
 	}
 	var be store.BatchError

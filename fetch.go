@@ -99,7 +99,7 @@ func (c *Cache[V]) fill(ctx context.Context, b *budget, key string, v V, negativ
 }
 
 // Fetch returns the value for key from the cache, or calls loader on a miss
-// and caches what it returns for ttl.
+// and caches what it returns for ttl (0 = Options.TTL, NoExpiry = never).
 //
 // Concurrent Fetches of one key in this process share one loader call; the
 // shared load checks the cache once more before loading, so a value filled
@@ -124,7 +124,8 @@ func (c *Cache[V]) Fetch(ctx context.Context, key string, ttl time.Duration, loa
 	if err := store.CheckKey(key); err != nil {
 		return zero, err
 	}
-	if err := store.CheckTTL(ttl); err != nil {
+	ttl, err := c.opts.resolveTTL(ttl)
+	if err != nil {
 		return zero, err
 	}
 	if loader == nil {
@@ -204,7 +205,7 @@ func (c *Cache[V]) FetchMany(ctx context.Context, keys []string, ttl time.Durati
 	if err != nil {
 		return nil, err
 	}
-	if err := store.CheckTTL(ttl); err != nil {
+	if ttl, err = c.opts.resolveTTL(ttl); err != nil {
 		return nil, err
 	}
 	if loader == nil {

@@ -79,7 +79,7 @@ func NewIndex[I comparable, K comparable, V any](records *Keyed[K, V], opts Inde
 	if opts.Prefix == records.prefix {
 		return nil, fmt.Errorf("kura: IndexOptions.Prefix %q is the records' prefix; id lists and records need their own keys", opts.Prefix)
 	}
-	if opts.TTL < 0 {
+	if opts.TTL < 0 && opts.TTL != NoExpiry {
 		return nil, fmt.Errorf("kura: IndexOptions.TTL must not be negative, got %v", opts.TTL)
 	}
 	if opts.TTL == 0 {
@@ -260,7 +260,7 @@ func NewUniqueIndex[I comparable, K comparable, V any](records *Keyed[K, V], opt
 	if opts.Prefix == records.prefix {
 		return nil, fmt.Errorf("kura: UniqueIndexOptions.Prefix %q is the records' prefix", opts.Prefix)
 	}
-	if opts.TTL < 0 {
+	if opts.TTL < 0 && opts.TTL != NoExpiry {
 		return nil, fmt.Errorf("kura: UniqueIndexOptions.TTL must not be negative, got %v", opts.TTL)
 	}
 	if opts.TTL == 0 {

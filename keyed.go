@@ -11,7 +11,7 @@ import (
 
 // KeyedOptions configures a Keyed view of a Cache. The zero value works
 // for integer and string ids: keys are the id in decimal (or the string
-// itself) with no prefix, and values never expire.
+// itself) with no prefix, and values live for the Cache's Options.TTL.
 type KeyedOptions[K comparable] struct {
 	// Prefix is prepended to every key, e.g. "article:". Give each kind of
 	// record its own prefix when Caches share a store.
@@ -25,7 +25,8 @@ type KeyedOptions[K comparable] struct {
 	Key func(K) string
 
 	// TTL is how long values written through this view live. If zero,
-	// they never expire. Negative is invalid.
+	// the Cache's Options.TTL (no expiry when that is zero too); NoExpiry
+	// for values that never expire. Other negative values are invalid.
 	TTL time.Duration
 }
 
@@ -45,7 +46,7 @@ func NewKeyed[K comparable, V any](c *Cache[V], opts KeyedOptions[K]) (*Keyed[K,
 	if c == nil {
 		return nil, errors.New("kura: NewKeyed needs a Cache")
 	}
-	if opts.TTL < 0 {
+	if opts.TTL < 0 && opts.TTL != NoExpiry {
 		return nil, fmt.Errorf("kura: KeyedOptions.TTL must not be negative, got %v", opts.TTL)
 	}
 	k := &Keyed[K, V]{c: c, prefix: opts.Prefix, keyFn: opts.Key, ttl: opts.TTL}

@@ -25,6 +25,10 @@ const (
 	DefaultLoadTimeout = 30 * time.Second
 )
 
+// NoExpiry, passed as a TTL, stores a value that never expires, whatever
+// Options.TTL says.
+const NoExpiry time.Duration = -1
+
 // Options configures a Cache. The zero value is ready to use.
 type Options struct {
 	// Name labels this cache in Stats and metrics. If blank, "default".
@@ -34,6 +38,13 @@ type Options struct {
 	// (docs/FORMAT.md). If nil, msgpack with compression above a size
 	// threshold (codec.New(codec.Options{})).
 	Codec *codec.Codec
+
+	// TTL is the time to live of values written with a TTL of 0 (Set,
+	// SetMany, Fetch, FetchMany and Keyed views), so it need not be
+	// repeated on every call. If zero, a TTL of 0 means no expiry. Pass
+	// NoExpiry to store one value without expiry when TTL is set.
+	// Negative is invalid.
+	TTL time.Duration
 
 	// NegativeTTL is how long a "not found" from the loader is cached. If
 	// zero, DefaultNegativeTTL (1 minute). Negative disables negative
@@ -103,6 +114,9 @@ func (o Options) withDefaults(s store.Store) (Options, error) {
 	if o.NegativeTTL == 0 {
 		o.NegativeTTL = DefaultNegativeTTL
 	}
+	if o.TTL < 0 {
+		return o, fmt.Errorf("kura: Options.TTL must not be negative, got %v (use 0 for no expiry)", o.TTL)
+	}
 	if o.TTLJitter < 0 || o.TTLJitter >= 1 {
 		return o, fmt.Errorf("kura: Options.TTLJitter must be in [0, 1), got %v", o.TTLJitter)
 	}
@@ -135,4 +149,16 @@ func (o *Options) jitter(ttl time.Duration) time.Duration {
 		return ttl
 	}
 	return ttl - d
+}
+
+// resolveTTL turns a call's TTL into the one to store: 0 means the
+// Cache's Options.TTL, NoExpiry means none (0 at the store).
+func (o *Options) resolveTTL(ttl time.Duration) (time.Duration, error) {
+	switch {
+	case ttl == 0:
+		return o.TTL, nil
+	case ttl == NoExpiry:
+		return 0, nil
+	}
+	return ttl, store.CheckTTL(ttl)
 }

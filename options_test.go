@@ -3,6 +3,7 @@ package kura_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -131,5 +132,34 @@ func TestGetManyReportsWholeBatchFailure(t *testing.T) {
 	}
 	if st := c.Stats(); st.StoreErrors != 2 {
 		t.Fatalf("store errors = %d, want 2", st.StoreErrors)
+	}
+}
+
+// TestDefaultTTL: a TTL of 0 means the Cache's Options.TTL, NoExpiry means
+// none, and Keyed views inherit the Cache's TTL.
+func TestDefaultTTL(t *testing.T) {
+	ms, _ := memstore.New(memstore.Options{})
+	defer ms.Close()
+	rec := &ttlRecorder{Store: ms}
+	c := newCache(t, rec, kura.Options{TTL: time.Hour})
+	ctx := context.Background()
+	_ = c.Set(ctx, "a", profile(1), 0)
+	_ = c.Set(ctx, "b", profile(1), kura.NoExpiry)
+	_ = c.Set(ctx, "c", profile(1), time.Minute)
+	_, _ = c.Fetch(ctx, "d", 0, func(context.Context, string) (Profile, error) { return profile(1), nil })
+	k, err := kura.NewKeyed[int, Profile](c, kura.KeyedOptions[int]{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = k.Set(ctx, 5, profile(5))
+	want := []time.Duration{time.Hour, 0, time.Minute, time.Hour, time.Hour}
+	if !slices.Equal(rec.ttls, want) {
+		t.Fatalf("stored TTLs %v, want %v", rec.ttls, want)
+	}
+	if _, err := kura.New[Profile](rec, kura.Options{TTL: -time.Second}); err == nil {
+		t.Fatal("a negative Options.TTL was accepted")
+	}
+	if err := c.Set(ctx, "e", profile(1), -2*time.Second); err == nil {
+		t.Fatal("a negative TTL other than NoExpiry was accepted")
 	}
 }
