@@ -109,6 +109,9 @@ func NewIndex[I comparable, K comparable, V any](records *Keyed[K, V], opts Inde
 	return &Index[I, K, V]{records: records, lists: lists, loadIDs: opts.LoadIDs, loadRecords: opts.LoadRecords}, nil
 }
 
+// Name returns the name of the index's id-list Cache (IndexOptions.Name).
+func (x *Index[I, K, V]) Name() string { return x.lists.c.Name() }
+
 // Lists returns the view of the cached id lists (for inspection and
 // tests).
 func (x *Index[I, K, V]) Lists() *Keyed[I, []K] { return x.lists }

@@ -25,6 +25,7 @@ type Collector struct {
 
 	requests, decodeErrs, storeErrs, loads, loadErrs *prometheus.Desc
 	shared, large, rejected, bytes, latency          *prometheus.Desc
+	panics, budgetSkips                              *prometheus.Desc
 }
 
 var _ prometheus.Collector = (*Collector)(nil)
@@ -47,13 +48,16 @@ func NewCollector(caches ...Source) *Collector {
 		rejected:   d("rejected_values_total", "Writes refused for exceeding the maximum value size."),
 		bytes:      d("value_bytes_total", "Value bytes moved, by direction (read, write) and stage (raw = serialized before compression, stored = what crossed the network).", "direction", "stage"),
 		latency:    d("operation_duration_seconds", "Latency of store operations and loader calls.", "op"),
+		panics:     d("loader_panics_total", "Loader calls that panicked (also counted as loader errors)."),
+		budgetSkips: d("budget_skips_total",
+			"Store calls a read-through skipped because it had spent its StoreTimeout on a slow or stalled server."),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.requests, c.decodeErrs, c.storeErrs, c.loads, c.loadErrs,
-		c.shared, c.large, c.rejected, c.bytes, c.latency} {
+		c.shared, c.large, c.rejected, c.bytes, c.latency, c.panics, c.budgetSkips} {
 		ch <- d
 	}
 }
@@ -74,6 +78,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		counter(c.loads, s.LoaderCalls, n)
 		counter(c.loadErrs, s.LoaderErrors, n)
 		counter(c.shared, s.Shared, n)
+		counter(c.panics, s.LoaderPanics, n)
+		counter(c.budgetSkips, s.BudgetSkips, n)
 		counter(c.large, s.LargeValues, n)
 		counter(c.rejected, s.RejectedValues, n)
 		counter(c.bytes, s.BytesRead, n, "read", "stored")
@@ -87,5 +93,57 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			}
 			ch <- prometheus.MustNewConstHistogram(c.latency, h.Count, h.Sum.Seconds(), buckets, n, string(op))
 		}
+	}
+}
+
+// IndexSource is anything with index-cache statistics: every
+// *kura.Index[I, K, V].
+type IndexSource interface {
+	Name() string
+	Stats() kura.IndexStats
+}
+
+// IndexCollector is a prometheus.Collector over index caches, labelled by
+// the name of each index's id-list Cache ("index" label). The id-list
+// Caches themselves are ordinary Caches: add them to a Collector for
+// their lookups, bytes and latency.
+type IndexCollector struct {
+	sources                       []IndexSource
+	lists, records, ghostsCounter *prometheus.Desc
+}
+
+var _ prometheus.Collector = (*IndexCollector)(nil)
+
+// NewIndexCollector returns a Collector over the given indexes.
+func NewIndexCollector(indexes ...IndexSource) *IndexCollector {
+	d := func(name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc("kura_index_"+name, help, append([]string{"index"}, labels...), nil)
+	}
+	return &IndexCollector{
+		sources:       indexes,
+		lists:         d("list_lookups_total", "Id-list reads, by result: hit (from the cache) or miss (loaded from the database).", "result"),
+		records:       d("records_loaded_total", "Records loaded from the database through the index (cache misses only)."),
+		ghostsCounter: d("ghosts_total", "Ids named by a cached list whose record no longer exists (left out; the list is dropped)."),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *IndexCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.lists
+	ch <- c.records
+	ch <- c.ghostsCounter
+}
+
+// Collect implements prometheus.Collector.
+func (c *IndexCollector) Collect(ch chan<- prometheus.Metric) {
+	counter := func(d *prometheus.Desc, v uint64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
+	}
+	for _, src := range c.sources {
+		s, n := src.Stats(), src.Name()
+		counter(c.lists, s.ListHits, n, "hit")
+		counter(c.lists, s.ListMisses, n, "miss")
+		counter(c.records, s.RecordsLoaded, n)
+		counter(c.ghostsCounter, s.Ghosts, n)
 	}
 }

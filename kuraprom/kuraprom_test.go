@@ -78,3 +78,41 @@ func ExampleNewCollector() {
 	reg.MustRegister(kuraprom.NewCollector(users))
 	// Output:
 }
+
+func TestIndexCollector(t *testing.T) {
+	ctx := context.Background()
+	st, _ := memstore.New(memstore.Options{})
+	defer st.Close()
+	c, _ := kura.New[string](st, kura.Options{Name: "items"})
+	recs, _ := kura.NewKeyed[int64, string](c, kura.KeyedOptions[int64]{Prefix: "item:"})
+	idx, err := kura.NewIndex(recs, kura.IndexOptions[int64, int64, string]{
+		Name:    "items_by_user",
+		LoadIDs: func(context.Context, int64) ([]int64, error) { return []int64{1, 2, 3}, nil },
+		LoadRecords: func(_ context.Context, ids []int64) (map[int64]string, error) {
+			return map[int64]string{1: "a", 2: "b"}, nil // 3 is gone: a ghost
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := idx.Fetch(ctx, 7); err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(kuraprom.NewIndexCollector(idx))
+	want := `
+# HELP kura_index_list_lookups_total Id-list reads, by result: hit (from the cache) or miss (loaded from the database).
+# TYPE kura_index_list_lookups_total counter
+kura_index_list_lookups_total{index="items_by_user",result="hit"} 0
+kura_index_list_lookups_total{index="items_by_user",result="miss"} 1
+# HELP kura_index_records_loaded_total Records loaded from the database through the index (cache misses only).
+# TYPE kura_index_records_loaded_total counter
+kura_index_records_loaded_total{index="items_by_user"} 2
+# HELP kura_index_ghosts_total Ids named by a cached list whose record no longer exists (left out; the list is dropped).
+# TYPE kura_index_ghosts_total counter
+kura_index_ghosts_total{index="items_by_user"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want)); err != nil {
+		t.Fatal(err)
+	}
+}
