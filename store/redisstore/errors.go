@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"strings"
 
 	"github.com/redis/rueidis"
 
+	"github.com/kuracache/kura/internal/redact"
 	"github.com/kuracache/kura/store"
 )
 
@@ -70,13 +70,4 @@ func connectError(seeds string, err error) error {
 }
 
 // redactURL hides the password of a URL in messages.
-func redactURL(s string) string {
-	u, err := url.Parse(s)
-	if err != nil || u.User == nil {
-		return s
-	}
-	if _, ok := u.User.Password(); ok {
-		u.User = url.UserPassword(u.User.Username(), "xxxxx")
-	}
-	return u.String()
-}
+func redactURL(s string) string { return redact.URL(s) }

@@ -10,3 +10,6 @@ func SlotsForTest(keys []string) []uint16 {
 	}
 	return out
 }
+
+// SplitHosts exposes splitHosts to the external tests.
+var SplitHosts = splitHosts

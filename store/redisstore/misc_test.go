@@ -219,3 +219,16 @@ func selfSigned(t *testing.T, dir string) *x509.CertPool {
 	pool.AppendCertsFromPEM(certPEM)
 	return pool
 }
+
+func TestSplitHosts(t *testing.T) {
+	for in, want := range map[string]string{
+		"redis://127.0.0.1:6379":                    "redis://127.0.0.1:6379",
+		"redis://a:1,b:2,c:3":                       "redis://a:1?addr=b:2&addr=c:3",
+		"redis://u:p@a:1,b:2/0?dial_timeout=1s":     "redis://u:p@a:1/0?addr=b:2&dial_timeout=1s",
+		"rediss://:secret@a:1,b:2?skip_verify=true": "rediss://:secret@a:1?addr=b:2&skip_verify=true",
+	} {
+		if got := redisstore.SplitHosts(in); got != want {
+			t.Errorf("splitHosts(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

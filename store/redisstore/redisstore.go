@@ -123,6 +123,7 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 // NewFromURL connects to the servers named by a URL:
 //
 //	redis://[user:password@]host:port[/db][?addr=host2:port2&addr=...]
+//	redis://[user:password@]host1:port1,host2:port2,...   (cluster seeds)
 //	rediss://...   (TLS)
 //
 // Several addresses (host:port plus addr= parameters) are seeds of one
@@ -131,7 +132,7 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 // rueidis.ParseURL knows (dial_timeout, skip_verify, ...) are honoured,
 // except client_cache: client-side caching stays off.
 func NewFromURL(ctx context.Context, url string, opts Options) (*Store, error) {
-	co, err := rueidis.ParseURL(url)
+	co, err := rueidis.ParseURL(splitHosts(url))
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: bad URL %q: %w", redactURL(url), err)
 	}
@@ -431,4 +432,39 @@ func isDialError(err error) bool {
 		return true
 	}
 	return errors.Is(err, syscall.ECONNREFUSED)
+}
+
+// splitHosts rewrites "redis://a:1,b:2/0?x=y" as "redis://a:1/0?x=y&addr=b:2",
+// the form rueidis.ParseURL reads as several seeds; other URLs are returned
+// as they are.
+func splitHosts(raw string) string {
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		return raw
+	}
+	end := strings.IndexAny(rest, "/?#")
+	if end < 0 {
+		end = len(rest)
+	}
+	authority, tail := rest[:end], rest[end:]
+	userinfo, hosts := "", authority
+	if i := strings.LastIndexByte(authority, '@'); i >= 0 {
+		userinfo, hosts = authority[:i+1], authority[i+1:]
+	}
+	if !strings.Contains(hosts, ",") {
+		return raw
+	}
+	parts := strings.Split(hosts, ",")
+	var extra strings.Builder
+	for _, h := range parts[1:] {
+		if h = strings.TrimSpace(h); h != "" {
+			extra.WriteString("addr=" + h + "&")
+		}
+	}
+	path, query, _ := strings.Cut(tail, "?")
+	q := strings.TrimSuffix(extra.String(), "&")
+	if query != "" {
+		q += "&" + query
+	}
+	return scheme + "://" + userinfo + strings.TrimSpace(parts[0]) + path + "?" + q
 }

@@ -1,0 +1,26 @@
+package redact
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestURL(t *testing.T) {
+	for _, in := range []string{
+		"redis://:s3cret@127.0.0.1:6379",
+		"redis://user:s3cret@127.0.0.1:6379/0?addr=127.0.0.1:6380",
+		"rediss://user:s3cret@h1:1,h2:2",
+		"redis://:s3 cret@host:6379",   // does not parse
+		"redis://:s3cret%zz@host:6379", // bad escape: does not parse
+		"memcached://u:s3cret@h:11211",
+		":s3cret@host:6379",
+	} {
+		got := URL(in)
+		if strings.Contains(got, "s3cret") || strings.Contains(got, "s3 cret") {
+			t.Errorf("URL(%q) = %q: the password is still there", in, got)
+		}
+	}
+	if got := URL("redis://127.0.0.1:6379"); got != "redis://127.0.0.1:6379" {
+		t.Errorf("a URL without a password changed: %q", got)
+	}
+}

@@ -1,0 +1,76 @@
+package storeurl_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kuracache/kura/internal/servers"
+	"github.com/kuracache/kura/internal/servertest"
+	"github.com/kuracache/kura/store/storeurl"
+)
+
+func TestParse(t *testing.T) {
+	for in, want := range map[string][]string{
+		"redis://127.0.0.1:6379":         {"127.0.0.1:6379"},
+		"redis://:pw@h1:1,h2:2/0":        {"h1:1", "h2:2"},
+		"rediss://u:pw@h1":               {"h1:6379"},
+		"memcached://a:11211,b:11212, c": {"a:11211", "b:11212", "c:11211"},
+		"memcached://[::1]:11211":        {"[::1]:11211"},
+	} {
+		got, err := storeurl.Parse(in)
+		if err != nil || !slices.Equal(got.Addrs, want) {
+			t.Errorf("Parse(%q) = %v, %v; want %v", in, got.Addrs, err, want)
+		}
+	}
+	for _, bad := range []string{"", "127.0.0.1:6379", "http://x", "redis://", "redis://:s3cret@", "memcached://u:s3cret@h"} {
+		_, err := storeurl.Parse(bad)
+		if !errors.Is(err, storeurl.ErrBadURL) {
+			t.Errorf("Parse(%q) = %v, want ErrBadURL", bad, err)
+		}
+		if err != nil && strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("Parse(%q): error shows the password: %v", bad, err)
+		}
+	}
+}
+
+// TestOpen opens every kind of store from its URL on real servers, the
+// Cluster from a comma-separated seed list.
+func TestOpen(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-server test")
+	}
+	r := servertest.Redis(t, servers.RedisConfig{})
+	cl := servertest.RedisCluster(t)
+	mc := servertest.MemcachedPool(t, 2, servers.MemcachedConfig{})
+	urls := []string{
+		r.URL(),
+		"redis://" + cl.Nodes[0].Addr + "," + cl.Nodes[1].Addr + "," + cl.Nodes[2].Addr,
+		"memcached://" + mc[0].Addr + "," + mc[1].Addr,
+		"mem://",
+	}
+	ctx := context.Background()
+	for _, u := range urls {
+		s, err := storeurl.Open(ctx, u)
+		if err != nil {
+			t.Fatalf("Open(%q): %v", u, err)
+		}
+		for _, k := range []string{"a", "b", "{x}c", "user:1"} {
+			if err := s.Set(ctx, k, []byte("v-"+k), time.Minute); err != nil {
+				t.Fatalf("%s: Set %q: %v", u, k, err)
+			}
+			if v, err := s.Get(ctx, k); err != nil || string(v) != "v-"+k {
+				t.Fatalf("%s: Get %q = %q, %v", u, k, v, err)
+			}
+		}
+		s.Close()
+	}
+	// An unreachable server: a clear error, no password.
+	_, err := storeurl.Open(ctx, "redis://:s3cret@127.0.0.1:1")
+	if err == nil || strings.Contains(err.Error(), "s3cret") {
+		t.Fatalf("Open of a closed port = %v", err)
+	}
+}
