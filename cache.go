@@ -383,9 +383,3 @@ func uniqueKeys(keys []string) ([]string, error) {
 	}
 	return out, nil
 }
-
-// isContextErr reports whether err came from a cancelled or expired
-// context.
-func isContextErr(err error) bool {
-	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
-}

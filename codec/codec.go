@@ -19,7 +19,24 @@ const (
 	// DefaultMaxDecodedSize is the largest uncompressed payload a Codec
 	// accepts when Options.MaxDecodedSize is 0.
 	DefaultMaxDecodedSize = 64 << 20
+	// MaxRatio is the largest uncompressed/compressed size ratio a reader
+	// accepts for payloads that decompress above RatioFloor bytes. It
+	// bounds what one read of a small hostile value can cost: without it
+	// a 7 KB zstd value expands to the 64 MiB limit (64 MiB and ~50 ms on
+	// every read). Snappy cannot exceed ~21x; honest JSON compresses
+	// 3-20x with zstd. Encode stores a value uncompressed rather than
+	// write one that readers would refuse.
+	MaxRatio = 256
+	// RatioFloor is the uncompressed size up to which MaxRatio does not
+	// apply: decompressing 1 MiB costs little whatever the input.
+	RatioFloor = 1 << 20
 )
+
+// ratioTooHigh reports a compressed payload whose claimed size breaks
+// MaxRatio.
+func ratioTooHigh(rawLen, storedLen int) bool {
+	return rawLen > RatioFloor && rawLen/MaxRatio > storedLen
+}
 
 // Options configures a Codec. The zero value is a working configuration:
 // msgpack, S2 above DefaultMinCompressSize bytes, a 64 MiB decode limit.
@@ -286,7 +303,7 @@ func (c *Codec) Encode(dst []byte, v any) ([]byte, Header, error) {
 			return dst[:start], Header{}, fmt.Errorf("kura: encode with %s: %w", c.comp.Name(), err)
 		}
 		saved := len(payload) - (len(out) - len(dst))
-		if saved > 0 && float64(saved) >= c.minSavings*float64(len(payload)) {
+		if saved > 0 && float64(saved) >= c.minSavings*float64(len(payload)) && !ratioTooHigh(len(payload), len(out)-len(dst)) {
 			putBuf(bp, payload)
 			return out, h, nil
 		}
@@ -342,6 +359,9 @@ func (c *Codec) Decode(data []byte, v any) (Header, error) {
 	comp := c.comps[h.Compressor]
 	if comp == nil {
 		return h, fmt.Errorf("%w %d", ErrUnknownCompressor, h.Compressor)
+	}
+	if ratioTooHigh(h.RawLen, len(payload)) {
+		return h, fmt.Errorf("%w: %d compressed bytes claim %d uncompressed (more than %dx above %d bytes)", ErrBomb, len(payload), h.RawLen, MaxRatio, RatioFloor)
 	}
 	bp := getBuf()
 	var raw []byte

@@ -38,6 +38,11 @@ var (
 	// ErrCorrupt reports a payload that does not decompress, or that
 	// decompresses (or is stored) at a length other than the header's.
 	ErrCorrupt = fmt.Errorf("%w: corrupt payload", ErrMalformed)
+	// ErrBomb reports a payload whose length claims or nesting could make
+	// a decoder allocate far more than the payload's size, or recurse
+	// until the stack overflows (see CheckMsgPack). It is refused before
+	// the serializer runs.
+	ErrBomb = fmt.Errorf("%w: length claims or nesting beyond what the bytes hold", ErrMalformed)
 	// ErrDeserialize reports a payload the serializer could not decode
 	// into the destination (wrong type, or invalid bytes).
 	ErrDeserialize = fmt.Errorf("%w: cannot deserialize payload", ErrMalformed)

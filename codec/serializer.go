@@ -104,6 +104,9 @@ func (msgpackSerializer) Marshal(dst []byte, v any) ([]byte, error) {
 }
 
 func (msgpackSerializer) Unmarshal(data []byte, v any) error {
+	if err := CheckMsgPack(data); err != nil {
+		return err
+	}
 	return msgpack.Unmarshal(data, v)
 }
 

@@ -42,5 +42,6 @@ command holds the tools around it.`,
 	}
 	root.AddCommand(newDemoCmd())
 	root.AddCommand(newBenchCmd())
+	root.AddCommand(newInspectCmd())
 	return root
 }

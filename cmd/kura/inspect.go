@@ -1,0 +1,128 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kuracache/kura/inspect"
+	"github.com/kuracache/kura/store/storeurl"
+)
+
+func newInspectCmd() *cobra.Command {
+	var (
+		asJSON bool
+		raw    bool
+		mask   []string
+	)
+	cmd := &cobra.Command{
+		Use:   "inspect URL KEY...",
+		Short: "Decode what is stored under cache keys, for a person",
+		Long: `inspect reads each key from a live Redis, Redis Cluster or memcached and shows
+what is stored there: the kura envelope header (format version, serializer,
+compressor, dictionary), stored and uncompressed sizes, the TTL left, the
+server's own size for the key, and the value decoded as JSON. Values kura did
+not write are recognised where possible (JSON, text, Snappy, zlib, gzip,
+go-redis/cache) or described as unknown bytes.
+
+URL is redis://[user:password@]host:port[/db], rediss://... (TLS),
+redis://host1:port1,host2:port2 (Cluster), or memcached://host1:port1,host2:port2.`,
+		Example: `  kura inspect redis://127.0.0.1:6379 article:1 article:2
+  kura inspect memcached://10.0.0.1:11211,10.0.0.2:11211 user:42 --mask email,phone
+  kura inspect redis://127.0.0.1:6379 article:1 --json`,
+		Args: cobra.MinimumNArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			st, err := storeurl.Open(ctx, args[0])
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			opts := inspect.Options{Mask: mask}
+			out := cmd.OutOrStdout()
+			var reports []inspect.Report
+			for _, key := range args[1:] {
+				r, err := inspect.Key(ctx, st, key, opts)
+				if err != nil {
+					return fmt.Errorf("inspect %q: %w", key, err)
+				}
+				reports = append(reports, r)
+			}
+			if asJSON {
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(reports)
+			}
+			for i, r := range reports {
+				if i > 0 {
+					fmt.Fprintln(out)
+				}
+				printReport(out, r, raw)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the reports as JSON")
+	cmd.Flags().BoolVar(&raw, "raw", false, "print the decoded value compact, on one line, instead of indented")
+	cmd.Flags().StringSliceVar(&mask, "mask", nil, "field names whose values are shown as *** (personal data)")
+	return cmd
+}
+
+func printReport(w io.Writer, r inspect.Report, raw bool) {
+	fmt.Fprintf(w, "key      %s\n", r.Key)
+	if !r.Found {
+		fmt.Fprintln(w, "         (no such key)")
+		return
+	}
+	if h := r.Kura; h != nil {
+		fmt.Fprintf(w, "format   kura v%d, %s", h.Version, h.Kind)
+		if h.Serializer != "" {
+			fmt.Fprintf(w, ", %s", h.Serializer)
+		}
+		if h.Compressor != "" && h.Compressor != "none" {
+			fmt.Fprintf(w, " + %s", h.Compressor)
+		}
+		if h.Dictionary != 0 {
+			fmt.Fprintf(w, " (dictionary %d)", h.Dictionary)
+		}
+		fmt.Fprintf(w, ", %d-byte header\n", h.HeaderLen)
+	} else {
+		fmt.Fprintf(w, "format   %s\n", r.Format)
+	}
+	size := fmt.Sprintf("%d B stored", r.StoredBytes)
+	if r.RawBytes > 0 && r.RawBytes != r.StoredBytes {
+		size += fmt.Sprintf(", %d B uncompressed (%.0f%%)", r.RawBytes, 100*float64(r.StoredBytes)/float64(r.RawBytes))
+	}
+	if r.ServerBytes > 0 {
+		size += fmt.Sprintf(", %d B on the server", r.ServerBytes)
+	}
+	fmt.Fprintf(w, "size     %s\n", size)
+	switch {
+	case r.NoTTL:
+		fmt.Fprintln(w, "ttl      none (never expires)")
+	case r.TTLSeconds != nil:
+		fmt.Fprintf(w, "ttl      %.1fs\n", *r.TTLSeconds)
+	}
+	if r.Node != "" {
+		fmt.Fprintf(w, "node     %s\n", r.Node)
+	}
+	if r.Note != "" {
+		fmt.Fprintf(w, "note     %s\n", r.Note)
+	}
+	if len(r.Value) > 0 {
+		v := string(r.Value)
+		if !raw {
+			var buf strings.Builder
+			var x any
+			if json.Unmarshal(r.Value, &x) == nil {
+				b, _ := json.MarshalIndent(x, "         ", "  ")
+				buf.Write(b)
+				v = buf.String()
+			}
+		}
+		fmt.Fprintf(w, "value    %s\n", v)
+	}
+}

@@ -1,0 +1,153 @@
+package codec
+
+import (
+	"bytes"
+	"encoding/hex"
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"testing"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+func allocBound(n int) uint64 { return AllocBound(n) }
+
+type withAny struct {
+	A any
+	M map[string]any
+	S []int
+	T []string
+}
+
+// destinations are the Go types a reader may decode into; the bombs killed
+// readers of the first five.
+func destinations() map[string]func() any {
+	return map[string]func() any{
+		"any":               func() any { return new(any) },
+		"[]any":             func() any { return new([]any) },
+		"[]int":             func() any { return new([]int) },
+		"map[string]any":    func() any { return new(map[string]any) },
+		"map[string]string": func() any { return new(map[string]string) },
+		"struct":            func() any { return new(withAny) },
+		"[]string":          func() any { return new([]string) },
+		"string":            func() any { return new(string) },
+	}
+}
+
+// hostileCorpus reads testdata/hostile/*.hex: one envelope per file, hex,
+// with # comments.
+func hostileCorpus(t testing.TB) map[string][]byte {
+	files, err := filepath.Glob("../testdata/hostile/*.hex")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no hostile corpus: %v", err)
+	}
+	out := map[string][]byte{}
+	for _, f := range files {
+		raw, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var h strings.Builder
+		for _, line := range strings.Split(string(raw), "\n") {
+			if i := strings.IndexByte(line, '#'); i >= 0 {
+				line = line[:i]
+			}
+			h.WriteString(strings.Join(strings.Fields(line), ""))
+		}
+		b, err := hex.DecodeString(h.String())
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		out[filepath.Base(f)] = b
+	}
+	return out
+}
+
+// generatedBombs are the hostile values too big to check in as hex.
+func generatedBombs(t testing.TB) map[string][]byte {
+	env := func(ser, comp byte, raw int, payload []byte) []byte {
+		return append(AppendHeader(nil, Header{Version: 1, Serializer: ser, Compressor: comp, RawLen: raw}), payload...)
+	}
+	deep := bytes.Repeat([]byte{0x91}, 1<<20)
+	deep = append(deep, 0xc0)
+	enc, err := zstd.NewWriter(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zeros := make([]byte, 64<<20)
+	z := enc.EncodeAll(zeros, nil)
+	enc.Close()
+	tiny := append([]byte{0xdd, 0x00, 0x04, 0x00, 0x00}, bytes.Repeat([]byte{0x81, 0xa0, 0xc0}, 1<<18)...)
+	nested := append([]byte{0xdd, 0x00, 0x04, 0x00, 0x00}, bytes.Repeat([]byte{0x81, 0xa0, 0x81, 0xa0, 0x81, 0xa0, 0xc0}, 1<<18)...)
+	return map[string][]byte{
+		"array of 256Ki one-pair maps (bomb)":       env(IDMsgPack, IDNone, len(tiny), tiny),
+		"array of 256Ki 3-level maps (bomb)":        env(IDMsgPack, IDNone, len(nested), nested),
+		"1 MiB of nested one-element arrays (bomb)": env(IDMsgPack, IDNone, len(deep), deep),
+		"zstd: 64 MiB of zeros (bomb)":              env(IDMsgPack, IDZstd, len(zeros), z),
+		"array of 1M empty maps (bomb)":             env(IDMsgPack, IDNone, 5+1<<20, append([]byte{0xdd, 0x00, 0x10, 0x00, 0x00}, bytes.Repeat([]byte{0x80}, 1<<20)...)),
+	}
+}
+
+// TestHostileValues decodes every hostile value into every destination and
+// checks each Decode fails (or succeeds) within the allocation bound. A
+// failure here used to be the end of the process, not a test failure.
+func TestHostileValues(t *testing.T) {
+	c, err := New(Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := hostileCorpus(t)
+	for k, v := range generatedBombs(t) {
+		all[k] = v
+	}
+	gc := debug.SetGCPercent(-1)
+	defer debug.SetGCPercent(gc)
+	for name, b := range all {
+		for dname, mk := range destinations() {
+			dst := mk()
+			runtime.GC()
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			_, err := c.Decode(b, dst)
+			runtime.ReadMemStats(&after)
+			used := after.TotalAlloc - before.TotalAlloc
+			if used > allocBound(len(b)) {
+				t.Errorf("%s into %s: allocated %d bytes for %d input bytes (bound %d); err %v", name, dname, used, len(b), allocBound(len(b)), err)
+			}
+			if strings.Contains(name, "bomb") && err == nil {
+				t.Errorf("%s into %s: decoded without error", name, dname)
+			}
+			if err != nil && !errors.Is(err, ErrMalformed) {
+				t.Errorf("%s into %s: %v does not match ErrMalformed", name, dname, err)
+			}
+		}
+	}
+}
+
+// FuzzDecodeBounded: no input makes Decode allocate past the bound or
+// crash, whatever the destination.
+func FuzzDecodeBounded(f *testing.F) {
+	for _, b := range hostileCorpus(f) {
+		f.Add(b)
+	}
+	f.Add([]byte{0xC1, 0x4B, 0x01, 0x01, 0x00, 0x00, 0x03, 0x92, 0x80, 0x90})
+	c, err := New(Options{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		for dname, mk := range destinations() {
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			_, _ = c.Decode(b, mk())
+			runtime.ReadMemStats(&after)
+			if used := after.TotalAlloc - before.TotalAlloc; used > allocBound(len(b)) {
+				t.Fatalf("into %s: %d bytes allocated for %d input bytes", dname, used, len(b))
+			}
+		}
+	})
+}

@@ -1,0 +1,343 @@
+// Package inspect describes what is stored under a cache key for a person:
+// the kura envelope header, the TTL left, the server's own size for the
+// key, and the value decoded as JSON. Values kura did not write are
+// recognised where possible (plain JSON or text, a Snappy block, zlib or
+// gzip, go-redis/cache's msgpack with its trailing compression byte) and
+// otherwise described honestly as unknown bytes. It is the library behind
+// `kura inspect` and the key page of `kura ui`.
+//
+// Decoding goes through the codec's limits and hostile-input checks: a
+// value built to exhaust memory is reported as malformed, never decoded.
+package inspect
+
+import (
+	"bytes"
+	"compress/gzip"
+	"compress/zlib"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+	"unicode/utf8"
+
+	"github.com/klauspost/compress/s2"
+
+	"github.com/kuracache/kura/codec"
+	"github.com/kuracache/kura/store"
+)
+
+// DefaultMaxDecoded is Options.MaxDecoded when left at zero.
+const DefaultMaxDecoded = 16 << 20
+
+// Options configures Key and Bytes. The zero value works.
+type Options struct {
+	// Codec decodes kura envelopes (give it the dictionaries your writers
+	// use). If nil, codec.New(codec.Options{}).
+	Codec *codec.Codec
+	// MaxDecoded bounds the bytes a foreign value may decompress to. If
+	// zero, DefaultMaxDecoded (16 MiB).
+	MaxDecoded int
+	// Mask lists field names (at any depth of a decoded map) whose values
+	// are replaced by "***" in Value: personal data stays hidden.
+	Mask []string
+}
+
+// Report describes one key.
+type Report struct {
+	Key   string `json:"key"`
+	Found bool   `json:"found"`
+	// Format is "kura", "json", "text", "snappy", "zlib", "gzip",
+	// "go-redis/cache" or "unknown".
+	Format string `json:"format,omitempty"`
+	// Kura is the envelope header of a kura value.
+	Kura *Header `json:"kura,omitempty"`
+	// StoredBytes is the length of the bytes under the key; RawBytes the
+	// length after decompression.
+	StoredBytes int `json:"stored_bytes"`
+	RawBytes    int `json:"raw_bytes,omitempty"`
+	// Meta from the store, when it can tell.
+	TTLSeconds  *float64 `json:"ttl_seconds,omitempty"`
+	NoTTL       bool     `json:"no_ttl,omitempty"`
+	ServerBytes int64    `json:"server_bytes,omitempty"`
+	Node        string   `json:"node,omitempty"`
+	// Value is the decoded value as JSON (masked per Options.Mask).
+	Value json.RawMessage `json:"value,omitempty"`
+	// Note says what could not be decoded, and why.
+	Note string `json:"note,omitempty"`
+}
+
+// Header is the envelope header, with names instead of ids.
+type Header struct {
+	Version    int    `json:"version"`
+	Kind       string `json:"kind"`
+	Serializer string `json:"serializer,omitempty"`
+	Compressor string `json:"compressor,omitempty"`
+	Dictionary uint32 `json:"dictionary,omitempty"`
+	HeaderLen  int    `json:"header_bytes"`
+}
+
+// Key reads key from st and describes it. A missing key is a Report with
+// Found false, not an error; store failures are errors.
+func Key(ctx context.Context, st store.Store, key string, opts Options) (Report, error) {
+	raw, err := st.Get(ctx, key)
+	if errors.Is(err, store.ErrNotFound) {
+		return Report{Key: key}, nil
+	}
+	if err != nil {
+		return Report{Key: key}, err
+	}
+	r := Bytes(key, raw, opts)
+	if mr, ok := st.(store.MetaReader); ok {
+		if m, err := mr.KeyMeta(ctx, key); err == nil {
+			if m.NoTTL {
+				r.NoTTL = true
+			} else {
+				s := m.TTL.Seconds()
+				r.TTLSeconds = &s
+			}
+			r.ServerBytes, r.Node = m.ServerBytes, m.Node
+		}
+	}
+	return r, nil
+}
+
+// Bytes describes raw bytes read under key.
+func Bytes(key string, raw []byte, opts Options) Report {
+	if opts.Codec == nil {
+		opts.Codec, _ = codec.New(codec.Options{})
+	}
+	if opts.MaxDecoded <= 0 {
+		opts.MaxDecoded = DefaultMaxDecoded
+	}
+	r := Report{Key: key, Found: true, StoredBytes: len(raw)}
+	if h, err := codec.ParseHeader(raw); err == nil || !errors.Is(err, codec.ErrNotKura) {
+		r.Format = "kura"
+		describeKura(&r, raw, h, err, opts)
+		return r
+	}
+	describeForeign(&r, raw, opts, 0)
+	return r
+}
+
+func describeKura(r *Report, raw []byte, h codec.Header, perr error, opts Options) {
+	if perr != nil {
+		r.Note = "kura envelope that does not parse: " + perr.Error()
+		return
+	}
+	kh := &Header{Version: int(h.Version), Kind: "value", HeaderLen: h.Len, Dictionary: h.Dict}
+	r.Kura = kh
+	if h.Negative {
+		kh.Kind = "absent"
+		r.Value = json.RawMessage("null")
+		r.Note = "cached \"not found\" (negative caching)"
+		return
+	}
+	kh.Serializer = serializerName(h.Serializer)
+	kh.Compressor = compressorName(h.Compressor)
+	r.RawBytes = h.RawLen
+	var v any
+	if _, err := opts.Codec.Decode(raw, &v); err != nil {
+		if h.Serializer == codec.IDIDList {
+			var ids []int64
+			if _, err2 := opts.Codec.Decode(raw, &ids); err2 == nil {
+				r.Value = toJSON(ids, opts.Mask)
+				return
+			}
+		}
+		r.Note = err.Error()
+		return
+	}
+	r.Value = toJSON(v, opts.Mask)
+}
+
+func serializerName(id byte) string {
+	switch id {
+	case codec.IDMsgPack:
+		return "msgpack"
+	case codec.IDJSON:
+		return "json"
+	case codec.IDRaw:
+		return "raw"
+	case codec.IDIDList:
+		return "idlist"
+	}
+	return fmt.Sprintf("id %d", id)
+}
+
+func compressorName(id byte) string {
+	switch id {
+	case codec.IDNone:
+		return "none"
+	case codec.IDS2:
+		return "s2"
+	case codec.IDZstd:
+		return "zstd"
+	}
+	return fmt.Sprintf("id %d", id)
+}
+
+// describeForeign recognises bytes kura did not write. depth bounds the
+// nesting of compressed-inside-compressed.
+func describeForeign(r *Report, raw []byte, opts Options, depth int) {
+	switch {
+	case json.Valid(raw):
+		if r.Format == "" {
+			r.Format = "json"
+		}
+		var v any
+		if err := json.Unmarshal(raw, &v); err == nil {
+			r.Value = toJSON(v, opts.Mask)
+		}
+		return
+	case len(raw) >= 2 && raw[0] == 0x1f && raw[1] == 0x8b && depth < 2:
+		if out, err := inflate(gzipReader, raw, opts.MaxDecoded); err == nil {
+			r.Format, r.RawBytes = "gzip", len(out)
+			describeForeign(r, out, opts, depth+1)
+			return
+		}
+	case len(raw) >= 2 && raw[0] == 0x78 && (uint16(raw[0])<<8|uint16(raw[1]))%31 == 0 && depth < 2:
+		if out, err := inflate(zlibReader, raw, opts.MaxDecoded); err == nil {
+			r.Format, r.RawBytes = "zlib", len(out)
+			describeForeign(r, out, opts, depth+1)
+			return
+		}
+	}
+	if depth == 0 {
+		if v, ok := goRedisCache(opts.Codec, raw, opts.MaxDecoded); ok {
+			r.Format = "go-redis/cache"
+			r.Value = toJSON(v, opts.Mask)
+			return
+		}
+		if n, err := s2.DecodedLen(raw); err == nil && n <= opts.MaxDecoded && n > 0 {
+			if out, err := s2.Decode(nil, raw); err == nil {
+				r.Format, r.RawBytes = "snappy", len(out)
+				describeForeign(r, out, opts, depth+1)
+				if r.Value != nil {
+					return
+				}
+			}
+		}
+	}
+	if utf8.Valid(raw) && !bytes.ContainsFunc(raw, func(c rune) bool { return c < 0x20 && c != '\n' && c != '\r' && c != '\t' }) {
+		if r.Format == "" {
+			r.Format = "text"
+		}
+		r.Value = toJSON(string(raw), nil)
+		return
+	}
+	if r.Format == "" {
+		r.Format = "unknown"
+	}
+	r.Note = fmt.Sprintf("%d bytes in no format kura recognises", len(raw))
+	r.Value = toJSON(map[string]any{"base64": base64.StdEncoding.EncodeToString(raw[:min(len(raw), 256)]), "truncated": len(raw) > 256}, nil)
+}
+
+// goRedisCache decodes go-redis/cache's format: msgpack followed by one
+// byte, 0 (as is) or 1 (the msgpack is an S2 block).
+func goRedisCache(c *codec.Codec, raw []byte, limit int) (any, bool) {
+	if len(raw) < 2 {
+		return nil, false
+	}
+	body := raw[:len(raw)-1]
+	switch raw[len(raw)-1] {
+	case 0:
+	case 1:
+		n, err := s2.DecodedLen(body)
+		if err != nil || n > limit {
+			return nil, false
+		}
+		if body, err = s2.Decode(nil, body); err != nil {
+			return nil, false
+		}
+	default:
+		return nil, false
+	}
+	// Decode through kura's own codec, so its limits and hostile-input
+	// checks apply to this foreign value too.
+	env := codec.AppendHeader(nil, codec.Header{Version: 1, Serializer: codec.IDMsgPack, RawLen: len(body)})
+	var v any
+	if _, err := c.Decode(append(env, body...), &v); err != nil {
+		return nil, false
+	}
+	return v, true
+}
+
+type readerFn func(io.Reader) (io.Reader, error)
+
+func gzipReader(r io.Reader) (io.Reader, error) { return gzip.NewReader(r) }
+func zlibReader(r io.Reader) (io.Reader, error) { return zlib.NewReader(r) }
+
+// inflate decompresses at most limit bytes; more is an error.
+func inflate(open readerFn, raw []byte, limit int) ([]byte, error) {
+	zr, err := open(bytes.NewReader(raw))
+	if err != nil {
+		return nil, err
+	}
+	out, err := io.ReadAll(io.LimitReader(zr, int64(limit)+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(out) > limit {
+		return nil, fmt.Errorf("decompresses past %d bytes", limit)
+	}
+	return out, nil
+}
+
+// toJSON renders a decoded value as JSON: maps with non-string keys get
+// string keys, bytes become base64, masked fields "***".
+func toJSON(v any, mask []string) json.RawMessage {
+	b, err := json.Marshal(jsonable(v, mask, 0))
+	if err != nil {
+		b, _ = json.Marshal(fmt.Sprintf("(not representable as JSON: %v)", err))
+	}
+	return b
+}
+
+const maxDepth = 64
+
+func jsonable(v any, mask []string, depth int) any {
+	if depth > maxDepth {
+		return "(nested too deep)"
+	}
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = maskOr(k, e, mask, depth)
+		}
+		return out
+	case map[any]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			ks := fmt.Sprint(k)
+			out[ks] = maskOr(ks, e, mask, depth)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = jsonable(e, mask, depth+1)
+		}
+		return out
+	case []byte:
+		if utf8.Valid(x) {
+			return string(x)
+		}
+		return base64.StdEncoding.EncodeToString(x)
+	case time.Time:
+		return x.UTC().Format(time.RFC3339Nano)
+	}
+	return v
+}
+
+func maskOr(k string, e any, mask []string, depth int) any {
+	for _, m := range mask {
+		if m == k {
+			return "***"
+		}
+	}
+	return jsonable(e, mask, depth+1)
+}

@@ -1,0 +1,139 @@
+package inspect_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/golang/snappy"
+	"github.com/klauspost/compress/s2"
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/kuracache/kura"
+	"github.com/kuracache/kura/codec"
+	"github.com/kuracache/kura/inspect"
+	"github.com/kuracache/kura/internal/servers"
+	"github.com/kuracache/kura/internal/servertest"
+	"github.com/kuracache/kura/store"
+	"github.com/kuracache/kura/store/storeurl"
+)
+
+type article struct {
+	ID    int    `msgpack:"id" json:"id"`
+	Title string `msgpack:"title" json:"title"`
+	Email string `msgpack:"email" json:"email"`
+	Body  string `msgpack:"body" json:"body"`
+}
+
+// samples writes one value of every format under its own key and returns
+// the format inspect must report for each.
+func samples(t *testing.T, st store.Store) map[string]string {
+	t.Helper()
+	ctx := context.Background()
+	a := article{ID: 7, Title: "寿司の話", Email: "someone@example.com", Body: strings.Repeat("cache me ", 100)}
+	c, err := kura.New[article](st, kura.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Set(ctx, "kura:article", a, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Set(ctx, "kura:small", article{ID: 1}, kura.NoExpiry); err != nil {
+		t.Fatal(err)
+	}
+	js, _ := json.Marshal(a)
+	mp, _ := msgpack.Marshal(a)
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write(js)
+	zw.Close()
+	raw := map[string][]byte{
+		"json":           js,
+		"text":           []byte("plain text value"),
+		"snappy":         snappy.Encode(nil, js),
+		"gzip":           gz.Bytes(),
+		"go-redis/cache": append(s2.EncodeSnappy(nil, mp), 1),
+		"unknown":        {0xff, 0x00, 0xfe, 0x01, 0x02},
+	}
+	want := map[string]string{"kura:article": "kura", "kura:small": "kura"}
+	for format, b := range raw {
+		if err := st.Set(ctx, "foreign:"+format, b, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		want["foreign:"+format] = format
+	}
+	return want
+}
+
+func TestInspectOnRealServers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-server test")
+	}
+	r := servertest.Redis(t, servers.RedisConfig{})
+	cl := servertest.RedisCluster(t)
+	mc := servertest.MemcachedPool(t, 3, servers.MemcachedConfig{})
+	for name, url := range map[string]string{
+		"redis":     r.URL(),
+		"cluster":   "redis://" + cl.Nodes[0].Addr + "," + cl.Nodes[1].Addr + "," + cl.Nodes[2].Addr,
+		"memcached": "memcached://" + mc[0].Addr + "," + mc[1].Addr + "," + mc[2].Addr,
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			st, err := storeurl.Open(ctx, url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			want := samples(t, st)
+			for key, format := range want {
+				rep, err := inspect.Key(ctx, st, key, inspect.Options{Mask: []string{"email"}})
+				if err != nil {
+					t.Fatalf("%s: %v", key, err)
+				}
+				if !rep.Found || rep.Format != format {
+					t.Errorf("%s: format %q (found %v), want %q; note %q", key, rep.Format, rep.Found, format, rep.Note)
+				}
+				if rep.Node == "" {
+					t.Errorf("%s: no node reported", key)
+				}
+				if key == "kura:small" && !rep.NoTTL {
+					t.Errorf("%s: a key without expiry reported TTL %v", key, rep.TTLSeconds)
+				}
+				if key == "kura:article" && (rep.TTLSeconds == nil || *rep.TTLSeconds <= 0 || *rep.TTLSeconds > 3600) {
+					t.Errorf("%s: TTL %v, want (0, 3600]", key, rep.TTLSeconds)
+				}
+				if strings.Contains(string(rep.Value), "someone@example.com") {
+					t.Errorf("%s: masked field shown: %s", key, rep.Value)
+				}
+				if format != "unknown" && format != "text" && !strings.Contains(string(rep.Value), "cache me") && key != "kura:small" {
+					t.Errorf("%s: value not decoded: %s (note %q)", key, rep.Value, rep.Note)
+				}
+			}
+			if rep, err := inspect.Key(ctx, st, "no-such-key", inspect.Options{}); err != nil || rep.Found {
+				t.Fatalf("missing key: %+v, %v", rep, err)
+			}
+		})
+	}
+}
+
+// TestInspectHostile: bytes built to exhaust a decoder are described, not
+// decoded, and never crash the tool.
+func TestInspectHostile(t *testing.T) {
+	cd, _ := codec.New(codec.Options{})
+	for name, b := range map[string][]byte{
+		"msgpack array32 bomb": {0xC1, 0x4B, 0x01, 0x01, 0x00, 0x00, 0x05, 0xDD, 0xFF, 0xFF, 0xFF, 0xFF},
+		"go-redis/cache bomb":  {0xDD, 0xFF, 0xFF, 0xFF, 0xFF, 0x00},
+		"snappy length claim":  {0xFF, 0xFF, 0xFF, 0xFF, 0x0F, 0x00},
+		"gzip garbage":         {0x1f, 0x8b, 0x08, 0x00, 0x01},
+		"empty":                {},
+	} {
+		rep := inspect.Bytes(name, b, inspect.Options{Codec: cd})
+		if rep.Value != nil && !json.Valid(rep.Value) {
+			t.Errorf("%s: invalid JSON value %q", name, rep.Value)
+		}
+	}
+}
