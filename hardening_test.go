@@ -3,13 +3,17 @@ package kura_test
 import (
 	"context"
 	"crypto/tls"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -340,5 +344,52 @@ func TestRefusedConnectionIsNotRetried(t *testing.T) {
 	t.Logf("dials per Fetch against a refused port: %.2f", perFetch)
 	if perFetch > 3 { // read + write-back, one dial each; retries would add 2 per call
 		t.Fatalf("%.1f dials per Fetch against a refused port: reads are being retried", perFetch)
+	}
+}
+
+// TestHostileValuesOnRedis: every value of testdata/hostile, written under
+// a key of a real redis-server, is a miss for readers of every kind (Get
+// says ErrMalformed, Fetch serves the loader) and the process survives.
+func TestHostileValuesOnRedis(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-server test")
+	}
+	srv := servertest.Redis(t, servers.RedisConfig{})
+	st := redisBackend(srv.URL)(t)
+	ctx := context.Background()
+	files, _ := filepath.Glob("testdata/hostile/*-bomb.hex")
+	if len(files) == 0 {
+		t.Fatal("no hostile corpus")
+	}
+	ca, _ := kura.New[any](st, kura.Options{})
+	cm, _ := kura.New[map[string]any](st, kura.Options{})
+	ci, _ := kura.New[[]int](st, kura.Options{})
+	for _, f := range files {
+		raw, _ := os.ReadFile(f)
+		var hx strings.Builder
+		for _, line := range strings.Split(string(raw), "\n") {
+			if i := strings.IndexByte(line, '#'); i >= 0 {
+				line = line[:i]
+			}
+			hx.WriteString(strings.Join(strings.Fields(line), ""))
+		}
+		b, err := hex.DecodeString(hx.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		key := "hostile:" + filepath.Base(f)
+		if err := st.Set(ctx, key, b, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := ca.Get(ctx, key); !errors.Is(err, kura.ErrMalformed) {
+			t.Errorf("%s: Cache[any].Get = %v, want ErrMalformed", key, err)
+		}
+		if _, err := cm.Get(ctx, key); !errors.Is(err, kura.ErrMalformed) {
+			t.Errorf("%s: Cache[map[string]any].Get = %v, want ErrMalformed", key, err)
+		}
+		v, err := ci.Fetch(ctx, key, time.Hour, func(context.Context, string) ([]int, error) { return []int{1, 2}, nil })
+		if err != nil || len(v) != 2 {
+			t.Errorf("%s: Cache[[]int].Fetch = %v, %v; want the loader's value", key, v, err)
+		}
 	}
 }
