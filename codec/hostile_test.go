@@ -151,3 +151,28 @@ func FuzzDecodeBounded(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkCheckMsgPack is the cost the hostile-input walk adds to every
+// msgpack decode, on the generated articles (compare BenchmarkDecode).
+func BenchmarkCheckMsgPack(b *testing.B) {
+	arts, _ := benchCorpus()
+	payloads := make([][]byte, len(arts))
+	n := 0
+	for i := range arts {
+		p, err := MsgPack().Marshal(nil, &arts[i])
+		if err != nil {
+			b.Fatal(err)
+		}
+		payloads[i] = p
+		n += len(p)
+	}
+	b.SetBytes(int64(n / len(arts)))
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if err := CheckMsgPack(payloads[i%len(payloads)]); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
+}
