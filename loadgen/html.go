@@ -70,7 +70,7 @@ svg text{font:12px system-ui,sans-serif} .note{color:#555}
 		cpu = append(cpu, st.Result.Server.CPUSecondsPer1kOps*1000)
 	}
 	if cpu != nil {
-		b.WriteString("<h2>Server CPU per 1,000 operations</h2>\n<p class=note>What the server paid, from its own counters: the number that sizes a fleet (seed 002).</p>\n")
+		b.WriteString("<h2>Server CPU per 1,000 operations</h2>\n<p class=note>What the server paid, from its own counters: the number that sizes a fleet.</p>\n")
 		barChart(&b, labels, cpu, sr.Param, "server CPU ms per 1,000 ops")
 	}
 

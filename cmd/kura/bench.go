@@ -68,7 +68,7 @@ const benchExample = `  # GET with 50 connections for 10 s; write the key space 
   # redis-benchmark -t set -c 50 -P 16 -d 100 -n 1000000
   kura bench -t set -c 50 -P 16 -d 100 -n 1000000
 
-  # seed 002: HSET through redis-benchmark-go's template syntax
+  # HSET throughput, with redis-benchmark-go's template syntax
   kura bench redis://10.0.224.3:6379 -c 1024 hset __key__ f1 __data__
 
   # memtier-style SET:GET 1:10, zipf keys, mixed value sizes, 60 s TTL

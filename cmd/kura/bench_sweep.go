@@ -27,8 +27,9 @@ Exactly one of these takes a comma-separated list:
                               redis-server io-threads, or memcached -t with
                               --server memcached; give no target)
 
-Every other bench flag applies to every step. --io-threads is seed 002's
-experiment (HSET throughput at 1, 2 and 6 server threads) in one command; on
+Every other bench flag applies to every step. --io-threads measures how
+throughput scales with server threads (HSET at 1, 2 and 6 threads is the
+experiment behind sizing a Redis fleet) in one command; on
 one machine client and server share the CPUs, so extra server threads help
 only while cores are free.`,
 		Example: `  kura bench sweep redis://127.0.0.1:6379 --connections 1,8,64,256 -t get --prefill

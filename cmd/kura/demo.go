@@ -13,20 +13,22 @@ func newDemoCmd() *cobra.Command {
 	var skip001 bool
 	cmd := &cobra.Command{
 		Use:   "demo",
-		Short: "Replay the field reports behind kura on this machine",
-		Long: `demo replays seed 000 (a Go service that swapped Gob for msgpack+snappy and cut
-Redis network bytes to about a third): it generates realistic Japanese and
+		Short: "Show, on this machine, the cache problems kura solves",
+		Long: `demo reproduces real cache problems on private servers and shows kura's answer.
+
+Network bytes and value size (a Go service that swapped Gob for msgpack+snappy
+and cut Redis network bytes to about a third): it generates realistic Japanese and
 English news articles (10-20 KB of JSON each), reads them through a kura Cache
-with five codecs side by side (JSON, encoding/gob, msgpack, the seed's
-msgpack+snappy, and kura's default) and prints bytes stored per value, bytes
+with five codecs side by side (JSON, encoding/gob, msgpack, msgpack+snappy as
+that service wrote it, and kura's default) and prints bytes stored per value, bytes
 the server sent, Fetch throughput and latency.
 
 Without --redis it starts a private redis-server from PATH on a free loopback
 port and stops it afterwards; without redis-server it uses the in-process
 store and says so.
 
-Then it replays seed 001 (a game backend writing a user's missed records back
-to memcached): 5,000 inventory records written to three private memcached
+Writing misses back to memcached (a game backend writing a user's missed
+records back one key at a time): 5,000 inventory records written to three private memcached
 servers one Set at a time, then as one SetMany (quiet meta commands, one
 round trip per server), then read back with one FetchMany.`,
 		Example: `  kura demo
@@ -45,7 +47,7 @@ round trip per server), then read back with one FetchMany.`,
 			}
 			wb, err := demo.RunWriteBack(cmd.Context(), 3, 5000, cmd.ErrOrStderr())
 			if err != nil {
-				return fmt.Errorf("seed 001: %w", err)
+				return fmt.Errorf("memcached write-back: %w", err)
 			}
 			wb.Print(cmd.OutOrStdout())
 			return nil
@@ -57,7 +59,9 @@ round trip per server), then read back with one FetchMany.`,
 	f.IntVar(&cfg.Records, "records", 1000, "number of articles")
 	f.IntVar(&cfg.Reads, "reads", 20000, "Fetches per codec")
 	f.IntVar(&cfg.Concurrency, "concurrency", 16, "reading goroutines")
-	f.BoolVar(&skip001, "skip-memcached", false, "skip seed 001 (memcached write-back)")
-	f.Int64Var(&cfg.Seed, "seed", 1, "seed for the articles and the read order")
+	f.BoolVar(&skip001, "skip-memcached", false, "skip the memcached write-back scenario")
+	f.Int64Var(&cfg.Seed, "random-seed", 1, "random seed for the generated articles and the read order (same seed, same data)")
+	f.Int64Var(&cfg.Seed, "seed", 1, "deprecated: use --random-seed")
+	_ = f.MarkHidden("seed")
 	return cmd
 }
