@@ -91,6 +91,9 @@ type Proc struct {
 	// probe answers nil once a (re)started process serves; nil means the
 	// process cannot be restarted.
 	probe func(context.Context) error
+	// killOnStop makes Stop use SIGKILL at once, for servers with nothing
+	// to save (memcached takes up to a second to honour SIGTERM).
+	killOnStop bool
 
 	mu       sync.Mutex // guards cmd, done, stopped, restarts
 	cmd      *exec.Cmd
@@ -271,7 +274,11 @@ func (p *Proc) Stop() {
 	case <-done:
 	default:
 		_ = cmd.Process.Signal(syscall.SIGCONT)
-		_ = cmd.Process.Signal(syscall.SIGTERM)
+		if p.killOnStop {
+			_ = cmd.Process.Kill()
+		} else {
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+		}
 		select {
 		case <-done:
 		case <-time.After(3 * time.Second):
