@@ -504,8 +504,12 @@ type limiter struct {
 	next time.Time // when the link is free again
 }
 
-// wait blocks until n more bytes fit the rate, or dead is closed. Debt
-// carries over, so the average rate holds even when sleeps overshoot.
+// burst is how far ahead of real time the link may run before a writer
+// sleeps: small messages pass without a timer's ~1ms granularity, and the
+// debt carries over, so the average rate holds.
+const burst = 2 * time.Millisecond
+
+// wait blocks until n more bytes fit the rate, or dead is closed.
 func (l *limiter) wait(n int, rate int64, dead <-chan struct{}) {
 	l.mu.Lock()
 	now := time.Now()
@@ -513,7 +517,7 @@ func (l *limiter) wait(n int, rate int64, dead <-chan struct{}) {
 		l.next = now
 	}
 	l.next = l.next.Add(time.Duration(int64(n) * int64(time.Second) / rate))
-	until := l.next
+	until := l.next.Add(-burst)
 	l.mu.Unlock()
 	if d := time.Until(until); d > 0 {
 		t := time.NewTimer(d)
