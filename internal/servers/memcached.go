@@ -60,5 +60,6 @@ func StartMemcached(ctx context.Context, cfg MemcachedConfig) (*Memcached, error
 	if err != nil {
 		return nil, err
 	}
+	p.killOnStop = true // memcached keeps nothing; SIGTERM takes up to 1s
 	return &Memcached{Proc: p}, nil
 }

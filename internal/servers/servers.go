@@ -71,22 +71,52 @@ func FreePort() (int, error) {
 }
 
 // Proc is one running server process.
+//
+// Its methods are safe for concurrent use: a test may Kill or Restart a
+// server while other goroutines talk to it.
 type Proc struct {
 	// Name is the binary name, for messages.
 	Name string
-	// Addr is host:port on loopback.
+	// Addr is host:port on loopback. It stays the same across Restart.
 	Addr string
-	// Dir is the private working directory, removed by Stop.
+	// Dir is the private working directory, removed by Stop. It stays the
+	// same across Restart, so a server that keeps state there (a cluster
+	// node's nodes.conf) finds it again.
 	Dir string
 
-	cmd     *exec.Cmd
+	bin     string
+	args    []string
+	cred    *syscall.Credential
 	logPath string
-	done    chan struct{}
-	once    sync.Once
+	// probe answers nil once a (re)started process serves; nil means the
+	// process cannot be restarted.
+	probe func(context.Context) error
+	// killOnStop makes Stop use SIGKILL at once, for servers with nothing
+	// to save (memcached takes up to a second to honour SIGTERM).
+	killOnStop bool
+
+	mu       sync.Mutex // guards cmd, done, stopped, restarts
+	cmd      *exec.Cmd
+	done     chan struct{}
+	stopped  bool
+	restarts int
 }
 
-// Pid returns the process id.
-func (p *Proc) Pid() int { return p.cmd.Process.Pid }
+// ErrStopped reports a Restart of a server that Stop already removed.
+var ErrStopped = errors.New("servers: process stopped")
+
+// current returns the running command and its done channel.
+func (p *Proc) current() (*exec.Cmd, chan struct{}) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.cmd, p.done
+}
+
+// Pid returns the process id (a new one after each Restart).
+func (p *Proc) Pid() int {
+	cmd, _ := p.current()
+	return cmd.Process.Pid
+}
 
 // Port returns the TCP port.
 func (p *Proc) Port() int {
@@ -95,18 +125,32 @@ func (p *Proc) Port() int {
 	return n
 }
 
+// Restarts returns how many times Restart started the process again.
+func (p *Proc) Restarts() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.restarts
+}
+
+// signal sends sig to the current process.
+func (p *Proc) signal(sig os.Signal) error {
+	cmd, _ := p.current()
+	return cmd.Process.Signal(sig)
+}
+
 // Pause stops the process with SIGSTOP; it keeps its sockets but answers
 // nothing until Resume. The signal reaches a multi-threaded server's
 // threads asynchronously, so Pause waits (up to a second) until every
 // thread reports the stopped state: a test that pauses and then measures
 // does not measure a few more answers.
 func (p *Proc) Pause() error {
-	if err := p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+	if err := p.signal(syscall.SIGSTOP); err != nil {
 		return err
 	}
+	pid := p.Pid()
 	deadline := time.Now().Add(time.Second)
 	for time.Now().Before(deadline) {
-		if allThreadsStopped(p.Pid()) {
+		if allThreadsStopped(pid) {
 			return nil
 		}
 		time.Sleep(time.Millisecond)
@@ -139,20 +183,76 @@ func allThreadsStopped(pid int) bool {
 }
 
 // Resume continues a paused process with SIGCONT.
-func (p *Proc) Resume() error { return p.cmd.Process.Signal(syscall.SIGCONT) }
+func (p *Proc) Resume() error { return p.signal(syscall.SIGCONT) }
 
 // Kill ends the process at once with SIGKILL, as a crash would, and waits
-// for it to exit. The directory is kept until Stop.
+// for it to exit. The directory is kept until Stop; Restart brings the
+// server back on the same port.
 func (p *Proc) Kill() {
-	_ = p.cmd.Process.Signal(syscall.SIGCONT)
-	_ = p.cmd.Process.Kill()
-	<-p.done
+	cmd, done := p.current()
+	_ = cmd.Process.Signal(syscall.SIGCONT)
+	_ = cmd.Process.Kill()
+	<-done
+}
+
+// Restart kills the process with SIGKILL if it still runs (as a crash
+// would; a paused process is killed too), starts the same binary with the
+// same arguments on the same port and in the same directory, and waits
+// until it serves again (at most 20s, or until ctx ends). Memory is lost
+// as in a real crash: a memcached or a redis-server without persistence
+// comes back empty; a cluster node reloads its nodes.conf and rejoins.
+//
+// Clients see their connections reset, then connection refused until the
+// new process listens. Restart after Stop returns ErrStopped. A
+// PostgreSQL server cannot be restarted this way (its backends outlive a
+// killed postmaster); Restart returns an error for it.
+func (p *Proc) Restart(ctx context.Context) error {
+	if p.probe == nil {
+		return fmt.Errorf("servers: %s on %s cannot be restarted", p.Name, p.Addr)
+	}
+	p.mu.Lock()
+	if p.stopped {
+		p.mu.Unlock()
+		return fmt.Errorf("%w: %s on %s", ErrStopped, p.Name, p.Addr)
+	}
+	p.mu.Unlock()
+	p.Kill()
+	// The old process held the port; the new one binds it again at once
+	// (both servers set SO_REUSEADDR). Another process could take the port
+	// in between; retry briefly in case the bind loses a race with the
+	// kernel releasing the old socket.
+	var last error
+	for attempt := 0; attempt < 5; attempt++ {
+		p.mu.Lock()
+		if p.stopped {
+			p.mu.Unlock()
+			return fmt.Errorf("%w: %s on %s", ErrStopped, p.Name, p.Addr)
+		}
+		err := p.launch()
+		if err == nil {
+			p.restarts++
+		}
+		p.mu.Unlock()
+		if err != nil {
+			return err
+		}
+		if last = p.waitReady(ctx, p.probe); last == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		p.Kill()
+		time.Sleep(50 * time.Millisecond)
+	}
+	return fmt.Errorf("restart: %w", last)
 }
 
 // Exited reports whether the process has ended.
 func (p *Proc) Exited() bool {
+	_, done := p.current()
 	select {
-	case <-p.done:
+	case <-done:
 		return true
 	default:
 		return false
@@ -160,21 +260,33 @@ func (p *Proc) Exited() bool {
 }
 
 // Stop kills the process if it still runs and removes its directory. It is
-// safe to call more than once.
+// safe to call more than once, and concurrently with Restart.
 func (p *Proc) Stop() {
-	p.once.Do(func() {
-		if !p.Exited() {
-			_ = p.cmd.Process.Signal(syscall.SIGCONT)
-			_ = p.cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-p.done:
-			case <-time.After(3 * time.Second):
-				_ = p.cmd.Process.Kill()
-				<-p.done
-			}
+	p.mu.Lock()
+	if p.stopped {
+		p.mu.Unlock()
+		return
+	}
+	p.stopped = true
+	cmd, done := p.cmd, p.done
+	p.mu.Unlock()
+	select {
+	case <-done:
+	default:
+		_ = cmd.Process.Signal(syscall.SIGCONT)
+		if p.killOnStop {
+			_ = cmd.Process.Kill()
+		} else {
+			_ = cmd.Process.Signal(syscall.SIGTERM)
 		}
-		_ = os.RemoveAll(p.Dir)
-	})
+		select {
+		case <-done:
+		case <-time.After(3 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	}
+	_ = os.RemoveAll(p.Dir)
 }
 
 // Log returns the tail of the process's output, for error messages.
@@ -206,38 +318,51 @@ func startIn(dir, name, bin string, args []string, addr string, cred *syscall.Cr
 	for i := range args {
 		args[i] = strings.ReplaceAll(args[i], "{dir}", dir)
 	}
-	logPath := filepath.Join(dir, "server.log")
-	logf, err := os.Create(logPath)
-	if err != nil {
+	p := &Proc{Name: name, Addr: addr, Dir: dir, bin: bin, args: args, cred: cred,
+		logPath: filepath.Join(dir, "server.log")}
+	if err := p.launch(); err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, args...)
-	cmd.Dir = dir
-	cmd.Stdout = logf
-	cmd.Stderr = logf
-	// Own process group so a Ctrl-C of the parent is handled by the parent.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: cred}
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		return nil, fmt.Errorf("start %s: %w", name, err)
-	}
-	p := &Proc{Name: name, Addr: addr, Dir: dir, cmd: cmd, logPath: logPath, done: make(chan struct{})}
-	go func() {
-		_ = cmd.Wait()
-		logf.Close()
-		close(p.done)
-	}()
 	return p, nil
 }
 
+// launch starts the process; the caller holds p.mu or owns p alone. The
+// log is appended to, so a restarted server's log keeps the crash.
+func (p *Proc) launch() error {
+	logf, err := os.OpenFile(p.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(p.bin, p.args...)
+	cmd.Dir = p.Dir
+	cmd.Stdout = logf
+	cmd.Stderr = logf
+	// Own process group so a Ctrl-C of the parent is handled by the parent.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL, Credential: p.cred}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return fmt.Errorf("start %s: %w", p.Name, err)
+	}
+	done := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		logf.Close()
+		close(done)
+	}()
+	p.cmd, p.done = cmd, done
+	return nil
+}
+
 // startReady starts the server and waits until probe succeeds; on failure
-// the process is stopped and its directory removed.
+// the process is stopped and its directory removed. The probe is kept for
+// Restart.
 func startReady(ctx context.Context, name, bin string, args []string, addr string, probe func(context.Context, *Proc) error) (*Proc, error) {
 	p, err := start(name, bin, args, addr)
 	if err != nil {
 		return nil, err
 	}
-	if err := p.waitReady(ctx, func(ctx context.Context) error { return probe(ctx, p) }); err != nil {
+	p.probe = func(ctx context.Context) error { return probe(ctx, p) }
+	if err := p.waitReady(ctx, p.probe); err != nil {
 		p.Stop()
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package servers_test
 import (
 	"bufio"
 	"context"
+	"errors"
 	"net"
 	"strings"
 	"testing"
@@ -88,5 +89,93 @@ func TestMemcached(t *testing.T) {
 	m.Kill()
 	if !m.Exited() {
 		t.Fatal("Kill did not end the process")
+	}
+}
+
+func TestRestartSamePortRedis(t *testing.T) {
+	r := servertest.Redis(t, servers.RedisConfig{Password: "pw"})
+	ctx := context.Background()
+	if _, err := r.Do(ctx, "SET", "k", "v"); err != nil {
+		t.Fatal(err)
+	}
+	addr, pid := r.Addr, r.Pid()
+	if err := r.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if r.Addr != addr || r.Pid() == pid || r.Restarts() != 1 {
+		t.Fatalf("after Restart: addr %s (was %s), pid %d (was %d), restarts %d", r.Addr, addr, r.Pid(), pid, r.Restarts())
+	}
+	// A crash loses memory: no persistence, so the key is gone, and the
+	// server answers on the same port with the same password.
+	if s, err := r.Do(ctx, "GET", "k"); err != nil || s != "" {
+		t.Fatalf("GET after restart = %q, %v; want a miss", s, err)
+	}
+	// A killed server restarts too.
+	r.Kill()
+	if _, err := r.Do(ctx, "PING"); err == nil {
+		t.Fatal("a killed server answered")
+	}
+	if err := r.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := r.Do(ctx, "PING"); err != nil || s != "PONG" {
+		t.Fatalf("PING after second restart = %q, %v", s, err)
+	}
+	r.Stop()
+	if err := r.Restart(ctx); !errors.Is(err, servers.ErrStopped) {
+		t.Fatalf("Restart after Stop = %v, want ErrStopped", err)
+	}
+}
+
+func TestRestartSamePortMemcachedPaused(t *testing.T) {
+	m := servertest.Memcached(t, servers.MemcachedConfig{})
+	ctx := context.Background()
+	if err := m.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	// Restart kills a paused server too.
+	if err := m.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c, err := net.DialTimeout("tcp", m.Addr, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	if _, err := c.Write([]byte("version\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := bufio.NewReader(c).ReadString('\n'); err != nil || !strings.HasPrefix(s, "VERSION") {
+		t.Fatalf("version after restart = %q, %v", s, err)
+	}
+}
+
+func TestRestartClusterNode(t *testing.T) {
+	c := servertest.RedisCluster(t)
+	ctx := context.Background()
+	n := c.Nodes[1]
+	id, err := n.Do(ctx, "CLUSTER", "MYID")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The node reloads nodes.conf from its directory: same identity, and
+	// the cluster is whole again.
+	if got, err := n.Do(ctx, "CLUSTER", "MYID"); err != nil || got != id {
+		t.Fatalf("node id after restart = %q, %v; want %q", got, err, id)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		s, err := n.Do(ctx, "CLUSTER", "INFO")
+		if err == nil && strings.Contains(s, "cluster_state:ok") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("cluster not ok after node restart: %q, %v", s, err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }

@@ -1,6 +1,7 @@
 // Package servertest gives tests private real servers: redis-server,
 // a Redis Cluster, and memcached, each on free loopback ports and stopped
-// when the test ends.
+// when the test ends; and the fault injectors of internal/faults (a proxy,
+// a black hole), closed when the test ends.
 //
 // When a server binary is missing the test is skipped, except under
 // CI=true, where a missing server fails the test: CI must prove the code
@@ -13,6 +14,7 @@ import (
 	"os"
 	"testing"
 
+	"github.com/kuracache/kura/internal/faults"
 	"github.com/kuracache/kura/internal/servers"
 )
 
@@ -88,4 +90,28 @@ func Postgres(tb testing.TB, cfg servers.PostgresConfig) *servers.Postgres {
 func Fail(tb testing.TB, err error) {
 	tb.Helper()
 	handle(tb, err)
+}
+
+// Proxy starts a fault-injection proxy in front of target (a server's
+// Addr) and closes it when the test ends; point the client at its Addr.
+func Proxy(tb testing.TB, target string, opts faults.ProxyOptions) *faults.Proxy {
+	tb.Helper()
+	p, err := faults.NewProxy(target, opts)
+	if err != nil {
+		tb.Fatalf("servertest: proxy: %v", err)
+	}
+	tb.Cleanup(func() { _ = p.Close() })
+	return p
+}
+
+// BlackHole starts a listener that accepts and never answers, closed when
+// the test ends.
+func BlackHole(tb testing.TB) *faults.BlackHole {
+	tb.Helper()
+	b, err := faults.NewBlackHole()
+	if err != nil {
+		tb.Fatalf("servertest: black hole: %v", err)
+	}
+	tb.Cleanup(func() { _ = b.Close() })
+	return b
 }

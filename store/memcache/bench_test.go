@@ -5,14 +5,13 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"runtime"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	gomc "github.com/bradfitz/gomemcache/memcache"
 
+	"github.com/kuracache/kura/internal/faults"
 	"github.com/kuracache/kura/internal/servers"
 	"github.com/kuracache/kura/internal/servertest"
 	"github.com/kuracache/kura/store"
@@ -33,101 +32,6 @@ func seedRecords() []store.Item {
 		items[i] = store.Item{Key: fmt.Sprintf("UserItem/42/%d", i), Value: v, TTL: 2 * 24 * time.Hour}
 	}
 	return items
-}
-
-// latencyProxy forwards TCP to target, holding every chunk for delay in
-// each direction: a round trip costs 2*delay, as on a network, while
-// bandwidth stays loopback's. It emulates a datacenter RTT without
-// touching the machine's network settings.
-type latencyProxy struct {
-	ln     net.Listener
-	target string
-	delay  time.Duration
-	wg     sync.WaitGroup
-	mu     sync.Mutex
-	conns  []net.Conn
-}
-
-func newLatencyProxy(tb testing.TB, target string, delay time.Duration) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
-	}
-	p := &latencyProxy{ln: ln, target: target, delay: delay}
-	p.wg.Add(1)
-	go p.serve()
-	tb.Cleanup(func() {
-		ln.Close()
-		p.mu.Lock()
-		for _, c := range p.conns {
-			c.Close() // clients without Close (gomemcache) keep theirs open
-		}
-		p.mu.Unlock()
-		p.wg.Wait()
-	})
-	return ln.Addr().String()
-}
-
-func (p *latencyProxy) serve() {
-	defer p.wg.Done()
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		s, err := net.Dial("tcp", p.target)
-		if err != nil {
-			c.Close()
-			continue
-		}
-		p.mu.Lock()
-		p.conns = append(p.conns, c, s)
-		p.mu.Unlock()
-		p.wg.Add(2)
-		go p.pump(s, c)
-		go p.pump(c, s)
-	}
-}
-
-func (p *latencyProxy) pump(dst, src net.Conn) {
-	defer p.wg.Done()
-	type chunk struct {
-		due time.Time
-		b   []byte
-	}
-	q := make(chan chunk, 4096)
-	go func() {
-		defer close(q)
-		for {
-			b := make([]byte, 64<<10)
-			n, err := src.Read(b)
-			if n > 0 {
-				q <- chunk{time.Now().Add(p.delay), b[:n]}
-			}
-			if err != nil {
-				return
-			}
-		}
-	}()
-	for ch := range q {
-		// time.Sleep alone rounds sub-millisecond waits up to about 1ms
-		// (the runtime's timer resolution when idle), which would triple
-		// the RTT: sleep the coarse part, yield-spin the rest.
-		for d := time.Until(ch.due); d > 0; d = time.Until(ch.due) {
-			if d > 2*time.Millisecond {
-				time.Sleep(d - time.Millisecond)
-			} else {
-				runtime.Gosched()
-			}
-		}
-		if _, err := dst.Write(ch.b); err != nil {
-			break
-		}
-	}
-	dst.Close()
-	src.Close()
-	for range q {
-	}
 }
 
 // countingDial counts bytes written to the servers.
@@ -175,7 +79,7 @@ func BenchmarkSeedWriteBack(b *testing.B) {
 		for i, m := range ms {
 			addrs[i] = m.Addr
 			if net.delay > 0 {
-				addrs[i] = newLatencyProxy(b, m.Addr, net.delay)
+				addrs[i] = servertest.Proxy(b, m.Addr, faults.ProxyOptions{Delay: net.delay}).Addr()
 			}
 		}
 		var wire atomic.Int64
@@ -318,7 +222,7 @@ func BenchmarkGetMany1000(b *testing.B) {
 		for i, m := range ms {
 			addrs[i] = m.Addr
 			if net.delay > 0 {
-				addrs[i] = newLatencyProxy(b, m.Addr, net.delay)
+				addrs[i] = servertest.Proxy(b, m.Addr, faults.ProxyOptions{Delay: net.delay}).Addr()
 			}
 		}
 		s := open(b, memcache.Options{Servers: addrs})
