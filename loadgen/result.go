@@ -43,7 +43,9 @@ type Result struct {
 	DurationSeconds float64 `json:"duration_seconds"`
 	Ops             int64   `json:"ops"`
 	Errors          int64   `json:"errors"`
-	OpsPerSec       float64 `json:"ops_per_sec"`
+	// OpsPerSec counts successful operations only: failures are not
+	// throughput.
+	OpsPerSec float64 `json:"ops_per_sec"`
 	// Hits and Misses count keys read (an MGET of 10 keys counts 10).
 	Hits   int64 `json:"hits"`
 	Misses int64 `json:"misses"`
@@ -145,7 +147,7 @@ func (r *Result) build(s *settings, top *topology, rn *runner, t *totals, elapse
 	r.ErrorSamples = t.samples
 	r.BytesIn, r.BytesOut = rn.bytesIn, rn.bytesOut
 	if secs > 0 {
-		r.OpsPerSec = round(float64(r.Ops)/secs, 1)
+		r.OpsPerSec = round(float64(r.Ops-r.Errors)/secs, 1) // failures are not throughput
 		r.OutGbps = round(float64(r.BytesOut)*8/secs/1e9, 4)
 		r.InGbps = round(float64(r.BytesIn)*8/secs/1e9, 4)
 	}

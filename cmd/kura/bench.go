@@ -28,6 +28,8 @@ type benchFlags struct {
 	quiet    bool
 	dataSize string
 	threads  int
+	// maxErrorRate is --max-error-rate.
+	maxErrorRate float64
 }
 
 const benchLong = `bench drives a Redis, Redis Cluster or memcached server and reports
@@ -106,7 +108,13 @@ func newBenchCmd() *cobra.Command {
 			if err != nil {
 				return benchError(err)
 			}
-			return bf.output(cmd.OutOrStdout(), res)
+			if err := bf.output(cmd.OutOrStdout(), res); err != nil {
+				return err
+			}
+			if res.Interrupted {
+				return context.Canceled // partial result printed; main exits 130
+			}
+			return bf.checkErrors(res)
 		},
 	}
 	bf.register(cmd.Flags(), false)
@@ -143,6 +151,7 @@ func (bf *benchFlags) register(f *pflag.FlagSet, sweep bool) {
 	f.BoolVar(&bf.jsonOut, "json", false, "print the result as JSON on stdout instead of text")
 	f.BoolVarP(&bf.quiet, "quiet", "q", false, "no progress line on stderr")
 	f.IntVar(&bf.threads, "threads", 0, "CPUs for the load generator (GOMAXPROCS), like redis-benchmark --threads; 0 = all")
+	f.Float64Var(&bf.maxErrorRate, "max-error-rate", 0.01, "exit non-zero when more than this fraction of operations failed (0 = any failure, 1 = never)")
 	if !sweep {
 		f.StringVar(&bf.hdrFile, "hdr", "", "write the latency histogram to this file (HdrHistogram .hgrm, ms)")
 		f.IntVarP(&c.Connections, "connections", "c", 50, "connections (each one to every cluster master / memcached server)")
@@ -167,8 +176,8 @@ func (bf *benchFlags) config(cmd *cobra.Command, args []string) (loadgen.Config,
 		}
 		c.Template = args
 	}
-	if bf.threads < 0 {
-		return c, fmt.Errorf("--threads must be 0 (all CPUs) or more, got %d", bf.threads)
+	if err := bf.checkBounds(cmd); err != nil {
+		return c, err
 	}
 	if bf.threads > 0 {
 		// The process is the load generator: its CPU budget is the user's
@@ -273,4 +282,75 @@ func benchError(err error) error {
 	msg = strings.TrimPrefix(msg, loadgen.ErrConfig.Error()+": ")
 	msg = strings.ReplaceAll(msg, loadgen.ErrConfig.Error()+": ", "")
 	return fmt.Errorf("bench: %s", strings.ReplaceAll(msg, "\n", " "))
+}
+
+// maxThreads bounds --threads: GOMAXPROCS far above the machine's CPUs
+// only adds OS threads (100,000 of them ended the process).
+const maxThreads = 1024
+
+// checkBounds refuses numeric flags outside what a run can use, and an
+// explicit 0 where 0 has no meaning (it used to become the default
+// silently: -c 0 ran 50 connections).
+func (bf *benchFlags) checkBounds(cmd *cobra.Command) error {
+	f, c := cmd.Flags(), bf.cfg
+	zero := func(name string) error {
+		return fmt.Errorf("--%s 0 has no meaning here; give a positive value or leave the flag out for the default", name)
+	}
+	// In a sweep, --connections, --pipeline and --data-size are lists the
+	// sweep checks itself.
+	changed := func(name string) bool {
+		fl := f.Lookup(name)
+		return fl != nil && f.Changed(name) && fl.Value.Type() != "string" && fl.Value.Type() != "stringSlice"
+	}
+	for name, v := range map[string]int64{
+		"connections": int64(c.Connections), "pipeline": int64(c.Pipeline), "keys": c.Keys,
+		"multi-keys": int64(c.MultiKeys), "requests": c.Requests,
+	} {
+		if changed(name) && v == 0 {
+			return zero(name)
+		}
+	}
+	if changed("duration") && c.Duration == 0 {
+		return zero("duration")
+	}
+	if changed("timeout") && c.Timeout == 0 {
+		return zero("timeout")
+	}
+	if changed("zipf-exponent") && c.ZipfExponent == 0 {
+		return fmt.Errorf("--zipf-exponent 0 is a uniform distribution; use --distribution uniform")
+	}
+	switch {
+	case bf.threads < 0 || bf.threads > maxThreads:
+		return fmt.Errorf("--threads must be between 0 (all CPUs) and %d, got %d", maxThreads, bf.threads)
+	case c.Requests > 1e12:
+		return fmt.Errorf("--requests %d is more than a run can send; use at most 10^12", c.Requests)
+	case c.Duration > 7*24*time.Hour:
+		return fmt.Errorf("--duration %s is longer than a week; use a shorter run", c.Duration)
+	case c.Timeout > time.Hour:
+		return fmt.Errorf("--timeout %s is longer than an hour", c.Timeout)
+	case c.Rate > 1e9:
+		return fmt.Errorf("--rate %g is above 10^9 ops/s, which no client reaches", c.Rate)
+	case c.Rate > 0 && c.Rate < 1 && c.Duration == 0 && c.Requests == 0:
+		return fmt.Errorf("--rate %g sends an operation less than once a second; give --duration or --requests so the run is long enough to mean something", c.Rate)
+	case bf.maxErrorRate < 0 || bf.maxErrorRate > 1:
+		return fmt.Errorf("--max-error-rate must be a fraction between 0 and 1, got %g", bf.maxErrorRate)
+	}
+	return nil
+}
+
+// checkErrors fails a run whose failures pass --max-error-rate, after its
+// result was printed.
+func (bf *benchFlags) checkErrors(res *loadgen.Result) error {
+	if res.Ops == 0 {
+		return fmt.Errorf("bench: no operation completed")
+	}
+	rate := float64(res.Errors) / float64(res.Ops)
+	if res.Errors > 0 && rate > bf.maxErrorRate {
+		first := ""
+		if len(res.ErrorSamples) > 0 {
+			first = "; first error: " + res.ErrorSamples[0]
+		}
+		return fmt.Errorf("bench: %d of %d operations failed (%.1f%%), above --max-error-rate %g%s", res.Errors, res.Ops, 100*rate, bf.maxErrorRate, first)
+	}
+	return nil
 }

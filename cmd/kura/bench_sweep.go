@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/kuracache/kura/internal/redact"
 	"github.com/kuracache/kura/loadgen"
 )
 
@@ -93,7 +95,7 @@ only while cores are free.`,
 			}
 			res, err := loadgen.Sweep(cmd.Context(), sc)
 			if res != nil && len(res.Steps) > 0 {
-				res.Command = "kura " + strings.Join(os.Args[1:], " ")
+				res.Command = "kura " + strings.Join(redactArgs(os.Args[1:]), " ")
 				if werr := writeSweep(cmd, &bf, res, htmlFile); werr != nil && err == nil {
 					err = werr
 				}
@@ -112,7 +114,7 @@ only while cores are free.`,
 	f.StringVarP(&sizes, "data-size", "d", "100", "value size, or a list to sweep: 100,1000,10000 (ranges allowed, weights not)")
 	f.StringVar(&threads, "io-threads", "", "server threads to sweep on a private server kura starts: 1,2,4")
 	f.StringVar(&server, "server", "redis", "with --io-threads: which server to start, redis or memcached")
-	f.StringVar(&htmlFile, "html", "kura-sweep.html", "write the HTML report here")
+	f.StringVar(&htmlFile, "html", defaultSweepHTML(), "write the HTML report here (default: in the system's temporary directory, outside any checkout)")
 	return cmd
 }
 
@@ -145,4 +147,33 @@ func writeSweep(cmd *cobra.Command, bf *benchFlags, res *loadgen.SweepResult, ht
 		fmt.Fprintf(cmd.ErrOrStderr(), "report: %s\n", htmlFile)
 	}
 	return nil
+}
+
+// defaultSweepHTML is outside the working directory, so a sweep run from a
+// checkout never dirties it.
+func defaultSweepHTML() string { return filepath.Join(os.TempDir(), "kura-sweep.html") }
+
+// redactArgs masks secrets in a command line before it is shown or written
+// to a report: passwords in URLs and the values of -a/--password.
+func redactArgs(args []string) []string {
+	out := make([]string, len(args))
+	maskNext := false
+	for i, a := range args {
+		switch {
+		case maskNext:
+			out[i], maskNext = redact.Mask, false
+		case a == "-a" || a == "--password":
+			out[i], maskNext = a, true
+		case strings.HasPrefix(a, "--password="):
+			out[i] = "--password=" + redact.Mask
+		case strings.HasPrefix(a, "-a") && len(a) > 2:
+			out[i] = "-a" + redact.Mask
+		default:
+			out[i] = redact.URL(a)
+			if u, ok := strings.CutPrefix(a, "--uri="); ok {
+				out[i] = "--uri=" + redact.URL(u)
+			}
+		}
+	}
+	return out
 }

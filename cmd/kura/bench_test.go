@@ -31,7 +31,23 @@ func TestBenchArgs(t *testing.T) {
 		want string
 	}{
 		{[]string{"bench", "-c", "abc"}, "--help"},
-		{[]string{"bench", "-c", "0", "-n", "1"}, ""}, // 0 means the default
+		{[]string{"bench", "-c", "0", "-n", "1"}, "--connections 0"},
+		{[]string{"bench", "-P", "0"}, "--pipeline 0"},
+		{[]string{"bench", "-n", "0"}, "--requests 0"},
+		{[]string{"bench", "-r", "0"}, "--keys 0"},
+		{[]string{"bench", "--multi-keys", "0"}, "--multi-keys 0"},
+		{[]string{"bench", "--duration", "0s"}, "--duration 0"},
+		{[]string{"bench", "--timeout", "0s"}, "--timeout 0"},
+		{[]string{"bench", "--distribution", "zipf", "--zipf-exponent", "0"}, "uniform"},
+		{[]string{"bench", "--threads", "100000"}, "--threads"},
+		{[]string{"bench", "--threads", "-1"}, "--threads"},
+		{[]string{"bench", "-c", "1000000000"}, "--connections"},
+		{[]string{"bench", "-P", "1000000000"}, "--pipeline"},
+		{[]string{"bench", "-n", "1000000000000000"}, "--requests"},
+		{[]string{"bench", "--rate", "1e12"}, "--rate"},
+		{[]string{"bench", "--rate", "0.001"}, "--duration"},
+		{[]string{"bench", "--duration", "100000h"}, "--duration"},
+		{[]string{"bench", "--max-error-rate", "2"}, "--max-error-rate"},
 		{[]string{"bench", "-P", "-1"}, "--pipeline"},
 		{[]string{"bench", "--ratio", "3"}, "--ratio"},
 		{[]string{"bench", "-d", "big"}, "--data-size"},
@@ -105,5 +121,60 @@ func TestBenchJSONAndFiles(t *testing.T) {
 	}
 	if b, err := os.ReadFile(html); err != nil || !strings.Contains(string(b), "<svg") {
 		t.Errorf("sweep HTML: %v", err)
+	}
+}
+
+// TestBenchAllFailed: a run where every operation fails exits non-zero and
+// reports no throughput.
+func TestBenchAllFailed(t *testing.T) {
+	srv := servertest.Redis(t, servers.RedisConfig{})
+	out, _, err := kura(t, "bench", srv.URL(), "-n", "300", "-c", "2", "-q", "--json", "nosuchcommand", "__key__")
+	if err == nil || !strings.Contains(err.Error(), "operations failed") {
+		t.Fatalf("all operations failed, err = %v; want a failure naming it", err)
+	}
+	var res struct {
+		Ops       int64   `json:"ops"`
+		Errors    int64   `json:"errors"`
+		OpsPerSec float64 `json:"ops_per_sec"`
+	}
+	if jerr := json.Unmarshal([]byte(out), &res); jerr != nil {
+		t.Fatalf("bad JSON %q: %v", out, jerr)
+	}
+	if res.Errors != res.Ops || res.OpsPerSec != 0 {
+		t.Fatalf("ops %d, errors %d, throughput %v: failures were counted as throughput", res.Ops, res.Errors, res.OpsPerSec)
+	}
+}
+
+// TestSweepNeverShowsThePassword: a password given in the URL or with -a
+// appears in no output and not in the HTML report.
+func TestSweepNeverShowsThePassword(t *testing.T) {
+	const secret = "s3cret-Pa55"
+	srv := servertest.Redis(t, servers.RedisConfig{Password: secret})
+	html := filepath.Join(t.TempDir(), "sweep.html")
+	url := "redis://:" + secret + "@" + srv.Addr
+	for _, args := range [][]string{
+		{"bench", "sweep", url, "-c", "1,2", "-n", "200", "-q", "--html", html},
+		{"bench", "sweep", "redis://" + srv.Addr, "-a", secret, "-c", "1,2", "-n", "200", "-q", "--html", html},
+	} {
+		out, errOut, err := kura(t, args...)
+		if err != nil {
+			t.Fatalf("sweep: %v\n%s", err, errOut)
+		}
+		page, _ := os.ReadFile(html)
+		for what, text := range map[string]string{"stdout": out, "stderr": errOut, "html": string(page)} {
+			if strings.Contains(text, secret) {
+				t.Errorf("the password appears in %s", what)
+			}
+		}
+	}
+	if got := redactArgs([]string{"-a", secret, "--password=" + secret, "-a" + secret, "--uri=redis://:" + secret + "@h:1"}); strings.Contains(strings.Join(got, " "), secret) {
+		t.Errorf("redactArgs left the password: %v", got)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	out, _, err := kura(t, "--version")
+	if err != nil || !strings.HasPrefix(out, "kura version ") {
+		t.Fatalf("kura --version = %q, %v", out, err)
 	}
 }

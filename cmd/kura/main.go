@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -39,9 +40,39 @@ to measure and size it. The library is github.com/kuracache/kura; this
 command holds the tools around it.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version(),
 	}
 	root.AddCommand(newDemoCmd())
 	root.AddCommand(newBenchCmd())
 	root.AddCommand(newInspectCmd())
 	return root
+}
+
+// version is the module version kura was built from ("go install
+// github.com/kuracache/kura/cmd/kura@v1.2.3" reports v1.2.3), with the VCS
+// revision when it was built from a checkout.
+func version() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "(devel)"
+	}
+	v := info.Main.Version
+	if v == "" {
+		v = "(devel)"
+	}
+	var rev, dirty string
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = "+dirty"
+			}
+		}
+	}
+	if rev != "" {
+		v += " " + rev[:min(12, len(rev))] + dirty
+	}
+	return v + " " + info.GoVersion
 }
