@@ -101,9 +101,10 @@ func (c *Cache[V]) fill(ctx context.Context, b *budget, key string, v V, negativ
 // Fetch returns the value for key from the cache, or calls loader on a miss
 // and caches what it returns for ttl (0 = Options.TTL, NoExpiry = never).
 //
-// Concurrent Fetches of one key in this process share one loader call; the
-// shared load checks the cache once more before loading, so a value filled
-// by a load that just ended is not loaded again. The shared load runs on a
+// Concurrent Fetches of one key in this process share one loader call; if
+// a load ended since the first look, the shared load checks the cache once
+// more before loading, so a value filled by a load that just ended is not
+// loaded again (and a plain cold miss costs one read, not two). The shared load runs on a
 // context that keeps the values of the first caller's ctx but not its
 // cancellation, bounded by Options.LoadTimeout: a caller whose ctx ends
 // gets ctx's error at once, and the load goes on for the others.
@@ -132,6 +133,7 @@ func (c *Cache[V]) Fetch(ctx context.Context, key string, ttl time.Duration, loa
 		return zero, errors.New("kura: Fetch needs a loader")
 	}
 	b := c.newBudget()
+	gen := c.group.Ended()
 	e, ok, failed := c.lookup(ctx, b, key)
 	if ok {
 		if e.negative {
@@ -140,9 +142,11 @@ func (c *Cache[V]) Fetch(ctx context.Context, key string, ttl time.Duration, loa
 		return e.v, nil
 	}
 	v, _, err := c.group.Do(ctx, key, c.opts.LoadTimeout, func(lctx context.Context) (V, error) {
-		// After a store failure, a second look would only wait out the
-		// same failure.
-		return c.load(lctx, b, key, ttl, loader, !failed)
+		// Look again only if a load ended since the first look (it may
+		// have filled the key): on a plain cold miss a second read would
+		// be a wasted round trip. After a store failure, it would only
+		// wait out the same failure.
+		return c.load(lctx, b, key, ttl, loader, !failed && c.group.Ended() != gen)
 	}, func() { c.stats.shared.Add(1) })
 	return v, err
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/kuracache/kura"
+	"github.com/kuracache/kura/internal/faults"
 	"github.com/kuracache/kura/internal/servers"
 	"github.com/kuracache/kura/internal/servertest"
 	"github.com/kuracache/kura/store"
@@ -38,7 +39,7 @@ func TestMain(m *testing.M) {
 
 // postgres returns a pool on the package's private PostgreSQL with a fresh
 // database for the test.
-func postgres(t *testing.T) *pgxpool.Pool {
+func postgres(t testing.TB) *pgxpool.Pool {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("real-server test")
@@ -95,6 +96,10 @@ type inventory struct {
 }
 
 func newInventory(t *testing.T, users, itemsPerUser int) *inventory {
+	return newInventoryTB(t, users, itemsPerUser)
+}
+
+func newInventoryTB(t testing.TB, users, itemsPerUser int) *inventory {
 	t.Helper()
 	db := postgres(t)
 	ctx := context.Background()
@@ -384,5 +389,76 @@ func TestIndexListSize(t *testing.T) {
 	back, err := idx.Lists().Get(ctx, 1)
 	if err != nil || !slices.Equal(back, ids) {
 		t.Fatalf("id list did not round-trip: %d ids, %v", len(back), err)
+	}
+}
+
+// TestIndexRoundTrips counts, at fault-injection proxies in front of three
+// memcached servers, the round trips an index read costs: warm, one read of
+// the id list on the server that holds it, then one batched read per
+// server that holds any of the records; cold adds one write of the list and
+// one batched write-back per server (and one loader query each).
+func TestIndexRoundTrips(t *testing.T) {
+	inv := newInventory(t, 2, 60)
+	pool := servertest.MemcachedPool(t, 3, servers.MemcachedConfig{})
+	proxies := make([]*faults.Proxy, len(pool))
+	addrs := make([]string, len(pool))
+	for i, m := range pool {
+		proxies[i] = servertest.Proxy(t, m.Addr, faults.ProxyOptions{Protocol: faults.Memcache})
+		addrs[i] = proxies[i].Addr()
+	}
+	ctx := context.Background()
+	st, err := memcache.New(ctx, memcache.Options{Servers: addrs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	recs, idx := newItemIndex(t, st, inv)
+	ids, err := inv.loadIDs(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Which server holds what.
+	listAt := st.Ring().Index(idx.Lists().Key(1))
+	holds := make([]bool, len(pool))
+	for _, id := range ids {
+		holds[st.Ring().Index(recs.Key(id))] = true
+	}
+	snap := func() []faults.ProxyStats {
+		out := make([]faults.ProxyStats, len(proxies))
+		for i, p := range proxies {
+			out[i] = p.Stats()
+		}
+		return out
+	}
+	measure := func(step string, want func(i int) int64) {
+		t.Helper()
+		before := snap()
+		inv.mu.Lock()
+		inv.idQueries, inv.recQuery = 0, 0
+		inv.mu.Unlock()
+		got, err := idx.Fetch(ctx, 1)
+		if err != nil || len(got) != len(ids) {
+			t.Fatalf("%s: %d records, %v", step, len(got), err)
+		}
+		for i, p := range proxies {
+			if rt := p.Stats().Sub(before[i]).RoundTrips; rt != want(i) {
+				t.Errorf("%s: server %d: %d round trips, want %d (list here: %v, records here: %v)", step, i, rt, want(i), i == listAt, holds[i])
+			}
+		}
+		t.Logf("%s: %d id-list queries, %d record queries", step, inv.idQueries, inv.recQuery)
+	}
+	b2i := func(b bool) int64 {
+		if b {
+			return 1
+		}
+		return 0
+	}
+	measure("cold", func(i int) int64 { return 2*b2i(i == listAt) + 2*b2i(holds[i]) })
+	if inv.idQueries != 1 || inv.recQuery != 1 {
+		t.Fatalf("cold read: %d id-list and %d record queries, want 1 and 1", inv.idQueries, inv.recQuery)
+	}
+	measure("warm", func(i int) int64 { return b2i(i == listAt) + b2i(holds[i]) })
+	if inv.idQueries != 0 || inv.recQuery != 0 {
+		t.Fatalf("warm read queried the database: %d, %d", inv.idQueries, inv.recQuery)
 	}
 }

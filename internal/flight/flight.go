@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -61,7 +62,14 @@ type call[V any] struct {
 type Group[V any] struct {
 	mu    sync.Mutex
 	calls map[string]*call[V]
+	// ended counts loads that have finished, of any key.
+	ended atomic.Uint64
 }
+
+// Ended returns how many loads of any key have finished so far. A caller
+// that read the cache, then starts a load, need only look again if a
+// load ended in between (it may have filled the key): compare two values.
+func (g *Group[V]) Ended() uint64 { return g.ended.Load() }
 
 // Result says how a Do call was served.
 type Result uint8
@@ -130,6 +138,7 @@ func (g *Group[V]) run(key string, c *call[V], ctx context.Context, cancel conte
 		cancel()
 		g.mu.Lock()
 		delete(g.calls, key)
+		g.ended.Add(1)
 		g.mu.Unlock()
 		close(c.done)
 	}()

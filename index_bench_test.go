@@ -1,0 +1,115 @@
+package kura_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/kuracache/kura"
+	"github.com/kuracache/kura/internal/faults"
+	"github.com/kuracache/kura/internal/servers"
+	"github.com/kuracache/kura/internal/servertest"
+	"github.com/kuracache/kura/store/memcache"
+)
+
+// BenchmarkLogin is a game's login: read all 2,000 items (~300 B each) of
+// one user from PostgreSQL through three memcached servers that sit behind
+// an emulated 0.5 ms round trip.
+//
+//   - per-key-writeback: the id list, one multi-get of the records, one
+//     query for the misses, then each missed record written back with its
+//     own Set (the pattern that made logins slow).
+//   - index: kura's Index: the same reads, and one batched write-back per
+//     server (quiet meta commands).
+//
+// cold = nothing cached; warm = everything cached.
+//
+//	go test -run '^$' -bench Login -benchtime 5x .
+func BenchmarkLogin(b *testing.B) {
+	inv := newInventoryTB(b, 1, 2000)
+	pool := servertest.MemcachedPool(b, 3, servers.MemcachedConfig{})
+	addrs := make([]string, len(pool))
+	for i, m := range pool {
+		addrs[i] = servertest.Proxy(b, m.Addr, faults.ProxyOptions{Delay: 250 * time.Microsecond}).Addr()
+	}
+	ctx := context.Background()
+	st, err := memcache.New(ctx, memcache.Options{Servers: addrs})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	c, _ := kura.New[UserItem](st, kura.Options{TTL: time.Hour})
+	recs, _ := kura.NewKeyed[int64, UserItem](c, kura.KeyedOptions[int64]{Prefix: "user_item:"})
+	idx, err := kura.NewIndex(recs, kura.IndexOptions[int64, int64, UserItem]{
+		Prefix: "user_items:by_user:", LoadIDs: inv.loadIDs, LoadRecords: inv.loadRecords,
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ids, _ := inv.loadIDs(ctx, 1)
+	flush := func() {
+		keys := []string{idx.Lists().Key(1)}
+		for _, id := range ids {
+			keys = append(keys, recs.Key(id))
+		}
+		if err := st.DeleteMany(ctx, keys); err != nil {
+			b.Fatal(err)
+		}
+	}
+	perKey := func() {
+		list, err := idx.IDs(ctx, 1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		got, err := recs.GetMany(ctx, list)
+		if err != nil {
+			b.Fatal(err)
+		}
+		var missing []int64
+		for _, id := range list {
+			if _, ok := got[id]; !ok {
+				missing = append(missing, id)
+			}
+		}
+		if len(missing) > 0 {
+			loaded, err := inv.loadRecords(ctx, missing)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for id, r := range loaded {
+				if err := recs.Set(ctx, id, r); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	}
+	viaIndex := func() {
+		got, err := idx.Fetch(ctx, 1)
+		if err != nil || len(got) != len(ids) {
+			b.Fatalf("%d items, %v", len(got), err)
+		}
+	}
+	for _, bc := range []struct {
+		name string
+		cold bool
+		run  func()
+	}{
+		{"cold/per-key-writeback", true, perKey},
+		{"cold/index", true, viaIndex},
+		{"warm/per-key-writeback", false, perKey},
+		{"warm/index", false, viaIndex},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			flush()
+			bc.run() // warm-up (and fill, for the warm cases)
+			for b.Loop() {
+				if bc.cold {
+					b.StopTimer()
+					flush()
+					b.StartTimer()
+				}
+				bc.run()
+			}
+		})
+	}
+}
