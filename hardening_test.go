@@ -3,17 +3,14 @@ package kura_test
 import (
 	"context"
 	"crypto/tls"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -22,6 +19,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/kuracache/kura"
+	"github.com/kuracache/kura/internal/hexfile"
 	"github.com/kuracache/kura/internal/servers"
 	"github.com/kuracache/kura/internal/servertest"
 	"github.com/kuracache/kura/store/memstore"
@@ -365,15 +363,7 @@ func TestHostileValuesOnRedis(t *testing.T) {
 	cm, _ := kura.New[map[string]any](st, kura.Options{})
 	ci, _ := kura.New[[]int](st, kura.Options{})
 	for _, f := range files {
-		raw, _ := os.ReadFile(f)
-		var hx strings.Builder
-		for _, line := range strings.Split(string(raw), "\n") {
-			if i := strings.IndexByte(line, '#'); i >= 0 {
-				line = line[:i]
-			}
-			hx.WriteString(strings.Join(strings.Fields(line), ""))
-		}
-		b, err := hex.DecodeString(hx.String())
+		b, err := hexfile.Read(f)
 		if err != nil {
 			t.Fatal(err)
 		}

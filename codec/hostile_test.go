@@ -2,9 +2,7 @@ package codec
 
 import (
 	"bytes"
-	"encoding/hex"
 	"errors"
-	"os"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
@@ -12,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
+
+	"github.com/kuracache/kura/internal/hexfile"
 )
 
 func allocBound(n int) uint64 { return AllocBound(n) }
@@ -47,18 +47,7 @@ func hostileCorpus(t testing.TB) map[string][]byte {
 	}
 	out := map[string][]byte{}
 	for _, f := range files {
-		raw, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var h strings.Builder
-		for _, line := range strings.Split(string(raw), "\n") {
-			if i := strings.IndexByte(line, '#'); i >= 0 {
-				line = line[:i]
-			}
-			h.WriteString(strings.Join(strings.Fields(line), ""))
-		}
-		b, err := hex.DecodeString(h.String())
+		b, err := hexfile.Read(f)
 		if err != nil {
 			t.Fatalf("%s: %v", f, err)
 		}

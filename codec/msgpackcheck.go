@@ -74,31 +74,15 @@ func CheckMsgPack(b []byte) error {
 				skip = 8
 			case 0xd4, 0xd5, 0xd6, 0xd7, 0xd8: // fixext: type byte + 1..16
 				skip = 1 + 1<<(c-0xd4)
-			case 0xc4, 0xd9, 0xc7: // bin8, str8, ext8
-				l, ok := readLen(b, &off, 1)
+			case 0xc4, 0xd9, 0xc7, 0xc5, 0xda, 0xc8, 0xc6, 0xdb, 0xc9:
+				// bin, str and ext with 8-, 16- and 32-bit lengths; an
+				// ext also carries its type byte.
+				l, ok := readLen(b, &off, int(lenWidth[c]))
 				if !ok {
 					return fmt.Errorf("%w: msgpack length cut short", ErrBomb)
 				}
 				skip = l
-				if c == 0xc7 {
-					skip++
-				}
-			case 0xc5, 0xda, 0xc8: // 16-bit lengths
-				l, ok := readLen(b, &off, 2)
-				if !ok {
-					return fmt.Errorf("%w: msgpack length cut short", ErrBomb)
-				}
-				skip = l
-				if c == 0xc8 {
-					skip++
-				}
-			case 0xc6, 0xdb, 0xc9: // 32-bit lengths
-				l, ok := readLen(b, &off, 4)
-				if !ok {
-					return fmt.Errorf("%w: msgpack length cut short", ErrBomb)
-				}
-				skip = l
-				if c == 0xc9 {
+				if c == 0xc7 || c == 0xc8 || c == 0xc9 {
 					skip++
 				}
 			case 0xdc, 0xde:
@@ -164,6 +148,13 @@ const (
 // input byte plus 1 MiB, whatever the bytes and the destination.
 // CheckMsgPack refuses payloads that would cost more.
 func AllocBound(n int) uint64 { return 64*uint64(n) + 1<<20 }
+
+// lenWidth is the size of the length field of each bin/str/ext code.
+var lenWidth = [256]uint8{
+	0xc4: 1, 0xd9: 1, 0xc7: 1,
+	0xc5: 2, 0xda: 2, 0xc8: 2,
+	0xc6: 4, 0xdb: 4, 0xc9: 4,
+}
 
 func kindName(isMap bool) string {
 	if isMap {
