@@ -191,7 +191,11 @@ func (w *worker) connect(ctx context.Context) error {
 	for i, a := range top.addrs {
 		c, err := dial(ctx, w.s, a)
 		if err != nil {
+			// Leave no half-built set behind: the run loop reconnects
+			// when conns is nil (a set with nil entries crashed the
+			// worker after a dial failed during a server stall).
 			w.closeAll()
+			w.conns = nil
 			return err
 		}
 		w.r.track(c)
@@ -439,6 +443,15 @@ func (w *worker) flush(n int, err error) (moved bool) {
 	}
 	if err != nil {
 		sh.sample(err.Error())
+		// Requests given up on (a timeout, a lost connection) count in the
+		// latency figures at the moment they were abandoned: leaving them
+		// out made a 3 s stall look like a 3 ms maximum.
+		abandoned := time.Since(w.r.base)
+		for i := range n {
+			if o := &w.ops[i]; o.pending > 0 {
+				sh.record(int64(abandoned - o.start))
+			}
+		}
 	}
 	return moved
 }

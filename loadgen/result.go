@@ -210,7 +210,10 @@ func (r *Result) WriteText(w io.Writer) error {
 	for _, e := range r.ErrorSamples {
 		fmt.Fprintf(&b, "  error      %s\n", e)
 	}
-	fmt.Fprintf(&b, "throughput   %.1f ops/s\n", r.OpsPerSec)
+	fmt.Fprintf(&b, "throughput   %.1f ops/s (successful operations only)\n", r.OpsPerSec)
+	if r.Errors > 0 {
+		b.WriteString("  note       latency includes the requests that timed out or lost their connection, at the moment they were given up\n")
+	}
 	if r.OpenLoop && r.OpsPerSec < 0.95*r.TargetRate && !r.Interrupted {
 		fmt.Fprintf(&b, "  warning    below the target rate: the server or this client could not keep up; latencies include the queueing\n")
 	}

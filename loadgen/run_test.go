@@ -437,3 +437,26 @@ func TestNoGoroutineLeak(t *testing.T) {
 		t.Errorf("%d goroutines before, %d after:\n%s", before, n, buf[:runtime.Stack(buf, true)])
 	}
 }
+
+// TestTimeoutsCountInLatency: requests that time out while the server is
+// stalled are errors and also count in the latency figures, at the time
+// they were abandoned (they used to be left out: a 3 s stall reported a
+// 3 ms maximum).
+func TestTimeoutsCountInLatency(t *testing.T) {
+	srv := servertest.Redis(t, servers.RedisConfig{})
+	go func() {
+		time.Sleep(500 * time.Millisecond)
+		_ = srv.Pause()
+		time.Sleep(1500 * time.Millisecond)
+		_ = srv.Resume()
+	}()
+	res := mustRun(t, Config{Target: srv.URL(), Command: CmdSet, Connections: 2, Timeout: 300 * time.Millisecond, Duration: 3 * time.Second})
+	if res.Errors == 0 {
+		t.Fatalf("no request timed out during a 1.5 s stall with a 300 ms timeout")
+	}
+	// Deadlines are refreshed once half the timeout is used (conn.write),
+	// so a request is abandoned between 150 and 300 ms after its send.
+	if res.Latency.Max < 150 {
+		t.Errorf("max latency %.3f ms although requests timed out after 300 ms: timeouts are missing from the latency figures (errors %d: %v)", res.Latency.Max, res.Errors, res.ErrorSamples)
+	}
+}
