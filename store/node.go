@@ -1,0 +1,62 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+)
+
+// NodeError is the failure of one server (node) of a store: a Redis
+// standalone server, one Redis Cluster master, or one memcached server of a
+// pool. Backends wrap every error they can attribute to a server in a
+// *NodeError, on single-key paths as well as in a [BatchError]'s KeyError,
+// so node health and metrics can act on the address without parsing text.
+//
+// Find it with [AsNodeError] or errors.As; the sentinels it wraps
+// (ErrNotFound is never wrapped in one: a miss is not a node failure) stay
+// reachable through errors.Is.
+type NodeError struct {
+	// Addr is the server's host:port as configured.
+	Addr string
+	// Err is what went wrong on it (a timeout, a refused connection, a
+	// server error reply).
+	Err error
+}
+
+func (e *NodeError) Error() string { return fmt.Sprintf("%s: %v", e.Addr, e.Err) }
+
+// Unwrap returns the underlying error.
+func (e *NodeError) Unwrap() error { return e.Err }
+
+// AsNodeError returns the first *NodeError in err's chain, or nil.
+func AsNodeError(err error) *NodeError {
+	var ne *NodeError
+	if errors.As(err, &ne) {
+		return ne
+	}
+	return nil
+}
+
+// Wrapper is implemented by stores that wrap another store (a circuit
+// breaker, an L1 tier, instrumentation). Optional capabilities that a
+// wrapper does not implement itself are found on what it wraps with
+// [Find], the way database/sql falls back with driver.ErrSkip.
+type Wrapper interface {
+	Unwrap() Store
+}
+
+// Find returns the first store in the chain s, s.Unwrap(), ... that
+// implements T, and whether there was one.
+func Find[T any](s Store) (T, bool) {
+	for s != nil {
+		if t, ok := s.(T); ok {
+			return t, true
+		}
+		w, ok := s.(Wrapper)
+		if !ok {
+			break
+		}
+		s = w.Unwrap()
+	}
+	var zero T
+	return zero, false
+}
