@@ -115,6 +115,8 @@ func (c *Cache[V]) fill(ctx context.Context, b *budget, key string, v V, negativ
 	}
 	sctx, done := b.ctx(ctx)
 	defer done()
+	c.l1Drop(key)
+	defer c.l1Drop(key)
 	start := time.Now()
 	err := c.store.Set(sctx, key, data, c.opts.jitter(ttl))
 	c.stats.since(OpSet, start)

@@ -98,6 +98,10 @@ type Options struct {
 	// loader that hangs. If zero, DefaultLoadTimeout (30 s); negative
 	// means no bound.
 	LoadTimeout time.Duration
+
+	// L1 configures an in-process tier of decoded values in front of the
+	// store (see L1Options). The zero value is off.
+	L1 L1Options
 }
 
 func (o Options) withDefaults(s store.Store) (Options, error) {

@@ -73,6 +73,9 @@ type Stats struct {
 
 	// Latency holds one histogram per operation.
 	Latency map[Op]Histogram
+
+	// L1 holds the counters of the in-process tier (Options.L1).
+	L1 L1Stats
 }
 
 // Histogram is a latency distribution over LatencyBuckets.
