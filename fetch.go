@@ -160,6 +160,12 @@ func (c *Cache[V]) Fetch(ctx context.Context, key string, ttl time.Duration, loa
 	if loader == nil {
 		return zero, errors.New("kura: Fetch needs a loader")
 	}
+	if e, ok := c.l1Hit(key); ok { // before any budget or timer: a hit costs none
+		if e.negative {
+			return zero, absent(key)
+		}
+		return e.v, nil
+	}
 	b := c.newBudget()
 	gen := c.group.Ended()
 	e, ok, failed := c.lookup(ctx, b, key)

@@ -306,6 +306,14 @@ type L1Stats struct {
 	Invalidations, Flushes uint64
 }
 
+// l1Hit serves key from the L1, if there is one and it holds key.
+func (c *Cache[V]) l1Hit(key string) (entry[V], bool) {
+	if c.l1 == nil {
+		return entry[V]{}, false
+	}
+	return c.l1.get(key)
+}
+
 // l1Read is read with the L1 in front: a hit is served from it; a miss
 // reads the store (tracked, when the server reports changes) and fills
 // the L1 unless the key was invalidated while the read was in flight.
