@@ -26,6 +26,8 @@ type Collector struct {
 	requests, decodeErrs, storeErrs, loads, loadErrs *prometheus.Desc
 	shared, large, rejected, bytes, latency          *prometheus.Desc
 	panics, budgetSkips                              *prometheus.Desc
+	l1Lookups, l1Bytes, l1Entries, l1Evictions       *prometheus.Desc
+	l1Invalidations, l1Flushes                       *prometheus.Desc
 }
 
 var _ prometheus.Collector = (*Collector)(nil)
@@ -51,13 +53,22 @@ func NewCollector(caches ...Source) *Collector {
 		panics:     d("loader_panics_total", "Loader calls that panicked (also counted as loader errors)."),
 		budgetSkips: d("budget_skips_total",
 			"Store calls a read-through skipped because it had spent its StoreTimeout on a slow or stalled server."),
+		l1Lookups:   d("l1_lookups_total", "Lookups of the in-process L1 tier, by result: hit (value or negative entry) or miss (went on to the store).", "result"),
+		l1Bytes:     d("l1_bytes", "Estimated memory held by the L1 tier (bounded by Options.L1.MaxBytes)."),
+		l1Entries:   d("l1_entries", "Entries held by the L1 tier."),
+		l1Evictions: d("l1_evictions_total", "L1 entries evicted to stay within Options.L1.MaxBytes."),
+		l1Invalidations: d("l1_invalidations_total",
+			"Keys the server reported changed (Redis client tracking), each dropped from the L1."),
+		l1Flushes: d("l1_flushes_total",
+			"Times the whole L1 was dropped: a tracking connection broke, or the server was flushed."),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.requests, c.decodeErrs, c.storeErrs, c.loads, c.loadErrs,
-		c.shared, c.large, c.rejected, c.bytes, c.latency, c.panics, c.budgetSkips} {
+		c.shared, c.large, c.rejected, c.bytes, c.latency, c.panics, c.budgetSkips,
+		c.l1Lookups, c.l1Bytes, c.l1Entries, c.l1Evictions, c.l1Invalidations, c.l1Flushes} {
 		ch <- d
 	}
 }
@@ -86,6 +97,13 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		counter(c.bytes, s.BytesReadRaw, n, "read", "raw")
 		counter(c.bytes, s.BytesWritten, n, "write", "stored")
 		counter(c.bytes, s.BytesWrittenRaw, n, "write", "raw")
+		counter(c.l1Lookups, s.L1.Hits, n, "hit")
+		counter(c.l1Lookups, s.L1.Misses, n, "miss")
+		ch <- prometheus.MustNewConstMetric(c.l1Bytes, prometheus.GaugeValue, float64(s.L1.Bytes), n)
+		ch <- prometheus.MustNewConstMetric(c.l1Entries, prometheus.GaugeValue, float64(s.L1.Entries), n)
+		counter(c.l1Evictions, s.L1.Evictions, n)
+		counter(c.l1Invalidations, s.L1.Invalidations, n)
+		counter(c.l1Flushes, s.L1.Flushes, n)
 		for op, h := range s.Latency {
 			buckets := make(map[float64]uint64, len(h.Buckets))
 			for i, b := range kura.LatencyBuckets {
