@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -472,3 +473,56 @@ func TestL1Memcached(t *testing.T) {
 
 // soak reports a full-size run (make soak).
 func soak() bool { return os.Getenv("KURA_SOAK") == "1" }
+
+// TestL1MemoryEstimate checks that the L1's estimate of its memory
+// (L1Stats.Bytes, what MaxBytes bounds) is not below what the decoded
+// values really take on the heap, for the 1 KB struct of the benchmarks.
+func TestL1MemoryEstimate(t *testing.T) {
+	ctx := context.Background()
+	m, err := memstore.New(memstore.Options{MaxBytes: 256 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	const n = 5000
+	w, err := kura.New[benchValue](m, kura.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	items := make(map[string]benchValue, n)
+	for i := 0; i < n; i++ {
+		items["mem:"+strconv.Itoa(i)] = newBenchValue(i)
+	}
+	if err := w.SetMany(ctx, items, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	items = nil
+	c, err := kura.New[benchValue](m, kura.Options{L1: kura.L1Options{MaxBytes: 256 << 20, MaxStaleness: time.Hour}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	heap := func() uint64 {
+		var ms runtime.MemStats
+		runtime.GC()
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	before := heap()
+	for i := 0; i < n; i++ {
+		if _, err := c.Get(ctx, "mem:"+strconv.Itoa(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	grown := int64(heap()) - int64(before)
+	st := c.Stats().L1
+	if st.Entries != n {
+		t.Fatalf("L1 holds %d entries, want %d", st.Entries, n)
+	}
+	t.Logf("%d entries of a ~1 KB struct: estimated %d bytes (%d per entry), heap grew %d bytes (%d per entry)",
+		n, st.Bytes, st.Bytes/n, grown, grown/n)
+	if grown > int64(st.Bytes) {
+		t.Fatalf("the decoded values take %d bytes on the heap, more than the L1's estimate of %d", grown, st.Bytes)
+	}
+}
