@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -41,6 +42,33 @@ func l1Cache(t testing.TB, s *redisstore.Store, l1 kura.L1Options) *kura.Cache[P
 	}
 	t.Cleanup(func() { c.Close() })
 	return c
+}
+
+// reports records when the server's report of each key was last handled
+// by a store (after the Caches subscribed before it handled it).
+type reports struct {
+	mu sync.Mutex
+	at map[string]time.Time
+}
+
+func watchReports(t testing.TB, s *redisstore.Store) *reports {
+	r := &reports{at: map[string]time.Time{}}
+	t.Cleanup(s.Subscribe(func(keys []string) {
+		now := time.Now()
+		r.mu.Lock()
+		for _, k := range keys {
+			r.at[k] = now
+		}
+		r.mu.Unlock()
+	}))
+	return r
+}
+
+// since reports whether a report of key was handled after t0.
+func (r *reports) since(key string, t0 time.Time) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.at[key].After(t0)
 }
 
 // waitFor polls cond for up to 10 s (far above the sub-millisecond
@@ -87,8 +115,13 @@ func TestL1RedisInvalidation(t *testing.T) {
 		t.Skip("real-server test")
 	}
 	srv := servertest.Redis(t, servers.RedisConfig{})
-	t.Run("standalone", func(t *testing.T) { testL1Invalidation(t, srv.URL(), nil) })
-	t.Run("broadcast", func(t *testing.T) { testL1Invalidation(t, srv.URL(), []string{"p:", "neg:", "many:"}) })
+	flush := func(t *testing.T) {
+		if _, err := srv.Do(context.Background(), "FLUSHALL"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Run("standalone", func(t *testing.T) { flush(t); testL1Invalidation(t, srv.URL(), nil) })
+	t.Run("broadcast", func(t *testing.T) { flush(t); testL1Invalidation(t, srv.URL(), []string{"p:", "neg:", "many:"}) })
 }
 
 func TestL1RedisClusterInvalidation(t *testing.T) {
@@ -108,17 +141,18 @@ func testL1Invalidation(t *testing.T, url string, prefixes []string) {
 	}
 	defer sb.Close()
 	a := l1Cache(t, sa, kura.L1Options{MaxBytes: 4 << 20})
+	rep := watchReports(t, sa)
 	b := newCache(t, sb, kura.Options{})
 
 	rounds := 200
 	for r := 0; r < rounds; r++ {
 		key := fmt.Sprintf("p:%d", r%10)
-		before, _ := sa.TrackingReports()
+		before := time.Now()
 		if err := b.Set(ctx, key, profile(2*r), time.Hour); err != nil {
 			t.Fatal(err)
 		}
 		if r >= 10 || prefixes != nil { // A read the key before, or broadcast: wait for the report
-			waitFor(t, "A's invalidation", func() bool { n, _ := sa.TrackingReports(); return n > before })
+			waitFor(t, "A's invalidation", func() bool { return rep.since(key, before) })
 		}
 		// Read it into A's L1, then once more from the L1.
 		for i := 0; i < 2; i++ {
@@ -126,7 +160,7 @@ func testL1Invalidation(t *testing.T, url string, prefixes []string) {
 				t.Fatalf("round %d: A.Get = %d, %v; want %d", r, v.ID, err, 2*r)
 			}
 		}
-		before, _ = sa.TrackingReports()
+		before = time.Now()
 		if r%3 == 2 {
 			err = b.Delete(ctx, key)
 		} else {
@@ -135,7 +169,7 @@ func testL1Invalidation(t *testing.T, url string, prefixes []string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "A's invalidation", func() bool { n, _ := sa.TrackingReports(); return n > before })
+		waitFor(t, "A's invalidation", func() bool { return rep.since(key, before) })
 		v, err := a.Get(ctx, key)
 		switch {
 		case r%3 == 2 && !errors.Is(err, kura.ErrNotFound):
@@ -180,11 +214,11 @@ func testL1Invalidation(t *testing.T, url string, prefixes []string) {
 	if loads != 1 || a.Stats().L1.Hits == 0 {
 		t.Fatalf("absent key: %d loads, L1 %+v; want 1 load then hits", loads, a.Stats().L1)
 	}
-	before, _ := sa.TrackingReports()
+	before := time.Now()
 	if err := b.Set(ctx, "neg:1", profile(7), time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "A's invalidation", func() bool { n, _ := sa.TrackingReports(); return n > before })
+	waitFor(t, "A's invalidation", func() bool { return rep.since("neg:1", before) })
 	if v, err := a.Fetch(ctx, "neg:1", time.Hour, load); err != nil || v.ID != 7 {
 		t.Fatalf("after B wrote an absent key: %d, %v", v.ID, err)
 	}
@@ -205,24 +239,31 @@ func testL1Invalidation(t *testing.T, url string, prefixes []string) {
 		}
 		return m, nil
 	}
-	before, _ = sa.TrackingReports()
+	before = time.Now()
 	if got, err := a.FetchMany(ctx, keys[:10], time.Hour, many); err != nil || len(got) != 10 {
 		t.Fatalf("FetchMany: %d, %v", len(got), err)
 	}
 	// The write-back above is reported to A too (A read the keys when they
-	// were missing); a report arriving while a read is in flight stops that
-	// read from filling, so let them arrive first.
-	waitFor(t, "the reports of the write-back", func() bool { n, _ := sa.TrackingReports(); return n >= before+10 })
-	if _, err := a.FetchMany(ctx, keys[:10], time.Hour, many); err != nil { // fills the L1 from the server
-		t.Fatal(err)
+	// were missing; in broadcast mode every connection of A gets every
+	// report); a report arriving while a read is in flight stops that read
+	// from filling. Read until the L1 holds the ten keys.
+	for _, k := range keys[:10] {
+		waitFor(t, "the reports of the write-back", func() bool { return rep.since(k, before) })
 	}
+	waitFor(t, "the ten keys in the L1", func() bool {
+		h := a.Stats().L1.Hits
+		if _, err := a.FetchMany(ctx, keys[:10], time.Hour, many); err != nil {
+			t.Fatal(err)
+		}
+		return a.Stats().L1.Hits-h == 10
+	})
 	hits0, miss0 := a.Stats().L1.Hits, a.Stats().L1.Misses
 	got, err := a.FetchMany(ctx, keys, time.Hour, many)
 	if err != nil || len(got) != 20 {
 		t.Fatalf("FetchMany: %d, %v", len(got), err)
 	}
 	st = a.Stats().L1
-	if st.Hits-hits0 != 10 || st.Misses-miss0 != 10 || len(asked) != 2 || len(asked[1]) != 10 {
+	if st.Hits-hits0 != 10 || st.Misses-miss0 != 10 || len(asked) != 2 || len(asked[1]) != 10 || !slices.Equal(asked[1], keys[10:]) {
 		t.Fatalf("FetchMany of 10 L1 keys + 10 new: L1 hits %d misses %d, loader asked %v", st.Hits-hits0, st.Misses-miss0, asked)
 	}
 	for i, k := range keys {
@@ -249,6 +290,7 @@ func TestL1ReadInFlight(t *testing.T) {
 	}
 	defer sb.Close()
 	a := l1Cache(t, sa, kura.L1Options{MaxBytes: 1 << 20})
+	rep := watchReports(t, sa)
 	b := newCache(t, sb, kura.Options{})
 
 	writes := 300
@@ -284,11 +326,11 @@ func TestL1ReadInFlight(t *testing.T) {
 	for n := 1; n <= writes; n++ {
 		// Make sure A holds (and tracks) the key before each write.
 		waitFor(t, "A to read the key", func() bool { v, err := a.Get(ctx, "race"); return err == nil && v.ID == n-1 })
-		before, _ := sa.TrackingReports()
+		before := time.Now()
 		if err := b.Set(ctx, "race", profile(n), time.Hour); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "A's invalidation", func() bool { k, _ := sa.TrackingReports(); return k > before })
+		waitFor(t, "A's invalidation", func() bool { return rep.since("race", before) })
 		floor.Store(int64(n))
 	}
 	close(stop)
