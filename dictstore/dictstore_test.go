@@ -504,3 +504,89 @@ func TestOptionsErrors(t *testing.T) {
 		t.Fatalf("negative timeout: %v", err)
 	}
 }
+
+// Per-prefix dictionaries: each kind of value is written by its own Cache
+// whose Codec has the dictionary trained on that kind; one reader Registry
+// serves a reader Cache of each kind.
+func TestPerKindDictionaries(t *testing.T) {
+	ctx := context.Background()
+	mem, err := memstore.New(memstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := dictstore.New(dictstore.Options{Store: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dArticles, _ := trained(t)
+	var samples [][]byte
+	for u := range int64(40) {
+		b, err := codec.MsgPack().Marshal(nil, corpus.Inventory(3, u, 20))
+		if err != nil {
+			t.Fatal(err)
+		}
+		samples = append(samples, b)
+	}
+	dItems, idItems, err := codec.TrainContentDictionary(samples, 4<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	idArticles, err := pub.Publish(ctx, dArticles)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pub.Publish(ctx, dItems); err != nil {
+		t.Fatal(err)
+	}
+	writerCodec := func(d []byte) *codec.Codec {
+		c, err := codec.New(codec.Options{Compressor: codec.Zstd(3)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.SetDictionary(d); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	articles, err := kura.New[corpus.Article](mem, kura.Options{Name: "articles", Codec: writerCodec(dArticles)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	items, err := kura.New[[]corpus.Item](mem, kura.Options{Name: "items", Codec: writerCodec(dItems)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	art := corpus.NewArticle(11, 0)
+	inv := corpus.Inventory(11, 1, 20)
+	if err := articles.Set(ctx, "article:1", art, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if err := items.Set(ctx, "items:1", inv, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if a, i := articles.Stats().BytesWrittenByDictionary, items.Stats().BytesWrittenByDictionary; a[idArticles] == 0 || i[idItems] == 0 {
+		t.Fatalf("articles wrote %v, items %v; want each with its own dictionary", a, i)
+	}
+
+	reg, err := dictstore.New(dictstore.Options{Store: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := codec.New(codec.Options{DictionarySource: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ra, _ := kura.New[corpus.Article](mem, kura.Options{Codec: rc})
+	ri, _ := kura.New[[]corpus.Item](mem, kura.Options{Codec: rc})
+	gotA, err := ra.Get(ctx, "article:1")
+	if err != nil || gotA.Title != art.Title {
+		t.Fatalf("article: %v", err)
+	}
+	gotI, err := ri.Get(ctx, "items:1")
+	if err != nil || len(gotI) != len(inv) {
+		t.Fatalf("items: %v", err)
+	}
+	if st := reg.Stats(); st.Lookups != 2 || st.Held != 2 {
+		t.Fatalf("reader registry %+v; want 2 lookups, 2 held", st)
+	}
+}
