@@ -85,7 +85,9 @@ type Options struct {
 	Dictionaries map[uint32][]byte
 
 	// Dictionary is the id (in Dictionaries) that Encode compresses with.
-	// If 0, no dictionary is used. It requires a Zstd compressor.
+	// If 0, no dictionary is used. It requires a Zstd compressor (and a
+	// zstd or raw dictionary) or S2 (and an S2 dictionary from
+	// TrainS2Dictionary; such values use compressor id IDS2Dict).
 	// Codec.SetDictionary changes it while the Codec runs (rotation).
 	Dictionary uint32
 
@@ -184,7 +186,7 @@ func New(opts Options) (*Codec, error) {
 		seen[s.ID()] = s.Name()
 	}
 
-	for _, z := range []Compressor{None(), S2(), Zstd(0)} {
+	for _, z := range []Compressor{None(), S2(), Zstd(0), &s2DictCompressor{}} {
 		c.comps[z.ID()] = z
 	}
 	for _, z := range append([]Compressor{c.comp}, opts.Compressors...) {
@@ -233,15 +235,12 @@ func New(opts Options) (*Codec, error) {
 		if !ok {
 			return nil, fmt.Errorf("kura: codec: Dictionary: id %d is not in Dictionaries", opts.Dictionary)
 		}
-		z, ok := c.comp.(*zstdCompressor)
-		if !ok {
-			return nil, fmt.Errorf("kura: codec: Dictionary: compressor %q does not support dictionaries; use Zstd", c.comp.Name())
-		}
-		c.comp = &zstdCompressor{level: z.level, zlevel: z.zlevel, dictID: opts.Dictionary, dict: d}
-		c.dictID = opts.Dictionary
-		if _, err := c.comp.(*zstdCompressor).encoder(); err != nil {
+		comp, err := bindDictionary(c.comp, opts.Dictionary, d)
+		if err != nil {
 			return nil, fmt.Errorf("kura: codec: Dictionary: %d: %w", opts.Dictionary, err)
 		}
+		c.comp = comp
+		c.dictID = opts.Dictionary
 	}
 	// The decoders are built now so a bad dictionary fails New, not the
 	// first read.
@@ -256,7 +255,7 @@ func New(opts Options) (*Codec, error) {
 func (c *Codec) Serializer() Serializer { return c.ser }
 
 // Compressor returns the compressor Encode tries.
-func (c *Codec) Compressor() Compressor { return c.comp }
+func (c *Codec) Compressor() Compressor { comp, _ := c.encoding(); return comp }
 
 // MaxDecodedSize returns the effective decode limit in bytes.
 func (c *Codec) MaxDecodedSize() int { return c.maxDecoded }

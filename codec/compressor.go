@@ -33,6 +33,10 @@ const (
 	IDNone byte = 0
 	IDS2   byte = 1 // a Snappy-compatible block, decoded with s2
 	IDZstd byte = 2
+	// IDS2Dict is an S2 block compressed with a dictionary (named by the
+	// envelope's dictionary id). It is not Snappy-compatible, hence its
+	// own id.
+	IDS2Dict byte = 3
 )
 
 var errSizeMismatch = errors.New("decompressed length differs from the header")
@@ -277,4 +281,77 @@ func isZstdDict(d []byte) bool {
 // zstdDictID returns the id embedded in a zstd-format dictionary.
 func zstdDictID(d []byte) uint32 {
 	return uint32(d[4]) | uint32(d[5])<<8 | uint32(d[6])<<16 | uint32(d[7])<<24
+}
+
+// s2DictCompressor is S2 with a dictionary. Without one (the instance New
+// registers so that Decode knows the id) it only reports that values with
+// this id need their dictionary.
+type s2DictCompressor struct {
+	better bool
+	id     uint32
+	dict   *s2.Dict
+}
+
+var errNeedsDictionary = errors.New("s2-dict: value names no dictionary")
+
+func (c *s2DictCompressor) ID() byte { return IDS2Dict }
+
+func (c *s2DictCompressor) Name() string {
+	n := "s2-dict"
+	if c.better {
+		n = "s2-better-dict"
+	}
+	if c.id != 0 {
+		n += fmt.Sprintf("%d", c.id)
+	}
+	return n
+}
+
+func (c *s2DictCompressor) Compress(dst, src []byte) ([]byte, error) {
+	if c.dict == nil {
+		return dst, errNeedsDictionary
+	}
+	n := s2.MaxEncodedLen(len(src))
+	if n < 0 {
+		return dst, fmt.Errorf("s2: input of %d bytes too large", len(src))
+	}
+	dst = grow(dst, n)
+	var out []byte
+	if c.better {
+		out = c.dict.EncodeBetter(dst[len(dst):len(dst)+n], src)
+	} else {
+		out = c.dict.Encode(dst[len(dst):len(dst)+n], src)
+	}
+	return dst[:len(dst)+len(out)], nil
+}
+
+// Decompress is reached only for a value without a dictionary id, which
+// no writer produces: the Codec decodes values with one through
+// s2DictDecode.
+func (c *s2DictCompressor) Decompress(dst, src []byte, rawLen int) ([]byte, error) {
+	if c.dict == nil {
+		return dst, errNeedsDictionary
+	}
+	return s2DictDecode(c.dict, dst, src, rawLen)
+}
+
+// s2DictDecode decodes an S2 block made with dictionary d into dst,
+// checking the block's length against rawLen before writing anything.
+func s2DictDecode(d *s2.Dict, dst, src []byte, rawLen int) ([]byte, error) {
+	n, err := s2.DecodedLen(src)
+	if err != nil {
+		return dst, err
+	}
+	if n != rawLen {
+		return dst, errSizeMismatch
+	}
+	dst = grow(dst, n)
+	out, err := d.Decode(dst[len(dst):len(dst)+n], src)
+	if err != nil {
+		return dst, err
+	}
+	if len(out) != n {
+		return dst, errSizeMismatch
+	}
+	return dst[:len(dst)+n], nil
 }

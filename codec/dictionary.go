@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"github.com/klauspost/compress/dict"
+	"github.com/klauspost/compress/s2"
 	"github.com/klauspost/compress/zstd"
 )
 
@@ -110,10 +111,12 @@ type DictionarySource interface {
 // for decoding when Options.MaxDictionaries is 0.
 const DefaultMaxDictionaries = 16
 
-// dictionaries holds a Codec's decoders, one per dictionary id, and the
-// dictionary Encode uses. Dictionaries from Options.Dictionaries stay for
-// the Codec's life; those from the DictionarySource are kept up to
-// MaxDictionaries, least recently used out first.
+// dictionaries holds a Codec's dictionaries by id, with their decoders
+// built on first use (a zstd decoder, or an S2 dictionary, as the values
+// need), and the dictionary Encode uses. Dictionaries from
+// Options.Dictionaries and SetDictionary stay for the Codec's life; those
+// from the DictionarySource are kept up to MaxDictionaries, least
+// recently used out first.
 type dictionaries struct {
 	source DictionarySource
 	max    int
@@ -129,9 +132,46 @@ type dictionaries struct {
 }
 
 type dictDecoder struct {
-	dec    *zstd.Decoder
+	id     uint32
+	d      []byte
 	pinned bool
 	used   uint64
+
+	zOnce sync.Once
+	z     *zstd.Decoder
+	zErr  error
+
+	sOnce sync.Once
+	s     *s2.Dict
+}
+
+// zstd returns the dictionary's zstd decoder. Each dictionary gets its own
+// decoder so that dictionaries can be added while the Codec runs (a
+// zstd.Decoder's dictionaries are fixed when it is made).
+func (dd *dictDecoder) zstd() (*zstd.Decoder, error) {
+	dd.zOnce.Do(func() {
+		opts := []zstd.DOption{
+			zstd.WithDecoderConcurrency(0),
+			zstd.WithDecodeAllCapLimit(true),
+			zstd.WithDecoderLowmem(false),
+		}
+		if isZstdDict(dd.d) {
+			opts = append(opts, zstd.WithDecoderDicts(dd.d))
+		} else {
+			// A raw (content-only) dictionary is registered under zstd
+			// id 0, as frames written with it carry none, and under its
+			// own id for frames from writers that named it.
+			opts = append(opts, zstd.WithDecoderDictRaw(0, dd.d), zstd.WithDecoderDictRaw(dd.id, dd.d))
+		}
+		dd.z, dd.zErr = zstd.NewReader(nil, opts...)
+	})
+	return dd.z, dd.zErr
+}
+
+// s2dict returns the dictionary as an S2 dictionary, nil if it is not one.
+func (dd *dictDecoder) s2dict() *s2.Dict {
+	dd.sOnce.Do(func() { dd.s = s2.NewDict(dd.d) })
+	return dd.s
 }
 
 // dictEncoding is a compressor bound to one dictionary.
@@ -146,44 +186,26 @@ func newDictionaries(static map[uint32][]byte, source DictionarySource, max int)
 	}
 	ds := &dictionaries{source: source, max: max, decs: make(map[uint32]*dictDecoder, len(static))}
 	for id, d := range static {
-		dec, err := newDictZstdDecoder(id, d)
-		if err != nil {
-			return nil, fmt.Errorf("dictionary %d: %w", id, err)
+		dd := &dictDecoder{id: id, d: d, pinned: true}
+		if isZstdDict(d) {
+			if _, err := dd.zstd(); err != nil {
+				return nil, fmt.Errorf("dictionary %d: %w", id, err)
+			}
 		}
-		ds.decs[id] = &dictDecoder{dec: dec, pinned: true}
+		ds.decs[id] = dd
 	}
 	return ds, nil
 }
 
-// newDictZstdDecoder returns a decoder that knows one dictionary. Each
-// dictionary gets its own decoder so that dictionaries can be added while
-// the Codec runs (a zstd.Decoder's dictionaries are fixed when it is made).
-func newDictZstdDecoder(id uint32, d []byte) (*zstd.Decoder, error) {
-	opts := []zstd.DOption{
-		zstd.WithDecoderConcurrency(0),
-		zstd.WithDecodeAllCapLimit(true),
-		zstd.WithDecoderLowmem(false),
-	}
-	if isZstdDict(d) {
-		opts = append(opts, zstd.WithDecoderDicts(d))
-	} else {
-		// A raw (content-only) dictionary is registered under zstd id
-		// 0, as frames written with it carry none, and under its own id
-		// for frames from writers that named it.
-		opts = append(opts, zstd.WithDecoderDictRaw(0, d), zstd.WithDecoderDictRaw(id, d))
-	}
-	return zstd.NewReader(nil, opts...)
-}
-
-// decoder returns the decoder for dictionary id, loading the dictionary
-// from the source when it is not held.
-func (ds *dictionaries) decoder(id uint32) (*zstd.Decoder, error) {
+// get returns dictionary id, loading it from the source when it is not
+// held.
+func (ds *dictionaries) get(id uint32) (*dictDecoder, error) {
 	ds.mu.Lock()
 	if dd, ok := ds.decs[id]; ok {
 		ds.clock++
 		dd.used = ds.clock
 		ds.mu.Unlock()
-		return dd.dec, nil
+		return dd, nil
 	}
 	ds.mu.Unlock()
 	if ds.source == nil {
@@ -199,28 +221,26 @@ func (ds *dictionaries) decoder(id uint32) (*zstd.Decoder, error) {
 	if err := CheckDictionary(id, d); err != nil {
 		return nil, err
 	}
-	dec, err := newDictZstdDecoder(id, d)
-	if err != nil {
-		return nil, fmt.Errorf("%w %d: unusable dictionary: %w", ErrUnknownDictionary, id, err)
-	}
 	ds.mu.Lock()
 	defer ds.mu.Unlock()
 	if dd, ok := ds.decs[id]; ok {
 		// Another goroutine loaded it meanwhile; use one decoder.
-		return dd.dec, nil
+		return dd, nil
 	}
 	ds.clock++
-	ds.decs[id] = &dictDecoder{dec: dec, used: ds.clock}
+	dd := &dictDecoder{id: id, d: d, used: ds.clock}
+	ds.decs[id] = dd
 	ds.dynamic++
 	for ds.dynamic > ds.max {
 		ds.evictOldest()
 	}
-	return dec, nil
+	return dd, nil
 }
 
-// evictOldest drops the least recently used dynamic decoder. It is not
-// closed: a goroutine may still be decoding with it, and a decoder used
-// only through DecodeAll holds no goroutines, so the collector frees it.
+// evictOldest drops the least recently used dynamic dictionary. Its
+// decoder is not closed: a goroutine may still be decoding with it, and a
+// decoder used only through DecodeAll holds no goroutines, so the
+// collector frees it.
 func (ds *dictionaries) evictOldest() {
 	var oldest uint32
 	var at uint64
@@ -252,8 +272,8 @@ func (ds *dictionaries) held() []uint32 {
 	return ids
 }
 
-// add makes dictionary d (already checked) available for decoding, pinned.
-func (ds *dictionaries) add(id uint32, d []byte) error {
+// add keeps dictionary d (already checked) for the Codec's life.
+func (ds *dictionaries) add(id uint32, d []byte) {
 	ds.mu.Lock()
 	defer ds.mu.Unlock()
 	if dd, ok := ds.decs[id]; ok {
@@ -261,39 +281,56 @@ func (ds *dictionaries) add(id uint32, d []byte) error {
 			dd.pinned = true
 			ds.dynamic--
 		}
-		return nil
+		return
 	}
-	dec, err := newDictZstdDecoder(id, d)
-	if err != nil {
-		return err
+	ds.decs[id] = &dictDecoder{id: id, d: d, pinned: true}
+}
+
+// bindDictionary returns comp compressing with dictionary d under id: a
+// zstd compressor at the same level, or S2's dictionary compressor (its
+// own id, IDS2Dict: S2 blocks with a dictionary are not Snappy blocks).
+func bindDictionary(comp Compressor, id uint32, d []byte) (Compressor, error) {
+	switch z := comp.(type) {
+	case *zstdCompressor:
+		nz := &zstdCompressor{level: z.level, zlevel: z.zlevel, dictID: id, dict: d}
+		if _, err := nz.encoder(); err != nil {
+			return nil, err
+		}
+		return nz, nil
+	case s2Compressor:
+		if isZstdDict(d) {
+			return nil, errors.New("a zstd-format dictionary cannot compress S2 blocks; use Zstd, or TrainS2Dictionary")
+		}
+		sd := s2.NewDict(d)
+		if sd == nil {
+			return nil, errors.New("not an S2 dictionary (TrainS2Dictionary makes one; 16 B to 64 KiB of content)")
+		}
+		return &s2DictCompressor{better: z.better, id: id, dict: sd}, nil
+	case *s2DictCompressor:
+		return bindDictionary(s2Compressor{better: z.better}, id, d)
 	}
-	ds.decs[id] = &dictDecoder{dec: dec, pinned: true}
-	return nil
+	return nil, fmt.Errorf("compressor %q does not support dictionaries; use Zstd or S2", comp.Name())
 }
 
 // SetDictionary makes Encode compress with dictionary d from now on (the
 // rotation of a writer), and returns d's content id. Values written
 // before keep their old id in their header and decode as long as this
 // Codec (or any reader) can find the old dictionary; this Codec keeps
-// every dictionary it encoded with. The Codec's compressor must be Zstd.
-// It is safe to call while other goroutines encode and decode.
+// every dictionary it encoded with. The Codec's compressor must be Zstd
+// (d from TrainContentDictionary) or S2 (d from TrainS2Dictionary; values
+// then use compressor id IDS2Dict). It is safe to call while other
+// goroutines encode and decode.
 func (c *Codec) SetDictionary(d []byte) (uint32, error) {
 	if len(d) == 0 {
 		return 0, errors.New("kura: codec: SetDictionary: empty dictionary")
 	}
-	z, ok := c.comp.(*zstdCompressor)
-	if !ok {
-		return 0, fmt.Errorf("kura: codec: SetDictionary: compressor %q does not support dictionaries; use Zstd", c.comp.Name())
-	}
 	id := DictionaryID(d)
-	nz := &zstdCompressor{level: z.level, zlevel: z.zlevel, dictID: id, dict: d}
-	if _, err := nz.encoder(); err != nil {
+	comp, err := bindDictionary(c.comp, id, d)
+	if err != nil {
 		return 0, fmt.Errorf("kura: codec: SetDictionary: %w", err)
 	}
-	if err := c.dicts.add(id, d); err != nil {
-		return 0, fmt.Errorf("kura: codec: SetDictionary: %w", err)
-	}
-	c.dicts.enc.Store(&dictEncoding{id: id, comp: nz})
+	c.dicts.add(id, d)
+	c.dicts.enc.Store(&dictEncoding{id: id, comp: comp})
 	return id, nil
 }
 
@@ -313,15 +350,46 @@ func (c *Codec) encoding() (Compressor, uint32) {
 }
 
 // decodeWithDictionary decompresses a payload written with dictionary
-// h.Dict. Errors match ErrUnknownDictionary (no such dictionary, or bytes
-// that do not match the id) or are the decoder's own.
+// h.Dict. Errors match ErrUnknownDictionary (no such dictionary, bytes
+// that do not match the id, a compressor without dictionaries) or are the
+// decompressor's own.
 func (c *Codec) decodeWithDictionary(h Header, comp Compressor, dst, payload []byte) ([]byte, error) {
-	if h.Compressor != IDZstd {
+	if h.Compressor != IDZstd && h.Compressor != IDS2Dict {
 		return dst, fmt.Errorf("%w: dictionary %d with compressor %s", ErrUnknownDictionary, h.Dict, comp.Name())
 	}
-	dec, err := c.dicts.decoder(h.Dict)
+	dd, err := c.dicts.get(h.Dict)
 	if err != nil {
 		return dst, err
 	}
+	if h.Compressor == IDS2Dict {
+		sd := dd.s2dict()
+		if sd == nil {
+			return dst, fmt.Errorf("%w %d: not an S2 dictionary", ErrUnknownDictionary, h.Dict)
+		}
+		return s2DictDecode(sd, dst, payload, h.RawLen)
+	}
+	dec, err := dd.zstd()
+	if err != nil {
+		return dst, fmt.Errorf("%w %d: unusable dictionary: %w", ErrUnknownDictionary, h.Dict, err)
+	}
 	return zstdDecode(dec, dst, payload, h.RawLen)
+}
+
+// TrainS2Dictionary builds an S2 dictionary of at most maxSize bytes (0 or
+// above 64 KiB: 64 KiB, S2's limit) from sample payloads and returns it
+// with its content id, for an S2() Codec's SetDictionary. S2 with a
+// dictionary encodes at close to S2's speed and stores less than S2 on
+// values that share structure, but more than zstd with a dictionary.
+func TrainS2Dictionary(samples [][]byte, maxSize int) ([]byte, uint32, error) {
+	if len(samples) == 0 {
+		return nil, 0, errors.New("kura: codec: TrainS2Dictionary: no samples")
+	}
+	if maxSize <= 0 || maxSize > s2.MaxDictSize {
+		maxSize = s2.MaxDictSize
+	}
+	d, err := dict.BuildS2Dict(samples, dict.Options{MaxDictSize: maxSize, HashBytes: 6})
+	if err != nil {
+		return nil, 0, fmt.Errorf("kura: codec: TrainS2Dictionary: %w", err)
+	}
+	return d, DictionaryID(d), nil
 }
