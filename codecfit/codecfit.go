@@ -19,6 +19,8 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/golang/snappy"
@@ -254,7 +256,22 @@ func Analyze(values []Value, opts Options) (*Report, error) {
 		if size > trainBytes/2 && size != opts.DictSizes[0] {
 			continue
 		}
-		name := fmt.Sprintf("zstd-3+dict-%s", sizeName(size))
+		if size <= 64<<10 {
+			name := fmt.Sprintf("s2+dict-%s", sizeName(size))
+			progress("training %s on %d values (%s)", name, len(samples), sizeName(trainBytes))
+			if d, id, err := codec.TrainS2Dictionary(samples, size); err != nil {
+				progress("%s: %v", name, err)
+			} else {
+				rep.dicts[name] = d
+				cands = append(cands, candidate{
+					name:     name,
+					goCfg:    fmt.Sprintf("codec.Options{MinCompressSize: -1, DictionarySource: registry} + SetDictionary(dict %08x)", id),
+					opts:     codec.Options{MinCompressSize: -1, Dictionaries: map[uint32][]byte{id: d}, Dictionary: id},
+					dictSize: len(d),
+				})
+			}
+		}
+		name := fmt.Sprintf("zstd+dict-%s", sizeName(size))
 		progress("training %s on %d values (%s)", name, len(samples), sizeName(trainBytes))
 		d, id, err := codec.TrainContentDictionary(samples, size)
 		if err != nil {
@@ -263,13 +280,16 @@ func Analyze(values []Value, opts Options) (*Report, error) {
 			progress("%s: %v", name, err)
 			continue
 		}
-		rep.dicts[name] = d
-		cands = append(cands, candidate{
-			name:     name,
-			goCfg:    fmt.Sprintf("codec.Options{Compressor: codec.Zstd(3), MinCompressSize: -1, DictionarySource: registry} + SetDictionary(dict %08x)", id),
-			opts:     codec.Options{Compressor: codec.Zstd(3), MinCompressSize: -1, Dictionaries: map[uint32][]byte{id: d}, Dictionary: id},
-			dictSize: len(d),
-		})
+		for _, level := range []int{1, 3} {
+			name := fmt.Sprintf("zstd-%d+dict-%s", level, sizeName(size))
+			rep.dicts[name] = d
+			cands = append(cands, candidate{
+				name:     name,
+				goCfg:    fmt.Sprintf("codec.Options{Compressor: codec.Zstd(%d), MinCompressSize: -1, DictionarySource: registry} + SetDictionary(dict %08x)", level, id),
+				opts:     codec.Options{Compressor: codec.Zstd(level), MinCompressSize: -1, Dictionaries: map[uint32][]byte{id: d}, Dictionary: id},
+				dictSize: len(d),
+			})
+		}
 	}
 
 	for _, c := range cands {
@@ -404,9 +424,11 @@ func markPareto(rs []Result) {
 //
 //  1. values whose median serialized size is under TinyValue bytes, or
 //     that no candidate shrinks by MinSavings: no compression;
-//  2. the best dictionary candidate if it stores DictGain less than the
-//     best candidate without a dictionary (the smallest dictionary within
-//     2% of the best dictionary's bytes);
+//  2. if the best dictionary candidate stores DictGain less than the best
+//     candidate without a dictionary: among the dictionary candidates
+//     that do, those at no more encode+decode CPU than msgpack+snappy
+//     (all of them if none is), the fewest bytes, and the smallest
+//     dictionary within 2% of those bytes;
 //  3. otherwise the smallest candidate without a dictionary whose encode
 //     plus decode CPU is no more than msgpack+snappy's (the seed's
 //     speed), falling back to S2 (kura's default).
@@ -449,18 +471,49 @@ func recommend(rep *Report) (string, string) {
 			bestDict = r
 		}
 	}
+	seedCPU := seed.EncodeNs + seed.DecodeNs
 	if bestDict != nil && float64(bestDict.Bytes) <= (1-DictGain)*float64(bestPlain.Bytes) {
-		pick := bestDict
-		for i := range rep.Results {
-			r := &rep.Results[i]
-			if r.DictSize > 0 && r.DictSize < pick.DictSize && float64(r.Bytes) <= 1.02*float64(bestDict.Bytes) {
+		// Dictionaries earn their keep. Among those that do, prefer the
+		// ones at no more CPU than msgpack+snappy; then the fewest bytes,
+		// and the smallest dictionary within 2% of them.
+		var pool []*Result
+		for _, fast := range []bool{true, false} {
+			for i := range rep.Results {
+				r := &rep.Results[i]
+				if r.DictSize > 0 && float64(r.Bytes) <= (1-DictGain)*float64(bestPlain.Bytes) &&
+					(!fast || r.EncodeNs+r.DecodeNs <= seedCPU) {
+					pool = append(pool, r)
+				}
+			}
+			if len(pool) > 0 {
+				break
+			}
+		}
+		pick := pool[0]
+		for _, r := range pool {
+			if r.Bytes < pick.Bytes {
 				pick = r
 			}
 		}
-		return pick.Name, fmt.Sprintf("a %s dictionary trained on %d of your values stores the other %d in %.2fx the bytes of msgpack+snappy (%.0f%% less than the best codec without a dictionary, %s), encoding at %.1fx and decoding at %.1fx msgpack+snappy's CPU per value",
+		least := pick.Bytes
+		for _, r := range pool {
+			if r.DictSize < pick.DictSize && float64(r.Bytes) <= 1.02*float64(least) {
+				pick = r
+			}
+		}
+		speed := "at no more CPU than msgpack+snappy"
+		if pick.EncodeNs+pick.DecodeNs > seedCPU {
+			speed = "no dictionary candidate is as fast as msgpack+snappy here, this is the smallest"
+		}
+		note := ""
+		if bestDict.Bytes < pick.Bytes {
+			note = fmt.Sprintf("; %s stores %.0f%% less at %.1fx the CPU", bestDict.Name,
+				100*(1-float64(bestDict.Bytes)/float64(pick.Bytes)), (bestDict.EncodeNs+bestDict.DecodeNs)/(pick.EncodeNs+pick.DecodeNs))
+		}
+		return pick.Name, fmt.Sprintf("a %s dictionary trained on %d of your values stores the other %d in %.2fx the bytes of msgpack+snappy (%.0f%% less than the best codec without a dictionary, %s), %s: encode %.1fx, decode %.1fx its CPU per value%s",
 			sizeName(pick.DictSize), rep.TrainValues, rep.TestValues, pick.VsSeed,
-			100*(1-float64(pick.Bytes)/float64(bestPlain.Bytes)), bestPlain.Name,
-			pick.EncodeNs/seed.EncodeNs, pick.DecodeNs/seed.DecodeNs)
+			100*(1-float64(pick.Bytes)/float64(bestPlain.Bytes)), bestPlain.Name, speed,
+			pick.EncodeNs/seed.EncodeNs, pick.DecodeNs/seed.DecodeNs, note)
 	}
 	dictNote := "no dictionary was trained"
 	if bestDict != nil {
@@ -489,4 +542,44 @@ func sortByBytes(rs []Result) []Result {
 	out := slices.Clone(rs)
 	slices.SortStableFunc(out, func(a, b Result) int { return cmp.Compare(a.Bytes, b.Bytes) })
 	return out
+}
+
+// NewCodec returns a writer's Codec for a recommended candidate name
+// ("s2", "zstd-3", "s2+dict-16K", "zstd-1+dict-4K", ...) with its
+// dictionary d (nil for candidates without one), reading with source
+// (may be nil). It is what the candidate's Go field describes.
+func NewCodec(name string, d []byte, source codec.DictionarySource) (*codec.Codec, error) {
+	base, _, hasDict := strings.Cut(name, "+dict-")
+	o := codec.Options{DictionarySource: source}
+	switch {
+	case base == "none":
+		o.Compressor = codec.None()
+	case base == "s2":
+	case base == "s2-better":
+		o.Compressor = codec.S2Better()
+	case strings.HasPrefix(base, "zstd-"):
+		level, err := strconv.Atoi(strings.TrimPrefix(base, "zstd-"))
+		if err != nil {
+			return nil, fmt.Errorf("kura: codecfit: unknown candidate %q", name)
+		}
+		o.Compressor = codec.Zstd(level)
+	default:
+		return nil, fmt.Errorf("kura: codecfit: unknown candidate %q", name)
+	}
+	if hasDict {
+		if len(d) == 0 {
+			return nil, fmt.Errorf("kura: codecfit: candidate %q needs its dictionary", name)
+		}
+		o.MinCompressSize = -1
+	}
+	c, err := codec.New(o)
+	if err != nil {
+		return nil, err
+	}
+	if hasDict {
+		if _, err := c.SetDictionary(d); err != nil {
+			return nil, err
+		}
+	}
+	return c, nil
 }
