@@ -62,6 +62,21 @@ var benchDict = sync.OnceValue(func() []byte {
 	return d
 })
 
+var benchS2DictBytes = sync.OnceValue(func() []byte {
+	var samples [][]byte
+	for _, a := range corpus.Articles(99, 200) {
+		b, _ := msgpack.Marshal(a)
+		samples = append(samples, b)
+	}
+	d, _, err := TrainS2Dictionary(samples, 64<<10)
+	if err != nil {
+		panic(err)
+	}
+	return d
+})
+
+func benchS2Dict() uint32 { return DictionaryID(benchS2DictBytes()) }
+
 func kuraScheme(name string, o Options, reuse bool) scheme {
 	c, err := New(o)
 	if err != nil {
@@ -120,6 +135,7 @@ func schemes() []scheme {
 		kuraScheme("kura-s2better", Options{Compressor: S2Better()}, true),
 		kuraScheme("kura-zstd", Options{Compressor: Zstd(3)}, true),
 		kuraScheme("kura-zstd-dict", Options{Compressor: Zstd(3), Dictionaries: map[uint32][]byte{1: benchDict()}, Dictionary: 1}, true),
+		kuraScheme("kura-s2-dict", Options{Dictionaries: map[uint32][]byte{benchS2Dict(): benchS2DictBytes()}, Dictionary: benchS2Dict()}, true),
 	}
 }
 

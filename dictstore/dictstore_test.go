@@ -24,7 +24,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(proctest.Main(m, proctest.Workers{"reader": readerWorker}))
+	os.Exit(proctest.Main(m, proctest.Workers{"reader": readerWorker, "coldstart": coldStartWorker}))
 }
 
 // readerArgs tell a reader process where to read which keys.
@@ -588,5 +588,130 @@ func TestPerKindDictionaries(t *testing.T) {
 	}
 	if st := reg.Stats(); st.Lookups != 2 || st.Held != 2 {
 		t.Fatalf("reader registry %+v; want 2 lookups, 2 held", st)
+	}
+}
+
+type coldStartArgs struct {
+	URL, Key string
+}
+
+// coldStartReport is what a fresh reader process took: to open the store
+// and build its Cache, then to decode its first value (with a dictionary:
+// the lookup, the check, the decoder's construction and the decode).
+type coldStartReport struct {
+	OpenNs, FirstNs int64
+	Err             string
+}
+
+func coldStartWorker(ctx context.Context, c *proctest.Child) error {
+	var a coldStartArgs
+	if err := c.Args(&a); err != nil {
+		return err
+	}
+	if err := c.Ready(ctx); err != nil {
+		return err
+	}
+	t0 := time.Now()
+	s, err := storeurl.Open(ctx, a.URL)
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	reg, err := dictstore.New(dictstore.Options{Store: s})
+	if err != nil {
+		return err
+	}
+	cd, err := codec.New(codec.Options{DictionarySource: reg})
+	if err != nil {
+		return err
+	}
+	cache, err := kura.New[corpus.Article](s, kura.Options{Codec: cd})
+	if err != nil {
+		return err
+	}
+	t1 := time.Now()
+	_, err = cache.Get(ctx, a.Key)
+	rep := coldStartReport{OpenNs: t1.Sub(t0).Nanoseconds(), FirstNs: time.Since(t1).Nanoseconds()}
+	if err != nil {
+		rep.Err = err.Error()
+	}
+	return c.Report(rep)
+}
+
+// BenchmarkReaderColdStart: a fresh process reads its first value from a
+// real redis-server, written with a published dictionary (zstd or S2,
+// 16 KiB) or without one (kura's default), and reports how long the
+// first decode took after the store was open. Each iteration is a new
+// process.
+//
+//	go test ./dictstore -run '^$' -bench ReaderColdStart -benchtime 20x -count 3
+func BenchmarkReaderColdStart(b *testing.B) {
+	srv := servertest.Redis(b, servers.RedisConfig{})
+	ctx := context.Background()
+	s, err := storeurl.Open(ctx, srv.URL())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	pub, err := dictstore.New(dictstore.Options{Store: s})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var samples [][]byte
+	for _, a := range corpus.Articles(99, 32) {
+		p, _ := codec.MsgPack().Marshal(nil, a)
+		samples = append(samples, p)
+	}
+	zd, _, err := codec.TrainContentDictionary(samples, 16<<10)
+	if err != nil {
+		b.Fatal(err)
+	}
+	sd, _, err := codec.TrainS2Dictionary(samples, 16<<10)
+	if err != nil {
+		b.Fatal(err)
+	}
+	art := corpus.NewArticle(5, 1)
+	for _, v := range []struct {
+		name string
+		comp codec.Compressor
+		dict []byte
+	}{{"no-dictionary", codec.S2(), nil}, {"zstd-dict16K", codec.Zstd(3), zd}, {"s2-dict16K", codec.S2(), sd}} {
+		cd, err := codec.New(codec.Options{Compressor: v.comp})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if v.dict != nil {
+			if _, err := pub.Publish(ctx, v.dict); err != nil {
+				b.Fatal(err)
+			}
+			if _, err := cd.SetDictionary(v.dict); err != nil {
+				b.Fatal(err)
+			}
+		}
+		w, err := kura.New[corpus.Article](s, kura.Options{Codec: cd})
+		if err != nil {
+			b.Fatal(err)
+		}
+		key := "coldstart:" + v.name
+		if err := w.Set(ctx, key, art, time.Hour); err != nil {
+			b.Fatal(err)
+		}
+		b.Run(v.name, func(b *testing.B) {
+			var open, first int64
+			for b.Loop() {
+				g := proctest.Start(b, "coldstart", 1, coldStartArgs{URL: srv.URL(), Key: key}, proctest.Options{})
+				if err := g.Go(); err != nil {
+					b.Fatal(err)
+				}
+				reps, err := proctest.Decode[coldStartReport](g.WaitOK(b))
+				if err != nil || len(reps) != 1 || reps[0].Err != "" {
+					b.Fatalf("cold reader: %v %+v", err, reps)
+				}
+				open += reps[0].OpenNs
+				first += reps[0].FirstNs
+			}
+			b.ReportMetric(float64(open)/float64(b.N)/1e3, "open-µs")
+			b.ReportMetric(float64(first)/float64(b.N)/1e3, "first-value-µs")
+		})
 	}
 }
