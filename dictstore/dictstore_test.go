@@ -715,3 +715,71 @@ func BenchmarkReaderColdStart(b *testing.B) {
 		})
 	}
 }
+
+// Real eviction: a server under memory pressure drops the dictionary (it
+// is read once per reader, so it is among the least recently used keys);
+// readers then miss, and the writer's Republish puts it back.
+func TestRepublishAfterEviction(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-server test")
+	}
+	d1, _ := trained(t)
+	mc := servertest.Memcached(t, servers.MemcachedConfig{MemoryMB: 8})
+	rd := servertest.Redis(t, servers.RedisConfig{Args: []string{"--maxmemory", "4mb", "--maxmemory-policy", "allkeys-lru"}})
+	for name, url := range map[string]string{"memcached": "memcached://" + mc.Addr, "redis-allkeys-lru": rd.URL()} {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			s, err := storeurl.Open(ctx, url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			writer, err := dictstore.New(dictstore.Options{Store: s})
+			if err != nil {
+				t.Fatal(err)
+			}
+			id, err := writer.Publish(ctx, d1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			keys := []string{writer.Key(id)}
+			if nk, ok := store.Find[dictstore.NodeKeyer](s); ok {
+				if keys, err = nk.NodeKeys(ctx, writer.Key(id)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// Fill with values of the dictionary's size (memcached evicts
+			// within a slab class) until the dictionary is gone. Each
+			// round writes twice the server's memory, then looks once (a
+			// read counts as use for the LRU, so not while filling).
+			filler := make([]byte, len(d1))
+			evicted := false
+			for round, i := 0, 0; round < 5 && !evicted; round++ {
+				for end := i + (16<<20)/len(filler); i < end; i++ {
+					filler[0], filler[1], filler[2] = byte(i), byte(i>>8), byte(i>>16)
+					if err := s.Set(ctx, fmt.Sprintf("fill:%d", i), filler, 0); err != nil && !strings.Contains(err.Error(), "memory") {
+						t.Fatal(err)
+					}
+				}
+				_, err := s.Get(ctx, keys[0])
+				evicted = errors.Is(err, store.ErrNotFound)
+			}
+			if !evicted {
+				t.Fatal("the server never evicted the dictionary")
+			}
+			reader, err := dictstore.New(dictstore.Options{Store: s, NegativeTTL: -1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := reader.Dictionary(id); !errors.Is(err, dictstore.ErrNotPublished) {
+				t.Fatalf("evicted dictionary: %v", err)
+			}
+			if n, err := writer.Republish(ctx); err != nil || n != 1 {
+				t.Fatalf("Republish: %d keys, %v", n, err)
+			}
+			if d, err := reader.Dictionary(id); err != nil || string(d) != string(d1) {
+				t.Fatalf("after Republish: %v", err)
+			}
+		})
+	}
+}
