@@ -2,7 +2,7 @@
 // set of cached values: for every candidate (no compression, S2, zstd at a
 // few levels, zstd with dictionaries of a few sizes trained on part of the
 // values) it measures, on values held out from training, the bytes stored
-// and the CPU to encode and decode, next to seed 000's msgpack+snappy and
+// and the CPU to encode and decode, next to msgpack+snappy (what Go services commonly write) and
 // to JSON, and recommends one with its reason. `kura codecs` is the
 // command-line face of this package; its reports (text, JSON, HTML with
 // the Pareto chart) are in report.go.
@@ -61,7 +61,7 @@ type Result struct {
 	// Name identifies the candidate ("s2", "zstd-3+dict-16K",
 	// "msgpack+snappy").
 	Name string `json:"name"`
-	// Reference is true for msgpack+snappy (seed 000's code) and JSON,
+	// Reference is true for msgpack+snappy (the common Go cache codec) and JSON,
 	// measured for comparison and never recommended.
 	Reference bool `json:"reference"`
 	// Go is how to configure a kura Codec for it ("" for references).
@@ -321,10 +321,13 @@ func Analyze(values []Value, opts Options) (*Report, error) {
 }
 
 func sizeName(n int) string {
-	if n >= 1<<10 && n%(1<<10) == 0 {
+	switch {
+	case n >= 1<<10 && n%(1<<10) == 0:
 		return fmt.Sprintf("%dK", n>>10)
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 	}
-	return fmt.Sprintf("%dB", n)
+	return fmt.Sprintf("%d B", n)
 }
 
 // measure encodes every test value for the sizes, then times encode and
@@ -430,7 +433,7 @@ func markPareto(rs []Result) {
 //     (all of them if none is), the fewest bytes, and the smallest
 //     dictionary within 2% of those bytes;
 //  3. otherwise the smallest candidate without a dictionary whose encode
-//     plus decode CPU is no more than msgpack+snappy's (the seed's
+//     plus decode CPU is no more than msgpack+snappy's (the common
 //     speed), falling back to S2 (kura's default).
 func recommend(rep *Report) (string, string) {
 	none, _ := rep.Result("none")

@@ -199,6 +199,9 @@ func TestReports(t *testing.T) {
 			t.Fatalf("HTML report lacks %q", want)
 		}
 	}
+	if strings.Contains(strings.ToLower(h+txt.String()), "seed 0") {
+		t.Fatal("a report names a field report instead of the problem")
+	}
 	// One circle per candidate, the Pareto ones marked.
 	if n, p := strings.Count(h, "<circle"), strings.Count(h, `class="point pareto`); n != len(rep.Results) || p == 0 {
 		t.Fatalf("%d points (%d on the frontier) for %d candidates", n, p, len(rep.Results))

@@ -189,9 +189,9 @@ td:first-child,th:first-child{text-align:left}tr.chosen{background:#e8f4e8;font-
 <polyline class="frontier" points="{{.Frontier}}" fill="none" stroke="#3a3" stroke-width="2" stroke-dasharray="5,3"/>
 {{range .Points}}<g class="point{{if .Pareto}} pareto{{end}}{{if .Chosen}} chosen{{end}}" data-name="{{.Name}}"><title>{{.Label}}</title>
 <circle cx="{{.X}}" cy="{{.Y}}" r="{{if .Chosen}}7{{else}}5{{end}}" fill="{{if .Chosen}}#3a3{{else if .Reference}}#999{{else if .Pareto}}#36c{{else}}#bbb{{end}}"/>
-<text x="{{add .X 8}}" y="{{sub .Y 6}}">{{.Name}}</text></g>
+{{if or .Pareto .Chosen .Reference}}<text x="{{add .X 8}}" y="{{sub .Y 6}}">{{.Name}}</text>{{end}}</g>
 {{end}}</svg>
-<p>Dashed line: the Pareto frontier (no other candidate is both smaller and cheaper). Grey: references (JSON, seed 000's msgpack+snappy).</p>
+<p>Dashed line: the Pareto frontier (no other candidate is both smaller and cheaper). Grey: references (JSON, and msgpack+snappy as Go services commonly write cache values). Labels name the frontier, the recommendation and the references; hover any point for its figures.</p>
 <h2>All candidates</h2>
 <table id="results"><tr><th>candidate</th><th>bytes</th><th>vs JSON</th><th>vs msgpack+snappy</th><th>p50 B</th><th>p90 B</th><th>p99 B</th>
 <th>encode µs</th><th>decode µs</th><th>encode MB/s</th><th>decode MB/s</th><th>allocs enc/dec</th><th>network per 1,000 reads</th><th>memory per 1M values</th><th>Pareto</th></tr>
