@@ -118,6 +118,7 @@ func BenchmarkCorpus(b *testing.B) {
 				}},
 			kuraScheme("kura", withDict(Options{}, nil)),
 			kuraScheme("kura-s2-dict16K", withDict(Options{MinCompressSize: -1}, s2d)),
+			kuraScheme("kura-s2better-dict16K", withDict(Options{Compressor: S2Better(), MinCompressSize: -1}, s2d)),
 			kuraScheme("kura-zstd1-dict16K", withDict(Options{Compressor: Zstd(1), MinCompressSize: -1}, zd)),
 			kuraScheme("kura-zstd3-dict16K", withDict(Options{Compressor: Zstd(3), MinCompressSize: -1}, zd)),
 		}

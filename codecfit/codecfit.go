@@ -269,6 +269,14 @@ func Analyze(values []Value, opts Options) (*Report, error) {
 					opts:     codec.Options{MinCompressSize: -1, Dictionaries: map[uint32][]byte{id: d}, Dictionary: id},
 					dictSize: len(d),
 				})
+				better := fmt.Sprintf("s2-better+dict-%s", sizeName(size))
+				rep.dicts[better] = d
+				cands = append(cands, candidate{
+					name:     better,
+					goCfg:    fmt.Sprintf("codec.Options{Compressor: codec.S2Better(), MinCompressSize: -1, DictionarySource: registry} + SetDictionary(dict %08x)", id),
+					opts:     codec.Options{Compressor: codec.S2Better(), MinCompressSize: -1, Dictionaries: map[uint32][]byte{id: d}, Dictionary: id},
+					dictSize: len(d),
+				})
 			}
 		}
 		name := fmt.Sprintf("zstd+dict-%s", sizeName(size))
