@@ -253,24 +253,12 @@ func zstdDecode(dec *zstd.Decoder, dst, src []byte, rawLen int) ([]byte, error) 
 }
 
 var plainZstdDecoder = sync.OnceValues(func() (*zstd.Decoder, error) {
-	return newZstdDecoder(nil)
-})
-
-func newZstdDecoder(dicts map[uint32][]byte) (*zstd.Decoder, error) {
-	opts := []zstd.DOption{
+	return zstd.NewReader(nil,
 		zstd.WithDecoderConcurrency(0),
 		zstd.WithDecodeAllCapLimit(true),
 		zstd.WithDecoderLowmem(false),
-	}
-	for id, d := range dicts {
-		if isZstdDict(d) {
-			opts = append(opts, zstd.WithDecoderDicts(d))
-		} else {
-			opts = append(opts, zstd.WithDecoderDictRaw(id, d))
-		}
-	}
-	return zstd.NewReader(nil, opts...)
-}
+	)
+})
 
 // isZstdDict reports whether d is in the zstd dictionary format (magic
 // 0xEC30A437), as dict.BuildZstdDict and `zstd --train` write it.

@@ -45,7 +45,7 @@ const contentIDBits = 28
 const embeddedZstdID = 1
 
 // DictionaryID returns the content-derived id of a dictionary: the first
-// 28 bits of the SHA-256 of d, never 0. It is the id SealedDictionary,
+// 28 bits of the SHA-256 of d, never 0. It is the id TrainS2Dictionary,
 // TrainContentDictionary and the dictstore package use.
 func DictionaryID(d []byte) uint32 {
 	sum := sha256.Sum256(d)
