@@ -231,3 +231,32 @@ func (s *Store) Close() error {
 	}
 	return nil
 }
+
+// Interfaces for node health (package store/health).
+var (
+	_ store.NodeLocator = (*Store)(nil)
+	_ store.NodeProber  = (*Store)(nil)
+)
+
+// NodeOf returns the address of the server that owns key on the ring.
+func (s *Store) NodeOf(key string) string { return s.ring.Server(key) }
+
+// Nodes returns every server's address, in configuration order.
+func (s *Store) Nodes() []string { return s.ring.Servers() }
+
+// ProbeNode sends mn to the server at addr on the connection its client
+// keeps for probes (meta.Client.Probe), never one of the pool.
+func (s *Store) ProbeNode(ctx context.Context, addr string) error {
+	if s.closed.Load() {
+		return store.ErrClosed
+	}
+	for _, cl := range s.clients {
+		if cl.Addr() == addr {
+			if err := cl.Probe(ctx); err != nil {
+				return &store.NodeError{Addr: addr, Err: err}
+			}
+			return nil
+		}
+	}
+	return &store.NodeError{Addr: addr, Err: errors.New("not a server of this pool")}
+}
