@@ -119,6 +119,13 @@ func keyErrors(dst []store.KeyError, err error, keys []string) []store.KeyError 
 	return dst
 }
 
+// releaseAll ends what split counted in flight.
+func (sp split) releaseAll() {
+	for _, i := range sp.live {
+		release(sp.nodes[i])
+	}
+}
+
 func pick[T any](all []T, idx []int) []T {
 	out := make([]T, len(idx))
 	for j, i := range idx {
@@ -142,6 +149,7 @@ func (s *Store) GetMany(ctx context.Context, keys []string) ([][]byte, error) {
 	sp := s.split(len(keys), func(i int) string { return keys[i] })
 	if len(sp.down) == 0 {
 		vals, err := store.GetMany(ctx, s.inner, keys)
+		sp.releaseAll()
 		s.observeBatch(sp, sp.live, keys, err)
 		return vals, err
 	}
@@ -150,6 +158,7 @@ func (s *Store) GetMany(ctx context.Context, keys []string) ([][]byte, error) {
 	if len(sp.live) > 0 {
 		sub := pick(keys, sp.live)
 		v, err := store.GetMany(ctx, s.inner, sub)
+		sp.releaseAll()
 		s.observeBatch(sp, sp.live, sub, err)
 		var be *store.BatchError
 		whole := err != nil && !errors.As(err, &be) // no value is valid
@@ -194,6 +203,7 @@ func (s *Store) SetMany(ctx context.Context, items []store.Item) error {
 	sp := s.split(len(items), func(i int) string { return items[i].Key })
 	if len(sp.down) == 0 {
 		err := store.SetMany(ctx, s.inner, items)
+		sp.releaseAll()
 		s.observeBatch(sp, sp.live, itemKeys(items), err)
 		return err
 	}
@@ -201,6 +211,7 @@ func (s *Store) SetMany(ctx context.Context, items []store.Item) error {
 	if len(sp.live) > 0 {
 		sub := pick(items, sp.live)
 		err := store.SetMany(ctx, s.inner, sub)
+		sp.releaseAll()
 		keys := itemKeys(sub)
 		s.observeBatch(sp, sp.live, keys, err)
 		errs = keyErrors(errs, err, keys)
@@ -226,6 +237,7 @@ func (s *Store) DeleteMany(ctx context.Context, keys []string) error {
 	sp := s.split(len(keys), func(i int) string { return keys[i] })
 	if len(sp.down) == 0 {
 		err := store.DeleteMany(ctx, s.inner, keys)
+		sp.releaseAll()
 		s.observeBatch(sp, sp.live, keys, err)
 		return err
 	}
@@ -233,6 +245,7 @@ func (s *Store) DeleteMany(ctx context.Context, keys []string) error {
 	if len(sp.live) > 0 {
 		sub := pick(keys, sp.live)
 		err := store.DeleteMany(ctx, s.inner, sub)
+		sp.releaseAll()
 		s.observeBatch(sp, sp.live, sub, err)
 		errs = keyErrors(errs, err, sub)
 	}

@@ -85,6 +85,9 @@ type NodeStats struct {
 	// RequestFailures counts requests whose error counted against the
 	// node (Options.IsFailure).
 	RequestFailures uint64
+	// InFlight is the number of keys sent to the node whose answer has
+	// not come back yet.
+	InFlight int64
 	// FailFast counts keys not sent because the node was Down (served by
 	// the loader, or by the gutter when GutterHits/GutterMisses say so).
 	FailFast uint64
@@ -109,6 +112,7 @@ type node struct {
 	stop chan struct{}
 	done chan struct{}
 
+	inflight                               atomic.Int64
 	probes, probeFails, reqFails, failFast atomic.Uint64
 	lastProbe, latSum                      atomic.Int64
 	lat                                    [len(probeBuckets) + 1]atomic.Uint64
@@ -253,6 +257,7 @@ func (n *node) stats() NodeStats {
 	}
 	st.RequestFailures = n.reqFails.Load()
 	st.FailFast = n.failFast.Load()
+	st.InFlight = n.inflight.Load()
 	for i := range n.trans {
 		st.Transitions[i] = n.trans[i].Load()
 	}

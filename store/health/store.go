@@ -107,14 +107,28 @@ func (s *Store) Ping(ctx context.Context) error {
 }
 
 // route returns the node of key, and whether its circuit is open (the
-// request must not be sent to it).
+// request must not be sent to it). A request that may be sent is counted
+// in flight until release: it is counted before the state is read, so once
+// a node is Down and its in-flight count is zero, nothing more reaches it.
 func (s *Store) route(key string) (*node, bool) {
 	n := s.m.node(s.loc.NodeOf(key))
-	if n != nil && n.open() {
+	if n == nil {
+		return nil, false
+	}
+	n.inflight.Add(1)
+	if n.open() {
+		n.inflight.Add(-1)
 		n.failFast.Add(1)
 		return n, true
 	}
 	return n, false
+}
+
+// release ends what route counted in flight.
+func release(n *node) {
+	if n != nil {
+		n.inflight.Add(-1)
+	}
 }
 
 func downErr(n *node) error { return &store.NodeError{Addr: n.addr, Err: ErrNodeDown} }
@@ -156,6 +170,7 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
 		return nil, downErr(n)
 	}
 	b, err := s.inner.Get(ctx, key)
+	release(n)
 	s.observe(n, err)
 	return b, err
 }
@@ -182,6 +197,7 @@ func (s *Store) Set(ctx context.Context, key string, value []byte, ttl time.Dura
 		return downErr(n)
 	}
 	err := s.inner.Set(ctx, key, value, ttl)
+	release(n)
 	s.observe(n, err)
 	return err
 }
@@ -200,6 +216,7 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 		return downErr(n)
 	}
 	err := s.inner.Delete(ctx, key)
+	release(n)
 	s.observe(n, err)
 	return err
 }

@@ -1,0 +1,346 @@
+package health_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/kuracache/kura"
+	"github.com/kuracache/kura/internal/faults"
+	"github.com/kuracache/kura/internal/servers"
+	"github.com/kuracache/kura/internal/servertest"
+	"github.com/kuracache/kura/store"
+	"github.com/kuracache/kura/store/health"
+	"github.com/kuracache/kura/store/memcache"
+	"github.com/kuracache/kura/store/redisstore"
+)
+
+// Bounds for waiting on something to happen. They are far above what
+// the test expects (detection within ~0.5 s with testOpts), so a slow
+// machine does not fail the test; no test asserts a duration.
+const waitBound = 15 * time.Second
+
+// testOpts are generous probe timeouts: the test machine is shared and
+// runs with -race, and a false "down" of a healthy node would be a test
+// failure, not a statement about production defaults.
+func testOpts() health.Options {
+	return health.Options{
+		ProbeInterval: 50 * time.Millisecond,
+		ProbeTimeout:  250 * time.Millisecond,
+		BackoffMax:    200 * time.Millisecond,
+		NodeRefresh:   200 * time.Millisecond,
+	}
+}
+
+// topology is a store with one faulty node behind a counting proxy.
+type topology struct {
+	inner  store.Store
+	target string        // the faulty node, as the store names it
+	proxy  *faults.Proxy // in front of target
+	app    []string      // command names of application traffic at the proxy
+	probe  string        // the probe's command name
+	server *servers.Proc // the target's process
+}
+
+func (tp *topology) appRequests() int64 {
+	st := tp.proxy.Stats()
+	var n int64
+	for _, c := range tp.app {
+		n += st.Commands[c]
+	}
+	return n
+}
+
+func redisTopology(t *testing.T) *topology {
+	r := servertest.Redis(t, servers.RedisConfig{})
+	p := servertest.Proxy(t, r.Addr, faults.ProxyOptions{Protocol: faults.RESP, DialTimeout: time.Second})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := redisstore.New(ctx, redisstore.Options{Addrs: []string{p.Addr()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &topology{inner: s, target: p.Addr(), proxy: p, server: r.Proc,
+		app: []string{"get", "mget", "set", "mset", "del"}, probe: "ping"}
+}
+
+func memcacheTopology(t *testing.T) *topology {
+	ms := servertest.MemcachedPool(t, 3, servers.MemcachedConfig{})
+	p := servertest.Proxy(t, ms[1].Addr, faults.ProxyOptions{Protocol: faults.Memcache, DialTimeout: time.Second})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := memcache.New(ctx, memcache.Options{
+		Servers: []string{ms[0].Addr, p.Addr(), ms[2].Addr},
+		// As many idle connections as callers: with the default 8, most of
+		// 64 callers dial a new connection per request, and on this shared
+		// test machine some of those dials take longer than StoreTimeout.
+		MaxIdleConns: 64,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &topology{inner: s, target: p.Addr(), proxy: p, server: ms[1].Proc,
+		app: []string{"mg", "ms", "md"}, probe: "mn"}
+}
+
+// fault is one way for the target to fail, and to come back.
+type fault struct {
+	name         string
+	inject, heal func(t *testing.T, tp *topology)
+}
+
+var (
+	sigstop = fault{"SIGSTOP",
+		func(t *testing.T, tp *topology) { must(t, tp.server.Pause()) },
+		func(t *testing.T, tp *topology) { must(t, tp.server.Resume()) }}
+	sigkill = fault{"SIGKILL+restart",
+		func(t *testing.T, tp *topology) { tp.server.Kill() },
+		func(t *testing.T, tp *topology) {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			must(t, tp.server.Restart(ctx))
+		}}
+	stall = fault{"network stall",
+		func(t *testing.T, tp *topology) { tp.proxy.Stall() },
+		func(t *testing.T, tp *topology) { tp.proxy.Unstall() }}
+	refuse = fault{"connections reset and refused",
+		func(t *testing.T, tp *topology) { must(t, tp.proxy.Refuse()); tp.proxy.ResetConns() },
+		func(t *testing.T, tp *topology) { must(t, tp.proxy.Admit()) }}
+)
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(waitBound)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("still waiting after %v for %s", waitBound, what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// run is the scenario every topology and fault goes through: 64 callers
+// doing Fetch and FetchMany over keys of every node; the target fails;
+// once it is Down no application request reaches it (only probes), its
+// keys come from the loader, the other nodes' keys keep hitting and no
+// caller sees an error; it comes back and hits resume without a restart
+// of the client; no goroutine is left behind.
+func run(t *testing.T, tp *topology, f fault) {
+	goroutines := runtime.NumGoroutine()
+	var transitions sync.Map // "from>to" -> count
+	opts := testOpts()
+	opts.OnStateChange = func(tr health.Transition) {
+		if testing.Verbose() {
+			t.Logf("%s: %v -> %v (probe %v): %v", tr.Addr, tr.From, tr.To, tr.Probe, tr.Cause)
+		}
+		v, _ := transitions.LoadOrStore(tr.From.String()+">"+tr.To.String(), new(atomic.Int64))
+		v.(*atomic.Int64).Add(1)
+	}
+	hs, err := health.New(tp.inner, opts)
+	must(t, err)
+	c, err := kura.New[string](hs, kura.Options{})
+	must(t, err)
+
+	loc, _ := store.Find[store.NodeLocator](hs)
+	var keys, targetKeys []string
+	onTarget := map[string]bool{}
+	for i := 0; len(targetKeys) < 20 || len(keys) < 200; i++ {
+		k := fmt.Sprintf("health:%s:%d", f.name, i)
+		keys = append(keys, k)
+		if loc.NodeOf(k) == tp.target {
+			targetKeys = append(targetKeys, k)
+			onTarget[k] = true
+		}
+	}
+
+	var phase atomic.Int32 // 0 warm-up, 1 fault, 2 healed
+	var loadsTarget, loadsOther [3]atomic.Int64
+	load := func(k string) string {
+		if onTarget[k] {
+			loadsTarget[phase.Load()].Add(1)
+		} else {
+			loadsOther[phase.Load()].Add(1)
+		}
+		return "v:" + k
+	}
+	loader := func(_ context.Context, k string) (string, error) { return load(k), nil }
+	many := func(_ context.Context, ks []string) (map[string]string, error) {
+		m := make(map[string]string, len(ks))
+		for _, k := range ks {
+			m[k] = load(k)
+		}
+		return m, nil
+	}
+	ctx := context.Background()
+	if _, err := c.FetchMany(ctx, keys, 0, many); err != nil {
+		t.Fatal(err)
+	}
+	loadsTarget[0].Store(0)
+	loadsOther[0].Store(0)
+
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var callerErrs atomic.Int64
+	var firstErr atomic.Value
+	for w := 0; w < 64; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rng := rand.New(rand.NewPCG(uint64(w), 1))
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				var err error
+				if w%2 == 0 {
+					k := keys[rng.IntN(len(keys))]
+					var v string
+					if v, err = c.Fetch(ctx, k, 0, loader); err == nil && v != "v:"+k {
+						err = fmt.Errorf("Fetch(%q) = %q", k, v)
+					}
+				} else {
+					batch := make([]string, 6)
+					for i := range batch {
+						batch[i] = keys[rng.IntN(len(keys))]
+					}
+					var m map[string]string
+					if m, err = c.FetchMany(ctx, batch, 0, many); err == nil {
+						for _, k := range batch {
+							if m[k] != "v:"+k {
+								err = fmt.Errorf("FetchMany: %q = %q", k, m[k])
+							}
+						}
+					}
+				}
+				if err != nil {
+					callerErrs.Add(1)
+					firstErr.CompareAndSwap(nil, err)
+				}
+				time.Sleep(time.Millisecond) // leave the shared CPUs some air
+			}
+		}()
+	}
+	stopWorkers := func() {
+		if stop != nil {
+			close(stop)
+			wg.Wait()
+			stop = nil
+		}
+	}
+	defer stopWorkers()
+
+	time.Sleep(100 * time.Millisecond)
+	if n := loadsOther[0].Load() + loadsTarget[0].Load(); n != 0 {
+		t.Fatalf("warm keys loaded %d times before the fault", n)
+	}
+	phase.Store(1)
+	f.inject(t, tp)
+	waitFor(t, "the target to be down", func() bool { s, _ := hs.State(tp.target); return s == health.Down })
+	// Requests sent before the node went down may still be on their
+	// way; once none is in flight, nothing more may reach it.
+	waitFor(t, "requests in flight to end", func() bool { return nodeStats(hs, tp.target).InFlight == 0 })
+	// The proxy counts a request when its goroutine reads it, which on a
+	// busy machine can be a while after the client wrote it.
+	waitFor(t, "the proxy to count what was sent", func() bool {
+		n := tp.appRequests()
+		time.Sleep(100 * time.Millisecond)
+		return tp.appRequests() == n
+	})
+	before, beforeStats, beforeHits := tp.appRequests(), nodeStats(hs, tp.target), c.Stats().Hits
+	loadsBefore := loadsTarget[1].Load()
+	waitFor(t, "two probes, loads and hits during the fault", func() bool {
+		return nodeStats(hs, tp.target).Probes >= beforeStats.Probes+2 && loadsTarget[1].Load() > loadsBefore+10 &&
+			(len(hs.Stats().Nodes) == 1 || c.Stats().Hits > beforeHits+100)
+	})
+	if d := tp.appRequests() - before; d != 0 {
+		t.Errorf("%d application requests reached the down node", d)
+	}
+	after := nodeStats(hs, tp.target)
+	if after.State != health.Down {
+		t.Errorf("target is %v during the fault", after.State)
+	}
+	if after.Probes <= beforeStats.Probes {
+		t.Errorf("no probe of the down node (%d before, %d after)", beforeStats.Probes, after.Probes)
+	}
+	if after.FailFast <= beforeStats.FailFast {
+		t.Errorf("no request failed fast")
+	}
+	if loadsTarget[1].Load() <= loadsBefore {
+		t.Errorf("the down node's keys were not served by the loader")
+	}
+	if len(hs.Stats().Nodes) > 1 && c.Stats().Hits <= beforeHits {
+		t.Errorf("the other nodes stopped serving hits")
+	}
+	if n := loadsOther[1].Load(); n != 0 {
+		t.Errorf("keys of healthy nodes were loaded %d times during the fault", n)
+	}
+	for _, ns := range hs.Stats().Nodes {
+		if ns.Addr != tp.target && ns.State != health.Up {
+			t.Errorf("healthy node %s is %v", ns.Addr, ns.State)
+		}
+	}
+
+	f.heal(t, tp)
+	waitFor(t, "the target to be up", func() bool { s, _ := hs.State(tp.target); return s == health.Up })
+	phase.Store(2)
+	healed := tp.appRequests()
+	k := targetKeys[0]
+	waitFor(t, "a hit on the target", func() bool {
+		n := loadsTarget[2].Load()
+		_, _ = c.Fetch(ctx, k, 0, loader)
+		return loadsTarget[2].Load() == n
+	})
+	stopWorkers()
+	if tp.appRequests() <= healed {
+		t.Errorf("no application request reached the node after it came back")
+	}
+	if n := callerErrs.Load(); n != 0 {
+		t.Errorf("%d callers saw an error; first: %v", n, firstErr.Load())
+	}
+	for _, tr := range []string{"up>suspect", "suspect>down"} {
+		if _, ok := transitions.Load(tr); !ok {
+			t.Errorf("no %s transition reported to OnStateChange", tr)
+		}
+	}
+	must(t, hs.Close())
+	must(t, tp.inner.Close())
+	waitFor(t, "goroutines to end", func() bool { return runtime.NumGoroutine() <= goroutines })
+}
+
+func nodeStats(hs *health.Store, addr string) health.NodeStats {
+	for _, ns := range hs.Stats().Nodes {
+		if ns.Addr == addr {
+			return ns
+		}
+	}
+	return health.NodeStats{}
+}
+
+func TestFaultsRedis(t *testing.T) {
+	for _, f := range []fault{sigstop, sigkill, stall, refuse} {
+		t.Run(f.name, func(t *testing.T) { run(t, redisTopology(t), f) })
+	}
+}
+
+func TestFaultsMemcached(t *testing.T) {
+	for _, f := range []fault{sigstop, sigkill, stall, refuse} {
+		t.Run(f.name, func(t *testing.T) { run(t, memcacheTopology(t), f) })
+	}
+}
+
+var _ = errors.New
