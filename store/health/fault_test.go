@@ -5,6 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -338,6 +342,51 @@ func nodeStats(hs *health.Store, addr string) health.NodeStats {
 func TestFaultsRedis(t *testing.T) {
 	for _, f := range []fault{sigstop, sigkill, stall, refuse} {
 		t.Run(f.name, func(t *testing.T) { run(t, redisTopology(t), f) })
+	}
+}
+
+// clusterTopology is a 3-master Redis Cluster with
+// cluster-require-full-coverage no (with the default yes, the healthy
+// masters answer CLUSTERDOWN once the others agree a master failed; see
+// docs/health.md). The first master announces the proxy's port, so the
+// cluster tells clients to reach it through the proxy, where its requests
+// are counted.
+func clusterTopology(t *testing.T) *topology {
+	cl := servertest.RedisCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, n := range cl.Nodes {
+		if _, err := n.Do(ctx, "CONFIG", "SET", "cluster-require-full-coverage", "no"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	target := cl.Nodes[0]
+	p := servertest.Proxy(t, target.Addr, faults.ProxyOptions{Protocol: faults.RESP, DialTimeout: time.Second})
+	_, pport, _ := net.SplitHostPort(p.Addr())
+	if _, err := target.Do(ctx, "CONFIG", "SET", "cluster-announce-port", pport,
+		"cluster-announce-bus-port", strconv.Itoa(target.Port()+10000)); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range cl.Nodes {
+		waitFor(t, n.Addr+" to announce the proxy", func() bool {
+			out, err := n.Do(ctx, "CLUSTER", "SLOTS")
+			return err == nil && strings.Contains(out, pport)
+		})
+	}
+	s, err := redisstore.New(ctx, redisstore.Options{Addrs: cl.Addrs()[1:]})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the store to see the proxy as a master", func() bool {
+		return slices.Contains(s.Nodes(), p.Addr())
+	})
+	return &topology{inner: s, target: p.Addr(), proxy: p, server: target.Proc,
+		app: []string{"get", "mget", "set", "mset", "del"}, probe: "ping"}
+}
+
+func TestFaultsRedisCluster(t *testing.T) {
+	for _, f := range []fault{sigstop, stall} {
+		t.Run(f.name, func(t *testing.T) { run(t, clusterTopology(t), f) })
 	}
 }
 
