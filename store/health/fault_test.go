@@ -275,6 +275,9 @@ func run(t *testing.T, tp *topology, f fault) {
 		t.Errorf("%d application requests reached the down node", d)
 	}
 	after := nodeStats(hs, tp.target)
+	if ns := c.Stats().Nodes; len(ns) == 0 {
+		t.Errorf("Cache.Stats().Nodes is empty over a health.Store")
+	}
 	if after.State != health.Down {
 		t.Errorf("target is %v during the fault", after.State)
 	}
