@@ -400,3 +400,123 @@ func TestFaultsMemcached(t *testing.T) {
 }
 
 var _ = errors.New
+
+// A memcached pool whose third server is a black hole (it accepts and
+// never answers) from the start: the server is found down, no application
+// request reaches it afterwards, its keys come from the loader and the
+// two real servers keep serving hits.
+func TestFaultsMemcachedBlackHole(t *testing.T) {
+	ms := servertest.MemcachedPool(t, 2, servers.MemcachedConfig{})
+	bh := servertest.BlackHole(t)
+	p := servertest.Proxy(t, bh.Addr(), faults.ProxyOptions{Protocol: faults.Memcache, DialTimeout: time.Second})
+	goroutines := runtime.NumGoroutine()
+	ctx := context.Background()
+	nctx, cancel := context.WithTimeout(ctx, time.Second)
+	s, err := memcache.New(nctx, memcache.Options{Servers: []string{ms[0].Addr, ms[1].Addr, p.Addr()}, MaxIdleConns: 64})
+	cancel()
+	must(t, err)
+	hs, err := health.New(s, testOpts())
+	must(t, err)
+	c, err := kura.New[string](hs, kura.Options{StoreTimeout: time.Second})
+	must(t, err)
+	waitFor(t, "the black hole to be down", func() bool { st, _ := hs.State(p.Addr()); return st == health.Down })
+	waitFor(t, "requests in flight to end", func() bool { return nodeStats(hs, p.Addr()).InFlight == 0 })
+	before := p.Stats().Commands
+	var loads, loadsHole atomic.Int64
+	many := func(_ context.Context, ks []string) (map[string]string, error) {
+		m := map[string]string{}
+		for _, k := range ks {
+			loads.Add(1)
+			if s.NodeOf(k) == p.Addr() {
+				loadsHole.Add(1)
+			}
+			m[k] = "v"
+		}
+		return m, nil
+	}
+	keys := make([]string, 60)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("bh:%d", i)
+	}
+	var wg sync.WaitGroup
+	var errs atomic.Int64
+	for w := range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 20 {
+				k := keys[(w+i)%len(keys)]
+				if _, err := c.Fetch(ctx, k, 0, func(context.Context, string) (string, error) { return "v", nil }); err != nil {
+					errs.Add(1)
+				}
+				if _, err := c.FetchMany(ctx, keys[i:i+5], 0, many); err != nil {
+					errs.Add(1)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	after := p.Stats().Commands
+	for _, cmd := range []string{"mg", "ms"} {
+		if d := after[cmd] - before[cmd]; d != 0 {
+			t.Errorf("%d %s requests reached the black hole after it was down", d, cmd)
+		}
+	}
+	if errs.Load() != 0 {
+		t.Errorf("%d callers saw an error", errs.Load())
+	}
+	if loadsHole.Load() == 0 || c.Stats().Hits == 0 {
+		t.Errorf("loads of the black hole's keys %d, hits %d", loadsHole.Load(), c.Stats().Hits)
+	}
+	if nodeStats(hs, p.Addr()).Probes == 0 {
+		t.Errorf("the black hole was never probed")
+	}
+	must(t, hs.Close())
+	must(t, s.Close())
+	waitFor(t, "goroutines to end", func() bool { return runtime.NumGoroutine() <= goroutines })
+}
+
+// Connections reset in the middle of replies: the callers whose reply was
+// cut get the loader's value, nobody sees an error, and the node is not
+// taken down for it (its probes keep answering).
+func TestFaultsResetMidReply(t *testing.T) {
+	for name, mk := range map[string]func(*testing.T) *topology{"redis": redisTopology, "memcached": memcacheTopology} {
+		t.Run(name, func(t *testing.T) {
+			tp := mk(t)
+			hs, err := health.New(tp.inner, testOpts())
+			must(t, err)
+			defer hs.Close()
+			defer tp.inner.Close()
+			c, err := kura.New[string](hs, kura.Options{StoreTimeout: time.Second})
+			must(t, err)
+			ctx := context.Background()
+			loader := func(_ context.Context, k string) (string, error) { return "v:" + k, nil }
+			loc, _ := store.Find[store.NodeLocator](hs)
+			var k string
+			for i := 0; ; i++ {
+				if k = fmt.Sprintf("reset:%d", i); loc.NodeOf(k) == tp.target {
+					break
+				}
+			}
+			if _, err := c.Fetch(ctx, k, 0, loader); err != nil {
+				t.Fatal(err)
+			}
+			resets := tp.proxy.Stats().Resets
+			for range 5 {
+				tp.proxy.ResetNextReply(3)
+				if v, err := c.Fetch(ctx, k, 0, loader); err != nil || v != "v:"+k {
+					t.Fatalf("Fetch during resets = %q, %v", v, err)
+				}
+			}
+			if tp.proxy.Stats().Resets == resets {
+				t.Fatalf("no connection was reset")
+			}
+			waitFor(t, "the node to be up", func() bool { s, _ := hs.State(tp.target); return s == health.Up })
+			if n := nodeStats(hs, tp.target).Transitions[health.Down]; n != 0 {
+				t.Errorf("resets took the node down %d times", n)
+			}
+			hits := c.Stats().Hits
+			waitFor(t, "a hit", func() bool { _, _ = c.Fetch(ctx, k, 0, loader); return c.Stats().Hits > hits })
+		})
+	}
+}
