@@ -137,7 +137,13 @@ func BenchmarkSeedPing(b *testing.B) {
 			}
 			defer rs.Close()
 			tp := &timedProber{Store: rs, hist: newHist()}
-			hs, err := health.New(tp, health.Options{ProbeTimeout: pt.timeout})
+			var causes sync.Map // why the node went down, for the log
+			hs, err := health.New(tp, health.Options{ProbeTimeout: pt.timeout, OnStateChange: func(tr health.Transition) {
+				if tr.To == health.Down || tr.To == health.Suspect {
+					v, _ := causes.LoadOrStore(fmt.Sprintf("%v (probe %v): %v", tr.To, tr.Probe, tr.Cause), new(atomic.Int64))
+					v.(*atomic.Int64).Add(1)
+				}
+			}})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -151,7 +157,12 @@ func BenchmarkSeedPing(b *testing.B) {
 				_, _ = hs.Get(ctx, key)
 			})
 			st := nodeStats(hs, r.Addr)
+			causes.Range(func(k, v any) bool {
+				b.Logf("%d× %s", v.(*atomic.Int64).Load(), k)
+				return true
+			})
 			tp.mu.Lock()
+			b.ReportMetric(float64(tp.hist.Max())/1000, "probe-max-ms")
 			b.ReportMetric(ms(tp.hist, 50), "probe-p50-ms")
 			b.ReportMetric(ms(tp.hist, 99), "probe-p99-ms")
 			tp.mu.Unlock()
