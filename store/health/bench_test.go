@@ -213,16 +213,15 @@ type call struct {
 //
 // Run with -benchtime=1x.
 func BenchmarkFailOpen(b *testing.B) {
-	for _, withBreaker := range []bool{true, false} {
-		name := "store-timeout-only"
-		if withBreaker {
-			name = "kura-breaker"
-		}
-		b.Run(name, func(b *testing.B) { failOpen(b, withBreaker) })
-	}
+	b.Run("kura-breaker", func(b *testing.B) { failOpen(b, &health.Options{}) })
+	b.Run("kura-breaker-fast-probes", func(b *testing.B) {
+		failOpen(b, &health.Options{ProbeInterval: 50 * time.Millisecond, ProbeTimeout: 75 * time.Millisecond})
+	})
+	b.Run("store-timeout-only", func(b *testing.B) { failOpen(b, nil) })
 }
 
-func failOpen(b *testing.B, withBreaker bool) {
+func failOpen(b *testing.B, hopts *health.Options) {
+	withBreaker := hopts != nil
 	r := servertest.Redis(b, servers.RedisConfig{})
 	ctx := context.Background()
 	rs, err := redisstore.New(ctx, redisstore.Options{Addrs: []string{r.Addr}})
@@ -232,12 +231,21 @@ func failOpen(b *testing.B, withBreaker bool) {
 	defer rs.Close()
 	var st store.Store = rs
 	var downAt atomic.Int64
+	var upMu sync.Mutex
+	var ups []time.Time
 	if withBreaker {
-		hs, err := health.New(rs, health.Options{OnStateChange: func(tr health.Transition) {
-			if tr.To == health.Down {
+		o := *hopts
+		o.OnStateChange = func(tr health.Transition) {
+			switch tr.To {
+			case health.Down:
 				downAt.CompareAndSwap(0, tr.At.UnixNano())
+			case health.Up:
+				upMu.Lock()
+				ups = append(ups, tr.At)
+				upMu.Unlock()
 			}
-		}})
+		}
+		hs, err := health.New(rs, o)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -340,6 +348,18 @@ func failOpen(b *testing.B, withBreaker bool) {
 	report(firstOpen, "sigstop-to-fail-open-ms")
 	if withBreaker {
 		report(time.Unix(0, downAt.Load()).Sub(tStop), "sigstop-to-down-ms")
+		upMu.Lock()
+		upAfter := func(t time.Time) time.Duration {
+			for _, u := range ups {
+				if u.After(t) {
+					return u.Sub(t)
+				}
+			}
+			return -1
+		}
+		report(upAfter(tCont), "sigcont-to-up-ms")
+		report(upAfter(tRestart), "restart-to-up-ms")
+		upMu.Unlock()
 	}
 	b.ReportMetric(ms(stall, 50), "stall-p50-ms")
 	b.ReportMetric(ms(stall, 99), "stall-p99-ms")
