@@ -2,14 +2,13 @@ package health_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -399,7 +398,6 @@ func TestFaultsMemcached(t *testing.T) {
 	}
 }
 
-var _ = errors.New
 
 // A memcached pool whose third server is a black hole (it accepts and
 // never answers) from the start: the server is found down, no application

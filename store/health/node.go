@@ -52,7 +52,7 @@ type Transition struct {
 	Probe bool
 }
 
-// ProbeBuckets are the upper bounds of the probe latency histogram in
+// probeBuckets are the upper bounds of the probe latency histogram in
 // NodeStats, from 50µs to 1s (probes slower than ProbeTimeout fail).
 var probeBuckets = [...]time.Duration{
 	50 * time.Microsecond, 100 * time.Microsecond, 250 * time.Microsecond, 500 * time.Microsecond,
@@ -174,7 +174,7 @@ func (n *node) failure(err error, probe bool) {
 	switch State(n.state.Load()) {
 	case Up:
 		t = n.set(Suspect, err, probe)
-		kick = true
+		kick = !probe // after a probe, the probe loop goes on at once by itself
 	case Suspect:
 		if probe || int(fails) >= n.m.opts.FailureThreshold {
 			t = n.set(Down, err, probe)
