@@ -398,7 +398,6 @@ func TestFaultsMemcached(t *testing.T) {
 	}
 }
 
-
 // A memcached pool whose third server is a black hole (it accepts and
 // never answers) from the start: the server is found down, no application
 // request reaches it afterwards, its keys come from the loader and the
