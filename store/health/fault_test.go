@@ -517,3 +517,84 @@ func TestFaultsResetMidReply(t *testing.T) {
 		})
 	}
 }
+
+// With cluster-require-full-coverage yes (Redis's default), a stopped
+// master makes the whole cluster refuse key commands (CLUSTERDOWN) once
+// the other masters agree it failed. Callers must still get every value,
+// from the loader, and never an error; after the master returns, hits
+// resume. This is what docs/health.md tells users to expect.
+func TestFaultsRedisClusterFullCoverage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for cluster-node-timeout (5 s)")
+	}
+	cl := servertest.RedisCluster(t)
+	ctx := context.Background()
+	goroutines := runtime.NumGoroutine()
+	s, err := redisstore.New(ctx, redisstore.Options{Addrs: cl.Addrs()})
+	must(t, err)
+	var downs atomic.Int64
+	opts := testOpts()
+	opts.OnStateChange = func(tr health.Transition) {
+		if tr.To == health.Down {
+			downs.Add(1)
+		}
+	}
+	hs, err := health.New(s, opts)
+	must(t, err)
+	c, err := kura.New[string](hs, kura.Options{StoreTimeout: time.Second})
+	must(t, err)
+	target := cl.Nodes[0]
+	var healthyKey string
+	for i := 0; ; i++ {
+		if healthyKey = fmt.Sprintf("cov:%d", i); s.NodeOf(healthyKey) != target.Addr && s.NodeOf(healthyKey) != "" {
+			break
+		}
+	}
+	var loads atomic.Int64
+	loader := func(_ context.Context, k string) (string, error) { loads.Add(1); return "v:" + k, nil }
+	fetch := func() {
+		t.Helper()
+		if v, err := c.Fetch(ctx, healthyKey, 0, loader); err != nil || v != "v:"+healthyKey {
+			t.Fatalf("Fetch = %q, %v", v, err)
+		}
+	}
+	fetch()
+	must(t, target.Pause())
+	resumed := false
+	defer func() {
+		if !resumed {
+			_ = target.Resume()
+		}
+	}()
+	other := cl.Nodes[1]
+	waitFor(t, "the cluster to fail", func() bool {
+		out, err := other.Do(ctx, "CLUSTER", "INFO")
+		return err == nil && strings.Contains(out, "cluster_state:fail")
+	})
+	// A healthy master's key: the master answers CLUSTERDOWN, the caller
+	// gets the loader's value.
+	before := loads.Load()
+	for range 20 {
+		fetch()
+	}
+	if loads.Load() == before {
+		t.Errorf("a key of a healthy master was served from the cache while the cluster was down")
+	}
+	must(t, target.Resume())
+	resumed = true
+	for _, n := range cl.Nodes {
+		waitFor(t, n.Addr+" to be ok", func() bool {
+			out, err := n.Do(ctx, "CLUSTER", "INFO")
+			return err == nil && strings.Contains(out, "cluster_state:ok")
+		})
+	}
+	waitFor(t, "a hit after the cluster recovered", func() bool {
+		n := loads.Load()
+		_, _ = c.Fetch(ctx, healthyKey, 0, loader)
+		return loads.Load() == n
+	})
+	t.Logf("transitions to down while the cluster was down: %d", downs.Load())
+	must(t, hs.Close())
+	must(t, s.Close())
+	waitFor(t, "goroutines to end", func() bool { return runtime.NumGoroutine() <= goroutines })
+}
