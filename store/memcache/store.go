@@ -57,7 +57,9 @@ type Options struct {
 //
 // A server that is down is not replaced by another (that would serve stale
 // values once it returns): its keys fail with an error naming it, and the
-// Cache above falls back to the loader.
+// Cache above falls back to the loader. Wrap the Store with package
+// store/health so a down server's keys fail at once instead of each
+// waiting for its timeout (and, optionally, go to a gutter pool).
 type Store struct {
 	ring    *Ring
 	clients []*meta.Client
