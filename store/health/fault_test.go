@@ -532,11 +532,14 @@ func TestFaultsRedisClusterFullCoverage(t *testing.T) {
 	goroutines := runtime.NumGoroutine()
 	s, err := redisstore.New(ctx, redisstore.Options{Addrs: cl.Addrs()})
 	must(t, err)
-	var downs atomic.Int64
+	var downMu sync.Mutex
+	var downs []string
 	opts := testOpts()
 	opts.OnStateChange = func(tr health.Transition) {
 		if tr.To == health.Down {
-			downs.Add(1)
+			downMu.Lock()
+			downs = append(downs, tr.Addr)
+			downMu.Unlock()
 		}
 	}
 	hs, err := health.New(s, opts)
@@ -593,7 +596,9 @@ func TestFaultsRedisClusterFullCoverage(t *testing.T) {
 		_, _ = c.Fetch(ctx, healthyKey, 0, loader)
 		return loads.Load() == n
 	})
-	t.Logf("transitions to down while the cluster was down: %d", downs.Load())
+	downMu.Lock()
+	t.Logf("transitions to down: %v (the stopped master is %s)", downs, target.Addr)
+	downMu.Unlock()
 	must(t, hs.Close())
 	must(t, s.Close())
 	waitFor(t, "goroutines to end", func() bool { return runtime.NumGoroutine() <= goroutines })
