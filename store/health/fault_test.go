@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"os"
 	"runtime"
 	"slices"
 	"strconv"
@@ -332,6 +333,15 @@ func run(t *testing.T, tp *topology, f fault) {
 	waitFor(t, "goroutines to end", func() bool { return runtime.NumGoroutine() <= goroutines })
 }
 
+// rounds is how many times each fault of the matrix runs: once in make
+// test, five times under make soak (KURA_SOAK=1).
+func rounds() []struct{} {
+	if os.Getenv("KURA_SOAK") == "1" {
+		return make([]struct{}, 5)
+	}
+	return make([]struct{}, 1)
+}
+
 func nodeStats(hs *health.Store, addr string) health.NodeStats {
 	for _, ns := range hs.Stats().Nodes {
 		if ns.Addr == addr {
@@ -342,8 +352,10 @@ func nodeStats(hs *health.Store, addr string) health.NodeStats {
 }
 
 func TestFaultsRedis(t *testing.T) {
-	for _, f := range []fault{sigstop, sigkill, stall, refuse} {
-		t.Run(f.name, func(t *testing.T) { run(t, redisTopology(t), f) })
+	for range rounds() {
+		for _, f := range []fault{sigstop, sigkill, stall, refuse} {
+			t.Run(f.name, func(t *testing.T) { run(t, redisTopology(t), f) })
+		}
 	}
 }
 
@@ -387,14 +399,18 @@ func clusterTopology(t *testing.T) *topology {
 }
 
 func TestFaultsRedisCluster(t *testing.T) {
-	for _, f := range []fault{sigstop, stall} {
-		t.Run(f.name, func(t *testing.T) { run(t, clusterTopology(t), f) })
+	for range rounds() {
+		for _, f := range []fault{sigstop, stall} {
+			t.Run(f.name, func(t *testing.T) { run(t, clusterTopology(t), f) })
+		}
 	}
 }
 
 func TestFaultsMemcached(t *testing.T) {
-	for _, f := range []fault{sigstop, sigkill, stall, refuse} {
-		t.Run(f.name, func(t *testing.T) { run(t, memcacheTopology(t), f) })
+	for range rounds() {
+		for _, f := range []fault{sigstop, sigkill, stall, refuse} {
+			t.Run(f.name, func(t *testing.T) { run(t, memcacheTopology(t), f) })
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package health_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -295,5 +296,30 @@ func TestOptionsAndNew(t *testing.T) {
 	}
 	if health.Down.String() != "down" || health.State(9).String() != "State(9)" {
 		t.Errorf("State.String")
+	}
+}
+
+// A node that fails and comes back again and again goes down and up each
+// time, and its back-off starts from BackoffMin after every recovery.
+func TestBreakerFlapping(t *testing.T) {
+	ns := newTwoNodes(t)
+	hs, err := health.New(ns, fastOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hs.Close()
+	const flaps = 5
+	for i := range flaps {
+		ns.broken[0].Store(true)
+		waitFor(t, fmt.Sprintf("a to be down (flap %d)", i), func() bool { s, _ := hs.State("a"); return s == health.Down })
+		ns.broken[0].Store(false)
+		waitFor(t, fmt.Sprintf("a to be up (flap %d)", i), func() bool { s, _ := hs.State("a"); return s == health.Up })
+	}
+	st := hs.Stats().Nodes[0]
+	if st.Transitions[health.Down] != flaps || st.Transitions[health.Up] != flaps {
+		t.Errorf("transitions %v after %d flaps", st.Transitions, flaps)
+	}
+	if s, _ := hs.State("b"); s != health.Up || hs.Stats().Nodes[1].Transitions[health.Down] != 0 {
+		t.Errorf("b was affected: %v %v", s, hs.Stats().Nodes[1].Transitions)
 	}
 }
