@@ -619,3 +619,50 @@ func TestFaultsRedisClusterFullCoverage(t *testing.T) {
 	must(t, s.Close())
 	waitFor(t, "goroutines to end", func() bool { return runtime.NumGoroutine() <= goroutines })
 }
+
+// The Redis probe connection is opened with the store's own options: on a
+// server that requires a password the probes succeed (a probe without
+// the credentials would fail and take a healthy node down).
+func TestProbeUsesCredentials(t *testing.T) {
+	r := servertest.Redis(t, servers.RedisConfig{Password: "s3cret-probe"})
+	ctx := context.Background()
+	s, err := redisstore.NewFromURL(ctx, r.URL(), redisstore.Options{})
+	must(t, err)
+	defer s.Close()
+	hs, err := health.New(s, testOpts())
+	must(t, err)
+	defer hs.Close()
+	waitFor(t, "three probes", func() bool { return nodeStats(hs, r.Addr).Probes >= 3 })
+	if st := nodeStats(hs, r.Addr); st.ProbeFailures != 0 || st.State != health.Up {
+		t.Errorf("probes on a password-protected server: %+v", st)
+	}
+}
+
+// Probes use one connection of their own per node, opened once and
+// reused: counted at the proxy, ten probes cost one new connection and no
+// application command.
+func TestProbeConnection(t *testing.T) {
+	for name, mk := range map[string]func(*testing.T) *topology{"redis": redisTopology, "memcached": memcacheTopology} {
+		t.Run(name, func(t *testing.T) {
+			tp := mk(t)
+			defer tp.inner.Close()
+			before := tp.proxy.Stats()
+			hs, err := health.New(tp.inner, testOpts())
+			must(t, err)
+			defer hs.Close()
+			waitFor(t, "ten probes", func() bool { return nodeStats(hs, tp.target).Probes >= 10 })
+			d := tp.proxy.Stats().Sub(before)
+			if d.Conns != 1 {
+				t.Errorf("probes opened %d connections, want 1", d.Conns)
+			}
+			if d.Commands[tp.probe] < 10 {
+				t.Errorf("%d %s at the proxy for ten probes", d.Commands[tp.probe], tp.probe)
+			}
+			for _, c := range tp.app {
+				if d.Commands[c] != 0 {
+					t.Errorf("probing sent %d %s", d.Commands[c], c)
+				}
+			}
+		})
+	}
+}
