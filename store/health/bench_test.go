@@ -221,14 +221,17 @@ type call struct {
 //
 // Run with -benchtime=1x.
 func BenchmarkFailOpen(b *testing.B) {
-	b.Run("kura-breaker", func(b *testing.B) { failOpen(b, &health.Options{}) })
+	b.Run("kura-breaker", func(b *testing.B) { failOpen(b, &health.Options{}, 0) })
 	b.Run("kura-breaker-fast-probes", func(b *testing.B) {
-		failOpen(b, &health.Options{ProbeInterval: 50 * time.Millisecond, ProbeTimeout: 75 * time.Millisecond})
+		failOpen(b, &health.Options{ProbeInterval: 50 * time.Millisecond, ProbeTimeout: 75 * time.Millisecond}, 0)
 	})
-	b.Run("store-timeout-only", func(b *testing.B) { failOpen(b, nil) })
+	b.Run("kura-breaker-storetimeout-100ms", func(b *testing.B) { failOpen(b, &health.Options{}, 100*time.Millisecond) })
+	b.Run("store-timeout-only", func(b *testing.B) { failOpen(b, nil, 0) })
 }
 
-func failOpen(b *testing.B, hopts *health.Options) {
+// failOpen runs the scenario with the breaker (hopts not nil) or without,
+// and a Cache with StoreTimeout storeTimeout (0: the default).
+func failOpen(b *testing.B, hopts *health.Options, storeTimeout time.Duration) {
 	withBreaker := hopts != nil
 	r := servertest.Redis(b, servers.RedisConfig{})
 	ctx := context.Background()
@@ -260,7 +263,7 @@ func failOpen(b *testing.B, hopts *health.Options) {
 		defer hs.Close()
 		st = hs
 	}
-	c, err := kura.New[string](st, kura.Options{})
+	c, err := kura.New[string](st, kura.Options{StoreTimeout: storeTimeout})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -329,6 +332,9 @@ func failOpen(b *testing.B, hopts *health.Options) {
 
 	slices.SortFunc(calls, func(x, y call) int { return x.end.Compare(y.end) })
 	timeout := kura.DefaultStoreTimeout
+	if storeTimeout > 0 {
+		timeout = storeTimeout
+	}
 	firstOpen, firstHitCont, firstHitRestart := time.Duration(-1), time.Duration(-1), time.Duration(-1)
 	stall := newHist()
 	for _, cl := range calls {
