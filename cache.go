@@ -9,6 +9,7 @@ import (
 	"github.com/kuracache/kura/codec"
 	"github.com/kuracache/kura/internal/flight"
 	"github.com/kuracache/kura/store"
+	"github.com/kuracache/kura/store/health"
 )
 
 // Loader loads the value for one key from the source of truth (usually a
@@ -60,6 +61,9 @@ func (c *Cache[V]) Stats() Stats {
 		s.Hits += c.l1.hits.Load()
 		s.NegativeHits += c.l1.negHits.Load()
 	}
+	if h, ok := store.Find[*health.Store](c.store); ok {
+		s.Nodes = h.Stats().Nodes
+	}
 	return s
 }
 
@@ -89,6 +93,7 @@ func (c *Cache[V]) encode(key string, v V) ([]byte, error) {
 	}
 	c.stats.bytesW.Add(uint64(len(b)))
 	c.stats.bytesWRaw.Add(uint64(h.RawLen))
+	c.stats.dictBytes.add(h.Dict, len(b))
 	return b, nil
 }
 

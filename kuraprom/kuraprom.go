@@ -8,6 +8,7 @@
 package kuraprom
 
 import (
+	"fmt"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kuracache/kura"
@@ -28,6 +29,7 @@ type Collector struct {
 	panics, budgetSkips                              *prometheus.Desc
 	l1Lookups, l1Bytes, l1Entries, l1Evictions       *prometheus.Desc
 	l1Invalidations, l1Flushes                       *prometheus.Desc
+	dictBytes                                        *prometheus.Desc
 }
 
 var _ prometheus.Collector = (*Collector)(nil)
@@ -61,13 +63,15 @@ func NewCollector(caches ...Source) *Collector {
 			"Keys the server reported changed (Redis client tracking), each dropped from the L1."),
 		l1Flushes: d("l1_flushes_total",
 			"Times the whole L1 was dropped: a tracking connection broke, or the server was flushed."),
+		dictBytes: d("dictionary_written_bytes_total",
+			"Value bytes written, by the compression dictionary id in their header (8 hex digits; 00000000 = no dictionary).", "dictionary"),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.requests, c.decodeErrs, c.storeErrs, c.loads, c.loadErrs,
-		c.shared, c.large, c.rejected, c.bytes, c.latency, c.panics, c.budgetSkips,
+		c.shared, c.large, c.rejected, c.bytes, c.latency, c.panics, c.budgetSkips, c.dictBytes,
 		c.l1Lookups, c.l1Bytes, c.l1Entries, c.l1Evictions, c.l1Invalidations, c.l1Flushes} {
 		ch <- d
 	}
@@ -104,6 +108,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		counter(c.l1Evictions, s.L1.Evictions, n)
 		counter(c.l1Invalidations, s.L1.Invalidations, n)
 		counter(c.l1Flushes, s.L1.Flushes, n)
+		for id, b := range s.BytesWrittenByDictionary {
+			counter(c.dictBytes, b, n, fmt.Sprintf("%08x", id))
+		}
 		for op, h := range s.Latency {
 			buckets := make(map[float64]uint64, len(h.Buckets))
 			for i, b := range kura.LatencyBuckets {

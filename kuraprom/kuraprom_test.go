@@ -2,6 +2,7 @@ package kuraprom_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -10,7 +11,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/kuracache/kura"
+	"github.com/kuracache/kura/codec"
 	"github.com/kuracache/kura/kuraprom"
+	"github.com/kuracache/kura/store/health"
 	"github.com/kuracache/kura/store/memstore"
 )
 
@@ -68,6 +71,55 @@ kura_lookups_total{cache="names",result="negative"} 0
 	}
 	if raw == 0 || stored == 0 || stored >= raw {
 		t.Fatalf("bytes written raw %v stored %v: a repetitive 1.2 KB string should compress", raw, stored)
+	}
+}
+
+// Bytes written are split by the dictionary id of each value: a writer
+// rotating from no dictionary to one shows both series.
+func TestCollectorDictionaryBytes(t *testing.T) {
+	ctx := context.Background()
+	st, err := memstore.New(memstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cd, err := codec.New(codec.Options{Compressor: codec.Zstd(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := kura.New[string](st, kura.Options{Name: "notes", Codec: cd})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := strings.Repeat("dictionary rotation ", 40)
+	_ = c.Set(ctx, "a", v, time.Minute)
+	id, err := cd.SetDictionary([]byte(strings.Repeat("dictionary rotation content ", 20)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Set(ctx, "b", v, time.Minute)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(kuraprom.NewCollector(c))
+	series := map[string]float64{}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "kura_dictionary_written_bytes_total" {
+			continue
+		}
+		for _, m := range mf.Metric {
+			for _, lp := range m.Label {
+				if lp.GetName() == "dictionary" {
+					series[lp.GetValue()] = m.Counter.GetValue()
+				}
+			}
+		}
+	}
+	s := c.Stats()
+	if len(series) != 2 || series["00000000"] != float64(s.BytesWrittenByDictionary[0]) ||
+		series[fmt.Sprintf("%08x", id)] != float64(s.BytesWrittenByDictionary[id]) || series["00000000"] == 0 {
+		t.Fatalf("series %v, stats %v", series, s.BytesWrittenByDictionary)
 	}
 }
 
@@ -155,3 +207,54 @@ kura_l1_entries{cache="l1"} 1
 		}
 	}
 }
+
+func TestHealthCollector(t *testing.T) {
+	src := fakeHealth{health.Stats{
+		Nodes: []health.NodeStats{{
+			Addr: "127.0.0.1:6379", State: health.Down, Probes: 7, ProbeFailures: 3, FailFast: 11,
+			ProbeLatency:    []uint64{4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+			ProbeLatencySum: 100 * time.Microsecond,
+			Transitions:     [4]uint64{0, 1, 1, 0},
+		}},
+		GutterHits: 2,
+	}}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(kuraprom.NewHealthCollector("sessions", src))
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			key := mf.GetName()
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "state" || l.GetName() == "to" || l.GetName() == "result" {
+					key += "/" + l.GetValue()
+				}
+			}
+			switch {
+			case m.Gauge != nil:
+				got[key] = m.GetGauge().GetValue()
+			case m.Counter != nil:
+				got[key] = m.GetCounter().GetValue()
+			case m.Histogram != nil:
+				got[key] = float64(m.GetHistogram().GetSampleCount())
+			}
+		}
+	}
+	for k, want := range map[string]float64{
+		"kura_node_state/down": 1, "kura_node_state/up": 0, "kura_node_probes_total": 7,
+		"kura_node_probe_failures_total": 3, "kura_node_fail_fast_total": 11,
+		"kura_node_transitions_total/down": 1, "kura_node_probe_duration_seconds": 4,
+		"kura_gutter_reads_total/hit": 2,
+	} {
+		if got[k] != want {
+			t.Errorf("%s = %v, want %v", k, got[k], want)
+		}
+	}
+}
+
+type fakeHealth struct{ st health.Stats }
+
+func (f fakeHealth) Stats() health.Stats { return f.st }

@@ -96,6 +96,8 @@ type Store struct {
 	// (nil otherwise); prefixes are its broadcast prefixes.
 	hub      *hub
 	prefixes []string
+	// probes are the dedicated per-node clients of ProbeNode (health.go).
+	probes probeSet
 
 	// Background slot-map refreshes: Close cancels and waits for them.
 	mu       sync.Mutex
@@ -218,6 +220,7 @@ func open(ctx context.Context, co rueidis.ClientOption, opts Options) (*Store, e
 	if h != nil {
 		s.hub, s.prefixes = h, append([]string(nil), opts.Tracking.Prefixes...)
 	}
+	s.probes.opt = &co
 	// One PING proves the credentials and the database before the first
 	// real command, and CONFIG GET reads the size limit. CONFIG is often
 	// disabled (managed services, ACL users without +config): then the
@@ -432,6 +435,7 @@ func (s *Store) Close() error {
 	}
 	s.bgCancel()
 	s.bg.Wait()
+	s.probes.close()
 	if s.owned {
 		s.c.Close()
 	}
