@@ -236,14 +236,11 @@ func (c *Cache[V]) GetMany(ctx context.Context, keys []string) (map[string]V, er
 		return nil, err
 	}
 	out := make(map[string]V, len(keys))
-	var be *store.BatchError
+	be := store.BatchError{Op: "get"}
 	err = c.getMany(ctx, keys, func(key string, e entry[V], err error) {
 		switch {
 		case err == errMiss:
 		case err != nil:
-			if be == nil {
-				be = &store.BatchError{Op: "get"}
-			}
 			be.Errors = append(be.Errors, store.KeyError{Key: key, Err: err})
 		case !e.negative:
 			out[key] = e.v
@@ -252,10 +249,7 @@ func (c *Cache[V]) GetMany(ctx context.Context, keys []string) (map[string]V, er
 	if err != nil {
 		return out, err
 	}
-	if be != nil {
-		return out, be
-	}
-	return out, nil
+	return out, be.Err()
 }
 
 // getMany reads keys in one batch and calls fn once per key: with err nil
@@ -316,12 +310,12 @@ func (c *Cache[V]) SetMany(ctx context.Context, items map[string]V, ttl time.Dur
 	batch := make([]store.Item, 0, len(items))
 	for k, v := range items {
 		if err := store.CheckKey(k); err != nil {
-			be.Errors = append(be.Errors, store.KeyError{Key: k, Err: err})
+			be.Add(k, err)
 			continue
 		}
 		b, err := c.encode(k, v)
 		if err != nil {
-			be.Errors = append(be.Errors, store.KeyError{Key: k, Err: err})
+			be.Add(k, err)
 			continue
 		}
 		batch = append(batch, store.Item{Key: k, Value: b, TTL: c.opts.jitter(ttl)})
@@ -331,12 +325,9 @@ func (c *Cache[V]) SetMany(ctx context.Context, items map[string]V, ttl time.Dur
 		if !errors.As(err, &sbe) {
 			return err
 		}
-		be.Errors = append(be.Errors, sbe.Errors...)
+		be.Merge(sbe, nil)
 	}
-	if len(be.Errors) > 0 {
-		return &be
-	}
-	return nil
+	return be.Err()
 }
 
 func (c *Cache[V]) setMany(ctx context.Context, batch []store.Item) error {

@@ -121,7 +121,7 @@ func (o Options) withDefaults(s store.Store) (Options, error) {
 		return o, fmt.Errorf("kura: Options.TTLJitter must be in [0, 1), got %v", o.TTLJitter)
 	}
 	if o.MaxValueSize == 0 {
-		if m, ok := s.(store.MaxValueSizer); ok && m.MaxValueSize() > 0 {
+		if m, ok := store.Find[store.MaxValueSizer](s); ok && m.MaxValueSize() > 0 {
 			o.MaxValueSize = m.MaxValueSize()
 		} else {
 			o.MaxValueSize = DefaultMaxValueSize
