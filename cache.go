@@ -30,6 +30,9 @@ type Cache[V any] struct {
 	opts  Options
 	stats *counters
 	group flight.Group[V]
+	// leaser is the store's lease capability when the Cache uses it
+	// (Options.Leases), nil otherwise.
+	leaser store.Leaser
 }
 
 // New returns a Cache of values of type V over s.
@@ -41,7 +44,12 @@ func New[V any](s store.Store, opts Options) (*Cache[V], error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Cache[V]{store: s, opts: o, stats: newCounters()}, nil
+	c := &Cache[V]{store: s, opts: o, stats: newCounters(), leaser: leaserOf(s, o)}
+	c.stats.coordination = CoordinationProcess
+	if c.leaser != nil {
+		c.stats.coordination = CoordinationLeases
+	}
+	return c, nil
 }
 
 // Store returns the underlying Store.
@@ -127,6 +135,11 @@ func absent(key string) error {
 // found decodes bytes the store returned for key and counts the result: a
 // hit, a negative hit, or (bytes that do not decode) a miss.
 func (c *Cache[V]) found(key string, data []byte) (entry[V], error) {
+	if isPlaceholder(data) {
+		// Another caller's lease (or a tombstone): no value, a miss.
+		c.stats.misses.Add(1)
+		return entry[V]{}, errMiss
+	}
 	e, err := c.decode(key, data)
 	switch {
 	case err != nil:

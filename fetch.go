@@ -132,6 +132,9 @@ func (c *Cache[V]) Fetch(ctx context.Context, key string, ttl time.Duration, loa
 	if loader == nil {
 		return zero, errors.New("kura: Fetch needs a loader")
 	}
+	if c.leaser != nil {
+		return c.fetchLeased(ctx, key, ttl, loader)
+	}
 	b := c.newBudget()
 	gen := c.group.Ended()
 	e, ok, failed := c.lookup(ctx, b, key)
@@ -214,6 +217,9 @@ func (c *Cache[V]) FetchMany(ctx context.Context, keys []string, ttl time.Durati
 	}
 	if loader == nil {
 		return nil, errors.New("kura: FetchMany needs a loader")
+	}
+	if c.leaser != nil {
+		return c.fetchManyLeased(ctx, keys, ttl, loader)
 	}
 	out := make(map[string]V, len(keys))
 	var missing []string

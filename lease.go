@@ -1,0 +1,628 @@
+package kura
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/kuracache/kura/store"
+)
+
+// Coordination values of Stats.Coordination: the guarantee a Cache gives.
+const (
+	// CoordinationLeases: loads of a missing key are coordinated through
+	// the store's leases, across every process that shares the store.
+	CoordinationLeases = "leases"
+	// CoordinationProcess: loads are shared within this process only
+	// (singleflight); processes load independently and a fill may race an
+	// invalidation.
+	CoordinationProcess = "process"
+)
+
+// leaseDefaults fills in and checks the lease options against the store.
+func (o *Options) leaseDefaults(s store.Store) error {
+	for _, f := range []struct {
+		name string
+		d    time.Duration
+	}{{"LeaseTTL", o.LeaseTTL}, {"LeaseWait", o.LeaseWait}, {"StaleWhileRevalidate", o.StaleWhileRevalidate}, {"EarlyRefresh", o.EarlyRefresh}} {
+		if f.d < 0 {
+			return fmt.Errorf("kura: Options.%s must not be negative, got %v", f.name, f.d)
+		}
+	}
+	if o.LeaseTTL == 0 {
+		o.LeaseTTL = DefaultLeaseTTL
+	}
+	if o.LeaseWait == 0 {
+		o.LeaseWait = DefaultLeaseWait
+	}
+	_, has := store.Find[store.Leaser](s)
+	switch o.Leases {
+	case LeasesAuto:
+	case LeasesOff:
+		if o.StaleWhileRevalidate > 0 || o.EarlyRefresh > 0 {
+			return errors.New("kura: Options.StaleWhileRevalidate and Options.EarlyRefresh need leases, but Options.Leases is LeasesOff")
+		}
+	case LeasesRequired:
+		if !has {
+			return fmt.Errorf("kura: Options.Leases is LeasesRequired but the store (%T) has no lease capability (store.Leaser)", s)
+		}
+	default:
+		return fmt.Errorf("kura: Options.Leases has an unknown value %d", o.Leases)
+	}
+	return nil
+}
+
+// leaserOf returns the store's lease capability when the Cache uses it.
+func leaserOf(s store.Store, o Options) store.Leaser {
+	if o.Leases == LeasesOff {
+		return nil
+	}
+	l, _ := store.Find[store.Leaser](s)
+	return l
+}
+
+// Invalidate removes keys so that the next read loads them again, and
+// voids every lease on them: a load that started before Invalidate (and
+// may have read the old row) cannot write its value back after it.
+//
+// What a reader may see once Invalidate has returned:
+//   - with leases (Stats.Coordination "leases") and StaleWhileRevalidate
+//     off: never the old value; the first reader loads, others wait for
+//     its fill (at most Options.LeaseWait, then they load for themselves);
+//   - with StaleWhileRevalidate on memcached: the old value, for at most
+//     StaleWhileRevalidate, while exactly one reader reloads it;
+//   - without leases: Invalidate is DeleteMany, and a load that was in
+//     flight may still write the old value back after it.
+func (c *Cache[V]) Invalidate(ctx context.Context, keys ...string) error {
+	keys, err := uniqueKeys(keys)
+	if err != nil {
+		return err
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	if c.leaser == nil {
+		return c.DeleteMany(ctx, keys)
+	}
+	start := time.Now()
+	err = c.leaser.Invalidate(ctx, keys, c.opts.StaleWhileRevalidate)
+	c.stats.since(OpDeleteMany, start)
+	c.countBatchErr(err, len(keys))
+	return err
+}
+
+// leaseRead is one LeaseGet of a single key under the StoreTimeout bound
+// of one store call.
+func (c *Cache[V]) leaseRead(ctx context.Context, key string, recache bool) (store.LeaseResult, error) {
+	res, err := c.leaseReadMany(ctx, []string{key}, recache)
+	if err != nil {
+		var be *store.BatchError
+		if errors.As(err, &be) && len(be.Errors) > 0 {
+			err = be.Errors[0].Err
+		}
+		return store.LeaseResult{}, err
+	}
+	return res[0], nil
+}
+
+func (c *Cache[V]) leaseReadMany(ctx context.Context, keys []string, recache bool) ([]store.LeaseResult, error) {
+	if c.opts.StoreTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.opts.StoreTimeout)
+		defer cancel()
+	}
+	opts := store.LeaseOptions{TTL: c.opts.LeaseTTL, Placeholder: leaseEntry()}
+	if recache {
+		opts.Recache = c.opts.EarlyRefresh
+	}
+	start := time.Now()
+	res, err := c.leaser.LeaseGet(ctx, keys, opts)
+	if len(keys) == 1 {
+		c.stats.since(OpGet, start)
+	} else {
+		c.stats.since(OpGetMany, start)
+	}
+	if err == nil && len(res) != len(keys) {
+		err = fmt.Errorf("kura: store returned %d lease results for %d keys", len(res), len(keys))
+	}
+	return res, err
+}
+
+// leaseView is what a lease read means to the Cache.
+type leaseView uint8
+
+const (
+	viewValue   leaseView = iota // a value to serve (e holds it)
+	viewWon                      // this caller holds the lease: load
+	viewWait                     // another caller holds it: wait
+	viewNoFill                   // load, but do not write back
+	viewCorrupt                  // bytes that do not decode: remove, then read again
+)
+
+// view classifies a lease read of key, decoding the value when there is
+// one to serve. serveStale lets a stale value be served (the Cache has
+// StaleWhileRevalidate on).
+func (c *Cache[V]) view(key string, r store.LeaseResult) (e entry[V], v leaseView) {
+	usable := r.Value != nil && !isPlaceholder(r.Value) && (!r.Stale || c.opts.StaleWhileRevalidate > 0)
+	if usable {
+		de, err := c.found(key, r.Value)
+		switch {
+		case err == nil:
+			if r.Stale {
+				c.stats.staleServed.Add(1)
+			}
+			return de, viewValue
+		case notUnderstood(err):
+			// A newer writer's entry: never overwrite it (a lease that
+			// came with it is released by the caller).
+			c.reportErr(OpGet, key, err)
+			return e, viewNoFill
+		default:
+			c.reportErr(OpGet, key, err)
+			if r.Won {
+				return e, viewWon
+			}
+			return e, viewCorrupt
+		}
+	}
+	if r.Value != nil && isPlaceholder(r.Value) {
+		c.stats.misses.Add(1)
+		return e, viewWait
+	}
+	c.stats.misses.Add(1)
+	switch {
+	case r.Won:
+		return e, viewWon
+	case r.Held:
+		return e, viewWait
+	}
+	return e, viewNoFill
+}
+
+// fetchLeased is Fetch on a store with leases. The first read is the
+// lease read itself (one round trip on memcached; a plain GET on a Redis
+// hit). A hit returns at once; a miss goes into this process's flight for
+// the key, where the lease holder loads and fills, and everyone else
+// polls the store until the fill is there.
+func (c *Cache[V]) fetchLeased(ctx context.Context, key string, ttl time.Duration, loader Loader[V]) (V, error) {
+	var zero V
+	r, err := c.leaseRead(ctx, key, c.opts.EarlyRefresh > 0)
+	if err != nil {
+		c.stats.storeErrs.Add(1)
+		c.stats.misses.Add(1)
+		c.reportErr(OpGet, key, err)
+		c.countSkip(ctx, err, 1)
+		return c.shareLoad(ctx, key, ttl, loader, store.LeaseResult{}, viewNoFill)
+	}
+	e, v := c.view(key, r)
+	if v == viewValue {
+		if r.Won {
+			// Early refresh (or a stale value under stale-while-
+			// revalidate): serve what is cached, reload in the
+			// background under the lease.
+			c.refreshLater(ctx, key, ttl, loader, r.Lease)
+		}
+		if e.negative {
+			return zero, absent(key)
+		}
+		return e.v, nil
+	}
+	return c.shareLoad(ctx, key, ttl, loader, r, v)
+}
+
+// shareLoad runs the lease protocol for key in this process's flight, so
+// that concurrent Fetches of one key in a process make one set of store
+// calls between them. A caller that took a lease and then joins a flight
+// already running gives its lease up at once, so a lease is always either
+// filled or released by the process that took it.
+func (c *Cache[V]) shareLoad(ctx context.Context, key string, ttl time.Duration, loader Loader[V], r store.LeaseResult, v leaseView) (V, error) {
+	val, _, err := c.group.Do(ctx, key, c.opts.LoadTimeout, func(lctx context.Context) (V, error) {
+		return c.leaseLoad(lctx, key, ttl, loader, r, v)
+	}, func() {
+		c.stats.shared.Add(1)
+		if r.Won {
+			c.release(ctx, r.Lease)
+		}
+	})
+	return val, err
+}
+
+// refreshLater reloads key in the background under lease l, unless a load
+// of key is running in this process already.
+func (c *Cache[V]) refreshLater(ctx context.Context, key string, ttl time.Duration, loader Loader[V], l store.Lease) {
+	c.stats.earlyRefreshes.Add(1)
+	bctx := context.WithoutCancel(ctx)
+	go func() {
+		defer func() { _ = recover() }() // a panicking loader already counted; nobody waits here
+		_, _, _ = c.group.Do(bctx, key, c.opts.LoadTimeout, func(lctx context.Context) (V, error) {
+			return c.loadUnderLease(lctx, key, ttl, loader, l)
+		}, func() { c.release(bctx, l) })
+	}()
+}
+
+// leaseLoad is the body of the flight: load under the lease, or wait for
+// the holder's fill with backoff, bounded by Options.LeaseWait; when the
+// bound passes, load without writing back (fail open).
+func (c *Cache[V]) leaseLoad(ctx context.Context, key string, ttl time.Duration, loader Loader[V], r store.LeaseResult, v leaseView) (V, error) {
+	var zero V
+	start := time.Now()
+	waited := false
+	for delay := time.Millisecond; ; {
+		switch v {
+		case viewWon:
+			return c.loadUnderLease(ctx, key, ttl, loader, r.Lease)
+		case viewNoFill:
+			if r.Won {
+				c.release(ctx, r.Lease)
+			}
+			return c.loadNoFill(ctx, key, loader)
+		case viewCorrupt:
+			// Undecodable bytes under no lease: remove them so the next
+			// read takes a lease (an Invalidate voids nobody's fill that
+			// matters: the bytes were garbage).
+			if err := c.leaser.Invalidate(ctx, []string{key}, 0); err != nil {
+				return c.loadNoFill(ctx, key, loader)
+			}
+			delay = 0
+		case viewWait:
+			if !waited {
+				waited = true
+				c.stats.leaseWaits.Add(1)
+			}
+			left := c.opts.LeaseWait - time.Since(start)
+			if left <= 0 {
+				c.stats.leaseFailOpen.Add(1)
+				return c.loadNoFill(ctx, key, loader)
+			}
+			if err := sleep(ctx, jittered(min(delay, left))); err != nil {
+				c.stats.leaseFailOpen.Add(1)
+				return c.loadNoFill(ctx, key, loader)
+			}
+			delay = min(2*delay, maxPoll)
+		case viewValue:
+			return zero, errors.New("kura: internal: leaseLoad with a value") // not reached
+		}
+		var err error
+		if r, err = c.leaseRead(ctx, key, false); err != nil {
+			c.stats.storeErrs.Add(1)
+			c.reportErr(OpGet, key, err)
+			c.stats.leaseFailOpen.Add(1)
+			return c.loadNoFill(ctx, key, loader)
+		}
+		var e entry[V]
+		if e, v = c.view(key, r); v == viewValue {
+			if r.Won {
+				c.release(ctx, r.Lease)
+			}
+			if e.negative {
+				return zero, absent(key)
+			}
+			return e.v, nil
+		}
+	}
+}
+
+// maxPoll caps the backoff between two reads of a waiter: a fill is seen
+// at most this late, and a waiter reads the store at most 1/maxPoll times
+// a second.
+const maxPoll = 20 * time.Millisecond
+
+// jittered spreads d over [d/2, d) so waiters of many processes do not
+// poll in step.
+func jittered(d time.Duration) time.Duration {
+	if d <= 1 {
+		return d
+	}
+	return d/2 + time.Duration(rand.Int64N(int64(d/2)))
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// loadUnderLease calls the loader as the lease holder and fills the key
+// on condition that the lease still holds. A loader error or panic gives
+// the lease up so waiters need not wait out its TTL.
+func (c *Cache[V]) loadUnderLease(ctx context.Context, key string, ttl time.Duration, loader Loader[V], l store.Lease) (v V, err error) {
+	filled := false
+	defer func() {
+		if !filled {
+			c.release(ctx, l)
+		}
+	}()
+	c.stats.loads.Add(1)
+	start := time.Now()
+	v, err = c.callLoader(ctx, key, loader)
+	c.stats.since(OpLoad, start)
+	if err != nil {
+		if errors.Is(err, ErrNotFound) {
+			if c.opts.NegativeTTL >= 0 {
+				filled = c.leaseFill(ctx, key, c.encodeNegative(), c.opts.NegativeTTL, l)
+			}
+			return v, err
+		}
+		c.stats.loadErrs.Add(1)
+		return v, fmt.Errorf("kura: load %q: %w", key, err)
+	}
+	data, eerr := c.encode(key, v)
+	if eerr != nil {
+		c.reportErr(OpSet, key, eerr)
+		return v, nil
+	}
+	filled = c.leaseFill(ctx, key, data, ttl, l)
+	return v, nil
+}
+
+// leaseFill writes data under lease l; it reports whether the store took
+// the fill or refused it (either way the lease is spent).
+func (c *Cache[V]) leaseFill(ctx context.Context, key string, data []byte, ttl time.Duration, l store.Lease) bool {
+	sctx, cancel := c.storeCtx(ctx)
+	defer cancel()
+	start := time.Now()
+	err := c.leaser.Fill(sctx, []store.Fill{{Lease: l, Value: data, TTL: c.opts.jitter(ttl)}})
+	c.stats.since(OpSet, start)
+	switch {
+	case err == nil:
+		return true
+	case errors.Is(err, store.ErrNotStored):
+		c.stats.leaseLost.Add(1)
+		return true
+	}
+	c.stats.storeErrs.Add(1)
+	c.reportErr(OpSet, key, err)
+	return false
+}
+
+// release gives up lease l, best effort: if it fails, the lease expires.
+func (c *Cache[V]) release(ctx context.Context, l store.Lease) {
+	sctx, cancel := c.storeCtx(context.WithoutCancel(ctx))
+	defer cancel()
+	if err := c.leaser.Release(sctx, []store.Lease{l}); err != nil {
+		c.stats.storeErrs.Add(1)
+		c.reportErr(OpDelete, l.Key, err)
+	}
+}
+
+// countSkip counts, in Stats.BudgetSkips, the write-backs skipped because
+// a read spent the StoreTimeout budget (not the caller's own deadline).
+func (c *Cache[V]) countSkip(ctx context.Context, err error, n int) {
+	if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+		c.stats.budgetSkips.Add(uint64(n))
+	}
+}
+
+// storeCtx bounds one store call by Options.StoreTimeout.
+func (c *Cache[V]) storeCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	if c.opts.StoreTimeout < 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, c.opts.StoreTimeout)
+}
+
+// loadNoFill calls the loader and writes nothing back: the fail-open path
+// (another caller holds the lease, or the store failed).
+func (c *Cache[V]) loadNoFill(ctx context.Context, key string, loader Loader[V]) (V, error) {
+	c.stats.loads.Add(1)
+	start := time.Now()
+	v, err := c.callLoader(ctx, key, loader)
+	c.stats.since(OpLoad, start)
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		c.stats.loadErrs.Add(1)
+		return v, fmt.Errorf("kura: load %q: %w", key, err)
+	}
+	return v, err
+}
+
+// fetchManyLeased is FetchMany on a store with leases: one batched lease
+// read per server for every key; one loader call with the keys this
+// caller holds and one batched conditional fill; the keys other callers
+// hold are read again with backoff until filled (more keys may be won
+// then: they are loaded in one more call), and after Options.LeaseWait
+// the rest is loaded without writing back.
+func (c *Cache[V]) fetchManyLeased(ctx context.Context, keys []string, ttl time.Duration, loader ManyLoader[V]) (map[string]V, error) {
+	out := make(map[string]V, len(keys))
+	pending := keys
+	start := time.Now()
+	waited := false
+	for delay := time.Millisecond; ; {
+		res, err := c.leaseReadMany(ctx, pending, false)
+		var failed map[string]error
+		if err != nil {
+			var be *store.BatchError
+			if !errors.As(err, &be) {
+				c.stats.storeErrs.Add(uint64(len(pending)))
+				c.stats.misses.Add(uint64(len(pending)))
+				c.reportErr(OpGetMany, "", err)
+				c.countSkip(ctx, err, len(pending))
+				return c.loadManyNoFill(ctx, out, pending, loader)
+			}
+			failed = be.Failed()
+			c.stats.storeErrs.Add(uint64(len(failed)))
+		}
+		var won []store.Lease
+		var wait, noFill, corrupt []string
+		for i, key := range pending {
+			if ferr, bad := failed[key]; bad {
+				c.stats.misses.Add(1)
+				c.reportErr(OpGetMany, key, ferr)
+				noFill = append(noFill, key)
+				continue
+			}
+			e, v := c.view(key, res[i])
+			switch v {
+			case viewValue:
+				if !e.negative {
+					out[key] = e.v
+				}
+				if res[i].Won {
+					won = append(won, res[i].Lease) // stale: refresh it now
+				}
+			case viewWon:
+				won = append(won, res[i].Lease)
+			case viewWait:
+				wait = append(wait, key)
+			case viewNoFill:
+				if res[i].Won {
+					c.release(ctx, res[i].Lease)
+				}
+				noFill = append(noFill, key)
+			case viewCorrupt:
+				corrupt = append(corrupt, key)
+			}
+		}
+		if len(won) > 0 {
+			if err := c.loadManyUnderLease(ctx, out, won, ttl, loader); err != nil {
+				return out, err
+			}
+		}
+		if len(noFill) > 0 {
+			if _, err := c.loadManyNoFill(ctx, out, noFill, loader); err != nil {
+				return out, err
+			}
+		}
+		if len(corrupt) > 0 {
+			if err := c.leaser.Invalidate(ctx, corrupt, 0); err != nil {
+				if _, err := c.loadManyNoFill(ctx, out, corrupt, loader); err != nil {
+					return out, err
+				}
+			} else {
+				wait = append(wait, corrupt...)
+			}
+		}
+		if len(wait) == 0 {
+			return out, nil
+		}
+		if !waited {
+			waited = true
+			c.stats.leaseWaits.Add(1)
+		}
+		left := c.opts.LeaseWait - time.Since(start)
+		if err := ctx.Err(); err != nil {
+			return out, err
+		}
+		if left <= 0 || sleep(ctx, jittered(min(delay, left))) != nil {
+			if err := ctx.Err(); err != nil {
+				return out, err
+			}
+			c.stats.leaseFailOpen.Add(1)
+			return c.loadManyNoFill(ctx, out, wait, loader)
+		}
+		delay = min(2*delay, maxPoll)
+		pending = wait
+	}
+}
+
+// loadManyUnderLease loads the keys of won in one loader call and fills
+// them (values, and negative entries for the keys the loader left out) in
+// one conditional batch. Leases it cannot fill are released.
+func (c *Cache[V]) loadManyUnderLease(ctx context.Context, out map[string]V, won []store.Lease, ttl time.Duration, loader ManyLoader[V]) (err error) {
+	keys := make([]string, len(won))
+	for i, l := range won {
+		keys[i] = l.Key
+	}
+	var release []store.Lease
+	defer func() {
+		if r := recover(); r != nil {
+			c.releaseMany(ctx, won)
+			panic(r)
+		}
+		c.releaseMany(ctx, release)
+	}()
+	c.stats.loads.Add(1)
+	start := time.Now()
+	loaded, err := c.callManyLoader(ctx, keys, loader)
+	c.stats.since(OpLoad, start)
+	if err != nil {
+		c.stats.loadErrs.Add(1)
+		release = won
+		return fmt.Errorf("kura: load %d missing keys (first %q): %w", len(keys), keys[0], err)
+	}
+	fills := make([]store.Fill, 0, len(won))
+	for _, l := range won {
+		v, ok := loaded[l.Key]
+		if !ok {
+			delete(out, l.Key) // a stale value under refresh that no longer exists
+			if c.opts.NegativeTTL < 0 {
+				release = append(release, l)
+				continue
+			}
+			fills = append(fills, store.Fill{Lease: l, Value: c.encodeNegative(), TTL: c.opts.jitter(c.opts.NegativeTTL)})
+			continue
+		}
+		out[l.Key] = v
+		data, err := c.encode(l.Key, v)
+		if err != nil {
+			c.reportErr(OpSetMany, l.Key, err)
+			release = append(release, l)
+			continue
+		}
+		fills = append(fills, store.Fill{Lease: l, Value: data, TTL: c.opts.jitter(ttl)})
+	}
+	if len(fills) == 0 {
+		return nil
+	}
+	sctx, cancel := c.storeCtx(ctx)
+	defer cancel()
+	fstart := time.Now()
+	ferr := c.leaser.Fill(sctx, fills)
+	c.stats.since(OpSetMany, fstart)
+	if ferr != nil {
+		var be *store.BatchError
+		if !errors.As(ferr, &be) {
+			c.stats.storeErrs.Add(uint64(len(fills)))
+			c.reportErr(OpSetMany, "", ferr)
+			return nil
+		}
+		for _, ke := range be.Errors {
+			if errors.Is(ke.Err, store.ErrNotStored) {
+				c.stats.leaseLost.Add(1)
+				continue
+			}
+			c.stats.storeErrs.Add(1)
+			c.reportErr(OpSetMany, ke.Key, ke.Err)
+		}
+	}
+	return nil
+}
+
+func (c *Cache[V]) releaseMany(ctx context.Context, leases []store.Lease) {
+	if len(leases) == 0 {
+		return
+	}
+	sctx, cancel := c.storeCtx(context.WithoutCancel(ctx))
+	defer cancel()
+	if err := c.leaser.Release(sctx, leases); err != nil {
+		c.countBatchErr(err, len(leases))
+		c.reportErr(OpDeleteMany, "", err)
+	}
+}
+
+// loadManyNoFill loads keys and writes nothing back (fail open).
+func (c *Cache[V]) loadManyNoFill(ctx context.Context, out map[string]V, keys []string, loader ManyLoader[V]) (map[string]V, error) {
+	c.stats.loads.Add(1)
+	start := time.Now()
+	loaded, err := c.callManyLoader(ctx, keys, loader)
+	c.stats.since(OpLoad, start)
+	if err != nil {
+		c.stats.loadErrs.Add(1)
+		return out, fmt.Errorf("kura: load %d missing keys (first %q): %w", len(keys), keys[0], err)
+	}
+	for _, k := range keys {
+		if v, ok := loaded[k]; ok {
+			out[k] = v
+		}
+	}
+	return out, nil
+}
