@@ -33,6 +33,10 @@ type Cache[V any] struct {
 	// leaser is the store's lease capability when the Cache uses it
 	// (Options.Leases), nil otherwise.
 	leaser store.Leaser
+	// holders runs the loads of lease holders, apart from group (where
+	// waiters share their polling), so a caller that wins a lease never
+	// joins a wait and has to give the lease up.
+	holders flight.Group[V]
 }
 
 // New returns a Cache of values of type V over s.

@@ -212,13 +212,19 @@ func (c *Cache[V]) fetchLeased(ctx context.Context, key string, ttl time.Duratio
 	return c.shareLoad(ctx, key, ttl, loader, r, v)
 }
 
-// shareLoad runs the lease protocol for key in this process's flight, so
-// that concurrent Fetches of one key in a process make one set of store
-// calls between them. A caller that took a lease and then joins a flight
-// already running gives its lease up at once, so a lease is always either
-// filled or released by the process that took it.
+// shareLoad runs the lease protocol for key in a flight of this process,
+// so that concurrent Fetches of one key in a process make one set of store
+// calls between them: waiters share one polling flight, a lease holder
+// runs its load in a flight of its own kind. A holder that joins a holder
+// flight already running (it won a lease again after an invalidation, while
+// the older load still runs) gives its lease up at once, so a lease is
+// always either filled or released by the process that took it.
 func (c *Cache[V]) shareLoad(ctx context.Context, key string, ttl time.Duration, loader Loader[V], r store.LeaseResult, v leaseView) (V, error) {
-	val, _, err := c.group.Do(ctx, key, c.opts.LoadTimeout, func(lctx context.Context) (V, error) {
+	g := &c.group
+	if r.Won {
+		g = &c.holders
+	}
+	val, _, err := g.Do(ctx, key, c.opts.LoadTimeout, func(lctx context.Context) (V, error) {
 		return c.leaseLoad(lctx, key, ttl, loader, r, v)
 	}, func() {
 		c.stats.shared.Add(1)
@@ -236,7 +242,7 @@ func (c *Cache[V]) refreshLater(ctx context.Context, key string, ttl time.Durati
 	bctx := context.WithoutCancel(ctx)
 	go func() {
 		defer func() { _ = recover() }() // a panicking loader already counted; nobody waits here
-		_, _, _ = c.group.Do(bctx, key, c.opts.LoadTimeout, func(lctx context.Context) (V, error) {
+		_, _, _ = c.holders.Do(bctx, key, c.opts.LoadTimeout, func(lctx context.Context) (V, error) {
 			return c.loadUnderLease(lctx, key, ttl, loader, l)
 		}, func() { c.release(bctx, l) })
 	}()
@@ -270,6 +276,11 @@ func (c *Cache[V]) leaseLoad(ctx context.Context, key string, ttl time.Duration,
 			if !waited {
 				waited = true
 				c.stats.leaseWaits.Add(1)
+			}
+			// The holder may be in this process: then its result is
+			// ours without another read.
+			if val, ok, err := c.holders.Join(ctx, key); ok {
+				return val, err
 			}
 			left := c.opts.LeaseWait - time.Since(start)
 			if left <= 0 {
