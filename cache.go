@@ -37,6 +37,8 @@ type Cache[V any] struct {
 	// waiters share their polling), so a caller that wins a lease never
 	// joins a wait and has to give the lease up.
 	holders flight.Group[V]
+	// hub polls, for FetchMany, the keys other callers hold leases on.
+	hub waitHub
 }
 
 // New returns a Cache of values of type V over s.

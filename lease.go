@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"github.com/kuracache/kura/store"
@@ -439,58 +440,70 @@ func (c *Cache[V]) loadNoFill(ctx context.Context, key string, loader Loader[V])
 // fetchManyLeased is FetchMany on a store with leases: one batched lease
 // read per server for every key; one loader call with the keys this
 // caller holds and one batched conditional fill; the keys other callers
-// hold are read again with backoff until filled (more keys may be won
-// then: they are loaded in one more call), and after Options.LeaseWait
+// hold are handed to the Cache's poller, which reads every key that any
+// FetchMany of this process waits for in one batch per tick and hands
+// back each fill (or a lease, when the holder's expired or was given up:
+// those keys are loaded in one more loader call). After Options.LeaseWait
 // the rest is loaded without writing back.
 func (c *Cache[V]) fetchManyLeased(ctx context.Context, keys []string, ttl time.Duration, loader ManyLoader[V]) (map[string]V, error) {
 	out := make(map[string]V, len(keys))
-	pending := keys
-	start := time.Now()
-	waited := false
-	for delay := time.Millisecond; ; {
-		res, err := c.leaseReadMany(ctx, pending, false)
-		var failed map[string]error
-		if err != nil {
-			var be *store.BatchError
-			if !errors.As(err, &be) {
-				c.stats.storeErrs.Add(uint64(len(pending)))
-				c.stats.misses.Add(uint64(len(pending)))
-				c.reportErr(OpGetMany, "", err)
-				c.countSkip(ctx, err, len(pending))
-				return c.loadManyNoFill(ctx, out, pending, loader)
-			}
-			failed = be.Failed()
-			c.stats.storeErrs.Add(uint64(len(failed)))
+	res, err := c.leaseReadMany(ctx, keys, false)
+	results := make([]keyResult, len(keys))
+	if err != nil {
+		var be *store.BatchError
+		if !errors.As(err, &be) {
+			c.stats.storeErrs.Add(uint64(len(keys)))
+			c.stats.misses.Add(uint64(len(keys)))
+			c.reportErr(OpGetMany, "", err)
+			c.countSkip(ctx, err, len(keys))
+			return c.loadManyNoFill(ctx, out, keys, loader)
 		}
+		failed := be.Failed()
+		c.stats.storeErrs.Add(uint64(len(failed)))
+		for i, k := range keys {
+			results[i] = keyResult{key: k, err: failed[k]}
+		}
+	}
+	for i, k := range keys {
+		results[i].key = k
+		if results[i].err == nil {
+			results[i].r = res[i]
+		}
+	}
+	start := time.Now()
+	reg := newWaitReg(len(keys))
+	defer c.cancelWait(reg)
+	waited := false
+	for {
 		var won []store.Lease
 		var wait, noFill, corrupt []string
-		for i, key := range pending {
-			if ferr, bad := failed[key]; bad {
+		for _, kr := range results {
+			if kr.err != nil {
 				c.stats.misses.Add(1)
-				c.reportErr(OpGetMany, key, ferr)
-				noFill = append(noFill, key)
+				c.reportErr(OpGetMany, kr.key, kr.err)
+				noFill = append(noFill, kr.key)
 				continue
 			}
-			e, v := c.view(key, res[i])
+			e, v := c.view(kr.key, kr.r)
 			switch v {
 			case viewValue:
 				if !e.negative {
-					out[key] = e.v
+					out[kr.key] = e.v
 				}
-				if res[i].Won {
-					won = append(won, res[i].Lease) // stale: refresh it now
+				if kr.r.Won {
+					won = append(won, kr.r.Lease) // stale: refresh it now
 				}
 			case viewWon:
-				won = append(won, res[i].Lease)
+				won = append(won, kr.r.Lease)
 			case viewWait:
-				wait = append(wait, key)
+				wait = append(wait, kr.key)
 			case viewNoFill:
-				if res[i].Won {
-					c.release(ctx, res[i].Lease)
+				if kr.r.Won {
+					c.release(ctx, kr.r.Lease)
 				}
-				noFill = append(noFill, key)
+				noFill = append(noFill, kr.key)
 			case viewCorrupt:
-				corrupt = append(corrupt, key)
+				corrupt = append(corrupt, kr.key)
 			}
 		}
 		if len(won) > 0 {
@@ -512,26 +525,200 @@ func (c *Cache[V]) fetchManyLeased(ctx context.Context, keys []string, ttl time.
 				wait = append(wait, corrupt...)
 			}
 		}
-		if len(wait) == 0 {
+		if len(wait) > 0 {
+			if !waited {
+				waited = true
+				c.stats.leaseWaits.Add(1)
+			}
+			c.startWait(reg, wait)
+		}
+		if reg.pending == 0 {
 			return out, nil
 		}
-		if !waited {
-			waited = true
-			c.stats.leaseWaits.Add(1)
-		}
+		results = results[:0]
 		left := c.opts.LeaseWait - time.Since(start)
+		if left > 0 {
+			t := time.NewTimer(left)
+			select {
+			case kr := <-reg.ch:
+				results = append(results, kr)
+			case <-t.C:
+			case <-ctx.Done():
+			}
+			t.Stop()
+		}
 		if err := ctx.Err(); err != nil {
 			return out, err
 		}
-		if left <= 0 || sleep(ctx, jittered(min(delay, left))) != nil {
-			if err := ctx.Err(); err != nil {
-				return out, err
-			}
+		if len(results) == 0 {
+			rest := c.cancelWait(reg)
 			c.stats.leaseFailOpen.Add(1)
-			return c.loadManyNoFill(ctx, out, wait, loader)
+			return c.loadManyNoFill(ctx, out, rest, loader)
 		}
+		for more := true; more; {
+			select {
+			case kr := <-reg.ch:
+				results = append(results, kr)
+			default:
+				more = false
+			}
+		}
+		reg.pending -= len(results)
+	}
+}
+
+// keyResult is a lease read of one key, or its failure.
+type keyResult struct {
+	key string
+	r   store.LeaseResult
+	err error
+}
+
+// waitHub is the Cache's poller for FetchMany: the keys that callers of
+// this process wait for (another caller, anywhere, holds their lease) are
+// read together, one batched lease read per tick, however many callers
+// wait, so waiting costs the store one batch per tick and process instead
+// of one per caller.
+type waitHub struct {
+	mu      sync.Mutex
+	keys    map[string][]*waitReg
+	running bool
+	kick    bool // keys were added: poll soon again
+}
+
+// waitReg is one FetchMany's registration with the hub.
+type waitReg struct {
+	ch      chan keyResult // results for its keys; buffered for all of them
+	pending int            // keys registered and not yet received (owner only)
+}
+
+func newWaitReg(n int) *waitReg { return &waitReg{ch: make(chan keyResult, n)} }
+
+// startWait registers keys for reg and starts the poller if it is idle.
+func (c *Cache[V]) startWait(reg *waitReg, keys []string) {
+	h := &c.hub
+	h.mu.Lock()
+	if h.keys == nil {
+		h.keys = make(map[string][]*waitReg)
+	}
+	for _, k := range keys {
+		h.keys[k] = append(h.keys[k], reg)
+	}
+	reg.pending += len(keys)
+	h.kick = true
+	start := !h.running
+	h.running = true
+	h.mu.Unlock()
+	if start {
+		go c.pollLoop()
+	}
+}
+
+// cancelWait unregisters reg and returns the keys it was still waiting
+// for; leases the poller handed it that it never read are released.
+func (c *Cache[V]) cancelWait(reg *waitReg) []string {
+	h := &c.hub
+	var rest []string
+	h.mu.Lock()
+	for k, regs := range h.keys {
+		for i, r := range regs {
+			if r == reg {
+				rest = append(rest, k)
+				regs = append(regs[:i:i], regs[i+1:]...)
+				break
+			}
+		}
+		if len(regs) == 0 {
+			delete(h.keys, k)
+		} else {
+			h.keys[k] = regs
+		}
+	}
+	h.mu.Unlock()
+	for more := true; more; {
+		select {
+		case kr := <-reg.ch:
+			if kr.err == nil && kr.r.Won {
+				c.release(context.Background(), kr.r.Lease)
+			}
+			rest = append(rest, kr.key)
+		default:
+			more = false
+		}
+	}
+	reg.pending = 0
+	return rest
+}
+
+// pollLoop reads every waited-for key in one batch per tick (backing off
+// from 1 ms to maxPoll while nothing new is waited for) and hands out what
+// it finds: a value or a failure to every waiter of the key, a lease to
+// one of them. It ends when nobody waits.
+func (c *Cache[V]) pollLoop() {
+	h := &c.hub
+	delay := time.Millisecond
+	for {
+		time.Sleep(jittered(delay))
+		h.mu.Lock()
+		if len(h.keys) == 0 {
+			h.running = false
+			h.mu.Unlock()
+			return
+		}
+		if h.kick {
+			delay, h.kick = time.Millisecond, false
+		}
+		keys := make([]string, 0, len(h.keys))
+		for k := range h.keys {
+			keys = append(keys, k)
+		}
+		h.mu.Unlock()
+		res, err := c.leaseReadMany(context.Background(), keys, false)
+		var failed map[string]error
+		if err != nil {
+			var be *store.BatchError
+			if errors.As(err, &be) {
+				failed = be.Failed()
+			} else {
+				failed = make(map[string]error, len(keys))
+				for _, k := range keys {
+					failed[k] = err
+				}
+			}
+		}
+		h.mu.Lock()
+		for i, k := range keys {
+			regs := h.keys[k]
+			if len(regs) == 0 {
+				continue
+			}
+			if ferr, bad := failed[k]; bad {
+				for _, r := range regs {
+					r.ch <- keyResult{key: k, err: ferr}
+				}
+				delete(h.keys, k)
+				continue
+			}
+			r := res[i]
+			switch {
+			case r.Won:
+				regs[0].ch <- keyResult{key: k, r: r}
+				if len(regs) == 1 {
+					delete(h.keys, k)
+				} else {
+					h.keys[k] = regs[1:]
+				}
+			case r.Held, r.Value != nil && isPlaceholder(r.Value), r.Stale && c.opts.StaleWhileRevalidate == 0:
+				// still being loaded elsewhere
+			default:
+				for _, reg := range regs {
+					reg.ch <- keyResult{key: k, r: r}
+				}
+				delete(h.keys, k)
+			}
+		}
+		h.mu.Unlock()
 		delay = min(2*delay, maxPoll)
-		pending = wait
 	}
 }
 
