@@ -71,12 +71,20 @@ func (c *Cache[V]) Name() string { return c.opts.Name }
 type entry[V any] struct {
 	v        V
 	negative bool
+	// fields are the envelope's header fields (write time, TTL, load
+	// cost), for early refresh.
+	fields codec.Fields
 }
 
 // encode serialises v and enforces the size guards. It never logs or
 // returns the value itself.
 func (c *Cache[V]) encode(key string, v V) ([]byte, error) {
-	b, h, err := c.opts.Codec.Encode(nil, v)
+	return c.encodeWith(key, v, codec.Fields{})
+}
+
+// encodeWith is encode with envelope header fields.
+func (c *Cache[V]) encodeWith(key string, v V, f codec.Fields) ([]byte, error) {
+	b, h, err := c.opts.Codec.EncodeWith(nil, v, f)
 	if err != nil {
 		if errors.Is(err, codec.ErrValueTooLarge) {
 			// One sentinel for callers, whichever limit refused it.
@@ -123,6 +131,7 @@ func (c *Cache[V]) decode(key string, data []byte) (entry[V], error) {
 	}
 	c.stats.bytesR.Add(uint64(len(data)))
 	c.stats.bytesRRaw.Add(uint64(h.RawLen))
+	e.fields = h.Fields
 	switch h.Kind {
 	case codec.KindValue:
 	case codec.KindNegative:

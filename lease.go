@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"sync"
 	"time"
 
+	"github.com/kuracache/kura/codec"
 	"github.com/kuracache/kura/store"
 )
 
@@ -199,10 +201,16 @@ func (c *Cache[V]) fetchLeased(ctx context.Context, key string, ttl time.Duratio
 	}
 	e, v := c.view(key, r)
 	if v == viewValue {
-		if r.Won {
+		switch {
+		case r.Won:
 			// Early refresh (or a stale value under stale-while-
 			// revalidate): serve what is cached, reload in the
 			// background under the lease.
+			c.refreshLater(ctx, key, ttl, loader, r.Lease)
+		case c.opts.EarlyRefresh > 0 && r.Lease.Token != nil && xfetch(e.fields, time.Now(), c.opts.EarlyRefresh):
+			// A store without memcached's R flag (Redis) hands out the
+			// value's own bytes as its version: refresh on condition
+			// that the value did not change meanwhile.
 			c.refreshLater(ctx, key, ttl, loader, r.Lease)
 		}
 		if e.negative {
@@ -316,6 +324,27 @@ func (c *Cache[V]) leaseLoad(ctx context.Context, key string, ttl time.Duration,
 	}
 }
 
+// xfetch decides probabilistic early expiration (Vattani, Chierichetti,
+// Lowenstein, "Optimal Probabilistic Cache Stampede Prevention", VLDB
+// 2015) with beta 1: refresh when now - cost * ln(rand) >= expiry, where
+// cost is how long the last load took, so the chance grows as expiry
+// nears and a slow load starts earlier. Only entries in their last window
+// before expiry are considered; entries without the fields never are.
+func xfetch(f codec.Fields, now time.Time, window time.Duration) bool {
+	if f.Written.IsZero() || f.TTL <= 0 {
+		return false
+	}
+	left := f.Written.Add(f.TTL).Sub(now)
+	switch {
+	case left > window:
+		return false
+	case left <= 0:
+		return true
+	}
+	cost := max(f.Cost, time.Millisecond)
+	return float64(cost)*-math.Log(rand.Float64()) >= float64(left)
+}
+
 // maxPoll caps the backoff between two reads of a waiter: a fill is seen
 // at most this late, and a waiter reads the store at most 1/maxPoll times
 // a second.
@@ -357,18 +386,25 @@ func (c *Cache[V]) loadUnderLease(ctx context.Context, key string, ttl time.Dura
 	c.stats.loads.Add(1)
 	start := time.Now()
 	v, err = c.callLoader(ctx, key, loader)
-	c.stats.since(OpLoad, start)
+	cost := time.Since(start)
+	c.stats.observe(OpLoad, cost)
 	if err != nil {
 		if errors.Is(err, ErrNotFound) {
 			if c.opts.NegativeTTL >= 0 {
-				filled = c.leaseFill(ctx, key, c.encodeNegative(), c.opts.NegativeTTL, l)
+				filled = c.leaseFill(ctx, key, c.encodeNegative(), c.opts.jitter(c.opts.NegativeTTL), l)
 			}
 			return v, err
 		}
 		c.stats.loadErrs.Add(1)
 		return v, fmt.Errorf("kura: load %q: %w", key, err)
 	}
-	data, eerr := c.encode(key, v)
+	ttl = c.opts.jitter(ttl)
+	var f codec.Fields
+	if c.opts.EarlyRefresh > 0 && ttl > 0 {
+		// What XFetch needs to decide an early refresh on Redis.
+		f = codec.Fields{Written: start, TTL: ttl, Cost: cost}
+	}
+	data, eerr := c.encodeWith(key, v, f)
 	if eerr != nil {
 		c.reportErr(OpSet, key, eerr)
 		return v, nil
@@ -377,13 +413,13 @@ func (c *Cache[V]) loadUnderLease(ctx context.Context, key string, ttl time.Dura
 	return v, nil
 }
 
-// leaseFill writes data under lease l; it reports whether the store took
+// leaseFill writes data for ttl (jittered already) under lease l; it reports whether the store took
 // the fill or refused it (either way the lease is spent).
 func (c *Cache[V]) leaseFill(ctx context.Context, key string, data []byte, ttl time.Duration, l store.Lease) bool {
 	sctx, cancel := c.storeCtx(ctx)
 	defer cancel()
 	start := time.Now()
-	err := c.leaser.Fill(sctx, []store.Fill{{Lease: l, Value: data, TTL: c.opts.jitter(ttl)}})
+	err := c.leaser.Fill(sctx, []store.Fill{{Lease: l, Value: data, TTL: ttl}})
 	c.stats.since(OpSet, start)
 	switch {
 	case err == nil:

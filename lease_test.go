@@ -347,3 +347,35 @@ func waitFor(t *testing.T, what string, ok func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// TestXFetchRedis: on Redis, early refresh is probabilistic (XFetch from
+// the envelope's write time, TTL and load cost): a key read often enough
+// is reloaded by one reader before it expires, under the condition that
+// it did not change.
+func TestXFetchRedis(t *testing.T) {
+	open := leaseBackends(t)["redis"]
+	s := open(t)
+	ctx := context.Background()
+	c := newCache(t, s, kura.Options{EarlyRefresh: time.Hour})
+	key := leaseKey("xfetch")
+	var calls atomic.Int64
+	loader := func(context.Context, string) (Profile, error) {
+		n := calls.Add(1)
+		time.Sleep(50 * time.Millisecond) // the cost XFetch weighs
+		return profile(int(n)), nil
+	}
+	if _, err := c.Fetch(ctx, key, 2*time.Second, loader); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "an early refresh", func() bool {
+		v, err := c.Fetch(ctx, key, 2*time.Second, loader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(2 * time.Millisecond)
+		return v.ID >= 2
+	})
+	if st := c.Stats(); st.EarlyRefreshes == 0 {
+		t.Fatalf("the value changed without an early refresh: %+v", st)
+	}
+}

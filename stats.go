@@ -170,6 +170,8 @@ func newCounters() *counters {
 
 func (c *counters) since(op Op, start time.Time) { c.lat[op].observe(time.Since(start)) }
 
+func (c *counters) observe(op Op, d time.Duration) { c.lat[op].observe(d) }
+
 func (c *counters) snapshot(name string) Stats {
 	s := Stats{
 		Name: name, Hits: c.hits.Load(), Misses: c.misses.Load(), NegativeHits: c.negHits.Load(),

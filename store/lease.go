@@ -76,7 +76,11 @@ type LeaseResult struct {
 	// Held reports that another caller holds the lease: wait for its fill
 	// and read again.
 	Held bool
-	// Lease is the claim to fill with; valid when Won.
+	// Lease is the claim to fill with when Won. With a Value and not
+	// Won, a store may set it to the value's own version (memcached's
+	// CAS, or on Redis the bytes themselves as Token) so that a caller
+	// can replace the value on condition that it did not change
+	// (probabilistic early refresh); Fill then refuses if it did.
 	Lease Lease
 }
 

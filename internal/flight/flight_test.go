@@ -2,6 +2,7 @@ package flight
 
 import (
 	"context"
+	"errors"
 	"testing"
 )
 
@@ -12,24 +13,38 @@ func TestJoin(t *testing.T) {
 	}
 	release := make(chan struct{})
 	started := make(chan struct{})
+	led := make(chan int)
 	go func() {
-		_, _, _ = g.Do(context.Background(), "k", 0, func(context.Context) (int, error) {
+		v, _, _ := g.Do(context.Background(), "k", 0, func(context.Context) (int, error) {
 			close(started)
 			<-release
 			return 7, nil
 		}, nil)
+		led <- v
 	}()
 	<-started
-	done := make(chan int)
+	// In flight: a caller whose ctx is over gets its error, and knows a
+	// load was there to join.
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, ok, err := g.Join(done, "k"); !ok || !errors.Is(err, context.Canceled) {
+		t.Fatalf("Join with an ended ctx = %v, %v; want true and its error", ok, err)
+	}
+	joined := make(chan [2]any)
 	go func() {
 		v, ok, err := g.Join(context.Background(), "k")
-		if !ok || err != nil {
-			t.Errorf("Join = %v, %v, %v", v, ok, err)
+		if err != nil {
+			t.Error(err)
 		}
-		done <- v
+		joined <- [2]any{v, ok}
 	}()
 	close(release)
-	if v := <-done; v != 7 {
-		t.Fatalf("Join got %d, want the flight's 7", v)
+	if v := <-led; v != 7 {
+		t.Fatalf("the leader got %d", v)
+	}
+	// Either the joiner found the flight (and got its value) or came after
+	// it ended (and was told so); never a wrong value.
+	if r := <-joined; r[1].(bool) && r[0].(int) != 7 {
+		t.Fatalf("Join got %v from a flight that returned 7", r[0])
 	}
 }

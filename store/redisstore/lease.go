@@ -36,7 +36,8 @@ return redis.call('DEL', KEYS[1])`)
 // whose SET found something there is Held (another caller's placeholder,
 // or a fill that landed between the two round trips: the next read sees
 // it). A key holding another caller's placeholder comes back as a Value
-// for the caller to recognise.
+// for the caller to recognise. A hit's Lease carries the value's bytes as
+// its Token: a Fill with it replaces the value only if it is unchanged.
 //
 // opts.Recache is ignored: Redis cannot tell a key's remaining TTL in the
 // same round trip as its value; the Cache refreshes early from the
@@ -57,6 +58,7 @@ func (s *Store) LeaseGet(ctx context.Context, keys []string, opts store.LeaseOpt
 		switch {
 		case err == nil:
 			out[0].Value = v
+			out[0].Lease = store.Lease{Key: keys[0], Token: v}
 			return out, nil
 		case errors.Is(err, store.ErrNotFound):
 			vals, err = [][]byte{nil}, nil
@@ -86,6 +88,7 @@ func (s *Store) LeaseGet(ctx context.Context, keys []string, opts store.LeaseOpt
 	for i, v := range vals {
 		if v != nil {
 			out[i].Value = v
+			out[i].Lease = store.Lease{Key: keys[i], Token: v}
 		} else if _, bad := failed[keys[i]]; !bad {
 			missing = append(missing, i)
 		}
