@@ -29,6 +29,7 @@ func TestMain(m *testing.M) {
 		"stampede": stampedeWorker,
 		"hold":     holdWorker,
 		"once":     onceWorker,
+		"storm":    stormWorker,
 	}))
 }
 
