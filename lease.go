@@ -289,6 +289,7 @@ func (c *Cache[V]) leaseLoad(ctx context.Context, key string, ttl time.Duration,
 			// The holder may be in this process: then its result is
 			// ours without another read.
 			if val, ok, err := c.holders.Join(ctx, key); ok {
+				c.stats.shared.Add(1)
 				return val, err
 			}
 			left := c.opts.LeaseWait - time.Since(start)
