@@ -288,8 +288,7 @@ func (c *Cache[V]) leaseLoad(ctx context.Context, key string, ttl time.Duration,
 			}
 			// The holder may be in this process: then its result is
 			// ours without another read.
-			if val, ok, err := c.holders.Join(ctx, key); ok {
-				c.stats.shared.Add(1)
+			if val, ok, err := c.holders.Join(ctx, key, func() { c.stats.shared.Add(1) }); ok {
 				return val, err
 			}
 			left := c.opts.LeaseWait - time.Since(start)

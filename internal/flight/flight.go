@@ -147,14 +147,19 @@ func (g *Group[V]) run(key string, c *call[V], ctx context.Context, cancel conte
 
 // Join waits for the load of key in flight, if there is one, and returns
 // its result with ok true; with none in flight it returns at once with ok
-// false. A caller whose ctx ends gets ctx's error. A panicked load gives
-// an error matching ErrPanicked, as to any caller that joined.
-func (g *Group[V]) Join(ctx context.Context, key string) (v V, ok bool, err error) {
+// false. onJoin, if not nil, is called at once when there is one to wait
+// for (before waiting). A caller whose ctx ends gets ctx's error. A
+// panicked load gives an error matching ErrPanicked, as to any caller
+// that joined.
+func (g *Group[V]) Join(ctx context.Context, key string, onJoin func()) (v V, ok bool, err error) {
 	g.mu.Lock()
 	c, ok := g.calls[key]
 	g.mu.Unlock()
 	if !ok {
 		return v, false, nil
+	}
+	if onJoin != nil {
+		onJoin()
 	}
 	select {
 	case <-c.done:

@@ -8,7 +8,7 @@ import (
 
 func TestJoin(t *testing.T) {
 	var g Group[int]
-	if _, ok, _ := g.Join(context.Background(), "k"); ok {
+	if _, ok, _ := g.Join(context.Background(), "k", nil); ok {
 		t.Fatal("Join with nothing in flight must return at once with ok false")
 	}
 	release := make(chan struct{})
@@ -27,12 +27,12 @@ func TestJoin(t *testing.T) {
 	// load was there to join.
 	done, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, ok, err := g.Join(done, "k"); !ok || !errors.Is(err, context.Canceled) {
+	if _, ok, err := g.Join(done, "k", nil); !ok || !errors.Is(err, context.Canceled) {
 		t.Fatalf("Join with an ended ctx = %v, %v; want true and its error", ok, err)
 	}
 	joined := make(chan [2]any)
 	go func() {
-		v, ok, err := g.Join(context.Background(), "k")
+		v, ok, err := g.Join(context.Background(), "k", nil)
 		if err != nil {
 			t.Error(err)
 		}
