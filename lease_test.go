@@ -379,3 +379,28 @@ func TestXFetchRedis(t *testing.T) {
 		t.Fatalf("the value changed without an early refresh: %+v", st)
 	}
 }
+
+// TestKeyedInvalidate: a Keyed view invalidates its own keys through the
+// Cache (leases included).
+func TestKeyedInvalidate(t *testing.T) {
+	s := leaseBackends(t)["redis"](t)
+	ctx := context.Background()
+	c := newCache(t, s, kura.Options{TTL: time.Hour})
+	k, err := kura.NewKeyed[int, Profile](c, kura.KeyedOptions[int]{Prefix: leaseKey("keyed") + ":"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []int{1, 2} {
+		if err := k.Set(ctx, id, profile(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := k.Invalidate(ctx, 1, 2); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []int{1, 2} {
+		if _, err := k.Get(ctx, id); !errors.Is(err, kura.ErrNotFound) {
+			t.Fatalf("id %d after Invalidate: %v", id, err)
+		}
+	}
+}
