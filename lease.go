@@ -314,7 +314,9 @@ func (c *Cache[V]) leaseLoad(ctx context.Context, key string, ttl time.Duration,
 		var e entry[V]
 		if e, v = c.view(key, r); v == viewValue {
 			if r.Won {
-				c.release(ctx, r.Lease)
+				// A stale value (stale-while-revalidate) whose refresh
+				// fell to this caller: serve it, refresh behind.
+				c.refreshLater(ctx, key, ttl, loader, r.Lease)
 			}
 			if e.negative {
 				return zero, absent(key)
