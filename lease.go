@@ -40,7 +40,7 @@ func (o *Options) leaseDefaults(s store.Store) error {
 	if o.LeaseWait == 0 {
 		o.LeaseWait = DefaultLeaseWait
 	}
-	_, has := store.Find[store.Leaser](s)
+	_, has := store.FindLeaser(s)
 	switch o.Leases {
 	case LeasesAuto:
 	case LeasesOff:
@@ -62,7 +62,7 @@ func leaserOf(s store.Store, o Options) store.Leaser {
 	if o.Leases == LeasesOff {
 		return nil
 	}
-	l, _ := store.Find[store.Leaser](s)
+	l, _ := store.FindLeaser(s)
 	return l
 }
 

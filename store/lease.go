@@ -100,3 +100,25 @@ type Fill struct {
 	// TTL is the value's time to live; zero means no expiry.
 	TTL time.Duration
 }
+
+// LeaseCapable is implemented by wrappers (a circuit breaker, say) that
+// implement Leaser by routing the calls to the store they wrap, which may
+// or may not have leases: CanLease says whether it does. A Leaser that
+// does not implement LeaseCapable can always lease.
+type LeaseCapable interface {
+	CanLease() bool
+}
+
+// FindLeaser returns the lease capability of s: the first Leaser in the
+// chain s, s.Unwrap(), ... (see Find), unless it reports through
+// LeaseCapable that it cannot lease.
+func FindLeaser(s Store) (Leaser, bool) {
+	l, ok := Find[Leaser](s)
+	if !ok {
+		return nil, false
+	}
+	if c, ok := l.(LeaseCapable); ok && !c.CanLease() {
+		return nil, false
+	}
+	return l, true
+}

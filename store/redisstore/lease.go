@@ -74,7 +74,7 @@ func (s *Store) LeaseGet(ctx context.Context, keys []string, opts store.LeaseOpt
 		vals, err = s.GetMany(ctx, keys)
 	}
 	var failed map[string]error
-	fails := failures{op: "lease"}
+	fails := failures{op: "lease", n: len(keys)}
 	if err != nil {
 		var be *store.BatchError
 		if !errors.As(err, &be) {

@@ -26,7 +26,7 @@ var leaseTests = []struct {
 
 func (h *harness) leaser() store.Leaser {
 	h.t.Helper()
-	l, ok := store.Find[store.Leaser](h.s)
+	l, ok := store.FindLeaser(h.s)
 	if !ok {
 		h.t.Skip("store has no lease capability")
 	}
