@@ -105,6 +105,7 @@ func (c *Cache[V]) encodeWith(key string, v V, f codec.Fields) ([]byte, error) {
 	}
 	c.stats.bytesW.Add(uint64(len(b)))
 	c.stats.bytesWRaw.Add(uint64(h.RawLen))
+	c.stats.dictBytes.add(h.Dict, len(b))
 	return b, nil
 }
 

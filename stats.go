@@ -96,6 +96,11 @@ type Stats struct {
 	// Options.StaleWhileRevalidate; EarlyRefreshes counts background
 	// reloads started by Options.EarlyRefresh (or by a stale value).
 	StaleServed, EarlyRefreshes uint64
+	// BytesWrittenByDictionary splits BytesWritten (values only) by the
+	// compression dictionary id in each value's header; id 0 is values
+	// written without a dictionary. It shows a rotation's progress: the
+	// old id stops growing, the new one takes over.
+	BytesWrittenByDictionary map[uint32]uint64
 
 	// Latency holds one histogram per operation.
 	Latency map[Op]Histogram
@@ -164,6 +169,7 @@ type counters struct {
 	staleServed, earlyRefreshes                  atomic.Uint64
 	coordination                                 string
 	bytesW, bytesWRaw, bytesR, bytesRRaw         atomic.Uint64
+	dictBytes                                    dictCounters
 	lat                                          map[Op]*histogram
 }
 
@@ -190,7 +196,8 @@ func (c *counters) snapshot(name string) Stats {
 		BytesRead: c.bytesR.Load(), BytesReadRaw: c.bytesRRaw.Load(),
 		Coordination: c.coordination, LeaseWaits: c.leaseWaits.Load(), LeaseFailOpen: c.leaseFailOpen.Load(),
 		LeaseFillsLost: c.leaseLost.Load(), StaleServed: c.staleServed.Load(), EarlyRefreshes: c.earlyRefreshes.Load(),
-		Latency: make(map[Op]Histogram, len(allOps)),
+		Latency:                  make(map[Op]Histogram, len(allOps)),
+		BytesWrittenByDictionary: c.dictBytes.snapshot(),
 	}
 	for op, h := range c.lat {
 		s.Latency[op] = h.snapshot()

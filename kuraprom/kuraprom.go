@@ -8,6 +8,7 @@
 package kuraprom
 
 import (
+	"fmt"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kuracache/kura"
@@ -27,6 +28,7 @@ type Collector struct {
 	shared, large, rejected, bytes, latency          *prometheus.Desc
 	panics, budgetSkips                              *prometheus.Desc
 	leases, coordination                             *prometheus.Desc
+	dictBytes                                        *prometheus.Desc
 }
 
 var _ prometheus.Collector = (*Collector)(nil)
@@ -54,13 +56,15 @@ func NewCollector(caches ...Source) *Collector {
 			"Store calls a read-through skipped because it had spent its StoreTimeout on a slow or stalled server."),
 		leases:       d("lease_events_total", "Lease events, by event: wait (waited for another caller's load), fail_open (gave up waiting after LeaseWait and loaded without writing back), fill_lost (a fill refused because an invalidation voided its lease), stale_served (a stale value served under StaleWhileRevalidate), early_refresh (a background reload before expiry).", "event"),
 		coordination: d("coordination_info", "1 for the guarantee this cache gives about loads of a missing key: leases (across processes) or process (per process only).", "coordination"),
+		dictBytes: d("dictionary_written_bytes_total",
+			"Value bytes written, by the compression dictionary id in their header (8 hex digits; 00000000 = no dictionary).", "dictionary"),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.requests, c.decodeErrs, c.storeErrs, c.loads, c.loadErrs,
-		c.shared, c.large, c.rejected, c.bytes, c.latency, c.panics, c.budgetSkips, c.leases, c.coordination} {
+		c.shared, c.large, c.rejected, c.bytes, c.latency, c.panics, c.budgetSkips, c.leases, c.coordination, c.dictBytes} {
 		ch <- d
 	}
 }
@@ -95,6 +99,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		counter(c.bytes, s.BytesReadRaw, n, "read", "raw")
 		counter(c.bytes, s.BytesWritten, n, "write", "stored")
 		counter(c.bytes, s.BytesWrittenRaw, n, "write", "raw")
+		for id, b := range s.BytesWrittenByDictionary {
+			counter(c.dictBytes, b, n, fmt.Sprintf("%08x", id))
+		}
 		for op, h := range s.Latency {
 			buckets := make(map[float64]uint64, len(h.Buckets))
 			for i, b := range kura.LatencyBuckets {
