@@ -414,3 +414,35 @@ func (c *Cache[V]) Close() error {
 	}
 	return nil
 }
+
+// fetchManyL1Leased is FetchMany with an L1 over a store with leases: the
+// L1 and one tracked batch read (which fills the L1) answer first, and only
+// the keys still missing take the leased path.
+func (c *Cache[V]) fetchManyL1Leased(ctx context.Context, keys []string, ttl time.Duration, loader ManyLoader[V]) (map[string]V, error) {
+	out := make(map[string]V, len(keys))
+	var rest []string
+	b := c.newBudget()
+	sctx, done := b.ctx(ctx)
+	err := c.getMany(sctx, keys, func(key string, e entry[V], err error) {
+		switch {
+		case err != nil:
+			rest = append(rest, key)
+		case !e.negative:
+			out[key] = e.v
+		}
+	})
+	done()
+	if err != nil {
+		c.reportErr(OpGetMany, "", err)
+		clear(out)
+		rest = keys
+	}
+	if len(rest) == 0 {
+		return out, nil
+	}
+	got, err := c.fetchManyLeased(ctx, rest, ttl, loader)
+	for k, v := range got {
+		out[k] = v
+	}
+	return out, err
+}

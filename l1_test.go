@@ -71,9 +71,9 @@ func (r *reports) since(key string, t0 time.Time) bool {
 	return r.at[key].After(t0)
 }
 
-// waitFor polls cond for up to 10 s (far above the sub-millisecond
+// l1WaitFor polls cond for up to 10 s (far above the sub-millisecond
 // delivery the invalidations take on loopback).
-func waitFor(t testing.TB, what string, cond func() bool) {
+func l1WaitFor(t testing.TB, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for !cond() {
@@ -152,7 +152,7 @@ func testL1Invalidation(t *testing.T, url string, prefixes []string) {
 			t.Fatal(err)
 		}
 		if r >= 10 || prefixes != nil { // A read the key before, or broadcast: wait for the report
-			waitFor(t, "A's invalidation", func() bool { return rep.since(key, before) })
+			l1WaitFor(t, "A's invalidation", func() bool { return rep.since(key, before) })
 		}
 		// Read it into A's L1, then once more from the L1.
 		for i := 0; i < 2; i++ {
@@ -169,7 +169,7 @@ func testL1Invalidation(t *testing.T, url string, prefixes []string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "A's invalidation", func() bool { return rep.since(key, before) })
+		l1WaitFor(t, "A's invalidation", func() bool { return rep.since(key, before) })
 		v, err := a.Get(ctx, key)
 		switch {
 		case r%3 == 2 && !errors.Is(err, kura.ErrNotFound):
@@ -218,7 +218,7 @@ func testL1Invalidation(t *testing.T, url string, prefixes []string) {
 	if err := b.Set(ctx, "neg:1", profile(7), time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, "A's invalidation", func() bool { return rep.since("neg:1", before) })
+	l1WaitFor(t, "A's invalidation", func() bool { return rep.since("neg:1", before) })
 	if v, err := a.Fetch(ctx, "neg:1", time.Hour, load); err != nil || v.ID != 7 {
 		t.Fatalf("after B wrote an absent key: %d, %v", v.ID, err)
 	}
@@ -248,9 +248,9 @@ func testL1Invalidation(t *testing.T, url string, prefixes []string) {
 	// report); a report arriving while a read is in flight stops that read
 	// from filling. Read until the L1 holds the ten keys.
 	for _, k := range keys[:10] {
-		waitFor(t, "the reports of the write-back", func() bool { return rep.since(k, before) })
+		l1WaitFor(t, "the reports of the write-back", func() bool { return rep.since(k, before) })
 	}
-	waitFor(t, "the ten keys in the L1", func() bool {
+	l1WaitFor(t, "the ten keys in the L1", func() bool {
 		h := a.Stats().L1.Hits
 		if _, err := a.FetchMany(ctx, keys[:10], time.Hour, many); err != nil {
 			t.Fatal(err)
@@ -325,12 +325,12 @@ func TestL1ReadInFlight(t *testing.T) {
 	}
 	for n := 1; n <= writes; n++ {
 		// Make sure A holds (and tracks) the key before each write.
-		waitFor(t, "A to read the key", func() bool { v, err := a.Get(ctx, "race"); return err == nil && v.ID == n-1 })
+		l1WaitFor(t, "A to read the key", func() bool { v, err := a.Get(ctx, "race"); return err == nil && v.ID == n-1 })
 		before := time.Now()
 		if err := b.Set(ctx, "race", profile(n), time.Hour); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, "A's invalidation", func() bool { return rep.since("race", before) })
+		l1WaitFor(t, "A's invalidation", func() bool { return rep.since("race", before) })
 		floor.Store(int64(n))
 	}
 	close(stop)
@@ -377,7 +377,7 @@ func TestL1TrackingLinkLost(t *testing.T) {
 			if _, err := srv.Do(ctx, "SET", "k", "not a kura value"); err != nil {
 				t.Fatal(err)
 			}
-			waitFor(t, "the L1 flush", func() bool { _, f := sa.TrackingReports(); return f > f0 })
+			l1WaitFor(t, "the L1 flush", func() bool { _, f := sa.TrackingReports(); return f > f0 })
 			if st := a.Stats().L1; st.Flushes == 0 {
 				t.Fatalf("L1 not flushed: %+v", st)
 			}

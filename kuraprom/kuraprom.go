@@ -29,6 +29,7 @@ type Collector struct {
 	panics, budgetSkips                              *prometheus.Desc
 	l1Lookups, l1Bytes, l1Entries, l1Evictions       *prometheus.Desc
 	l1Invalidations, l1Flushes                       *prometheus.Desc
+	leases, coordination                             *prometheus.Desc
 	dictBytes                                        *prometheus.Desc
 }
 
@@ -63,6 +64,8 @@ func NewCollector(caches ...Source) *Collector {
 			"Keys the server reported changed (Redis client tracking), each dropped from the L1."),
 		l1Flushes: d("l1_flushes_total",
 			"Times the whole L1 was dropped: a tracking connection broke, or the server was flushed."),
+		leases:       d("lease_events_total", "Lease events, by event: wait (waited for another caller's load), fail_open (gave up waiting after LeaseWait and loaded without writing back), fill_lost (a fill refused because an invalidation voided its lease), stale_served (a stale value served under StaleWhileRevalidate), early_refresh (a background reload before expiry).", "event"),
+		coordination: d("coordination_info", "1 for the guarantee this cache gives about loads of a missing key: leases (across processes) or process (per process only).", "coordination"),
 		dictBytes: d("dictionary_written_bytes_total",
 			"Value bytes written, by the compression dictionary id in their header (8 hex digits; 00000000 = no dictionary).", "dictionary"),
 	}
@@ -71,7 +74,7 @@ func NewCollector(caches ...Source) *Collector {
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.requests, c.decodeErrs, c.storeErrs, c.loads, c.loadErrs,
-		c.shared, c.large, c.rejected, c.bytes, c.latency, c.panics, c.budgetSkips, c.dictBytes,
+		c.shared, c.large, c.rejected, c.bytes, c.latency, c.panics, c.budgetSkips, c.leases, c.coordination, c.dictBytes,
 		c.l1Lookups, c.l1Bytes, c.l1Entries, c.l1Evictions, c.l1Invalidations, c.l1Flushes} {
 		ch <- d
 	}
@@ -95,6 +98,12 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		counter(c.shared, s.Shared, n)
 		counter(c.panics, s.LoaderPanics, n)
 		counter(c.budgetSkips, s.BudgetSkips, n)
+		counter(c.leases, s.LeaseWaits, n, "wait")
+		counter(c.leases, s.LeaseFailOpen, n, "fail_open")
+		counter(c.leases, s.LeaseFillsLost, n, "fill_lost")
+		counter(c.leases, s.StaleServed, n, "stale_served")
+		counter(c.leases, s.EarlyRefreshes, n, "early_refresh")
+		ch <- prometheus.MustNewConstMetric(c.coordination, prometheus.GaugeValue, 1, n, s.Coordination)
 		counter(c.large, s.LargeValues, n)
 		counter(c.rejected, s.RejectedValues, n)
 		counter(c.bytes, s.BytesRead, n, "read", "stored")
