@@ -103,7 +103,10 @@ func (msgpackSerializer) Marshal(dst []byte, v any) ([]byte, error) {
 	return out, nil
 }
 
-func (msgpackSerializer) Unmarshal(data []byte, v any) error {
+func (s msgpackSerializer) Unmarshal(data []byte, v any) error {
+	if sd, ok := v.(strictDest); ok {
+		return s.UnmarshalStrict(data, sd.v)
+	}
 	if err := CheckMsgPack(data); err != nil {
 		return err
 	}
@@ -123,7 +126,10 @@ func (jsonSerializer) Marshal(dst []byte, v any) ([]byte, error) {
 	return append(dst, b...), nil
 }
 
-func (jsonSerializer) Unmarshal(data []byte, v any) error {
+func (s jsonSerializer) Unmarshal(data []byte, v any) error {
+	if sd, ok := v.(strictDest); ok {
+		return s.UnmarshalStrict(data, sd.v)
+	}
 	return json.Unmarshal(data, v)
 }
 

@@ -1,0 +1,97 @@
+package codec
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sync"
+
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// ErrSchemaMismatch reports a value that was written for another Go type:
+// its schema fingerprint differs from the reader's (or it has none) and a
+// strict decode failed, because the value has a field the reader's type
+// does not have or a value of another kind. It matches ErrDeserialize and
+// so ErrMalformed.
+var ErrSchemaMismatch = fmt.Errorf("%w: written for another type (schema fingerprint differs and a strict decode failed)", ErrDeserialize)
+
+// StrictUnmarshaler is implemented by serializers that can decode in a
+// strict mode: a field in the data that the destination struct does not
+// have, a value of a kind the destination cannot hold, or bytes after the
+// value are errors instead of being skipped. DecodeStrict uses it; for
+// serializers without it, DecodeStrict decodes as Decode does. MsgPack and
+// JSON implement it.
+type StrictUnmarshaler interface {
+	UnmarshalStrict(data []byte, v any) error
+}
+
+var (
+	_ StrictUnmarshaler = msgpackSerializer{}
+	_ StrictUnmarshaler = jsonSerializer{}
+)
+
+// strictDest carries a destination through Decode to a serializer's
+// Unmarshal, asking for its strict mode.
+type strictDest struct{ v any }
+
+// DecodeStrict is Decode with the serializer's strict mode (see
+// StrictUnmarshaler): it fails where Decode would silently drop fields
+// the destination does not have. Use it for values whose schema
+// fingerprint differs from the reader's.
+func (c *Codec) DecodeStrict(data []byte, v any) (Header, error) {
+	h, err := ParseHeader(data)
+	if err != nil {
+		return h, err
+	}
+	if _, ok := c.sers[h.Serializer].(StrictUnmarshaler); !ok {
+		return c.Decode(data, v)
+	}
+	return c.Decode(data, strictDest{v})
+}
+
+// msgpackStrictDecoder is a pooled decoder reading from a reusable
+// bytes.Reader.
+type msgpackStrictDecoder struct {
+	r   bytes.Reader
+	dec *msgpack.Decoder
+}
+
+var msgpackStrictDecoders = sync.Pool{New: func() any {
+	d := &msgpackStrictDecoder{}
+	d.dec = msgpack.NewDecoder(&d.r)
+	return d
+}}
+
+func (msgpackSerializer) UnmarshalStrict(data []byte, v any) error {
+	if err := CheckMsgPack(data); err != nil {
+		return err
+	}
+	d := msgpackStrictDecoders.Get().(*msgpackStrictDecoder)
+	defer msgpackStrictDecoders.Put(d)
+	d.r.Reset(data)
+	d.dec.Reset(&d.r) // clears the flags, so set them each time
+	d.dec.DisallowUnknownFields(true)
+	err := d.dec.Decode(v)
+	rest := d.r.Len()
+	d.r.Reset(nil)
+	if err != nil {
+		return err
+	}
+	if rest != 0 {
+		return fmt.Errorf("msgpack: %d bytes after the value", rest)
+	}
+	return nil
+}
+
+func (jsonSerializer) UnmarshalStrict(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return fmt.Errorf("json: data after the value")
+	}
+	return nil
+}
