@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/kuracache/kura/codec"
@@ -30,6 +31,8 @@ type Cache[V any] struct {
 	opts  Options
 	stats *counters
 	group flight.Group[V]
+	// schema is the fingerprint of V as the Codec encodes it (schema.go).
+	schema uint32
 }
 
 // New returns a Cache of values of type V over s.
@@ -41,7 +44,7 @@ func New[V any](s store.Store, opts Options) (*Cache[V], error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Cache[V]{store: s, opts: o, stats: newCounters()}, nil
+	return &Cache[V]{store: s, opts: o, stats: newCounters(), schema: o.Codec.Fingerprint(reflect.TypeFor[V]())}, nil
 }
 
 // Store returns the underlying Store.
@@ -57,6 +60,9 @@ func (c *Cache[V]) Name() string { return c.opts.Name }
 type entry[V any] struct {
 	v        V
 	negative bool
+	// keep marks an entry written for another type, too recently to
+	// overwrite (Options.SchemaGrace): a read-through does not fill it.
+	keep bool
 }
 
 // encode serialises v and enforces the size guards. It never logs or
@@ -102,9 +108,14 @@ func (c *Cache[V]) encodeNegative() []byte {
 
 func (c *Cache[V]) decode(key string, data []byte) (entry[V], error) {
 	var e entry[V]
-	h, err := c.opts.Codec.Decode(data, &e.v)
+	h, err := c.opts.Codec.DecodeSchema(data, &e.v, c.schema)
 	if err != nil {
-		c.stats.decodeErrs.Add(1)
+		if errors.Is(err, codec.ErrSchemaMismatch) {
+			c.stats.schemaMismatches.Add(1)
+			e.keep = c.tooYoungToOverwrite(h)
+		} else {
+			c.stats.decodeErrs.Add(1)
+		}
 		return e, fmt.Errorf("kura: decode %q (%d bytes): %w", key, len(data), err)
 	}
 	c.stats.bytesR.Add(uint64(len(data)))

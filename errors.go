@@ -21,6 +21,11 @@ var (
 	// ErrMalformed reports cached bytes that do not decode. Get returns
 	// it; Fetch treats it as a miss and overwrites the entry.
 	ErrMalformed = codec.ErrMalformed
+	// ErrSchemaMismatch reports cached bytes written for another Go type
+	// (a field renamed or retyped since they were written; see
+	// Options.SchemaGrace). It matches ErrMalformed. Get returns it; Fetch
+	// treats it as a miss.
+	ErrSchemaMismatch = codec.ErrSchemaMismatch
 	// ErrLoaderPanicked is matched by the error a Fetch gets when the
 	// load it shared with another caller panicked. The Fetch that started
 	// that load panics instead (with a value that also matches it), in

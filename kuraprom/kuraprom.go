@@ -26,6 +26,7 @@ type Collector struct {
 	requests, decodeErrs, storeErrs, loads, loadErrs *prometheus.Desc
 	shared, large, rejected, bytes, latency          *prometheus.Desc
 	panics, budgetSkips                              *prometheus.Desc
+	schemaMismatches, schemaKept                     *prometheus.Desc
 }
 
 var _ prometheus.Collector = (*Collector)(nil)
@@ -51,13 +52,18 @@ func NewCollector(caches ...Source) *Collector {
 		panics:     d("loader_panics_total", "Loader calls that panicked (also counted as loader errors)."),
 		budgetSkips: d("budget_skips_total",
 			"Store calls a read-through skipped because it had spent its StoreTimeout on a slow or stalled server."),
+		schemaMismatches: d("schema_mismatches_total",
+			"Cached values written for another Go type (a field renamed or retyped) that did not decode (counted as misses)."),
+		schemaKept: d("schema_kept_total",
+			"Write-backs skipped so as not to overwrite a recent value of another type (rolling deploy, Options.SchemaGrace)."),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.requests, c.decodeErrs, c.storeErrs, c.loads, c.loadErrs,
-		c.shared, c.large, c.rejected, c.bytes, c.latency, c.panics, c.budgetSkips} {
+		c.shared, c.large, c.rejected, c.bytes, c.latency, c.panics, c.budgetSkips,
+		c.schemaMismatches, c.schemaKept} {
 		ch <- d
 	}
 }
@@ -80,6 +86,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		counter(c.shared, s.Shared, n)
 		counter(c.panics, s.LoaderPanics, n)
 		counter(c.budgetSkips, s.BudgetSkips, n)
+		counter(c.schemaMismatches, s.SchemaMismatches, n)
+		counter(c.schemaKept, s.SchemaKept, n)
 		counter(c.large, s.LargeValues, n)
 		counter(c.rejected, s.RejectedValues, n)
 		counter(c.bytes, s.BytesRead, n, "read", "stored")
