@@ -16,6 +16,30 @@ import (
 type budget struct {
 	left      time.Duration
 	unlimited bool
+	// keep holds keys whose entry must not be overwritten by this call's
+	// fill: entries from a newer writer (ErrNotUnderstood), and recent
+	// entries of another type (Options.SchemaGrace; the value is true
+	// for those, counted in Stats.SchemaKept when a write is skipped).
+	keep map[string]bool
+}
+
+// keepEntry marks key's entry as one this call must not overwrite;
+// schema tells a recent entry of another type.
+func (b *budget) keepEntry(key string, schema bool) {
+	if b.keep == nil {
+		b.keep = make(map[string]bool, 1)
+	}
+	b.keep[key] = schema
+}
+
+// kept reports whether key's entry must not be overwritten, and counts a
+// write skipped for a recent entry of another type.
+func (b *budget) kept(key string, st *counters) bool {
+	schema, ok := b.keep[key]
+	if schema {
+		st.schemaKept.Add(1)
+	}
+	return ok
 }
 
 func (c *Cache[V]) newBudget() *budget {
@@ -57,6 +81,17 @@ func (c *Cache[V]) lookup(ctx context.Context, b *budget, key string) (e entry[V
 	case errors.Is(err, ErrNotFound):
 		return e, false, false
 	case errors.Is(err, ErrMalformed):
+		if e.keep {
+			// A recent entry of another type (rolling deploy): a miss
+			// here, but its writer reads it back.
+			b.keepEntry(key, true)
+		}
+		c.reportErr(OpGet, key, err)
+		return e, false, false
+	case errors.Is(err, ErrNotUnderstood):
+		// A newer writer's entry: a miss here, but its writer reads it
+		// back, so this call must not replace it.
+		b.keepEntry(key, false)
 		c.reportErr(OpGet, key, err)
 		return e, false, false
 	default:
@@ -68,11 +103,10 @@ func (c *Cache[V]) lookup(ctx context.Context, b *budget, key string) (e entry[V
 
 // fill writes a loaded value (or a negative entry) back. Failures are
 // absorbed: the caller already has its value. With no budget left the
-// write is skipped (counted in Stats.BudgetSkips); over a recent entry of
-// another type (keep) it is skipped too (Stats.SchemaKept).
-func (c *Cache[V]) fill(ctx context.Context, b *budget, key string, v V, negative bool, ttl time.Duration, keep bool) {
-	if keep {
-		c.stats.schemaKept.Add(1)
+// write is skipped (counted in Stats.BudgetSkips); so is a write over an
+// entry lookup marked to keep.
+func (c *Cache[V]) fill(ctx context.Context, b *budget, key string, v V, negative bool, ttl time.Duration) {
+	if b.kept(key, c.stats) {
 		return
 	}
 	var data []byte
@@ -151,25 +185,22 @@ func (c *Cache[V]) Fetch(ctx context.Context, key string, ttl time.Duration, loa
 		// have filled the key): on a plain cold miss a second read would
 		// be a wasted round trip. After a store failure, it would only
 		// wait out the same failure.
-		return c.load(lctx, b, key, ttl, loader, !failed && c.group.Ended() != gen, e.keep)
+		return c.load(lctx, b, key, ttl, loader, !failed && c.group.Ended() != gen)
 	}, func() { c.stats.shared.Add(1) })
 	return v, err
 }
 
 // load runs inside the flight: it looks once more, then calls the loader
-// and writes the result back (unless keep: the key holds a recent entry
-// of another type).
-func (c *Cache[V]) load(ctx context.Context, b *budget, key string, ttl time.Duration, loader Loader[V], recheck, keep bool) (V, error) {
+// and writes the result back.
+func (c *Cache[V]) load(ctx context.Context, b *budget, key string, ttl time.Duration, loader Loader[V], recheck bool) (V, error) {
 	var zero V
 	if recheck {
-		e, ok, _ := c.lookup(ctx, b, key)
-		if ok {
+		if e, ok, _ := c.lookup(ctx, b, key); ok {
 			if e.negative {
 				return zero, absent(key)
 			}
 			return e.v, nil
 		}
-		keep = e.keep
 	}
 	c.stats.loads.Add(1)
 	start := time.Now()
@@ -177,13 +208,13 @@ func (c *Cache[V]) load(ctx context.Context, b *budget, key string, ttl time.Dur
 	c.stats.since(OpLoad, start)
 	if err != nil {
 		if errors.Is(err, ErrNotFound) {
-			c.fill(ctx, b, key, zero, true, 0, keep)
+			c.fill(ctx, b, key, zero, true, 0)
 			return zero, err
 		}
 		c.stats.loadErrs.Add(1)
 		return zero, fmt.Errorf("kura: load %q: %w", key, err)
 	}
-	c.fill(ctx, b, key, v, false, ttl, keep)
+	c.fill(ctx, b, key, v, false, ttl)
 	return v, nil
 }
 
@@ -225,7 +256,6 @@ func (c *Cache[V]) FetchMany(ctx context.Context, keys []string, ttl time.Durati
 	}
 	out := make(map[string]V, len(keys))
 	var missing []string
-	var keep map[string]bool // recent entries of another type: not written back
 	b := c.newBudget()
 	sctx, done := b.ctx(ctx)
 	err = c.getMany(sctx, keys, func(key string, e entry[V], err error) {
@@ -234,11 +264,11 @@ func (c *Cache[V]) FetchMany(ctx context.Context, keys []string, ttl time.Durati
 			if err != errMiss {
 				c.reportErr(OpGetMany, key, err)
 			}
-			if e.keep {
-				if keep == nil {
-					keep = make(map[string]bool)
-				}
-				keep[key] = true
+			switch {
+			case errors.Is(err, ErrNotUnderstood):
+				b.keepEntry(key, false)
+			case e.keep:
+				b.keepEntry(key, true)
 			}
 			missing = append(missing, key)
 		case !e.negative:
@@ -269,11 +299,10 @@ func (c *Cache[V]) FetchMany(ctx context.Context, keys []string, ttl time.Durati
 	batch := make([]store.Item, 0, len(missing))
 	for _, key := range missing {
 		v, ok := loaded[key]
-		if ok {
-			out[key] = v
-		}
-		if keep[key] {
-			c.stats.schemaKept.Add(1)
+		if b.kept(key, c.stats) {
+			if ok {
+				out[key] = v
+			}
 			continue
 		}
 		if !ok {
@@ -282,6 +311,7 @@ func (c *Cache[V]) FetchMany(ctx context.Context, keys []string, ttl time.Durati
 			}
 			continue
 		}
+		out[key] = v
 		b, err := c.encode(key, v)
 		if err != nil {
 			c.reportErr(OpSetMany, key, err)

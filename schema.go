@@ -11,13 +11,10 @@ import (
 // further in the future than the grace is not believed (a skewed clock or
 // a hostile value must not pin a key).
 func (c *Cache[V]) tooYoungToOverwrite(h codec.Header) bool {
-	written, ok := headerWritten(h)
-	if !ok || c.opts.SchemaGrace < 0 {
+	written := h.Fields.Written
+	if written.IsZero() || c.opts.SchemaGrace < 0 {
 		return false
 	}
 	age := time.Since(written)
 	return age < c.opts.SchemaGrace && age > -c.opts.SchemaGrace
 }
-
-// headerWritten returns when the entry was written, if it says.
-func headerWritten(codec.Header) (time.Time, bool) { return time.Time{}, false }

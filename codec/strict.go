@@ -107,10 +107,10 @@ func (jsonSerializer) UnmarshalStrict(data []byte, v any) error {
 // error matches ErrSchemaMismatch.
 func (c *Codec) DecodeSchema(data []byte, v any, schema uint32) (Header, error) {
 	h, err := ParseHeader(data)
-	if err != nil || h.Negative {
+	if err != nil || h.Kind != KindValue {
 		return h, err
 	}
-	if fp, ok := headerSchema(h); ok && fp == schema {
+	if h.Fields.HasSchema && h.Fields.Schema == schema {
 		return c.Decode(data, v)
 	}
 	h, err = c.DecodeStrict(data, v)
@@ -119,7 +119,3 @@ func (c *Codec) DecodeSchema(data []byte, v any, schema uint32) (Header, error) 
 	}
 	return h, err
 }
-
-// headerSchema returns the writer's schema fingerprint, if the envelope
-// carries one.
-func headerSchema(Header) (uint32, bool) { return 0, false }
