@@ -53,9 +53,9 @@ func schemaStores(t *testing.T) map[string]store.Store {
 	return out
 }
 
-// readAs reads key, written as personV1, with a Cache of type V: Get's
-// error, whether Fetch called its loader, and the Cache's stats after.
-func readAs[V any](t *testing.T, s store.Store, key string, want V) (getErr error, loaded bool, st kura.Stats) {
+// readAs reads key, written as personV1, with a Cache of type V: whether
+// Fetch called its loader, the Cache's stats after, and Get's error.
+func readAs[V any](t *testing.T, s store.Store, key string, want V) (loaded bool, st kura.Stats, getErr error) {
 	t.Helper()
 	ctx := context.Background()
 	c, err := kura.New[V](s, kura.Options{})
@@ -73,7 +73,7 @@ func readAs[V any](t *testing.T, s store.Store, key string, want V) (getErr erro
 	if loaded && any(v) != any(want) {
 		t.Fatalf("Fetch served %+v, not the loader's %+v", v, want)
 	}
-	return getErr, loaded, c.Stats()
+	return loaded, c.Stats(), getErr
 }
 
 // TestSchemaMismatchIsAMiss: a value written for {Name, Age} read by a
@@ -96,7 +96,7 @@ func TestSchemaMismatchIsAMiss(t *testing.T) {
 			}
 
 			write("article")
-			getErr, loaded, st := readAs(t, s, "article", article{Title: "rates"})
+			loaded, st, getErr := readAs(t, s, "article", article{Title: "rates"})
 			if !errors.Is(getErr, kura.ErrSchemaMismatch) || !errors.Is(getErr, kura.ErrMalformed) {
 				t.Errorf("Cache[article].Get of a person = %v, want ErrSchemaMismatch", getErr)
 			}
@@ -108,15 +108,15 @@ func TestSchemaMismatchIsAMiss(t *testing.T) {
 			}
 
 			write("renamed")
-			if getErr, loaded, _ := readAs(t, s, "renamed", personRenamed{Name: "bo", Years: 3}); !errors.Is(getErr, kura.ErrSchemaMismatch) || !loaded {
+			if loaded, _, getErr := readAs(t, s, "renamed", personRenamed{Name: "bo", Years: 3}); !errors.Is(getErr, kura.ErrSchemaMismatch) || !loaded {
 				t.Errorf("renamed field: Get = %v, loader called %v; want a mismatch and a load", getErr, loaded)
 			}
 			write("retyped")
-			if getErr, loaded, _ := readAs(t, s, "retyped", personRetyped{Name: "cy", Age: "4"}); !errors.Is(getErr, kura.ErrSchemaMismatch) || !loaded {
+			if loaded, _, getErr := readAs(t, s, "retyped", personRetyped{Name: "cy", Age: "4"}); !errors.Is(getErr, kura.ErrSchemaMismatch) || !loaded {
 				t.Errorf("retyped field: Get = %v, loader called %v; want a mismatch and a load", getErr, loaded)
 			}
 			write("added")
-			getErr, loaded, st = readAs(t, s, "added", personAdded{})
+			loaded, st, getErr = readAs(t, s, "added", personAdded{})
 			if getErr != nil || loaded || st.Hits != 2 || st.SchemaMismatches != 0 {
 				t.Errorf("added field: Get = %v, loader called %v, stats %+v; want two hits", getErr, loaded, st)
 			}
@@ -128,7 +128,7 @@ func TestSchemaMismatchIsAMiss(t *testing.T) {
 				t.Errorf("added field: read %+v, %v", v, err)
 			}
 			write("same")
-			if getErr, loaded, st := readAs(t, s, "same", personV1{}); getErr != nil || loaded || st.Hits != 2 {
+			if loaded, st, getErr := readAs(t, s, "same", personV1{}); getErr != nil || loaded || st.Hits != 2 {
 				t.Errorf("same type: Get = %v, loader called %v, stats %+v", getErr, loaded, st)
 			}
 
