@@ -376,6 +376,11 @@ func (w *worker) run(ctx context.Context) {
 		n := s.Pipeline
 		if open {
 			if r.endAt > 0 && next >= float64(r.endAt) {
+				// Nothing more is due before the end: wait for it, so
+				// that a slow run (--rate 0.001) lasts the duration it
+				// was given and its figures are per that duration, not
+				// per the moment its last request came back.
+				_ = w.sleep(ctx, r.endAt-time.Since(r.base))
 				return
 			}
 			// Timers wake up to a millisecond or more late on a busy

@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -193,7 +194,10 @@ func (r *Result) WriteText(w io.Writer) error {
 	var b strings.Builder
 	mode := "closed loop"
 	if r.OpenLoop {
-		mode = fmt.Sprintf("open loop at %.0f ops/s", r.TargetRate)
+		mode = "open loop at " + strconv.FormatFloat(r.TargetRate, 'f', -1, 64) + " ops/s"
+		if r.TargetRate >= 1 {
+			mode = fmt.Sprintf("open loop at %.0f ops/s", r.TargetRate)
+		}
 	}
 	fmt.Fprintf(&b, "target       %s (%s, %d node(s), %s)\n", r.Target, r.Topology, r.Nodes, r.Protocol)
 	fmt.Fprintf(&b, "workload     %s\n", r.Workload)

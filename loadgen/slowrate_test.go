@@ -1,0 +1,54 @@
+package loadgen
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/kuracache/kura/internal/servers"
+	"github.com/kuracache/kura/internal/servertest"
+)
+
+// TestSlowOpenLoopReportsTrueFigures: an open-loop run slower than one
+// request per connection in the run's duration (--rate 0.001 for 1 s)
+// lasts the duration it was given and says so: it used to end after its
+// one request and report a duration of 0.000 s and thousands of ops/s.
+// The rate is shown as given, not rounded to 0.
+func TestSlowOpenLoopReportsTrueFigures(t *testing.T) {
+	srv := servertest.Redis(t, servers.RedisConfig{})
+	const d = time.Second
+	start := time.Now()
+	res := mustRun(t, Config{Target: srv.URL(), Rate: 0.001, Connections: 4, Duration: d})
+	took := time.Since(start)
+	if took < d {
+		t.Errorf("the run returned after %v; it was given %v", took, d)
+	}
+	if res.DurationSeconds < d.Seconds() {
+		t.Errorf("reported duration %.3f s; the run was given %v", res.DurationSeconds, d)
+	}
+	if res.Ops != 1 {
+		t.Errorf("%d ops; at 0.001 ops/s one request is due in the first second", res.Ops)
+	}
+	if res.OpsPerSec > 1.0/d.Seconds() {
+		t.Errorf("throughput %.1f ops/s for %d op in %v", res.OpsPerSec, res.Ops, d)
+	}
+	var text bytes.Buffer
+	_ = res.WriteText(&text)
+	if !strings.Contains(text.String(), "open loop at 0.001 ops/s") {
+		t.Errorf("the text does not show the rate as given:\n%s", text.String())
+	}
+
+	// Ctrl-C during the wait for the end still ends the run at once.
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(100*time.Millisecond, cancel)
+	start = time.Now()
+	r, err := Run(ctx, Config{Target: srv.URL(), Rate: 0.001, Connections: 2, Duration: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 10*time.Minute || !r.Interrupted {
+		t.Errorf("a cancelled slow run took %v, interrupted %v", took, r.Interrupted)
+	}
+}
