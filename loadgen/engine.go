@@ -430,8 +430,15 @@ func (w *worker) flush(n int, err error) (moved bool) {
 	for _, l := range w.lat {
 		sh.record(l)
 	}
+	// A batch cut off by the end of the run (Ctrl-C unblocks every read)
+	// did not fail: its unanswered requests are neither operations nor
+	// errors nor latency samples.
+	cancelled := err != nil && w.r.stop.Load()
 	for i := range n {
 		o := &w.ops[i]
+		if cancelled && o.pending > 0 {
+			continue
+		}
 		sh.ops++
 		sh.hits += int64(o.hits)
 		sh.misses += int64(o.misses)
@@ -446,7 +453,7 @@ func (w *worker) flush(n int, err error) (moved bool) {
 			}
 		}
 	}
-	if err != nil {
+	if err != nil && !cancelled {
 		sh.sample(err.Error())
 		// Requests given up on (a timeout, a lost connection) count in the
 		// latency figures at the moment they were abandoned: leaving them

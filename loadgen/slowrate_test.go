@@ -52,3 +52,28 @@ func TestSlowOpenLoopReportsTrueFigures(t *testing.T) {
 		t.Errorf("a cancelled slow run took %v, interrupted %v", took, r.Interrupted)
 	}
 }
+
+// TestCancelIsNotAnError: the requests in flight when the run is
+// cancelled (Ctrl-C) are neither errors nor latency samples: a clean run
+// stopped by Ctrl-C reported one "i/o timeout" error per connection.
+func TestCancelIsNotAnError(t *testing.T) {
+	srv := servertest.Redis(t, servers.RedisConfig{})
+	for _, cfg := range []Config{
+		{Target: srv.URL(), Connections: 16, Duration: time.Minute},
+		{Target: srv.URL(), Connections: 16, Pipeline: 8, Duration: time.Minute},
+		{Target: srv.URL(), Connections: 16, Rate: 50000, Duration: time.Minute},
+	} {
+		ctx, cancel := context.WithCancel(context.Background())
+		time.AfterFunc(500*time.Millisecond, cancel)
+		res, err := Run(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !res.Interrupted || res.Ops == 0 {
+			t.Fatalf("interrupted %v with %d ops", res.Interrupted, res.Ops)
+		}
+		if res.Errors != 0 {
+			t.Errorf("pipeline %d, rate %v: %d errors after Ctrl-C on a healthy server: %v", cfg.Pipeline, cfg.Rate, res.Errors, res.ErrorSamples)
+		}
+	}
+}
