@@ -71,8 +71,8 @@ type Options struct {
 
 	// WarnValueSize is the encoded size above which a write is counted in
 	// Stats.LargeValues and reported to OnLargeValue: values this big cost
-	// network time on every read (see seed 004: a 1.3 MB value took 8 s to
-	// SET on a small instance). If zero, DefaultWarnValueSize (100 KiB).
+	// network time on every read (a 1.3 MB value took 8 s to SET on a
+	// small cloud instance: a network problem, not a Redis one). If zero, DefaultWarnValueSize (100 KiB).
 	// Negative disables the warning.
 	WarnValueSize int
 
