@@ -73,6 +73,9 @@ func (msgpackSerializer) UnmarshalStrict(data []byte, v any) error {
 	d.r.Reset(data)
 	d.dec.Reset(&d.r) // clears the flags, so set them each time
 	d.dec.DisallowUnknownFields(true)
+	// As msgpack.Unmarshal does: CheckMsgPack has bounded every length
+	// claim by the bytes that remain, so preallocating is safe.
+	d.dec.UsePreallocateValues(true)
 	err := d.dec.Decode(v)
 	rest := d.r.Len()
 	d.r.Reset(nil)
