@@ -360,7 +360,7 @@ func (c *Codec) Decode(data []byte, v any) (Header, error) {
 		case len(payload) > h.RawLen:
 			return h, fmt.Errorf("%w: %d bytes after the %d-byte payload", ErrCorrupt, len(payload)-h.RawLen, h.RawLen)
 		}
-		if err := ser.Unmarshal(payload, v); err != nil {
+		if err := unmarshal(ser, payload, v); err != nil {
 			return h, fmt.Errorf("%w (%s): %w", ErrDeserialize, ser.Name(), err)
 		}
 		return h, nil
@@ -400,7 +400,7 @@ func (c *Codec) Decode(data []byte, v any) (Header, error) {
 		putBuf(bp, raw)
 		return h, fmt.Errorf("%w (%s): %w", ErrCorrupt, comp.Name(), err)
 	}
-	err = ser.Unmarshal(raw, v)
+	err = unmarshal(ser, raw, v)
 	putBuf(bp, raw)
 	if err != nil {
 		return h, fmt.Errorf("%w (%s): %w", ErrDeserialize, ser.Name(), err)

@@ -226,6 +226,22 @@ func TestDecodeStrict(t *testing.T) {
 		t.Fatalf("msgpack string DecodeStrict = %q, %v", s, err)
 	}
 
+	// A user's serializer with a strict mode gets the strict call.
+	uc, err := New(Options{Serializer: &strictCounting{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ub, _, _ := uc.Encode(nil, "v")
+	if _, err := uc.DecodeStrict(ub, &s); err != nil || s != "v" {
+		t.Fatalf("user serializer DecodeStrict = %q, %v", s, err)
+	}
+	if _, err := uc.Decode(ub, &s); err != nil {
+		t.Fatal(err)
+	}
+	if us := uc.ser.(*strictCounting); us.strict != 1 || us.plain != 1 {
+		t.Fatalf("user serializer: %d strict and %d plain calls; want 1 and 1", us.strict, us.plain)
+	}
+
 	// Hostile values: refused as bombs, not decoded.
 	files, _ := filepath.Glob("../testdata/hostile/*-bomb.hex")
 	if len(files) == 0 {
@@ -283,4 +299,22 @@ func FuzzDecodeStrict(f *testing.F) {
 			}
 		}
 	})
+}
+
+// strictCounting is a user serializer with a strict mode that counts its
+// calls.
+type strictCounting struct{ strict, plain int }
+
+func (*strictCounting) ID() byte     { return 200 }
+func (*strictCounting) Name() string { return "strict-counting" }
+func (*strictCounting) Marshal(dst []byte, v any) ([]byte, error) {
+	return Raw().Marshal(dst, v)
+}
+func (s *strictCounting) Unmarshal(data []byte, v any) error {
+	s.plain++
+	return Raw().Unmarshal(data, v)
+}
+func (s *strictCounting) UnmarshalStrict(data []byte, v any) error {
+	s.strict++
+	return Raw().Unmarshal(data, v)
 }

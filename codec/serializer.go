@@ -103,10 +103,7 @@ func (msgpackSerializer) Marshal(dst []byte, v any) ([]byte, error) {
 	return out, nil
 }
 
-func (s msgpackSerializer) Unmarshal(data []byte, v any) error {
-	if sd, ok := v.(strictDest); ok {
-		return s.UnmarshalStrict(data, sd.v)
-	}
+func (msgpackSerializer) Unmarshal(data []byte, v any) error {
 	if err := CheckMsgPack(data); err != nil {
 		return err
 	}
@@ -126,10 +123,7 @@ func (jsonSerializer) Marshal(dst []byte, v any) ([]byte, error) {
 	return append(dst, b...), nil
 }
 
-func (s jsonSerializer) Unmarshal(data []byte, v any) error {
-	if sd, ok := v.(strictDest); ok {
-		return s.UnmarshalStrict(data, sd.v)
-	}
+func (jsonSerializer) Unmarshal(data []byte, v any) error {
 	return json.Unmarshal(data, v)
 }
 

@@ -32,22 +32,27 @@ var (
 	_ StrictUnmarshaler = jsonSerializer{}
 )
 
-// strictDest carries a destination through Decode to a serializer's
-// Unmarshal, asking for its strict mode.
+// strictDest carries a destination through Decode to unmarshal, asking
+// for the serializer's strict mode.
 type strictDest struct{ v any }
+
+// unmarshal is the serializer call of Decode: strict when DecodeStrict
+// asked for it and the serializer has a strict mode.
+func unmarshal(ser Serializer, data []byte, v any) error {
+	if sd, ok := v.(strictDest); ok {
+		if su, ok := ser.(StrictUnmarshaler); ok {
+			return su.UnmarshalStrict(data, sd.v)
+		}
+		return ser.Unmarshal(data, sd.v)
+	}
+	return ser.Unmarshal(data, v)
+}
 
 // DecodeStrict is Decode with the serializer's strict mode (see
 // StrictUnmarshaler): it fails where Decode would silently drop fields
 // the destination does not have. Use it for values whose schema
 // fingerprint differs from the reader's.
 func (c *Codec) DecodeStrict(data []byte, v any) (Header, error) {
-	h, err := ParseHeader(data)
-	if err != nil {
-		return h, err
-	}
-	if _, ok := c.sers[h.Serializer].(StrictUnmarshaler); !ok {
-		return c.Decode(data, v)
-	}
 	return c.Decode(data, strictDest{v})
 }
 
