@@ -200,6 +200,21 @@ func TestRollingDeployDoesNotFight(t *testing.T) {
 				t.Errorf("new process stats: %+v; want %d mismatches, %d kept", st, rounds, rounds)
 			}
 
+			// FetchMany keeps the old entry too.
+			m, err := newP.c.FetchMany(context.Background(), []string{"rename"}, time.Hour, func(_ context.Context, keys []string) (map[string]personRenamed, error) {
+				return map[string]personRenamed{"rename": newP.val}, nil
+			})
+			if err != nil || m["rename"] != newP.val {
+				t.Fatalf("FetchMany = %v, %v", m, err)
+			}
+			if st := newP.c.Stats(); st.SchemaKept != rounds+1 {
+				t.Errorf("FetchMany overwrote a recent entry of another type: %+v", st)
+			}
+			oldP.fetch(t, "rename")
+			if n := oldP.loads.Load(); n != 1 {
+				t.Errorf("old process loaded %d times after the new one's FetchMany; want 1", n)
+			}
+
 			// Past the grace the new type takes the key over, and the old
 			// process in turn leaves the new entry alone.
 			takeover := newFetcher(t, s, time.Millisecond, newP.val)
