@@ -309,7 +309,8 @@ func (c *Codec) EncodeWith(dst []byte, v any, f Fields) ([]byte, Header, error) 
 			return dst[:start], Header{}, fmt.Errorf("kura: encode with %s: %w", c.comp.Name(), err)
 		}
 		saved := len(payload) - (len(out) - len(dst))
-		if saved > 0 && float64(saved) >= c.minSavings*float64(len(payload)) && !ratioTooHigh(len(payload), len(out)-len(dst)) {
+		if saved > 0 && float64(saved) >= c.minSavings*float64(len(payload)) && !ratioTooHigh(len(payload), len(out)-len(dst)) &&
+			c.readable(payload, len(out)-start) {
 			putBuf(bp, payload)
 			return out, h, nil
 		}
@@ -360,7 +361,7 @@ func (c *Codec) Decode(data []byte, v any) (Header, error) {
 		case len(payload) > h.RawLen:
 			return h, fmt.Errorf("%w: %d bytes after the %d-byte payload", ErrCorrupt, len(payload)-h.RawLen, h.RawLen)
 		}
-		if err := unmarshal(ser, payload, v); err != nil {
+		if err := unmarshal(ser, payload, v, len(data)); err != nil {
 			return h, fmt.Errorf("%w (%s): %w", ErrDeserialize, ser.Name(), err)
 		}
 		return h, nil
@@ -400,7 +401,7 @@ func (c *Codec) Decode(data []byte, v any) (Header, error) {
 		putBuf(bp, raw)
 		return h, fmt.Errorf("%w (%s): %w", ErrCorrupt, comp.Name(), err)
 	}
-	err = unmarshal(ser, raw, v)
+	err = unmarshal(ser, raw, v, len(data))
 	putBuf(bp, raw)
 	if err != nil {
 		return h, fmt.Errorf("%w (%s): %w", ErrDeserialize, ser.Name(), err)

@@ -37,8 +37,18 @@ var (
 type strictDest struct{ v any }
 
 // unmarshal is the serializer call of Decode: strict when DecodeStrict
-// asked for it and the serializer has a strict mode.
-func unmarshal(ser Serializer, data []byte, v any) error {
+// asked for it and the serializer has a strict mode. stored is the size
+// of the whole entry: msgpack's allocation bound is that of the smaller
+// of the payload and the stored bytes, so a compressed payload cannot
+// multiply the decompression ratio by the per-byte bound.
+func unmarshal(ser Serializer, data []byte, v any, stored int) error {
+	if ms, ok := ser.(msgpackSerializer); ok {
+		sd, strict := v.(strictDest)
+		if strict {
+			v = sd.v
+		}
+		return ms.decodeBounded(data, v, AllocBound(min(len(data), stored)), strict)
+	}
 	if sd, ok := v.(strictDest); ok {
 		if su, ok := ser.(StrictUnmarshaler); ok {
 			return su.UnmarshalStrict(data, sd.v)
@@ -69,10 +79,13 @@ var msgpackStrictDecoders = sync.Pool{New: func() any {
 	return d
 }}
 
-func (msgpackSerializer) UnmarshalStrict(data []byte, v any) error {
-	if err := CheckMsgPack(data); err != nil {
-		return err
-	}
+func (s msgpackSerializer) UnmarshalStrict(data []byte, v any) error {
+	return s.decodeBounded(data, v, AllocBound(len(data)), true)
+}
+
+// msgpackStrict decodes data, already checked, rejecting unknown fields
+// and bytes after the value.
+func msgpackStrict(data []byte, v any) error {
 	d := msgpackStrictDecoders.Get().(*msgpackStrictDecoder)
 	defer msgpackStrictDecoders.Put(d)
 	d.r.Reset(data)
@@ -126,4 +139,15 @@ func (c *Codec) DecodeSchema(data []byte, v any, schema uint32) (Header, error) 
 		err = fmt.Errorf("%w: %w", ErrSchemaMismatch, err)
 	}
 	return h, err
+}
+
+// readable reports whether readers accept payload stored compressed in
+// an entry of stored bytes: a msgpack payload so compressible that its
+// decode would exceed the allocation bound of the stored size is written
+// uncompressed instead (readers refuse what would cost more).
+func (c *Codec) readable(payload []byte, stored int) bool {
+	if _, ok := c.ser.(msgpackSerializer); !ok || stored >= len(payload) {
+		return true
+	}
+	return checkMsgPack(payload, AllocBound(stored)) == nil
 }
