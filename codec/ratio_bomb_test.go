@@ -104,3 +104,55 @@ func TestEncodeNeverWritesWhatReadersRefuse(t *testing.T) {
 		}
 	}
 }
+
+// TestCompressedJSONAllocBound: the same bound for JSON, which every
+// reader decodes whatever its own serializer (the header names it): a
+// zstd-compressed JSON array of millions of small numbers made a reader
+// allocate hundreds of times the stored bytes.
+func TestCompressedJSONAllocBound(t *testing.T) {
+	c, _ := New(Options{})
+	rnd := make([]byte, 40<<10) // random letters keep the zstd ratio under MaxRatio
+	x := uint32(9)
+	for i := range rnd {
+		x ^= x << 13
+		x ^= x >> 17
+		x ^= x << 5
+		rnd[i] = 'a' + byte(x%26)
+	}
+	p := []byte(`["` + string(rnd) + `"`)
+	for range 2 << 20 {
+		p = append(p, ",1"...)
+	}
+	p = append(p, ']')
+	zw, err := zstd.NewWriter(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := append(AppendHeader(nil, Header{Serializer: IDJSON, Compressor: IDZstd, RawLen: len(p)}), zw.EncodeAll(p, nil)...)
+	for _, dst := range []func() any{func() any { return new([]any) }, func() any { return new(any) }} {
+		runtime.GC()
+		var m0, m1 runtime.MemStats
+		runtime.ReadMemStats(&m0)
+		_, err := c.Decode(b, dst())
+		runtime.ReadMemStats(&m1)
+		alloc := m1.TotalAlloc - m0.TotalAlloc
+		if bound := AllocBound(len(b)) + 2*uint64(len(p)); alloc > bound {
+			t.Errorf("%d stored bytes of JSON into %T: allocated %d, bound %d (err %v)", len(b), dst(), alloc, bound, err)
+		}
+		if !errors.Is(err, ErrBomb) {
+			t.Errorf("JSON into %T: %v, want ErrBomb", dst(), err)
+		}
+	}
+	// Honest JSON still compresses and decodes.
+	jc, _ := New(Options{Serializer: JSON(), Compressor: Zstd(3)})
+	for _, v := range []any{corpus.Inventory(1, 1, 1000), corpus.Articles(1, 20)} {
+		b, h, err := jc.Encode(nil, v)
+		if err != nil || h.Compressor == IDNone {
+			t.Fatalf("honest JSON %T was not compressed: %+v, %v", v, h, err)
+		}
+		var back any
+		if _, err := jc.Decode(b, &back); err != nil {
+			t.Fatalf("honest JSON %T does not decode: %v", v, err)
+		}
+	}
+}

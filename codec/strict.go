@@ -49,6 +49,12 @@ func unmarshal(ser Serializer, data []byte, v any, stored int) error {
 		}
 		return ms.decodeBounded(data, v, AllocBound(min(len(data), stored)), strict)
 	}
+	if _, ok := ser.(jsonSerializer); ok && len(data) > stored {
+		// Compressed JSON: its decode is bound by the bytes stored too.
+		if err := checkJSON(data, AllocBound(stored)); err != nil {
+			return err
+		}
+	}
 	if sd, ok := v.(strictDest); ok {
 		if su, ok := ser.(StrictUnmarshaler); ok {
 			return su.UnmarshalStrict(data, sd.v)
@@ -142,12 +148,18 @@ func (c *Codec) DecodeSchema(data []byte, v any, schema uint32) (Header, error) 
 }
 
 // readable reports whether readers accept payload stored compressed in
-// an entry of stored bytes: a msgpack payload so compressible that its
-// decode would exceed the allocation bound of the stored size is written
-// uncompressed instead (readers refuse what would cost more).
+// an entry of stored bytes: a msgpack or JSON payload so compressible
+// that its decode would exceed the allocation bound of the stored size is
+// written uncompressed instead (readers refuse what would cost more).
 func (c *Codec) readable(payload []byte, stored int) bool {
-	if _, ok := c.ser.(msgpackSerializer); !ok || stored >= len(payload) {
+	if stored >= len(payload) {
 		return true
 	}
-	return checkMsgPack(payload, AllocBound(stored)) == nil
+	switch c.ser.(type) {
+	case msgpackSerializer:
+		return checkMsgPack(payload, AllocBound(stored)) == nil
+	case jsonSerializer:
+		return checkJSON(payload, AllocBound(stored)) == nil
+	}
+	return true
 }
