@@ -344,6 +344,12 @@ func (c *Codec) Decode(data []byte, v any) (Header, error) {
 	if err != nil || h.Kind != KindValue {
 		return h, err
 	}
+	return c.decodeValue(h, data, v)
+}
+
+// decodeValue decodes the value entry data, whose header h is parsed.
+func (c *Codec) decodeValue(h Header, data []byte, v any) (Header, error) {
+	var err error
 	ser := c.sers[h.Serializer]
 	if ser == nil {
 		return h, fmt.Errorf("%w %d", ErrUnknownSerializer, h.Serializer)

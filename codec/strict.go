@@ -138,9 +138,9 @@ func (c *Codec) DecodeSchema(data []byte, v any, schema uint32) (Header, error) 
 		return h, err
 	}
 	if h.Fields.HasSchema && h.Fields.Schema == schema {
-		return c.Decode(data, v)
+		return c.decodeValue(h, data, v) // the honest path: Decode's cost and a compare
 	}
-	h, err = c.DecodeStrict(data, v)
+	h, err = c.decodeValue(h, data, strictDest{v})
 	if err != nil && errors.Is(err, ErrDeserialize) {
 		err = fmt.Errorf("%w: %w", ErrSchemaMismatch, err)
 	}
