@@ -461,6 +461,7 @@ func (w *worker) flush(n int, err error) (moved bool) {
 		abandoned := time.Since(w.r.base)
 		for i := range n {
 			if o := &w.ops[i]; o.pending > 0 {
+				sh.abandoned++
 				sh.record(int64(abandoned - o.start))
 			}
 		}

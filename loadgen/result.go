@@ -57,6 +57,10 @@ type Result struct {
 	InGbps   float64 `json:"in_gbps"`
 
 	Latency Latency `json:"latency_ms"`
+	// Abandoned counts the requests given up on (a timeout, a lost
+	// connection), counted in Errors and, at the moment they were given
+	// up, in Latency.
+	Abandoned int64 `json:"abandoned,omitempty"`
 	// ErrorSamples holds up to five distinct error messages.
 	ErrorSamples []string `json:"error_samples,omitempty"`
 
@@ -146,6 +150,7 @@ func (r *Result) build(s *settings, top *topology, rn *runner, t *totals, elapse
 	r.DurationSeconds = round(secs, 3)
 	r.Ops, r.Errors, r.Hits, r.Misses = t.ops, t.errs, t.hits, t.misses
 	r.ErrorSamples = t.samples
+	r.Abandoned = t.abandoned
 	r.BytesIn, r.BytesOut = rn.bytesIn, rn.bytesOut
 	if secs > 0 {
 		r.OpsPerSec = round(float64(r.Ops-r.Errors)/secs, 1) // failures are not throughput
@@ -215,8 +220,8 @@ func (r *Result) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "  error      %s\n", e)
 	}
 	fmt.Fprintf(&b, "throughput   %.1f ops/s (successful operations only)\n", r.OpsPerSec)
-	if r.Errors > 0 {
-		b.WriteString("  note       latency includes the requests that timed out or lost their connection, at the moment they were given up\n")
+	if r.Abandoned > 0 {
+		fmt.Fprintf(&b, "  note       latency includes the %d requests that timed out or lost their connection, at the moment they were given up\n", r.Abandoned)
 	}
 	if r.OpenLoop && r.OpsPerSec < 0.95*r.TargetRate && !r.Interrupted {
 		fmt.Fprintf(&b, "  warning    below the target rate: the server or this client could not keep up; latencies include the queueing\n")

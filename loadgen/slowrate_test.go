@@ -77,3 +77,36 @@ func TestCancelIsNotAnError(t *testing.T) {
 		}
 	}
 }
+
+// TestAbandonedNoteOnlyWhenAbandoned: the note that latency includes
+// requests given up on (timeouts, lost connections) appears when some
+// were, with their number, and not for a run whose errors are the
+// server's replies (every request answered, with an error).
+func TestAbandonedNoteOnlyWhenAbandoned(t *testing.T) {
+	srv := servertest.Redis(t, servers.RedisConfig{})
+	res := mustRun(t, Config{Target: srv.URL(), Connections: 2, Requests: 200, Template: []string{"nosuchcmd", "__key__"}})
+	if res.Errors != res.Ops || res.Abandoned != 0 {
+		t.Fatalf("errors %d of %d ops, abandoned %d; want every op an answered error", res.Errors, res.Ops, res.Abandoned)
+	}
+	var text bytes.Buffer
+	_ = res.WriteText(&text)
+	if strings.Contains(text.String(), "timed out") {
+		t.Errorf("the text speaks of timeouts in a run without any:\n%s", text.String())
+	}
+
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		_ = srv.Pause()
+		time.Sleep(time.Second)
+		_ = srv.Resume()
+	}()
+	res = mustRun(t, Config{Target: srv.URL(), Connections: 2, Duration: 2 * time.Second, Timeout: 200 * time.Millisecond})
+	if res.Abandoned == 0 {
+		t.Fatalf("no request was given up on during a 1 s stall with a 200 ms timeout: %+v", res)
+	}
+	text.Reset()
+	_ = res.WriteText(&text)
+	if !strings.Contains(text.String(), "timed out") {
+		t.Errorf("the text does not say timed-out requests are in the latency figures:\n%s", text.String())
+	}
+}
