@@ -106,6 +106,10 @@ func TestSchemaMismatchIsAMiss(t *testing.T) {
 			if st.SchemaMismatches == 0 || st.DecodeErrors != 0 || st.Hits != 0 {
 				t.Errorf("stats after reading another type: %+v", st)
 			}
+			// Options{}: the default grace (a minute) keeps the entry just written.
+			if st.SchemaKept != 1 || st.Latency[kura.OpSet].Count != 0 {
+				t.Errorf("the default SchemaGrace did not keep a fresh entry of another type: %+v", st)
+			}
 
 			write("renamed")
 			if loaded, _, getErr := readAs(t, s, "renamed", personRenamed{Name: "bo", Years: 3}); !errors.Is(getErr, kura.ErrSchemaMismatch) || !loaded {
