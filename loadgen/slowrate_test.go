@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -41,10 +42,13 @@ func TestSlowOpenLoopReportsTrueFigures(t *testing.T) {
 	}
 
 	// Ctrl-C during the wait for the end still ends the run at once.
+	// (Cancelled from the first progress report, so the run has started
+	// however slowly this machine dials.)
 	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(100*time.Millisecond, cancel)
+	defer cancel()
 	start = time.Now()
-	r, err := Run(ctx, Config{Target: srv.URL(), Rate: 0.001, Connections: 2, Duration: time.Hour})
+	r, err := Run(ctx, Config{Target: srv.URL(), Rate: 0.001, Connections: 2, Duration: time.Hour,
+		Progress: func(Interval) { cancel() }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,8 +68,9 @@ func TestCancelIsNotAnError(t *testing.T) {
 		{Target: srv.URL(), Connections: 16, Rate: 50000, Duration: time.Minute},
 	} {
 		ctx, cancel := context.WithCancel(context.Background())
-		time.AfterFunc(500*time.Millisecond, cancel)
+		cfg.Progress = func(Interval) { cancel() } // a second into the run
 		res, err := Run(ctx, cfg)
+		cancel()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -94,13 +99,19 @@ func TestAbandonedNoteOnlyWhenAbandoned(t *testing.T) {
 		t.Errorf("the text speaks of timeouts in a run without any:\n%s", text.String())
 	}
 
-	go func() {
-		time.Sleep(300 * time.Millisecond)
-		_ = srv.Pause()
-		time.Sleep(time.Second)
-		_ = srv.Resume()
-	}()
-	res = mustRun(t, Config{Target: srv.URL(), Connections: 2, Duration: 2 * time.Second, Timeout: 200 * time.Millisecond})
+	// The stall starts at the first progress report, once the run is
+	// connected, however slowly this machine dials.
+	var once sync.Once
+	stall := func(Interval) {
+		once.Do(func() {
+			go func() {
+				_ = srv.Pause()
+				time.Sleep(time.Second)
+				_ = srv.Resume()
+			}()
+		})
+	}
+	res = mustRun(t, Config{Target: srv.URL(), Connections: 2, Duration: 3 * time.Second, Timeout: 200 * time.Millisecond, Progress: stall})
 	if res.Abandoned == 0 {
 		t.Fatalf("no request was given up on during a 1 s stall with a 200 ms timeout: %+v", res)
 	}
