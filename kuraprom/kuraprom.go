@@ -8,6 +8,7 @@
 package kuraprom
 
 import (
+	"fmt"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kuracache/kura"
@@ -27,6 +28,7 @@ type Collector struct {
 	shared, large, rejected, bytes, latency          *prometheus.Desc
 	panics, budgetSkips                              *prometheus.Desc
 	schemaMismatches, schemaKept                     *prometheus.Desc
+	dictBytes                                        *prometheus.Desc
 }
 
 var _ prometheus.Collector = (*Collector)(nil)
@@ -56,6 +58,8 @@ func NewCollector(caches ...Source) *Collector {
 			"Cached values written for another Go type (a field renamed or retyped) that did not decode (counted as misses)."),
 		schemaKept: d("schema_kept_total",
 			"Write-backs skipped so as not to overwrite a recent value of another type (rolling deploy, Options.SchemaGrace)."),
+		dictBytes: d("dictionary_written_bytes_total",
+			"Value bytes written, by the compression dictionary id in their header (8 hex digits; 00000000 = no dictionary).", "dictionary"),
 	}
 }
 
@@ -63,7 +67,7 @@ func NewCollector(caches ...Source) *Collector {
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.requests, c.decodeErrs, c.storeErrs, c.loads, c.loadErrs,
 		c.shared, c.large, c.rejected, c.bytes, c.latency, c.panics, c.budgetSkips,
-		c.schemaMismatches, c.schemaKept} {
+		c.schemaMismatches, c.schemaKept, c.dictBytes} {
 		ch <- d
 	}
 }
@@ -94,6 +98,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		counter(c.bytes, s.BytesReadRaw, n, "read", "raw")
 		counter(c.bytes, s.BytesWritten, n, "write", "stored")
 		counter(c.bytes, s.BytesWrittenRaw, n, "write", "raw")
+		for id, b := range s.BytesWrittenByDictionary {
+			counter(c.dictBytes, b, n, fmt.Sprintf("%08x", id))
+		}
 		for op, h := range s.Latency {
 			buckets := make(map[float64]uint64, len(h.Buckets))
 			for i, b := range kura.LatencyBuckets {
