@@ -46,6 +46,7 @@ command holds the tools around it.`,
 	root.AddCommand(newBenchCmd())
 	root.AddCommand(newInspectCmd())
 	root.AddCommand(newScanCmd())
+	root.AddCommand(newUICmd())
 	return root
 }
 
