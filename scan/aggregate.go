@@ -130,7 +130,7 @@ func (a *aggregator) add(k KeyInfo, server int) {
 	if a.opts.Top > 0 {
 		if len(a.top) < a.opts.Top {
 			heap.Push(&a.top, k)
-		} else if sizeOf(k) > sizeOf(a.top[0]) {
+		} else if smaller(a.top[0], k) {
 			a.top[0] = k
 			heap.Fix(&a.top, 0)
 		}
@@ -140,7 +140,7 @@ func (a *aggregator) add(k KeyInfo, server int) {
 		bk := BigKey{Key: k.Key, ValueBytes: k.ValueBytes, Node: k.Node}
 		if len(a.big) < MaxBigValues {
 			heap.Push(&a.big, bk)
-		} else if bk.ValueBytes > a.big[0].ValueBytes {
+		} else if bk.ValueBytes > a.big[0].ValueBytes || bk.ValueBytes == a.big[0].ValueBytes && bk.Key < a.big[0].Key {
 			a.big[0] = bk
 			heap.Fix(&a.big, 0)
 		}
@@ -345,12 +345,16 @@ func boolInt(b bool) int64 {
 // keyHeap is a min-heap by size: the root is the smallest of the top keys.
 type keyHeap []KeyInfo
 
-func (h keyHeap) Len() int { return len(h) }
-func (h keyHeap) Less(i, j int) bool {
-	if sizeOf(h[i]) != sizeOf(h[j]) {
-		return sizeOf(h[i]) < sizeOf(h[j])
+func (h keyHeap) Len() int           { return len(h) }
+func (h keyHeap) Less(i, j int) bool { return smaller(h[i], h[j]) }
+
+// smaller orders the top keys: by size, then a later key name counts as
+// smaller, so ties resolve the same way whatever order SCAN returns keys in.
+func smaller(a, b KeyInfo) bool {
+	if sizeOf(a) != sizeOf(b) {
+		return sizeOf(a) < sizeOf(b)
 	}
-	return h[i].Key > h[j].Key
+	return a.Key > b.Key
 }
 func (h keyHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
 func (h *keyHeap) Push(x any)   { *h = append(*h, x.(KeyInfo)) }
@@ -363,10 +367,15 @@ func (h *keyHeap) Pop() any {
 
 type bigHeap []BigKey
 
-func (h bigHeap) Len() int           { return len(h) }
-func (h bigHeap) Less(i, j int) bool { return h[i].ValueBytes < h[j].ValueBytes }
-func (h bigHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *bigHeap) Push(x any)        { *h = append(*h, x.(BigKey)) }
+func (h bigHeap) Len() int { return len(h) }
+func (h bigHeap) Less(i, j int) bool {
+	if h[i].ValueBytes != h[j].ValueBytes {
+		return h[i].ValueBytes < h[j].ValueBytes
+	}
+	return h[i].Key > h[j].Key
+}
+func (h bigHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *bigHeap) Push(x any)   { *h = append(*h, x.(BigKey)) }
 func (h *bigHeap) Pop() any {
 	old := *h
 	x := old[len(old)-1]

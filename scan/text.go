@@ -13,7 +13,22 @@ import (
 // size histogram, the patterns with their savings, and the big values.
 // It shows key names, never values.
 func WriteText(w io.Writer, r *Report) error {
-	ew := &errWriter{w: w}
+	var sb strings.Builder
+	writeText(&sb, r)
+	var out strings.Builder
+	for _, line := range strings.SplitAfter(sb.String(), "\n") {
+		nl := strings.HasSuffix(line, "\n")
+		out.WriteString(strings.TrimRight(line, " \n"))
+		if nl {
+			out.WriteByte('\n')
+		}
+	}
+	_, err := io.WriteString(w, out.String())
+	return err
+}
+
+func writeText(w io.Writer, r *Report) {
+	ew := w
 	servers := fmt.Sprintf("%d servers", len(r.Servers))
 	if len(r.Servers) == 1 {
 		servers = "1 server"
@@ -35,12 +50,12 @@ func WriteText(w io.Writer, r *Report) error {
 	}
 	if r.Keys == 0 {
 		fmt.Fprintln(ew, "\nNo keys.")
-		return ew.err
+		return
 	}
 
 	fmt.Fprintf(ew, "\nBiggest keys\n")
 	tw := tabwriter.NewWriter(ew, 2, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "  key\ttype\tttl\tlength\tvalue\tmemory\t")
+	fmt.Fprintln(tw, "  key\ttype\tttl\tlength\tvalue\tmemory")
 	for _, k := range r.Biggest {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", k.Key, k.Type, ttl(k.TTLSeconds), count(k.Length), Bytes(k.ValueBytes), orDash(k.MemoryBytes))
 	}
@@ -74,7 +89,7 @@ func WriteText(w io.Writer, r *Report) error {
 
 	fmt.Fprintf(ew, "\nKey patterns\n")
 	tw = tabwriter.NewWriter(ew, 2, 8, 2, ' ', 0)
-	fmt.Fprintln(tw, "  pattern\tkeys\tvalues\tmean\tmemory\tshare\tttl\ts2 saves\tzstd saves\t")
+	fmt.Fprintln(tw, "  pattern\tkeys\tvalues\tmean\tmemory\tshare\tttl\ts2 saves\tzstd saves")
 	for _, p := range r.Patterns {
 		s2, zs := "-", "-"
 		if p.Savings != nil {
@@ -98,33 +113,18 @@ func WriteText(w io.Writer, r *Report) error {
 	fmt.Fprintf(ew, "\nValues of %s or more: %s", Bytes(bv.ThresholdBytes), count(bv.Count))
 	if bv.Count == 0 {
 		fmt.Fprintln(ew)
-		return ew.err
+		return
 	}
 	fmt.Fprintf(ew, " (one read on a %s link)\n", Bits(bv.BandwidthBits))
 	tw = tabwriter.NewWriter(ew, 2, 8, 2, ' ', 0)
 	for i, k := range bv.Keys {
 		if i == 20 {
-			fmt.Fprintf(tw, "  ... and %s more (see --json)\t\t\t\n", count(bv.Count-20))
+			fmt.Fprintf(tw, "  ... and %s more (see --json)\n", count(bv.Count-20))
 			break
 		}
 		fmt.Fprintf(tw, "  %s\t%s\t%s per read\t%.0f reads/s fill the link\n", k.Key, Bytes(k.ValueBytes), round(time.Duration(k.ReadSeconds*float64(time.Second))), k.ReadsPerSecond)
 	}
 	tw.Flush()
-	return ew.err
-}
-
-type errWriter struct {
-	w   io.Writer
-	err error
-}
-
-func (e *errWriter) Write(p []byte) (int, error) {
-	if e.err != nil {
-		return 0, e.err
-	}
-	n, err := e.w.Write(p)
-	e.err = err
-	return n, err
 }
 
 // Bytes formats a byte count in powers of 1000 (B, KB, MB, GB).

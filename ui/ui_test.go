@@ -74,7 +74,6 @@ func console(t *testing.T) *httptest.Server {
 	return srv
 }
 
-
 // TestConsoleInBrowser: in headless chromium, the key page shows a
 // decoded kura value (masked field hidden) and a foreign JSON value, the
 // scan page renders its charts, and without the token nothing is shown.
