@@ -126,8 +126,6 @@ func fill(t testing.TB, st store.Store, scale int) map[string]*want {
 		}
 	}
 	b, _ := json.Marshal(rows)
-	b = b[:0:0]
-	b, _ = json.Marshal(rows)
 	put(bigKey, bigKey, b, 0)
 	if len(items) > 0 {
 		if err := store.SetMany(ctx, st, items); err != nil {
