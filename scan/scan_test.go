@@ -398,7 +398,7 @@ func TestScanManyKeys(t *testing.T) {
 	if os.Getenv("KURA_SOAK") == "1" {
 		n = 1_000_000
 	}
-	r := servertest.Redis(t, servers.RedisConfig{})
+	r := servertest.Redis(t, servers.RedisConfig{Args: []string{"--enable-debug-command", "yes"}})
 	st := open(t, r.URL())
 	rs, _ := store.Find[*redisstore.Store](st)
 	c := rs.Client()
