@@ -11,7 +11,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kuracache/kura/internal/results"
 	"github.com/kuracache/kura/scan"
 	"github.com/kuracache/kura/store/storeurl"
 )
@@ -90,16 +89,7 @@ else $XDG_STATE_HOME/kura/results, else ~/.local/state/kura/results) unless
 				return err
 			}
 			if !noSave {
-				dir, derr := results.Dir()
-				if derr == nil {
-					var path string
-					if path, derr = results.Save(dir, "scan", rep.Started, rep); derr == nil && !quiet {
-						fmt.Fprintf(stderr, "saved %s\n", path)
-					}
-				}
-				if derr != nil {
-					fmt.Fprintf(stderr, "kura: not saved: %v\n", derr)
-				}
+				saveResult(stderr, "scan", rep, quiet)
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {

@@ -222,3 +222,31 @@ func TestSizesAndTokens(t *testing.T) {
 		t.Errorf("tokens %q %q", a, b)
 	}
 }
+
+// TestBenchSavesResult: kura bench keeps its JSON result in the results
+// directory kura ui lists, without the password of its URL.
+func TestBenchSavesResult(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-server test")
+	}
+	r := servertest.Redis(t, servers.RedisConfig{Password: "hunter2"})
+	dir := t.TempDir()
+	t.Setenv("KURA_RESULTS_DIR", dir)
+	if _, _, err := kura(t, "bench", r.URL(), "-t", "set", "-n", "200", "-c", "2", "-q"); err != nil {
+		t.Fatal(err)
+	}
+	files, _ := os.ReadDir(dir)
+	if len(files) != 1 || !strings.HasPrefix(files[0].Name(), "bench-") {
+		t.Fatalf("saved: %v", files)
+	}
+	b, _ := os.ReadFile(filepath.Join(dir, files[0].Name()))
+	if strings.Contains(string(b), "hunter2") || !strings.Contains(string(b), `"target"`) {
+		t.Errorf("saved result: %.300s", b)
+	}
+	if _, _, err := kura(t, "bench", r.URL(), "-t", "set", "-n", "200", "-c", "2", "-q", "--no-save"); err != nil {
+		t.Fatal(err)
+	}
+	if files, _ := os.ReadDir(dir); len(files) != 1 {
+		t.Errorf("--no-save saved: %v", files)
+	}
+}
