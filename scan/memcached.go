@@ -31,7 +31,7 @@ func (w *memcachedWalker) close()          { _ = w.c.Close() }
 // walk lists the items with lru_crawler metadump and reads each value's
 // length and TTL with mg s t (no value, no LRU bump), a batch at a time
 // while the dump streams.
-func (w *memcachedWalker) walk(ctx context.Context, add func(KeyInfo, int)) error {
+func (w *memcachedWalker) walk(ctx context.Context, add func(KeyInfo)) error {
 	if err := w.pace.wait(ctx, 1); err != nil {
 		return err
 	}
@@ -60,7 +60,7 @@ func (w *memcachedWalker) walk(ctx context.Context, add func(KeyInfo, int)) erro
 			if res.TTL >= 0 {
 				ki.TTLSeconds = float64(res.TTL)
 			}
-			add(ki, 0)
+			add(ki)
 		})
 		if err == nil {
 			err = firstErr

@@ -74,7 +74,7 @@ func (w *redisWalker) lengthCmd(typ, key string) (rueidis.Completed, bool) {
 	return rueidis.Completed{}, false
 }
 
-func (w *redisWalker) walk(ctx context.Context, add func(KeyInfo, int)) error {
+func (w *redisWalker) walk(ctx context.Context, add func(KeyInfo)) error {
 	var cursor uint64
 	for {
 		if err := w.pace.wait(ctx, 1); err != nil {
@@ -97,7 +97,7 @@ func (w *redisWalker) walk(ctx context.Context, add func(KeyInfo, int)) error {
 }
 
 // describe reads type, TTL, memory and length of keys in two pipelines.
-func (w *redisWalker) describe(ctx context.Context, keys []string, add func(KeyInfo, int)) error {
+func (w *redisWalker) describe(ctx context.Context, keys []string, add func(KeyInfo)) error {
 	per := 3
 	if w.noMemory {
 		per = 2
@@ -150,7 +150,7 @@ func (w *redisWalker) describe(ctx context.Context, keys []string, add func(KeyI
 		c, ok := w.lengthCmd(typ, k)
 		if !ok {
 			ki.ValueBytes = ki.MemoryBytes
-			add(ki, 0)
+			add(ki)
 			continue
 		}
 		infos = append(infos, ki)
@@ -177,7 +177,7 @@ func (w *redisWalker) describe(ctx context.Context, keys []string, add func(KeyI
 		} else {
 			ki.ValueBytes = ki.MemoryBytes
 		}
-		add(ki, 0)
+		add(ki)
 	}
 	return nil
 }

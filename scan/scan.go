@@ -256,7 +256,7 @@ type BigKey struct {
 // walker walks one server.
 type walker interface {
 	addr() string
-	walk(ctx context.Context, add func(KeyInfo, int)) error
+	walk(ctx context.Context, add func(KeyInfo)) error
 	// fetch reads the values of keys (nil for a key gone since).
 	fetch(ctx context.Context, keys []string) ([][]byte, error)
 	commands() int64
@@ -329,7 +329,7 @@ func Run(ctx context.Context, st store.Store, opts Options) (*Report, error) {
 	var wg sync.WaitGroup
 	for i, w := range walkers {
 		wg.Go(func() {
-			errs[i] = w.walk(ctx, func(k KeyInfo, _ int) {
+			errs[i] = w.walk(ctx, func(k KeyInfo) {
 				keys.Add(1)
 				serverKeys[i]++
 				a.add(k, i)
