@@ -36,7 +36,7 @@ const (
 	DefaultCount     = 500
 	DefaultRate      = 10000
 	DefaultSamples   = 200
-	DefaultBig       = 100 << 10
+	DefaultBig       = 100_000
 	DefaultBandwidth = 1e9
 	DefaultTop       = 20
 	// MaxBigValues bounds Report.BigValues.Keys (Count keeps counting).
@@ -66,7 +66,8 @@ type Options struct {
 	// the first of ":", "/", "|", "." found in each key.
 	Separator string
 	// Big is the value size, in bytes, from which a value is called out.
-	// If zero, DefaultBig (100 KB).
+	// If zero, DefaultBig (100 KB, the advice of the memcached and Redis
+	// communities).
 	Big int64
 	// Bandwidth is the link speed, in bits per second, at which the cost
 	// of reading a big value is given. If zero, DefaultBandwidth (1 Gbit/s).

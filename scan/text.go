@@ -186,7 +186,11 @@ func orDash(n int64) string {
 	return Bytes(n)
 }
 
-func ttl(s float64) string {
+func ttl(s float64) string { return FormatTTL(s) }
+
+// FormatTTL shows a TTL in seconds the way a person says it (45s, 12m30s,
+// 1h, 2h5m, 3d4h); a negative TTL is "none".
+func FormatTTL(s float64) string {
 	if s < 0 {
 		return "none"
 	}

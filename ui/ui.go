@@ -283,14 +283,9 @@ func (s *server) resultFile(w http.ResponseWriter, r *http.Request) {
 var funcs = template.FuncMap{
 	"bytes": scan.Bytes,
 	"pct":   func(f float64) string { return fmt.Sprintf("%.1f%%", 100*f) },
-	"secs": func(f float64) string {
-		if f < 0 {
-			return "none"
-		}
-		return time.Duration(f * float64(time.Second)).Round(time.Second).String()
-	},
-	"ms":   func(f float64) string { return fmt.Sprintf("%.1f ms", 1000*f) },
-	"bits": scan.Bits,
+	"secs":  scan.FormatTTL,
+	"ms":    func(f float64) string { return fmt.Sprintf("%.1f ms", 1000*f) },
+	"bits":  scan.Bits,
 	"int64": func(v any) int64 {
 		switch x := v.(type) {
 		case int:

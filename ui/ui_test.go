@@ -118,10 +118,12 @@ func TestConsoleInBrowser(t *testing.T) {
 	if len(png) < 10_000 {
 		t.Errorf("scan page screenshot is %d bytes: blank?", len(png))
 	}
+	// The README pictures: KURA_UI_SCREENSHOT=$PWD/docs/img/ui-scan.png
+	// (the key page goes next to it as ui-key.png).
 	if out := os.Getenv("KURA_UI_SCREENSHOT"); out != "" {
 		wide := browsertest.NewWithOptions(t, browsertest.Options{Width: 1200, Height: 1500})
 		wide.Screenshot(t, srv.URL+"/scan?x=1"+q, out)
-		wide.Screenshot(t, srv.URL+"/key?k=member:b:1"+q, strings.TrimSuffix(out, ".png")+"-key.png")
+		wide.Screenshot(t, srv.URL+"/key?k=member:b:1"+q, filepath.Join(filepath.Dir(out), "ui-key.png"))
 	}
 
 	// No token: refused, in the browser and to a plain client.
