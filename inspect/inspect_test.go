@@ -12,6 +12,7 @@ import (
 
 	"github.com/golang/snappy"
 	"github.com/klauspost/compress/s2"
+	"github.com/redis/rueidis"
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/kuracache/kura"
@@ -100,6 +101,18 @@ func TestInspectOnRealServers(t *testing.T) {
 				}
 				if rep.Node == "" {
 					t.Errorf("%s: no node reported", key)
+				}
+				if name == "cluster" {
+					// The node named must own the key's slot: it answers
+					// the GET itself instead of redirecting (MOVED).
+					nc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{rep.Node}, ForceSingleClient: true, DisableCache: true})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if err := nc.Do(ctx, nc.B().Get().Key(key).Build()).Error(); err != nil {
+						t.Errorf("%s: node %s does not own the key: %v", key, rep.Node, err)
+					}
+					nc.Close()
 				}
 				if key == "kura:small" && !rep.NoTTL {
 					t.Errorf("%s: a key without expiry reported TTL %v", key, rep.TTLSeconds)
