@@ -25,6 +25,7 @@ import (
 	"github.com/kuracache/kura/internal/servertest"
 	"github.com/kuracache/kura/scan"
 	"github.com/kuracache/kura/store"
+	"github.com/kuracache/kura/store/memcache/meta"
 	"github.com/kuracache/kura/store/memstore"
 	"github.com/kuracache/kura/store/redisstore"
 	"github.com/kuracache/kura/store/storeurl"
@@ -500,5 +501,47 @@ func TestScanBadInput(t *testing.T) {
 	rep, err = scan.Run(ctx, mst, scan.Options{})
 	if err == nil && (rep.Complete || len(rep.Errors) == 0) {
 		t.Errorf("a dead memcached scanned fine: %+v", rep)
+	}
+}
+
+// TestScanRateLimitMemcached: memcached's own count of gets (every mg,
+// sampled values included) is what the scan says it sent, within the
+// rate over the scan's duration (plus one batch).
+func TestScanRateLimitMemcached(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-server test")
+	}
+	mc := servertest.Memcached(t, servers.MemcachedConfig{MaxItemSize: 4 << 20})
+	st := open(t, "memcached://"+mc.Addr)
+	fill(t, st, 10)
+	cl := meta.NewClient(mc.Addr, meta.Options{})
+	defer cl.Close()
+	ctx := context.Background()
+	gets := func() int64 {
+		s, err := cl.Stats(ctx, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, _ := strconv.ParseInt(s["cmd_get"], 10, 64)
+		return n
+	}
+	before := gets()
+	const rate, count = 3000, 50
+	start := time.Now()
+	rep, err := scan.Run(ctx, st, scan.Options{Rate: rate, Count: count, Samples: 20})
+	elapsed := time.Since(start)
+	if err != nil || !rep.Complete {
+		t.Fatalf("%v %v", err, rep.Errors)
+	}
+	got := gets() - before
+	// The scan counts the metadump as one command; memcached counts only gets.
+	if sent := rep.Servers[0].Commands - 1; got != sent {
+		t.Errorf("memcached counted %d gets, the scan says it sent %d", got, sent)
+	}
+	if allowed := rate*elapsed.Seconds() + 2*count + 1; float64(got) > allowed {
+		t.Errorf("%d gets in %v: above the %d/s limit (allowed %.0f)", got, elapsed, rate, allowed)
+	}
+	if rep.Keys != 441 {
+		t.Errorf("%d keys, wrote 441", rep.Keys)
 	}
 }
