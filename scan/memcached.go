@@ -1,8 +1,14 @@
 package scan
 
 import (
+	"bufio"
 	"context"
+	"encoding/binary"
+	"errors"
 	"fmt"
+	"io"
+	"os"
+	"time"
 
 	"github.com/kuracache/kura/store/memcache"
 	"github.com/kuracache/kura/store/memcache/meta"
@@ -70,17 +76,91 @@ func (w *memcachedWalker) walk(ctx context.Context, add func(KeyInfo)) error {
 		}
 		return nil
 	}
-	err := w.c.Metadump(ctx, func(it meta.DumpItem) error {
-		batch = append(batch, it)
-		if len(batch) >= w.opts.Count {
-			return flush()
+	// The dump goes to a temporary file as fast as the server sends it,
+	// and the mg batches read it back: a crawl held up by our mg calls
+	// would leave the LRU maintainer time to move items from lists not
+	// yet crawled into lists already crawled, and they would be missed.
+	// Memory stays bounded (the keys are on disk, not in memory).
+	spool, err := os.CreateTemp("", "kura-scan-metadump-")
+	if err != nil {
+		return fmt.Errorf("metadump spool: %w", err)
+	}
+	defer os.Remove(spool.Name())
+	defer spool.Close()
+	bw := bufio.NewWriterSize(spool, 256<<10)
+	var rec []byte
+	dump := func() error {
+		return w.c.Metadump(ctx, func(it meta.DumpItem) error {
+			rec = binary.AppendUvarint(rec[:0], uint64(len(it.Key)))
+			rec = append(rec, it.Key...)
+			rec = binary.AppendUvarint(rec, uint64(it.Size))
+			_, err := bw.Write(rec)
+			return err
+		})
+	}
+	err = dump()
+	// The crawler serves one request at a time: wait for another tool's
+	// dump to end, a few times, before giving up.
+	for try := 0; try < 10 && errors.Is(err, meta.ErrCrawlerBusy); try++ {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
 		}
-		return nil
-	})
+		if _, serr := spool.Seek(0, io.SeekStart); serr != nil {
+			return serr
+		}
+		if serr := spool.Truncate(0); serr != nil {
+			return serr
+		}
+		bw.Reset(spool)
+		err = dump()
+	}
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err == nil {
+		err = w.replay(spool, &batch, flush)
+	}
 	if err != nil {
 		return fmt.Errorf("lru_crawler metadump: %w", err)
 	}
 	return flush()
+}
+
+// replay reads the spooled dump back, a batch at a time.
+func (w *memcachedWalker) replay(spool *os.File, batch *[]meta.DumpItem, flush func() error) error {
+	end, err := spool.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return err
+	}
+	if _, err := spool.Seek(0, io.SeekStart); err != nil {
+		return err
+	}
+	br := bufio.NewReaderSize(io.LimitReader(spool, end), 256<<10)
+	for {
+		n, err := binary.ReadUvarint(br)
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil || n > 1<<20 {
+			return fmt.Errorf("metadump spool: corrupt (%v)", err)
+		}
+		key := make([]byte, n)
+		if _, err := io.ReadFull(br, key); err != nil {
+			return fmt.Errorf("metadump spool: %w", err)
+		}
+		size, err := binary.ReadUvarint(br)
+		if err != nil {
+			return fmt.Errorf("metadump spool: %w", err)
+		}
+		*batch = append(*batch, meta.DumpItem{Key: string(key), Size: int64(size)})
+		if len(*batch) >= w.opts.Count {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
 }
 
 func (w *memcachedWalker) fetch(ctx context.Context, keys []string) ([][]byte, error) {

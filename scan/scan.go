@@ -7,7 +7,7 @@
 // "kura.scan/v1") is documented in docs/scan.md and read by `kura ui`.
 //
 // The walk is Redis SCAN with COUNT on every master, or memcached's
-// `lru_crawler metadump` plus `mg` without values, paced by a per-server
+// `lru_crawler metadump hash` plus `mg` without values, paced by a per-server
 // command rate limit. Memory stays bounded whatever the key count: keys
 // are not kept, only counters, reservoirs of sampled keys and the top
 // keys.

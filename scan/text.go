@@ -75,9 +75,9 @@ func writeText(w io.Writer, r *Report) {
 	}
 	tw = tabwriter.NewWriter(ew, 2, 8, 2, ' ', 0)
 	for _, b := range r.Histogram[first : last+1] {
-		label := "<= " + binary(b.LE)
+		label := "<= " + binaryUnit(b.LE)
 		if b.LE < 0 {
-			label = "> " + binary(r.Histogram[len(r.Histogram)-2].LE)
+			label = "> " + binaryUnit(r.Histogram[len(r.Histogram)-2].LE)
 		}
 		bar := strings.Repeat("#", int(math.Ceil(30*float64(b.Keys)/float64(maxKeys))))
 		if b.Keys == 0 {
@@ -219,8 +219,8 @@ func human(d time.Duration) string {
 	return strings.Join(parts, "")
 }
 
-// binary formats a power-of-two bucket bound: 64 B, 1 KiB, 16 MiB.
-func binary(n int64) string {
+// binaryUnit formats a power-of-two bucket bound: 64 B, 1 KiB, 16 MiB.
+func binaryUnit(n int64) string {
 	switch {
 	case n >= 1<<20:
 		return fmt.Sprintf("%d MiB", n>>20)

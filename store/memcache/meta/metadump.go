@@ -33,12 +33,26 @@ type DumpItem struct {
 // crawler is busy with another request; try again later.
 var ErrCrawlerBusy = errors.New("meta: the LRU crawler is busy")
 
-// Metadump streams `lru_crawler metadump all` from the server: each is
-// called once per live item, in the server's order, on the calling
-// goroutine. An error from each stops the dump (the connection is then
-// closed, not reused) and is returned. A server started without the LRU
-// crawler answers with an error that says so.
+// Metadump streams the server's item list: `lru_crawler metadump hash`
+// (memcached 1.6: a walk of the hash table, which sees every item once
+// even while the LRU maintainer moves items between LRU segments), or
+// `lru_crawler metadump all` (the LRU lists) on servers without the hash
+// mode. each is called once per live item, in the server's order, on the
+// calling goroutine. An error from each stops the dump (the connection is
+// then closed, not reused) and is returned. A server started without the
+// LRU crawler answers with an error that says so.
 func (cl *Client) Metadump(ctx context.Context, each func(DumpItem) error) error {
+	err := cl.metadump(ctx, "hash", each)
+	if errors.Is(err, errDumpMode) {
+		err = cl.metadump(ctx, "all", each)
+	}
+	return err
+}
+
+// errDumpMode: the server refused the dump mode before sending any item.
+var errDumpMode = errors.New("meta: metadump mode not supported")
+
+func (cl *Client) metadump(ctx context.Context, mode string, each func(DumpItem) error) error {
 	c, err := cl.Conn(ctx)
 	if err != nil {
 		return err
@@ -46,13 +60,13 @@ func (cl *Client) Metadump(ctx context.Context, each func(DumpItem) error) error
 	defer cl.Put(c)
 	c.Begin(ctx)
 	defer c.End()
-	if _, err := c.bw.WriteString("lru_crawler metadump all\r\n"); err != nil {
+	if _, err := c.bw.WriteString("lru_crawler metadump " + mode + "\r\n"); err != nil {
 		return c.fail(err)
 	}
 	if err := c.Flush(); err != nil {
 		return err
 	}
-	for {
+	for first := true; ; first = false {
 		line, err := c.br.ReadSlice('\n')
 		if err != nil {
 			if errors.Is(err, bufio.ErrBufferFull) {
@@ -66,8 +80,10 @@ func (cl *Client) Metadump(ctx context.Context, each func(DumpItem) error) error
 			return nil
 		case strings.HasPrefix(s, "BUSY"):
 			return c.fail(fmt.Errorf("memcache %s: %w (%s)", cl.addr, ErrCrawlerBusy, s))
+		case first && mode != "all" && (s == "ERROR" || strings.HasPrefix(s, "CLIENT_ERROR")):
+			return errDumpMode // the line is consumed: the connection is in step
 		case strings.HasPrefix(s, "ERROR"), strings.HasPrefix(s, "CLIENT_ERROR"), strings.HasPrefix(s, "SERVER_ERROR"):
-			return c.fail(fmt.Errorf("memcache %s: lru_crawler metadump: %s", cl.addr, s))
+			return c.fail(fmt.Errorf("memcache %s: lru_crawler metadump %s: %s", cl.addr, mode, s))
 		}
 		it, err := ParseDumpLine(s)
 		if err != nil {
