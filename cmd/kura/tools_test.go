@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -248,5 +251,50 @@ func TestBenchSavesResult(t *testing.T) {
 	}
 	if files, _ := os.ReadDir(dir); len(files) != 1 {
 		t.Errorf("--no-save saved: %v", files)
+	}
+}
+
+// TestUICommand: kura ui on a non-loopback address makes up a token,
+// prints the URL with it once, refuses requests without it, serves with
+// it, and stops when its context ends.
+func TestUICommand(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pr, pw := io.Pipe()
+	root := newRootCmd()
+	root.SetOut(pw)
+	root.SetErr(io.Discard)
+	root.SetArgs([]string{"ui", "--listen", "0.0.0.0:0", "--results-dir", t.TempDir()})
+	done := make(chan error, 1)
+	go func() { done <- root.ExecuteContext(ctx); pw.Close() }()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, ok := strings.CutPrefix(strings.TrimSpace(line), "kura ui: ")
+	if !ok || !strings.Contains(u, "?token=") {
+		t.Fatalf("printed %q", line)
+	}
+	u = strings.Replace(u, "0.0.0.0", "127.0.0.1", 1)
+	go io.Copy(io.Discard, pr)
+	base, _, _ := strings.Cut(u, "?")
+	for url, want := range map[string]int{base: http.StatusUnauthorized, u: http.StatusOK} {
+		res, err := http.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		if res.StatusCode != want {
+			t.Errorf("GET %s: %d, want %d", url, res.StatusCode, want)
+		}
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("ui ended with %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("ui did not stop")
 	}
 }
