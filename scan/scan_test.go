@@ -295,7 +295,7 @@ func TestSavingsEstimateWithinTenPercent(t *testing.T) {
 	}
 	r := servertest.Redis(t, servers.RedisConfig{})
 	st := open(t, r.URL())
-	fill(t, st, 100)
+	fill(t, st, 60)
 	ctx := context.Background()
 	sampled, err := scan.Run(ctx, st, scan.Options{Rate: -1})
 	if err != nil {
