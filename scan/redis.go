@@ -96,7 +96,10 @@ func (w *redisWalker) walk(ctx context.Context, add func(KeyInfo)) error {
 	}
 }
 
-// describe reads type, TTL, memory and length of keys in two pipelines.
+// describe reads TTL, memory and length of keys. Caches hold strings
+// mostly, so the first pipeline asks PTTL, MEMORY USAGE and STRLEN per key
+// (3 commands); a key that answers STRLEN with WRONGTYPE is a collection,
+// and only those get TYPE and their length command in a second pipeline.
 func (w *redisWalker) describe(ctx context.Context, keys []string, add func(KeyInfo)) error {
 	per := 3
 	if w.noMemory {
@@ -105,7 +108,7 @@ func (w *redisWalker) describe(ctx context.Context, keys []string, add func(KeyI
 	cmds := make(rueidis.Commands, 0, per*len(keys))
 	b := w.c.B()
 	for _, k := range keys {
-		cmds = append(cmds, b.Type().Key(k).Build(), b.Pttl().Key(k).Build())
+		cmds = append(cmds, b.Pttl().Key(k).Build(), b.Strlen().Key(k).Build())
 		if !w.noMemory {
 			cmds = append(cmds, b.MemoryUsage().Key(k).Build())
 		}
@@ -114,31 +117,23 @@ func (w *redisWalker) describe(ctx context.Context, keys []string, add func(KeyI
 		return err
 	}
 	res := w.c.DoMulti(ctx, cmds...)
-	infos := make([]KeyInfo, 0, len(keys))
-	lens := make(rueidis.Commands, 0, len(keys))
+	var others []KeyInfo
 	for i, k := range keys {
 		r := res[i*per : i*per+per]
-		typ, err := r[0].ToString()
-		if err != nil {
-			return fmt.Errorf("TYPE: %w", err)
-		}
-		if typ == "none" {
-			continue // deleted or expired since SCAN listed it
-		}
-		ki := KeyInfo{Key: k, Type: typ, Node: w.address}
-		ms, err := r[1].AsInt64()
+		ki := KeyInfo{Key: k, Node: w.address}
+		ms, err := r[0].AsInt64()
 		if err != nil {
 			return fmt.Errorf("PTTL: %w", err)
 		}
 		switch {
 		case ms == -2:
-			continue
+			continue // deleted or expired since SCAN listed it
 		case ms < 0:
 			ki.TTLSeconds = -1
 		default:
 			ki.TTLSeconds = float64(ms) / 1000
 		}
-		if !w.noMemory {
+		if per == 3 {
 			if n, err := r[2].AsInt64(); err == nil {
 				ki.MemoryBytes = n
 			} else if !rueidis.IsRedisNil(err) {
@@ -147,8 +142,41 @@ func (w *redisWalker) describe(ctx context.Context, keys []string, add func(KeyI
 				w.noMemory = true
 			}
 		}
-		c, ok := w.lengthCmd(typ, k)
-		if !ok {
+		n, err := r[1].AsInt64()
+		switch {
+		case err == nil:
+			ki.Type, ki.Length, ki.ValueBytes = "string", n, n
+			add(ki)
+		case isRedisErr(err):
+			others = append(others, ki) // WRONGTYPE: a collection
+		default:
+			return fmt.Errorf("STRLEN: %w", err)
+		}
+	}
+	if len(others) == 0 {
+		return nil
+	}
+	cmds = cmds[:0]
+	for _, ki := range others {
+		cmds = append(cmds, b.Type().Key(ki.Key).Build())
+	}
+	if err := w.pace.wait(ctx, len(cmds)); err != nil {
+		return err
+	}
+	var infos []KeyInfo
+	lens := make(rueidis.Commands, 0, len(others))
+	for i, r := range w.c.DoMulti(ctx, cmds...) {
+		typ, err := r.ToString()
+		if err != nil {
+			return fmt.Errorf("TYPE: %w", err)
+		}
+		ki := others[i]
+		ki.Type = typ
+		if typ == "none" {
+			continue
+		}
+		c, ok := w.lengthCmd(typ, ki.Key)
+		if !ok || typ == "string" {
 			ki.ValueBytes = ki.MemoryBytes
 			add(ki)
 			continue
@@ -171,12 +199,7 @@ func (w *redisWalker) describe(ctx context.Context, keys []string, add func(KeyI
 			return fmt.Errorf("%s: %w", cmdName(infos[i].Type), err)
 		}
 		ki := infos[i]
-		ki.Length = n
-		if ki.Type == "string" {
-			ki.ValueBytes = n
-		} else {
-			ki.ValueBytes = ki.MemoryBytes
-		}
+		ki.Length, ki.ValueBytes = n, ki.MemoryBytes
 		add(ki)
 	}
 	return nil
