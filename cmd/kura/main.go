@@ -47,6 +47,7 @@ command holds the tools around it.`,
 	root.AddCommand(newInspectCmd())
 	root.AddCommand(newScanCmd())
 	root.AddCommand(newUICmd())
+	root.AddCommand(newCodecsCmd())
 	return root
 }
 
