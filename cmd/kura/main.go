@@ -45,6 +45,8 @@ command holds the tools around it.`,
 	root.AddCommand(newDemoCmd())
 	root.AddCommand(newBenchCmd())
 	root.AddCommand(newInspectCmd())
+	root.AddCommand(newScanCmd())
+	root.AddCommand(newUICmd())
 	root.AddCommand(newCodecsCmd())
 	return root
 }
