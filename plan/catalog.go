@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"reflect"
 	"strings"
 	"time"
 )
@@ -296,7 +297,20 @@ func jsonField(err error) string {
 func jsonProblem(err error) string {
 	var te *json.UnmarshalTypeError
 	if errors.As(err, &te) {
-		return fmt.Sprintf("wants a %s, got a JSON %s", te.Type, te.Value)
+		want := "value of type " + te.Type.String()
+		switch te.Type.Kind() {
+		case reflect.Float32, reflect.Float64:
+			want = "number"
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+			want = "whole number"
+		case reflect.String:
+			want = "text (a JSON string)"
+		case reflect.Slice:
+			want = "list"
+		case reflect.Struct, reflect.Map:
+			want = "JSON object"
+		}
+		return fmt.Sprintf("wants a %s, got a JSON %s", want, te.Value)
 	}
 	if strings.HasPrefix(err.Error(), "json: unknown field ") {
 		return "unknown field (a typo? see kura plan --print-catalog)"

@@ -638,6 +638,14 @@ func sizeRow(n NodeType, prov Provider, in Input, e Effective) Row {
 		net.PerNode = n.BaselineGbps * 1e9 * r.NetworkCeil
 	}
 
+	if e.DataBytes > 0 && n.MemoryGiB == 0 {
+		// Sizing by CPU or network alone would print a node count that
+		// cannot hold the data.
+		r.Skipped = "cannot be sized: memory_gib not in the catalog, and the data needs it"
+		r.Largest = largest(n, e)
+		return r
+	}
+
 	// The binding constraint is the one with the largest exact need.
 	best, bestRatio := -1, 0.0
 	for c := range r.Needs {
@@ -707,8 +715,13 @@ func (p *Plan) explain() string {
 	}
 	r := p.Rows[p.Cheapest]
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s × %d costs %s a month, the least of the %d priced node types. ",
-		r.Node.Name, r.Nodes, money(p.Catalog.Currency, r.MonthlyCost), p.pricedRows())
+	if n := p.pricedRows(); n == 1 {
+		fmt.Fprintf(&b, "%s × %d costs %s a month; it is the only node type with a price. ",
+			r.Node.Name, r.Nodes, money(p.Catalog.Currency, r.MonthlyCost))
+	} else {
+		fmt.Fprintf(&b, "%s × %d costs %s a month, the least of the %d priced node types. ",
+			r.Node.Name, r.Nodes, money(p.Catalog.Currency, r.MonthlyCost), n)
+	}
 	fmt.Fprintf(&b, "It is %s-bound: %s", r.Binding, r.bindingSentence())
 	var others []string
 	for c := range r.Needs {
@@ -728,7 +741,7 @@ func (p *Plan) explain() string {
 	b.WriteString(".")
 	for _, q := range p.Rows[p.Cheapest+1:] {
 		if q.Priced && q.Skipped == "" {
-			fmt.Fprintf(&b, " Next: %s × %d at %s (%+.0f%%), %s-bound.", q.Node.Name, q.Nodes,
+			fmt.Fprintf(&b, " Next: %s × %d at %s (%+.1f%%), %s-bound.", q.Node.Name, q.Nodes,
 				money(p.Catalog.Currency, q.MonthlyCost), 100*(q.MonthlyCost/r.MonthlyCost-1), q.Binding)
 			break
 		}
@@ -761,8 +774,11 @@ func (p *Plan) pricedRows() int {
 // gaps lists what the catalog and input did not give.
 func (p *Plan) gaps() []string {
 	var notes []string
-	var unpriced, nothreads []string
+	var unpriced, nothreads, nonet []string
 	for _, r := range p.Rows {
+		if r.Skipped == "" && r.Needs[Network].Demand > 0 && !r.Needs[Network].Checked {
+			nonet = append(nonet, r.Node.Name)
+		}
 		if !r.Priced {
 			unpriced = append(unpriced, r.Node.Name)
 		}
@@ -773,6 +789,9 @@ func (p *Plan) gaps() []string {
 	if len(unpriced) > 0 {
 		notes = append(notes, fmt.Sprintf("no public price found for %d of %d node types (%s): their cost is left empty; add prices with --price NAME=HOURLY or a catalog file",
 			len(unpriced), len(p.Rows), strings.Join(unpriced, ", ")))
+	}
+	if len(nonet) > 0 {
+		notes = append(notes, fmt.Sprintf("network not checked for %s: baseline bandwidth not in the catalog", strings.Join(nonet, ", ")))
 	}
 	if len(nothreads) > 0 {
 		notes = append(notes, fmt.Sprintf("engine threads not in the catalog for %s: CPU sized for the single Redis main thread (set --threads for io-threads)", strings.Join(nothreads, ", ")))
@@ -823,3 +842,16 @@ func commas(v float64) string {
 
 // Money formats an amount in the catalog's currency, as the reports do.
 func (p *Plan) Money(v float64) string { return money(p.Catalog.Currency, v) }
+
+// Price formats an hourly price, keeping the digits providers publish
+// ($0.034, not $0.03).
+func (p *Plan) Price(v float64) string {
+	if v >= 100 {
+		return p.Money(v)
+	}
+	digits := strings.TrimRight(fmt.Sprintf("%.4f", v), "0")
+	if i := strings.IndexByte(digits, '.'); len(digits)-i < 3 {
+		digits += strings.Repeat("0", 3-(len(digits)-i))
+	}
+	return strings.TrimSuffix(p.Money(0), "0.00") + digits
+}

@@ -186,7 +186,7 @@ func TestUncheckedConstraints(t *testing.T) {
 	}
 	// Only cache.t2.small has a price: it is the cheapest priced choice,
 	// and the why says how many rows were priced.
-	if p.Cheapest < 0 || p.Rows[p.Cheapest].Node.Name != "cache.t2.small" || !strings.Contains(p.Why, "1 priced node types") {
+	if p.Cheapest < 0 || p.Rows[p.Cheapest].Node.Name != "cache.t2.small" || !strings.Contains(p.Why, "only node type with a price") {
 		t.Errorf("cheapest %d, why %q", p.Cheapest, p.Why)
 	}
 	// A price the user gives joins the comparison and is marked.
@@ -300,6 +300,19 @@ func TestSmallerCodecRatioNeverAddsNodes(t *testing.T) {
 				prev[r.Node.Name] = r.Nodes
 			}
 		}
+	}
+}
+
+func TestPrice(t *testing.T) {
+	p := &Plan{Catalog: &Catalog{Currency: "USD"}}
+	for v, want := range map[float64]string{0.034: "$0.034", 0.5: "$0.50", 1.2345: "$1.2345", 3: "$3.00", 1234.5: "$1,234.50"} {
+		if got := p.Price(v); got != want {
+			t.Errorf("Price(%v) = %q, want %q", v, got, want)
+		}
+	}
+	p.Catalog.Currency = "EUR"
+	if got := p.Price(0.5); got != "EUR 0.50" {
+		t.Errorf("EUR: %q", got)
 	}
 }
 
