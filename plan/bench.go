@@ -87,6 +87,9 @@ func ReadBench(r io.Reader) (*Measured, error) {
 		}
 		return fromSweep(&sw)
 	}
+	if _, ok := probe["ops"]; !ok {
+		return nil, fmt.Errorf("%w: not the JSON of kura bench --json (it has no \"ops\")", ErrInput)
+	}
 	var br benchResult
 	if err := json.NewDecoder(bytes.NewReader(data)).Decode(&br); err != nil {
 		return nil, fmt.Errorf("%w: bench result: %v", ErrInput, err)

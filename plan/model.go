@@ -790,6 +790,16 @@ func (p *Plan) gaps() []string {
 		notes = append(notes, fmt.Sprintf("no public price found for %d of %d node types (%s): their cost is left empty; add prices with --price NAME=HOURLY or a catalog file",
 			len(unpriced), len(p.Rows), strings.Join(unpriced, ", ")))
 	}
+	var overloaded []string
+	for _, r := range p.Rows {
+		if r.Largest != nil && r.Largest.Utilisation >= 1 {
+			overloaded = append(overloaded, r.Node.Name)
+		}
+	}
+	if len(overloaded) > 0 {
+		notes = append(notes, fmt.Sprintf("the largest value alone overloads the link of %s at %.3g a second: more nodes help only if those transfers are of different keys, since one key stays on one node",
+			strings.Join(overloaded, ", "), p.Effective.LargePerSec))
+	}
 	if len(nonet) > 0 {
 		notes = append(notes, fmt.Sprintf("network not checked for %s: baseline bandwidth not in the catalog", strings.Join(nonet, ", ")))
 	}

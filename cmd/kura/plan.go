@@ -59,9 +59,10 @@ const planExample = `  # 120 GB of data, 150k reads and 20k writes a second at p
   # a 1.3 MB value written 15 times a second: which links carry it
   kura plan --max-value 1.3MB --writes 15 --write-size 1.3MB --large-per-sec 15
 
-  # prices you have, and an HTML report with charts
+  # your own price for a node type (0.50 is a placeholder), and an HTML
+  # report with charts
   kura plan --data 40GB --reads 80000 --value-size 1KB --ops-per-thread 90000 \
-    --price cache.r7g.xlarge=0.437 --html plan.html`
+    --price cache.r7g.xlarge=0.50 --html plan.html`
 
 type planFlags struct {
 	data, valueSize, keySize, maxValue, readSize, writeSize, guard string
@@ -153,7 +154,7 @@ func newPlanCmd() *cobra.Command {
 	f.Float64Var(&pf.memCeil, "memory-ceiling", 0, "fraction of usable memory the data may fill (default: the provider's rule)")
 	f.Float64Var(&pf.cpuCeil, "cpu-ceiling", 0, "fraction of engine CPU a primary may use at peak (default: the provider's rule)")
 	f.Float64Var(&pf.netCeil, "network-ceiling", 0, "fraction of baseline bandwidth the peak may use (default 0.8)")
-	f.Float64Var(&pf.reserved, "reserved-memory", -1, "percent of node memory reserved for backups and failover (default: the catalog's)")
+	f.Float64Var(&pf.reserved, "reserved-memory", 0, "percent of node memory reserved for backups and failover (default: the catalog's)")
 	f.Float64Var(&pf.codecRatio, "codec-ratio", 0, "what-if: encoded bytes after a codec change over bytes before, such as 0.33")
 	f.StringVar(&pf.guard, "max-value-size", "", "what-if: value-size guard (kura Options.MaxValueSize); larger values are not cached")
 	f.IntVar(&pf.threads, "threads", 0, "what-if: engine threads (io-threads) on every node type")
@@ -245,7 +246,7 @@ func (pf *planFlags) input(cmd *cobra.Command) (plan.Input, error) {
 		name, val, ok := strings.Cut(pr, "=")
 		v, err := strconv.ParseFloat(strings.TrimPrefix(strings.TrimSpace(val), "$"), 64)
 		if !ok || name == "" || err != nil {
-			return in, fmt.Errorf("--price %q: write it as NAME=HOURLY, such as cache.r7g.xlarge=0.437", pr)
+			return in, fmt.Errorf("--price %q: write it as NAME=HOURLY, such as cache.r7g.xlarge=0.50", pr)
 		}
 		if in.Prices == nil {
 			in.Prices = map[string]float64{}

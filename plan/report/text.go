@@ -96,7 +96,7 @@ func header(b *strings.Builder, p *plan.Plan) {
 	}
 	if e.Ops() > 0 {
 		parts = append(parts, fmt.Sprintf("%s ops/s at peak (%s reads, %s writes)", count(e.Ops()), count(e.ReadsPerSec), count(e.WritesPerSec)))
-		parts = append(parts, fmt.Sprintf("%.3g Gbps in, %.3g Gbps out", e.InBitsPerSec/1e9, e.OutBitsPerSec/1e9))
+		parts = append(parts, fmt.Sprintf("%s Gbps in, %s Gbps out", gbpsValue(e.InBitsPerSec), gbpsValue(e.OutBitsPerSec)))
 	}
 	switch {
 	case e.CPUSecondsOp > 0:
@@ -121,6 +121,17 @@ func header(b *strings.Builder, p *plan.Plan) {
 	if len(what) > 0 {
 		fmt.Fprintf(b, "What-if: %s\n", strings.Join(what, "; "))
 	}
+}
+
+func gbpsValue(bits float64) string {
+	g := bits / 1e9
+	switch {
+	case g == 0:
+		return "0"
+	case g < 0.001:
+		return "<0.001"
+	}
+	return fmt.Sprintf("%.3g", g)
 }
 
 func nodes(r plan.Row, p *plan.Plan) string {
