@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 
@@ -158,6 +159,42 @@ func TestReadBench(t *testing.T) {
 		b, _ := json.Marshal(v)
 		if _, err := ReadBench(bytes.NewReader(b)); !errors.Is(err, ErrInput) {
 			t.Errorf("%s: err = %v, want ErrInput", b, err)
+		}
+	}
+}
+
+// TestReadScan reads a report in the documented kura.scan/v1 form
+// (docs/scan.md's example, extended to three patterns).
+func TestReadScan(t *testing.T) {
+	f, err := os.Open("testdata/scan-v1.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	s, err := ReadScan(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Keys != 100000 || s.MemoryBytes != 60200000 || s.MaxValueBytes != 1.3e6 || !s.Complete || len(s.ValueSizes) != 3 {
+		t.Fatalf("scan: %+v", s)
+	}
+	if last := s.ValueSizes[2]; last.MaxBytes != 1.3e6 || last.Keys != 10 {
+		t.Errorf("open-ended bucket: %+v", last)
+	}
+	// s2: 9 MB + 16.8 MB stored, the hash pattern 1.3 MB as it is, over
+	// 48.1 MB; zstd did not run on sess:*, which counts as it is.
+	if !near(s.CodecRatios["s2"], (9e6+16.8e6+1.3e6)/48.1e6) || !near(s.CodecRatios["zstd"], (7e6+16.8e6+1.3e6)/48.1e6) {
+		t.Errorf("codec ratios %v", s.CodecRatios)
+	}
+	w := Workload{Keys: 5}
+	s.Apply(&w)
+	if w.DataBytes != 60200000 || w.Keys != 5 || !near(w.AvgValueBytes, 481) || w.MaxValueBytes != 1.3e6 {
+		t.Errorf("Apply: %+v", w)
+	}
+	for _, bad := range []string{`{}`, `{"schema":"kura.scan/v2"}`, `{"schema":"kura.scan/v1","keys":-1}`,
+		`{"schema":"kura.scan/v1","histogram":[{"le":-5,"keys":1}]}`, `[`} {
+		if _, err := ReadScan(strings.NewReader(bad)); !errors.Is(err, ErrInput) {
+			t.Errorf("%s: err = %v", bad, err)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"math"
+	"os"
 	"strings"
 	"testing"
 )
@@ -87,5 +88,33 @@ func FuzzParseBytes(f *testing.F) {
 			t.Fatalf("ParseBytes(%q) = %v", s, v)
 		}
 		_ = FormatBytes(v)
+	})
+}
+
+// FuzzReadScan: any bytes give scan figures the planner can use, or an
+// error.
+func FuzzReadScan(f *testing.F) {
+	if b, err := os.ReadFile("testdata/scan-v1.json"); err == nil {
+		f.Add(b)
+	}
+	f.Add([]byte(`{"schema":"kura.scan/v1","histogram":[{"le":-1,"keys":3,"value_bytes":9}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := ReadScan(bytes.NewReader(data))
+		if err != nil {
+			if !errors.Is(err, ErrInput) {
+				t.Fatal(err)
+			}
+			return
+		}
+		w := Workload{ReadsPerSec: 100}
+		s.Apply(&w)
+		in := Input{Workload: w}
+		for _, r := range s.CodecRatios {
+			in.WhatIf.CodecRatio = r
+			break
+		}
+		if _, err := New(fuzzCatalog, in); err != nil && !errors.Is(err, ErrInput) {
+			t.Fatal(err)
+		}
 	})
 }

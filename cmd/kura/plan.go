@@ -56,6 +56,10 @@ const planExample = `  # 120 GB of data, 150k reads and 20k writes a second at p
   kura plan --reads 51600 --read-size 13441 --codec-ratio 0.33 \
     --node cache.m7g.2xlarge --node cache.m7g.4xlarge
 
+  # sizes from a scan of the live cache, what-if with its zstd estimate
+  kura scan redis://10.0.0.5:6379 --json > scan.json
+  kura plan --scan scan.json --reads 90000 --writes 9000 --bench get.json --codec zstd
+
   # a 1.3 MB value written 15 times a second: which links carry it
   kura plan --max-value 1.3MB --writes 15 --write-size 1.3MB --large-per-sec 15
 
@@ -75,7 +79,7 @@ type planFlags struct {
 	memCeil, cpuCeil, netCeil, reserved                            float64
 	codecRatio                                                     float64
 	threads                                                        int
-	benchFile, catalogFile, htmlFile                               string
+	benchFile, catalogFile, htmlFile, scanFile, codec              string
 	nodes, prices                                                  []string
 	printCatalog                                                   bool
 }
@@ -135,6 +139,7 @@ func newPlanCmd() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
+	f.StringVar(&pf.scanFile, "scan", "", "kura scan --json output: data size, keys, value sizes, largest value, codec estimates")
 	f.StringVar(&pf.data, "data", "", "data in memory as Redis counts it (INFO used_memory), such as 120GB")
 	f.Int64Var(&pf.keys, "keys", 0, "number of keys")
 	f.StringVar(&pf.keySize, "key-size", "", "average key length, such as 40")
@@ -156,6 +161,7 @@ func newPlanCmd() *cobra.Command {
 	f.Float64Var(&pf.netCeil, "network-ceiling", 0, "fraction of baseline bandwidth the peak may use (default 0.8)")
 	f.Float64Var(&pf.reserved, "reserved-memory", 0, "percent of node memory reserved for backups and failover (default: the catalog's)")
 	f.Float64Var(&pf.codecRatio, "codec-ratio", 0, "what-if: encoded bytes after a codec change over bytes before, such as 0.33")
+	f.StringVar(&pf.codec, "codec", "", "what-if: the codec ratio --scan estimated for this compressor (s2, zstd)")
 	f.StringVar(&pf.guard, "max-value-size", "", "what-if: value-size guard (kura Options.MaxValueSize); larger values are not cached")
 	f.IntVar(&pf.threads, "threads", 0, "what-if: engine threads (io-threads) on every node type")
 	f.StringVar(&pf.catalogFile, "catalog", "", "node catalog JSON to use instead of kura's (see --print-catalog)")
@@ -241,6 +247,33 @@ func (pf *planFlags) input(cmd *cobra.Command) (plan.Input, error) {
 		}
 		m.Apply(w)
 	}
+	if pf.scanFile != "" {
+		f, err := os.Open(pf.scanFile)
+		if err != nil {
+			return in, fmt.Errorf("--scan: %w", err)
+		}
+		sc, err := plan.ReadScan(f)
+		f.Close()
+		if err != nil {
+			return in, fmt.Errorf("--scan %s: %s", pf.scanFile, strings.TrimPrefix(err.Error(), plan.ErrInput.Error()+": "))
+		}
+		sc.Apply(w)
+		if !sc.Complete {
+			fmt.Fprintf(cmd.ErrOrStderr(), "kura plan: the scan in %s did not finish: its sizes are a lower bound\n", pf.scanFile)
+		}
+		if pf.codec != "" {
+			r, ok := sc.CodecRatios[pf.codec]
+			if !ok {
+				return in, fmt.Errorf("--codec %s: the scan has no estimate for it (it has %s)", pf.codec, codecNames(sc.CodecRatios))
+			}
+			if pf.codecRatio > 0 {
+				return in, errors.New("give --codec or --codec-ratio, not both")
+			}
+			in.WhatIf.CodecRatio = r
+		}
+	} else if pf.codec != "" {
+		return in, errors.New("--codec reads the estimate from --scan; without a scan give --codec-ratio")
+	}
 	in.Nodes = pf.nodes
 	for _, pr := range pf.prices {
 		name, val, ok := strings.Cut(pr, "=")
@@ -254,6 +287,18 @@ func (pf *planFlags) input(cmd *cobra.Command) (plan.Input, error) {
 		in.Prices[strings.TrimSpace(name)] = v
 	}
 	return in, nil
+}
+
+func codecNames(m map[string]float64) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	var names []string
+	for n := range m {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
 }
 
 // parseScaling reads "1:68877,2:113889,6:161774".

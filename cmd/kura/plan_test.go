@@ -138,6 +138,10 @@ func TestPlanArgs(t *testing.T) {
 		{[]string{"plan", "--data", "1GB", "--bench", badCat}, "kura bench"},
 		{[]string{"plan", "--data", "1GB", "--html", filepath.Join(dir, "no", "such", "dir.html")}, "cannot write"},
 		{[]string{"plan", "extra"}, "unknown command"},
+		{[]string{"plan", "--data", "1GB", "--codec", "zstd"}, "--scan"},
+		{[]string{"plan", "--scan", "../../plan/testdata/scan-v1.json", "--codec", "lz4"}, "s2, zstd"},
+		{[]string{"plan", "--scan", "../../plan/testdata/scan-v1.json", "--codec", "s2", "--codec-ratio", "0.5"}, "not both"},
+		{[]string{"plan", "--scan", badCat}, "kura.scan/v1"},
 		{[]string{"plan", "--reads", "x"}, "--help"},
 	}
 	for _, c := range cases {
@@ -146,7 +150,11 @@ func TestPlanArgs(t *testing.T) {
 			t.Errorf("kura %s: err = %v, want one line mentioning %q", strings.Join(c.args, " "), err, c.want)
 		}
 	}
-	out, _, err := kura(t, "plan", "--print-catalog")
+	out, _, err := kura(t, "plan", "--scan", "../../plan/testdata/scan-v1.json", "--reads", "1000", "--codec", "zstd", "--node", "cache.r7g.large")
+	if err != nil || !strings.Contains(out, "37.2 MB of data in 100,000 keys") || !strings.Contains(out, "codec ratio 0.52") || !strings.Contains(out, "Largest value, 678 KB") {
+		t.Errorf("--scan --codec: %v\n%s", err, out)
+	}
+	out, _, err = kura(t, "plan", "--print-catalog")
 	if err != nil || !strings.Contains(out, `"cache.t2.small"`) || !strings.Contains(out, `"source"`) {
 		t.Errorf("--print-catalog: %v", err)
 	}

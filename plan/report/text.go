@@ -46,7 +46,11 @@ func WriteText(w io.Writer, p *plan.Plan) error {
 		fmt.Fprintf(&b, "\nLargest value, %s, on each node's link (baseline; at burst in brackets):\n", plan.FormatBytes(p.Effective.MaxValueBytes))
 		tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 		for _, r := range lv {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", r.Node.Name, transfer(r.Largest), saturate(r.Largest), busy(r.Largest, p))
+			line := fmt.Sprintf("  %s\t%s\t%s", r.Node.Name, transfer(r.Largest), saturate(r.Largest))
+			if p.Effective.LargePerSec > 0 {
+				line += "\t" + busy(r.Largest, p)
+			}
+			fmt.Fprintln(tw, line)
 		}
 		if err := tw.Flush(); err != nil {
 			return err
