@@ -22,6 +22,10 @@ const (
 	respOKBytes      = 5
 )
 
+// maxKeys bounds key counts: a quadrillion keys is beyond any cache, and
+// sums of bucket counts stay far from overflowing.
+const maxKeys = 1e15
+
 // DefaultNetworkCeiling is the share of a node's baseline bandwidth the
 // planner lets the peak use. It is kura's default, not a provider rule:
 // the remaining 20% absorbs traffic above the measured peak. Change it
@@ -345,8 +349,8 @@ func (in Input) validate(cat *Catalog) error {
 			return bad(f.name, f.v, "is beyond any cache (above 10^18)")
 		}
 	}
-	if w.Keys < 0 {
-		return bad("keys", w.Keys, "must not be negative")
+	if w.Keys < 0 || w.Keys > maxKeys {
+		return bad("keys", w.Keys, "must be from 0 to 10^15")
 	}
 	if w.Replicas < 0 || w.Replicas > 100 {
 		return bad("replicas", w.Replicas, "must be from 0 to 100")
@@ -358,7 +362,7 @@ func (in Input) validate(cat *Catalog) error {
 		return bad("CPU seconds per op", w.CPUSecondsPerOp, "is above 10 s per operation: a unit mix-up?")
 	}
 	for i, b := range w.ValueSizes {
-		if b.MaxBytes < 0 || b.Keys < 0 || b.Bytes < 0 || math.IsNaN(b.MaxBytes) || math.IsNaN(b.Bytes) ||
+		if b.MaxBytes < 0 || b.Keys < 0 || b.Keys > maxKeys || b.Bytes < 0 || b.Bytes > maxBytes || b.MaxBytes > maxBytes || math.IsNaN(b.MaxBytes) || math.IsNaN(b.Bytes) ||
 			math.IsInf(b.MaxBytes, 0) || math.IsInf(b.Bytes, 0) {
 			return bad(fmt.Sprintf("value size bucket %d", i+1), b, "must hold finite, non-negative numbers")
 		}

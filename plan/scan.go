@@ -88,7 +88,7 @@ func ReadScan(r io.Reader) (*Scanned, error) {
 		return nil, fmt.Errorf("%w: scan result has schema %q; this kura reads %q", ErrInput, sr.Schema, ScanSchema)
 	}
 	finite := func(v float64) bool { return v >= 0 && !math.IsNaN(v) && !math.IsInf(v, 0) && v <= maxBytes }
-	if sr.Keys < 0 || !finite(sr.ValueBytes) || !finite(sr.MemoryBytes) {
+	if sr.Keys < 0 || sr.Keys > maxKeys || !finite(sr.ValueBytes) || !finite(sr.MemoryBytes) {
 		return nil, fmt.Errorf("%w: scan result has a negative or non-finite total", ErrInput)
 	}
 	s := &Scanned{Target: sr.Target, Complete: sr.Complete, Keys: sr.Keys, ValueBytes: sr.ValueBytes, MemoryBytes: sr.MemoryBytes}
@@ -105,7 +105,7 @@ func ReadScan(r io.Reader) (*Scanned, error) {
 		}
 	}
 	for _, h := range sr.Histogram {
-		if h.Keys < 0 || !finite(h.ValueBytes) || (h.LE != -1 && !finite(h.LE)) {
+		if h.Keys < 0 || h.Keys > maxKeys || !finite(h.ValueBytes) || (h.LE != -1 && !finite(h.LE)) {
 			return nil, fmt.Errorf("%w: scan histogram bucket le=%v is not a size", ErrInput, h.LE)
 		}
 		le := h.LE
