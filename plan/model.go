@@ -193,16 +193,22 @@ type Row struct {
 	Threads        int
 	ThreadsAssumed bool
 	// Priced is false when no price is known; MonthlyCost is then zero.
-	Priced       bool
-	PriceFlag    bool
-	HourlyPrice  float64
-	MonthlyCost  float64
-	MemoryCeil   float64
-	CPUCeil      float64
-	NetworkCeil  float64
-	ReservedPct  float64
-	Largest      *LargeValue
-	largestRatio float64
+	// PriceFlag is set when the price came from Input.Prices rather than
+	// the catalog. HourlyPrice is one node's; MonthlyCost all nodes' for
+	// HoursPerMonth.
+	Priced      bool
+	PriceFlag   bool
+	HourlyPrice float64
+	MonthlyCost float64
+	// The rules the row was sized under: ceilings as fractions, reserved
+	// memory in percent.
+	MemoryCeil  float64
+	CPUCeil     float64
+	NetworkCeil float64
+	ReservedPct float64
+	// Largest is the largest value against this node's link; nil when
+	// there is no largest value or no baseline bandwidth.
+	Largest *LargeValue
 }
 
 // LargeValue is the largest value against one node's link.
@@ -223,26 +229,42 @@ type LargeValue struct {
 // Effective is the workload after growth and what-ifs: the numbers the
 // rows were sized for.
 type Effective struct {
-	DataBytes      float64
-	Keys           int64
-	AvgValueBytes  float64
-	MaxValueBytes  float64
-	ReadsPerSec    float64
-	WritesPerSec   float64
-	InBitsPerSec   float64
-	OutBitsPerSec  float64
-	CPUSecondsOp   float64
-	OpsPerThread   float64
+	// DataBytes, Keys and AvgValueBytes describe the data as sized.
+	DataBytes     float64
+	Keys          int64
+	AvgValueBytes float64
+	// MaxValueBytes is the largest value after the codec and the guard.
+	MaxValueBytes float64
+	// ReadsPerSec and WritesPerSec are the peak rates the cache serves.
+	ReadsPerSec  float64
+	WritesPerSec float64
+	// InBitsPerSec and OutBitsPerSec are what all primaries receive and
+	// send, replication included.
+	InBitsPerSec  float64
+	OutBitsPerSec float64
+	// CPUSecondsOp and OpsPerThread are the CPU figures given (one of
+	// them, or neither).
+	CPUSecondsOp float64
+	OpsPerThread float64
+	// Scaling is the thread curve used; ScalingDefault is set when it is
+	// the catalog's.
 	Scaling        *Scaling
-	Replicas       int
-	GuardedKeys    int64
-	GuardedBytes   float64
-	LargePerSec    float64
-	CodecRatio     float64
-	GuardBytes     float64
-	ThreadsWhatIf  int
-	MeasuredPerOp  bool
 	ScalingDefault bool
+	Replicas       int
+	// GuardedKeys and GuardedBytes left the cache because of the
+	// value-size guard (bytes before the codec).
+	GuardedKeys  int64
+	GuardedBytes float64
+	// LargePerSec is the largest value's rate at peak.
+	LargePerSec float64
+	// The what-ifs applied: CodecRatio, GuardBytes, ThreadsWhatIf (zero:
+	// none).
+	CodecRatio    float64
+	GuardBytes    float64
+	ThreadsWhatIf int
+	// MeasuredPerOp is set when network bytes came from a measurement
+	// rather than value sizes plus RESP framing.
+	MeasuredPerOp bool
 }
 
 // Plan is the answer: every node type sized, sorted by monthly cost
