@@ -109,7 +109,14 @@ func (c *Cache[V]) decode(key string, data []byte) (entry[V], error) {
 	}
 	c.stats.bytesR.Add(uint64(len(data)))
 	c.stats.bytesRRaw.Add(uint64(h.RawLen))
-	e.negative = h.Negative
+	switch h.Kind {
+	case codec.KindValue:
+	case codec.KindNegative:
+		e.negative = true
+	default:
+		// A lease placeholder or a tombstone holds no value: a miss.
+		return e, fmt.Errorf("kura: %q holds a %s entry: %w", key, h.Kind, errNoValue)
+	}
 	return e, nil
 }
 
@@ -302,6 +309,10 @@ func (c *Cache[V]) getMany(ctx context.Context, keys []string, fn func(key strin
 
 // errMiss marks a plain miss inside getMany; it never leaves the package.
 var errMiss = fmt.Errorf("miss: %w", ErrNotFound)
+
+// errNoValue is the miss of an entry that holds no value (a lease
+// placeholder or a tombstone).
+var errNoValue = fmt.Errorf("no value: %w", ErrNotFound)
 
 // SetMany stores every item for ttl in one round trip per server. Values
 // that fail to encode or exceed the size limit are reported in the

@@ -53,6 +53,7 @@ var suite = []struct {
 	{"TTLExpiry", testTTLExpiry},
 	{"ContextCancel", testContext},
 	{"InvalidInput", testInvalidInput},
+	{"NewerWriterNotOverwritten", testNewerWriter},
 }
 
 func runSuite(t *testing.T, b backend) {

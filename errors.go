@@ -21,6 +21,12 @@ var (
 	// ErrMalformed reports cached bytes that do not decode. Get returns
 	// it; Fetch treats it as a miss and overwrites the entry.
 	ErrMalformed = codec.ErrMalformed
+	// ErrNotUnderstood reports a cached entry written by a newer writer
+	// (a newer format version, entry kind or critical field). Get returns
+	// it; Fetch and FetchMany treat it as a miss, call the loader, and do
+	// not overwrite the entry, so a rolling deploy's new processes keep
+	// what they wrote. It does not match ErrMalformed.
+	ErrNotUnderstood = codec.ErrNotUnderstood
 	// ErrLoaderPanicked is matched by the error a Fetch gets when the
 	// load it shared with another caller panicked. The Fetch that started
 	// that load panics instead (with a value that also matches it), in

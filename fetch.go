@@ -16,6 +16,23 @@ import (
 type budget struct {
 	left      time.Duration
 	unlimited bool
+	// keep holds keys whose entry must not be overwritten by this call's
+	// fill: entries from a newer writer (ErrNotUnderstood).
+	keep map[string]struct{}
+}
+
+// keepEntry marks key's entry as one this call must not overwrite.
+func (b *budget) keepEntry(key string) {
+	if b.keep == nil {
+		b.keep = make(map[string]struct{}, 1)
+	}
+	b.keep[key] = struct{}{}
+}
+
+// kept reports whether key's entry must not be overwritten.
+func (b *budget) kept(key string) bool {
+	_, ok := b.keep[key]
+	return ok
 }
 
 func (c *Cache[V]) newBudget() *budget {
@@ -59,6 +76,12 @@ func (c *Cache[V]) lookup(ctx context.Context, b *budget, key string) (e entry[V
 	case errors.Is(err, ErrMalformed):
 		c.reportErr(OpGet, key, err)
 		return e, false, false
+	case errors.Is(err, ErrNotUnderstood):
+		// A newer writer's entry: a miss here, but its writer reads it
+		// back, so this call must not replace it.
+		b.keepEntry(key)
+		c.reportErr(OpGet, key, err)
+		return e, false, false
 	default:
 		c.stats.misses.Add(1) // read counted the store error; here it is also a miss
 		c.reportErr(OpGet, key, err)
@@ -70,6 +93,9 @@ func (c *Cache[V]) lookup(ctx context.Context, b *budget, key string) (e entry[V
 // absorbed: the caller already has its value. With no budget left the
 // write is skipped (counted in Stats.BudgetSkips).
 func (c *Cache[V]) fill(ctx context.Context, b *budget, key string, v V, negative bool, ttl time.Duration) {
+	if b.kept(key) {
+		return
+	}
 	var data []byte
 	if negative {
 		if c.opts.NegativeTTL < 0 {
@@ -225,6 +251,9 @@ func (c *Cache[V]) FetchMany(ctx context.Context, keys []string, ttl time.Durati
 			if err != errMiss {
 				c.reportErr(OpGetMany, key, err)
 			}
+			if errors.Is(err, ErrNotUnderstood) {
+				b.keepEntry(key)
+			}
 			missing = append(missing, key)
 		case !e.negative:
 			out[key] = e.v
@@ -254,6 +283,12 @@ func (c *Cache[V]) FetchMany(ctx context.Context, keys []string, ttl time.Durati
 	batch := make([]store.Item, 0, len(missing))
 	for _, key := range missing {
 		v, ok := loaded[key]
+		if b.kept(key) {
+			if ok {
+				out[key] = v
+			}
+			continue
+		}
 		if !ok {
 			if c.opts.NegativeTTL > 0 {
 				batch = append(batch, store.Item{Key: key, Value: c.encodeNegative(), TTL: c.opts.jitter(c.opts.NegativeTTL)})

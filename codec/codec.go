@@ -281,6 +281,12 @@ func putBuf(b *[]byte, used []byte) {
 // is at least MinCompressSize bytes and compression saves at least
 // MinSavings of it. On error dst is returned unchanged (same length).
 func (c *Codec) Encode(dst []byte, v any) ([]byte, Header, error) {
+	return c.EncodeWith(dst, v, Fields{})
+}
+
+// EncodeWith is Encode with header fields (a schema fingerprint, write
+// time, TTL, load cost). Fields that are zero cost no bytes.
+func (c *Codec) EncodeWith(dst []byte, v any, f Fields) ([]byte, Header, error) {
 	bp := getBuf()
 	payload, err := c.ser.Marshal((*bp)[:0], v)
 	if err != nil {
@@ -292,7 +298,7 @@ func (c *Codec) Encode(dst []byte, v any) ([]byte, Header, error) {
 		return dst, Header{}, fmt.Errorf("%w: %d bytes serialized, MaxDecodedSize is %d", ErrValueTooLarge, len(payload), c.maxDecoded)
 	}
 	start := len(dst)
-	h := Header{Version: Version, Serializer: c.ser.ID(), RawLen: len(payload)}
+	h := Header{Version: Version, Serializer: c.ser.ID(), RawLen: len(payload), Fields: f}
 	if id := c.comp.ID(); id != IDNone && len(payload) >= c.minCompress {
 		h.Compressor, h.Dict = id, c.dictID
 		dst = AppendHeader(dst, h)
@@ -317,20 +323,24 @@ func (c *Codec) Encode(dst []byte, v any) ([]byte, Header, error) {
 	return dst, h, nil
 }
 
-// EncodeNegative appends a "known absent" entry to dst: a three-byte header
+// EncodeNegative appends a "known absent" entry to dst: a five-byte entry
 // that Decode reports as Header.Negative, for caching a database miss.
 func (c *Codec) EncodeNegative(dst []byte) []byte {
-	return AppendHeader(dst, Header{Negative: true})
+	return AppendEntry(dst, KindNegative, Fields{})
 }
 
 // Decode decodes the envelope in data into v, a pointer. The serializer,
 // compressor and dictionary are chosen by the ids in the header, not by
 // this Codec's Options, so any reader decodes what any writer stored as
-// long as it knows the ids. If the entry is negative, v is untouched and
-// the error is nil. Every error matches ErrMalformed. data is not retained.
+// long as it knows the ids. If the entry holds no value (h.Kind is not
+// KindValue: a negative entry, a lease placeholder, a tombstone), v is
+// untouched and the error is nil. An entry this reader cannot fully
+// understand gives an error matching ErrNotUnderstood (a miss the reader
+// must not overwrite); every other error matches ErrMalformed. data is
+// not retained.
 func (c *Codec) Decode(data []byte, v any) (Header, error) {
 	h, err := ParseHeader(data)
-	if err != nil || h.Negative {
+	if err != nil || h.Kind != KindValue {
 		return h, err
 	}
 	ser := c.sers[h.Serializer]

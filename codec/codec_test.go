@@ -134,13 +134,18 @@ func TestCompressionDecisions(t *testing.T) {
 func TestNegative(t *testing.T) {
 	c := mustNew(t, Options{})
 	b := c.EncodeNegative([]byte("x"))
-	if !bytes.Equal(b, []byte{'x', Magic0, Magic1, Version | FlagNegative}) {
+	if !bytes.Equal(b, []byte{'x', Magic0, Magic1, Version, byte(KindNegative), 0}) {
 		t.Fatalf("negative entry % x", b)
 	}
 	v := "untouched"
 	h, err := c.Decode(b[1:], &v)
-	if err != nil || !h.Negative || v != "untouched" || h.Len != 3 {
+	if err != nil || !h.Negative || h.Kind != KindNegative || v != "untouched" || h.Len != 5 {
 		t.Fatalf("Decode(negative) = %+v, %v, v=%q", h, err, v)
+	}
+	// Version 1's three-byte negative entry still reads as one.
+	h, err = c.Decode([]byte{Magic0, Magic1, Version1 | FlagNegative}, &v)
+	if err != nil || !h.Negative || h.Kind != KindNegative || v != "untouched" || h.Len != 3 {
+		t.Fatalf("Decode(v1 negative) = %+v, %v, v=%q", h, err, v)
 	}
 }
 
@@ -183,7 +188,7 @@ func TestValueTooLarge(t *testing.T) {
 
 // envelope builds an envelope by hand.
 func envelope(ser, comp byte, dict uint32, rawLen int, payload []byte) []byte {
-	b := []byte{Magic0, Magic1, Version, ser, comp}
+	b := []byte{Magic0, Magic1, Version1, ser, comp}
 	b = binary.AppendUvarint(b, uint64(dict))
 	b = binary.AppendUvarint(b, uint64(rawLen))
 	return append(b, payload...)
@@ -236,17 +241,14 @@ func TestMalformed(t *testing.T) {
 		{"go-redis/cache s2", grBig, ErrNotKura},
 		{"go-redis/cache small", grSmall, ErrNotKura},
 		{"raw snappy", snappy.Encode(nil, []byte(strings.Repeat("a", 100))), ErrNotKura},
-		{"wrong second magic byte", []byte{Magic0, 'X', Version, 1, 0, 0, 0}, ErrNotKura},
+		{"wrong second magic byte", []byte{Magic0, 'X', Version1, 1, 0, 0, 0}, ErrNotKura},
 		{"magic only", []byte{Magic0}, ErrTruncated},
 		{"magic two bytes", []byte{Magic0, Magic1}, ErrTruncated},
-		{"future version", []byte{Magic0, Magic1, 2, 1, 0, 0, 0}, ErrUnsupportedVersion},
-		{"version 0", []byte{Magic0, Magic1, 0, 1, 0, 0, 0}, ErrUnsupportedVersion},
-		{"unknown flag", []byte{Magic0, Magic1, Version | 0x20, 1, 0, 0, 0}, ErrUnsupportedVersion},
-		{"negative with trailing bytes", []byte{Magic0, Magic1, Version | FlagNegative, 0}, ErrCorrupt},
+		{"negative with trailing bytes", []byte{Magic0, Magic1, Version1 | FlagNegative, 0}, ErrCorrupt},
 		{"header cut in ids", good[:4], ErrTruncated},
 		{"header cut in length", good[:goodHdr.Len-1], ErrTruncated},
-		{"dictionary id overflows", []byte{Magic0, Magic1, Version, 1, 0, 0xff, 0xff, 0xff, 0xff, 0x7f, 0}, ErrCorrupt},
-		{"length overflows", append([]byte{Magic0, Magic1, Version, 1, 0, 0}, bytes.Repeat([]byte{0xff}, 11)...), ErrCorrupt},
+		{"dictionary id overflows", []byte{Magic0, Magic1, Version1, 1, 0, 0xff, 0xff, 0xff, 0xff, 0x7f, 0}, ErrCorrupt},
+		{"length overflows", append([]byte{Magic0, Magic1, Version1, 1, 0, 0}, bytes.Repeat([]byte{0xff}, 11)...), ErrCorrupt},
 		{"serializer 0", envelope(0, 0, 0, 1, []byte{0xc0}), ErrUnknownSerializer},
 		{"unknown serializer", envelope(200, 0, 0, 1, []byte{0xc0}), ErrUnknownSerializer},
 		{"unknown compressor", envelope(1, 99, 0, 1, []byte{0xc0}), ErrUnknownCompressor},
@@ -280,6 +282,20 @@ func TestMalformed(t *testing.T) {
 				t.Fatalf("%v does not match ErrMalformed", err)
 			}
 		})
+	}
+	// Entries from a newer writer are not malformed: a reader must not
+	// overwrite them.
+	for name, data := range map[string][]byte{
+		"future version": {Magic0, Magic1, 3, 0, 0, 1, 0, 0, 1, 0xc0},
+		"version 0":      {Magic0, Magic1, 0, 1, 0, 0, 0},
+		"unknown flag":   {Magic0, Magic1, Version1 | 0x20, 1, 0, 0, 0},
+		"unknown kind":   {Magic0, Magic1, Version, 0x7f, 0},
+	} {
+		var dst corpus.Article
+		_, err := c.Decode(data, &dst)
+		if !errors.Is(err, ErrNotUnderstood) || errors.Is(err, ErrMalformed) {
+			t.Errorf("%s: Decode = %v, want ErrNotUnderstood only", name, err)
+		}
 	}
 }
 

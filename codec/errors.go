@@ -10,15 +10,24 @@ import (
 // miss and overwrite it" checks this one; the finer sentinels below say why.
 var ErrMalformed = errors.New("kura: malformed cached value")
 
+// ErrNotUnderstood is matched by the errors for an entry this reader
+// cannot fully understand: a newer format version, an unknown entry kind,
+// or an unknown critical field. It does not match ErrMalformed, because
+// the rule differs: such an entry is a miss that a reader must not
+// overwrite (a newer writer wrote it, and will read it back).
+var ErrNotUnderstood = errors.New("kura: cached entry from a newer writer")
+
+// ErrUnsupportedVersion reports an envelope of a format version this
+// reader does not know, or one with flag bits it does not understand. It
+// matches ErrNotUnderstood.
+var ErrUnsupportedVersion = fmt.Errorf("%w: unsupported format version or flags", ErrNotUnderstood)
+
 // Finer decode errors. Each one also matches ErrMalformed.
 var (
 	// ErrNotKura reports bytes that do not start with the kura magic: a
 	// plain string, a JSON document, a gob stream, or a value written by
 	// another library such as go-redis/cache.
 	ErrNotKura = fmt.Errorf("%w: not a kura envelope (wrong magic)", ErrMalformed)
-	// ErrUnsupportedVersion reports an envelope of a format version this
-	// reader does not know, or one with flag bits it does not understand.
-	ErrUnsupportedVersion = fmt.Errorf("%w: unsupported format version or flags", ErrMalformed)
 	// ErrTruncated reports an envelope that ends inside its header or
 	// whose payload is shorter than the header says.
 	ErrTruncated = fmt.Errorf("%w: truncated", ErrMalformed)

@@ -40,7 +40,7 @@ func Example() {
 	h, err = c.Decode(c.EncodeNegative(nil), &out)
 	fmt.Println(h.Negative, err)
 	// Output:
-	// serializer 1, compressor 1, 778 bytes raw, 121 stored
+	// serializer 1, compressor 1, 778 bytes raw, 123 stored
 	// 日銀、金利を据え置き
 	// true true
 	// true <nil>

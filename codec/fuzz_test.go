@@ -5,10 +5,13 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 )
 
 // FuzzDecode feeds arbitrary bytes to Decode: it must never panic, and
-// every failure must match ErrMalformed. The seed corpus in
+// every failure must match ErrMalformed or (an entry from a newer writer)
+// ErrNotUnderstood, never both. A re-encoded header of what parsed must
+// parse to the same header. The seed corpus in
 // testdata/fuzz/FuzzDecode (valid envelopes of every kind, foreign
 // formats, truncations, bombs) runs with plain `go test`.
 func FuzzDecode(f *testing.F) {
@@ -19,22 +22,44 @@ func FuzzDecode(f *testing.F) {
 	f.Add([]byte{})
 	f.Add([]byte("plain string"))
 	f.Add(c.EncodeNegative(nil))
+	f.Add([]byte{Magic0, Magic1, Version1 | FlagNegative})
+	full := Fields{Schema: 0xdeadbeef, HasSchema: true, Written: time.UnixMilli(1795000000123).UTC(), TTL: time.Minute, Cost: 3 * time.Millisecond, Token: "tok"}
+	for _, k := range []Kind{KindNegative, KindLease, KindTombstone, 9} {
+		f.Add(AppendEntry(nil, k, full))
+	}
 	if b, _, err := c.Encode(nil, map[string]any{"k": strings.Repeat("v", 300)}); err == nil {
+		f.Add(b)
+	}
+	if b, _, err := c.EncodeWith(nil, map[string]any{"k": "v"}, full); err == nil {
 		f.Add(b)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		orig := bytes.Clone(data)
 		for _, dst := range []any{new(any), new(string), new(map[string]any), new([]byte)} {
 			h, err := c.Decode(data, dst)
-			if err != nil && !errors.Is(err, ErrMalformed) {
-				t.Fatalf("error does not match ErrMalformed: %v", err)
+			if err != nil && errors.Is(err, ErrMalformed) == errors.Is(err, ErrNotUnderstood) {
+				t.Fatalf("error must match exactly one of ErrMalformed and ErrNotUnderstood: %v", err)
 			}
 			if err == nil && h.Len > len(data) {
 				t.Fatalf("header length %d > %d", h.Len, len(data))
 			}
 		}
-		if _, err := ParseHeader(data); err != nil && !errors.Is(err, ErrMalformed) {
-			t.Fatalf("ParseHeader error does not match ErrMalformed: %v", err)
+		h, err := ParseHeader(data)
+		if err != nil && errors.Is(err, ErrMalformed) == errors.Is(err, ErrNotUnderstood) {
+			t.Fatalf("ParseHeader error must match exactly one sentinel: %v", err)
+		}
+		if err == nil {
+			// What parsed re-encodes to a header that parses the same
+			// (unknown non-critical fields are dropped, nothing else).
+			again := AppendHeader(nil, h)
+			if h.Kind == KindValue {
+				again = append(again, data[h.Len:]...)
+			}
+			h2, err := ParseHeader(again)
+			h2.Len, h.Len = 0, 0
+			if err != nil || h2 != h {
+				t.Fatalf("re-encoded header %+v, %v; parsed %+v", h2, err, h)
+			}
 		}
 		if !bytes.Equal(orig, data) {
 			t.Fatal("Decode modified its input")

@@ -10,6 +10,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/format/vectors.json from the codec")
@@ -39,11 +40,13 @@ type vectorOptions struct {
 type vector struct {
 	Name    string          `json:"name"`
 	Note    string          `json:"note,omitempty"`
-	Kind    string          `json:"kind"`  // negative, string, bytes, record
+	Kind    string          `json:"kind"`  // negative, lease, tombstone, string, bytes, record
 	Value   json.RawMessage `json:"value"` // string, hex string (bytes), or record object
 	Options vectorOptions   `json:"options"`
-	Header  Header          `json:"header"`
-	Hex     string          `json:"hex"`
+	// Fields are the version 2 header fields the writer set.
+	Fields Fields `json:"fields"`
+	Header Header `json:"header"`
+	Hex    string `json:"hex"`
 	// ExactPayload is false when the payload bytes are one valid
 	// compression among many: another encoder must decode Hex to Value,
 	// and must match the header bytes, but may compress differently.
@@ -57,9 +60,15 @@ type malformedVector struct {
 }
 
 type vectorFile struct {
-	Comment   string            `json:"comment"`
-	Vectors   []vector          `json:"vectors"`
+	Comment string   `json:"comment"`
+	Vectors []vector `json:"vectors"`
+	// Version1 are entries written by format version 1, which every
+	// reader keeps decoding.
+	Version1  []vector          `json:"version1"`
 	Malformed []malformedVector `json:"malformed"`
+	// NotUnderstood are well-formed entries a reader of this version must
+	// treat as a miss and not overwrite (ErrNotUnderstood).
+	NotUnderstood []malformedVector `json:"not_understood"`
 }
 
 var vectorRaw = []byte(strings.Repeat("kura news 金利と為替 rates and yields ", 8))
@@ -82,6 +91,10 @@ func vectorInputs() []vector {
 	with := func(f func(*vectorOptions)) vectorOptions { o := def; f(&o); return o }
 	return []vector{
 		{Name: "negative", Kind: "negative", Value: json.RawMessage("null"), Options: def, Note: "a cached \"not found\""},
+		{Name: "negative-with-fields", Kind: "negative", Value: json.RawMessage("null"), Options: def, Fields: Fields{Written: time.UnixMilli(1795000000123).UTC(), TTL: 30 * time.Second}, Note: "fields on an entry that holds no value"},
+		{Name: "lease", Kind: "lease", Value: json.RawMessage("null"), Options: def, Fields: Fields{Token: "7f3a9c0e5b12d4e6", Written: time.UnixMilli(1795000000123).UTC()}, Note: "a placeholder while one caller loads; never a value"},
+		{Name: "tombstone", Kind: "tombstone", Value: json.RawMessage("null"), Options: def, Fields: Fields{Token: "7f3a9c0e5b12d4e7"}, Note: "an invalidated key"},
+		{Name: "msgpack-record-s2-fields", Kind: "record", Value: recJSON, Options: def, Fields: Fields{Schema: 0x9e3779b9, HasSchema: true, Written: time.UnixMilli(1795000000123).UTC(), TTL: time.Hour, Cost: 4500 * time.Microsecond}, Note: "schema fingerprint, write time, TTL and load cost (early refresh)"},
 		{Name: "msgpack-string-small", Kind: "string", Value: str("hello"), Options: def, Note: "below MinCompressSize: stored uncompressed"},
 		{Name: "msgpack-record-small", Kind: "record", Value: smallJSON, Options: def},
 		{Name: "msgpack-record-s2", Kind: "record", Value: recJSON, Options: def, Note: "the default configuration"},
@@ -109,9 +122,16 @@ func malformedVectors() []malformedVector {
 		{"plain text", hex.EncodeToString([]byte("hello")), "ErrNotKura"},
 		{"json", hex.EncodeToString([]byte(`{"a":1}`)), "ErrNotKura"},
 		{"go-redis/cache small value (msgpack + 0x00 marker)", "81a16101" + "00", "ErrNotKura"},
-		{"future version", "c14b02010000" + "00", "ErrUnsupportedVersion"},
-		{"unknown flag", "c14b21010000" + "00", "ErrUnsupportedVersion"},
 		{"truncated header", "c14b0101", "ErrTruncated"},
+		{"v2 truncated header", "c14b0200", "ErrTruncated"},
+		{"v2 field section longer than the entry", "c14b020005" + "0104", "ErrTruncated"},
+		{"v2 field section over MaxFieldsLen", "c14b0200" + "8180" + "01", "ErrCorrupt"},
+		{"v2 field longer than its section", "c14b020003" + "0105000000" + "0100" + "0001c0", "ErrCorrupt"},
+		{"v2 schema field of 3 bytes", "c14b020005" + "0103000000" + "01000001c0", "ErrCorrupt"},
+		{"v2 ttl field not one uvarint", "c14b020004" + "03020101" + "01000001c0", "ErrCorrupt"},
+		{"v2 same field twice", "c14b020006" + "030101" + "030102" + "01000001c0", "ErrCorrupt"},
+		{"v2 negative with trailing bytes", "c14b020100" + "00", "ErrCorrupt"},
+		{"v2 serializer 0", "c14b020000" + "00000001c0", "ErrUnknownSerializer"},
 		{"unknown serializer", "c14b01fa000001c0", "ErrUnknownSerializer"},
 		{"unknown compressor", "c14b01016300" + "01c0", "ErrUnknownCompressor"},
 		{"unknown dictionary", "c14b0101022a" + "01c0", "ErrUnknownDictionary"},
@@ -119,6 +139,17 @@ func malformedVectors() []malformedVector {
 		{"payload longer than length", "c14b0101000001" + "c0c0", "ErrCorrupt"},
 		{"length over MaxDecodedSize (8 GiB)", "c14b01010100" + "8080808080" + "20", "ErrTooLarge"},
 		{"s2 block longer than length", "c14b0101010001" + "0a" + "24" + "61616161616161616161", "ErrCorrupt"},
+	}
+}
+
+// notUnderstoodVectors are well-formed entries from a newer writer.
+func notUnderstoodVectors() []malformedVector {
+	return []malformedVector{
+		{"future version 3", "c14b03000001000001c0", "ErrUnsupportedVersion"},
+		{"version 2 with a flag bit", "c14b12000001000001c0", "ErrUnsupportedVersion"},
+		{"version 1 with an unknown flag", "c14b21010000" + "00", "ErrUnsupportedVersion"},
+		{"unknown entry kind 9", "c14b020900", "ErrNotUnderstood"},
+		{"unknown critical field 0x90", "c14b020003" + "900100" + "01000001c0", "ErrNotUnderstood"},
 	}
 }
 
@@ -152,7 +183,7 @@ func vectorCodec(t *testing.T, o vectorOptions) *Codec {
 func vectorValue(t *testing.T, v vector) (in any, out func() (any, any)) {
 	t.Helper()
 	switch v.Kind {
-	case "negative":
+	case "negative", "lease", "tombstone":
 		return nil, func() (any, any) { p := new(string); return p, func() any { return *p } }
 	case "string":
 		var s string
@@ -181,29 +212,65 @@ func vectorValue(t *testing.T, v vector) (in any, out func() (any, any)) {
 
 func encodeVector(t *testing.T, v vector) ([]byte, Header) {
 	c := vectorCodec(t, v.Options)
-	if v.Kind == "negative" {
-		b := c.EncodeNegative(nil)
-		h, _ := ParseHeader(b)
+	if k, ok := map[string]Kind{"negative": KindNegative, "lease": KindLease, "tombstone": KindTombstone}[v.Kind]; ok {
+		b := AppendEntry(nil, k, v.Fields)
+		h, err := ParseHeader(b)
+		if err != nil {
+			t.Fatal(err)
+		}
 		return b, h
 	}
 	in, _ := vectorValue(t, v)
-	b, h, err := c.Encode(nil, in)
+	b, h, err := c.EncodeWith(nil, in, v.Fields)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return b, h
 }
 
+// version1Vectors returns the version 1 vectors to keep in the file: the
+// ones already there, or (once, when the file predates version 2) its
+// value vectors, which were written by version 1.
+func version1Vectors(t *testing.T) []vector {
+	raw, err := os.ReadFile(vectorsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var old vectorFile
+	if err := json.Unmarshal(raw, &old); err != nil {
+		t.Fatal(err)
+	}
+	if len(old.Version1) > 0 {
+		return old.Version1
+	}
+	var v1 []vector
+	for _, v := range old.Vectors {
+		b, err := hex.DecodeString(v.Hex)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := ParseHeader(b)
+		if err != nil || h.Version != Version1 {
+			continue
+		}
+		v.Header = h
+		v1 = append(v1, v)
+	}
+	return v1
+}
+
 func TestVectors(t *testing.T) {
 	if *update {
 		f := vectorFile{
-			Comment:   "kura envelope test vectors; see docs/FORMAT.md. Regenerate with: go test ./codec -run TestVectors -update",
-			Malformed: malformedVectors(),
+			Comment:       "kura envelope test vectors; see docs/FORMAT.md. Regenerate with: go test ./codec -run TestVectors -update",
+			Malformed:     malformedVectors(),
+			NotUnderstood: notUnderstoodVectors(),
+			Version1:      version1Vectors(t),
 		}
 		for _, v := range vectorInputs() {
 			b, h := encodeVector(t, v)
 			v.Hex, v.Header = hex.EncodeToString(b), h
-			v.ExactPayload = h.Compressor == IDNone || h.Negative
+			v.ExactPayload = h.Compressor == IDNone || h.Kind != KindValue
 			f.Vectors = append(f.Vectors, v)
 		}
 		out, err := json.MarshalIndent(f, "", "  ")
@@ -257,7 +324,7 @@ func TestVectors(t *testing.T) {
 			if dh != v.Header {
 				t.Errorf("decoded header %+v, vector says %+v", dh, v.Header)
 			}
-			if v.Kind != "negative" {
+			if dh.Kind == KindValue {
 				gotV := reflect.ValueOf(dst).Elem().Interface()
 				if b, ok := gotV.([]byte); ok && len(b) == 0 {
 					gotV = wantV
@@ -268,8 +335,55 @@ func TestVectors(t *testing.T) {
 			}
 		})
 	}
+	if len(f.Version1) == 0 {
+		t.Fatal("no version 1 vectors")
+	}
+	for _, v := range f.Version1 {
+		t.Run("v1/"+v.Name, func(t *testing.T) {
+			b, err := hex.DecodeString(v.Hex)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := vectorCodec(t, v.Options)
+			_, mk := vectorValue(t, v)
+			dst, wantV := mk()
+			h, err := c.Decode(b, dst)
+			if err != nil || h.Version != Version1 || h != v.Header {
+				t.Fatalf("Decode = %+v, %v; vector header %+v", h, err, v.Header)
+			}
+			if h.Kind == KindValue {
+				gotV := reflect.ValueOf(dst).Elem().Interface()
+				if bb, ok := gotV.([]byte); ok && len(bb) == 0 {
+					gotV = wantV
+				}
+				if !reflect.DeepEqual(gotV, wantV) {
+					t.Errorf("decoded %#v, want %#v", gotV, wantV)
+				}
+			}
+			// A version 1 header is still what AppendHeader writes for
+			// Version1, byte for byte.
+			if got := AppendHeader(nil, h); !bytes.Equal(got, b[:h.Len]) {
+				t.Errorf("AppendHeader(v1) = % x, want % x", got, b[:h.Len])
+			}
+		})
+	}
+	for _, m := range f.NotUnderstood {
+		t.Run("not-understood/"+m.Name, func(t *testing.T) {
+			b, err := hex.DecodeString(m.Hex)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = mustNew(t, Options{}).Decode(b, new(any))
+			if !errors.Is(err, ErrNotUnderstood) || errors.Is(err, ErrMalformed) {
+				t.Fatalf("Decode = %v, want ErrNotUnderstood and not ErrMalformed", err)
+			}
+			if m.Error == "ErrUnsupportedVersion" && !errors.Is(err, ErrUnsupportedVersion) {
+				t.Fatalf("Decode = %v, want ErrUnsupportedVersion", err)
+			}
+		})
+	}
 	sentinels := map[string]error{
-		"ErrNotKura": ErrNotKura, "ErrTruncated": ErrTruncated, "ErrUnsupportedVersion": ErrUnsupportedVersion,
+		"ErrNotKura": ErrNotKura, "ErrTruncated": ErrTruncated,
 		"ErrUnknownSerializer": ErrUnknownSerializer, "ErrUnknownCompressor": ErrUnknownCompressor,
 		"ErrUnknownDictionary": ErrUnknownDictionary, "ErrCorrupt": ErrCorrupt, "ErrTooLarge": ErrTooLarge,
 		"ErrDeserialize": ErrDeserialize,
