@@ -35,6 +35,9 @@ type Measured struct {
 	// Scaling is the throughput per io-threads step of a sweep; nil for
 	// a single run.
 	Scaling *Scaling
+	// Notes say what the reader of the plan must know about the
+	// measurement (a sweep whose server was not saturated).
+	Notes []string
 }
 
 // benchResult is the part of loadgen.Result the planner reads (the JSON
@@ -171,6 +174,10 @@ func fromSweep(sw *benchSweep) (*Measured, error) {
 		return nil, err
 	}
 	m.Scaling = sc
+	if one := steps[0]; one.threads == 1 && one.res.Server != nil && one.res.Server.CPUCores < 0.8 {
+		m.Notes = append(m.Notes, fmt.Sprintf("the io-threads sweep's one-thread step kept the server only %.0f%% busy: its curve measures the load generator more than the server (run kura bench sweep from another machine, or with more connections and --pipeline)",
+			100*one.res.Server.CPUCores))
+	}
 	return m, nil
 }
 
@@ -186,4 +193,5 @@ func (m *Measured) Apply(w *Workload) {
 	if w.Scaling == nil && m.Scaling != nil {
 		w.Scaling = m.Scaling
 	}
+	w.Notes = append(w.Notes, m.Notes...)
 }

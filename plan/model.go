@@ -86,6 +86,8 @@ type Workload struct {
 	// LargeValuesPerSec is how often the largest value crosses the link
 	// at peak; it turns the largest-value check into a queue estimate.
 	LargeValuesPerSec float64
+	// Notes from whoever measured the inputs, printed with the plan.
+	Notes []string
 }
 
 // SizeBucket is one bar of a value-size distribution: Keys values of at
@@ -294,6 +296,7 @@ func New(cat *Catalog, in Input) (*Plan, error) {
 	}
 	p := &Plan{Catalog: cat, Cheapest: -1}
 	p.Effective, p.Notes = effective(cat, in)
+	p.Notes = append(append([]string(nil), in.Workload.Notes...), p.Notes...)
 	want := map[string]bool{}
 	for _, n := range in.Nodes {
 		want[n] = true
@@ -815,6 +818,12 @@ func (p *Plan) gaps() []string {
 	if len(unpriced) > 0 {
 		notes = append(notes, fmt.Sprintf("no public price found for %d of %d node types (%s): their cost is left empty; add prices with --price NAME=HOURLY or a catalog file",
 			len(unpriced), len(p.Rows), strings.Join(unpriced, ", ")))
+	}
+	for _, r := range p.Rows {
+		if r.Needs[CPU].Checked && r.Threads > 1 && threadFactor(p.Effective.Scaling, r.Threads) < 1 {
+			notes = append(notes, fmt.Sprintf("the thread curve gives less throughput at %d threads than at one (%.2f×): check how it was measured", r.Threads, threadFactor(p.Effective.Scaling, r.Threads)))
+			break
+		}
 	}
 	var overloaded []string
 	for _, r := range p.Rows {

@@ -196,6 +196,29 @@ func TestPlanFromBench(t *testing.T) {
 	checkPlanPage(t, html)
 }
 
+// TestPlanFromSweep: an io-threads sweep on private redis-servers gives
+// the thread curve; plan reads it and sizes CPU along it. (The curve's
+// values depend on this machine; the test checks the path, not them.)
+func TestPlanFromSweep(t *testing.T) {
+	servertest.Redis(t, servers.RedisConfig{}) // skips or fails here when redis-server is missing
+	dir := t.TempDir()
+	out, stderr, err := kura(t, "bench", "sweep", "--io-threads", "1,2", "-t", "get", "--prefill", "-r", "500", "-n", "5000", "-c", "4", "-P", "8", "-q", "--json")
+	if err != nil {
+		t.Fatalf("sweep: %v\n%s", err, stderr)
+	}
+	file := filepath.Join(dir, "threads.json")
+	if err := os.WriteFile(file, []byte(out), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, err = kura(t, "plan", "--bench", file, "--data", "10GB", "--reads", "100000", "--threads", "2", "--node", "cache.r7g.large")
+	if err != nil {
+		t.Fatalf("plan: %v\n%s", err, stderr)
+	}
+	if f := strings.Fields(tableLine(out, "cache.r7g.large")); len(f) < 5 || f[4] == "-" || !strings.Contains(out, "thread scaling: io-threads sweep") {
+		t.Errorf("the sweep's curve did not size CPU:\n%s", out)
+	}
+}
+
 // checkPlanPage opens the report in headless Chromium: the DOM it built
 // holds the table and the three charts, and its screenshot shows the
 // memory-bound colour, so the SVG was drawn, not only parsed.
@@ -206,6 +229,9 @@ func checkPlanPage(t *testing.T, path string) {
 		if !strings.Contains(dom, want) {
 			t.Errorf("rendered DOM lacks %s", want)
 		}
+	}
+	if !strings.Contains(dom, `class="region-memory"`) || !(strings.Contains(dom, `class="region-cpu"`) || strings.Contains(dom, `class="region-network"`)) {
+		t.Error("the nodes-against-traffic chart lacks a memory-bound region followed by a CPU- or network-bound one")
 	}
 	if n := strings.Count(dom, "<tr"); n < 10 {
 		t.Errorf("rendered table has %d rows", n)
