@@ -689,11 +689,11 @@ func sizeRow(n NodeType, prov Provider, in Input, e Effective) Row {
 		}
 	}
 	if best < 0 {
-		if m := n.Missing(); len(m) > 0 {
-			r.Skipped = "cannot be sized: " + strings.Join(m, ", ") + " not in the catalog"
-		} else {
-			r.Skipped = "nothing to size it for"
+		var why []string
+		for c, nd := range r.Needs {
+			why = append(why, Constraint(c).String()+": "+nd.Why)
 		}
+		r.Skipped = "not sized (" + strings.Join(why, "; ") + ")"
 		r.Largest = largest(n, e)
 		return r
 	}

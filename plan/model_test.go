@@ -105,6 +105,32 @@ func TestReplicasAndWrites(t *testing.T) {
 	}
 }
 
+// TestGrowthAndLinkOnly: growth scales data and traffic; a plan with only
+// the largest value sizes nothing but still checks every link.
+func TestGrowthAndLinkOnly(t *testing.T) {
+	cat := fixCatalog(t)
+	p, err := New(cat, Input{Workload: Workload{DataBytes: 10 * gib, ReadsPerSec: 1000, WritesPerSec: 100, Growth: 0.3, MaxValueBytes: 1e6, LargeValuesPerSec: 10}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := p.Effective
+	if !near(e.DataBytes, 13*gib) || !near(e.ReadsPerSec, 1300) || !near(e.WritesPerSec, 130) || !near(e.LargePerSec, 13) {
+		t.Errorf("growth 30%%: %+v", e)
+	}
+	p, err = New(cat, Input{Workload: Workload{MaxValueBytes: 1e6}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range p.Rows {
+		if r.Skipped == "" || !strings.Contains(r.Skipped, "no data size given") || r.Largest == nil {
+			t.Errorf("%s: skipped %q, largest %+v", r.Node.Name, r.Skipped, r.Largest)
+		}
+	}
+	if r, _ := p.RowFor("fix-10g"); !near(r.Largest.Seconds, 8e-3) || !near(r.Largest.BurstSeconds, 8e-4) {
+		t.Errorf("1 MB over 1 Gbps: %+v", r.Largest)
+	}
+}
+
 // TestThreadsWhatIf: more engine threads raise CPU capacity along the curve.
 func TestThreadsWhatIf(t *testing.T) {
 	cat := fixCatalog(t)
