@@ -740,7 +740,7 @@ func firstPositive(v ...float64) float64 {
 // explain says why the cheapest row wins.
 func (p *Plan) explain() string {
 	if p.Cheapest < 0 {
-		return "no node type has a price in the catalog: give prices with --price NAME=HOURLY or a catalog file (kura plan --print-catalog shows the format)"
+		return "none of the node types planned has a price in the catalog, so there is no cheapest choice: give prices with --price NAME=HOURLY or a catalog file (kura plan --print-catalog shows the format)"
 	}
 	r := p.Rows[p.Cheapest]
 	var b strings.Builder
