@@ -192,6 +192,7 @@ type CatalogError struct {
 	Problem string
 }
 
+// Error names the section, row, field and problem in one line.
 func (e *CatalogError) Error() string {
 	var b strings.Builder
 	b.WriteString("node catalog: ")

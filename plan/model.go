@@ -148,6 +148,7 @@ const (
 	Network
 )
 
+// String is the constraint's name as the reports print it.
 func (c Constraint) String() string {
 	switch c {
 	case Memory:
