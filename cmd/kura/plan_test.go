@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -100,6 +101,12 @@ func TestPlanFieldReportConclusions(t *testing.T) {
 	}
 }
 
+// columns splits a table line at the runs of two or more spaces the
+// table's columns are padded with.
+func columns(line string) []string {
+	return regexp.MustCompile(`\s{2,}`).Split(strings.TrimSpace(line), -1)
+}
+
 func tableLine(out, prefix string) string {
 	for _, l := range strings.Split(out, "\n") {
 		if strings.HasPrefix(l, prefix) {
@@ -187,8 +194,8 @@ func TestPlanFromBench(t *testing.T) {
 		t.Errorf("bench figures not used:\n%s", out)
 	}
 	l := tableLine(out, "cache.r7g.xlarge")
-	if f := strings.Fields(l); len(f) < 9 || f[4] == "-" || f[8] == "-" {
-		t.Errorf("cache.r7g.xlarge row lacks CPU or cost: %q", l)
+	if c := columns(l); len(c) != 9 || c[4] == "-" || c[8] == "-" || !strings.HasSuffix(c[7], "*") {
+		t.Errorf("cache.r7g.xlarge row lacks CPU, cost or the --price mark: %q", c)
 	}
 	if !strings.Contains(out, "price from --price") || !strings.Contains(out, "catalog of ") {
 		t.Errorf("sources or catalog date missing:\n%s", out)
@@ -214,7 +221,7 @@ func TestPlanFromSweep(t *testing.T) {
 	if err != nil {
 		t.Fatalf("plan: %v\n%s", err, stderr)
 	}
-	if f := strings.Fields(tableLine(out, "cache.r7g.large")); len(f) < 5 || f[4] == "-" || !strings.Contains(out, "thread scaling: io-threads sweep") {
+	if c := columns(tableLine(out, "cache.r7g.large")); len(c) != 9 || c[4] == "-" || !strings.Contains(out, "thread scaling: io-threads sweep") {
 		t.Errorf("the sweep's curve did not size CPU:\n%s", out)
 	}
 }
