@@ -81,15 +81,15 @@ func TestPlanFieldReportConclusions(t *testing.T) {
 	// 6 × 40 GiB × $0.007 × 730 h = $1,226.40 against 24 × 10 GiB × $0.010
 	// × 730 h = $1,752.00: 30% saved (FIXTURE prices).
 	if !strings.Contains(out, "Cheapest: fixture-M4 × 6") || !strings.Contains(out, "memory-bound") ||
-		!strings.Contains(tableLine(out, "fixture-M4"), "$1,226.40") || !strings.Contains(tableLine(out, "fixture-M2 "), "$1,752.00") ||
-		!strings.Contains(tableLine(out, "fixture-M2 "), " 24 ") {
+		col(out, "fixture-M4", 8) != "$1,226.40" || col(out, "fixture-M2", 8) != "$1,752.00" ||
+		col(out, "fixture-M2", 1) != "24" || col(out, "fixture-M4", 1) != "6" {
 		t.Errorf("Memorystore tiers: want 6 × M4 at $1,226.40, memory-bound, against 24 × M2 at $1,752.00:\n%s", out)
 	}
 	before, after := run(sc[1].args...), run(sc[2].args...)
-	if !strings.Contains(tableLine(before, "cache.m7g.4xlarge"), " 1 ") || !strings.Contains(tableLine(before, "cache.m7g.2xlarge"), " 2 ") {
+	if col(before, "cache.m7g.4xlarge", 1) != "1" || col(before, "cache.m7g.2xlarge", 1) != "2" {
 		t.Errorf("before the codec: one cache.m7g.4xlarge or two 2xlarge:\n%s", before)
 	}
-	if !strings.Contains(tableLine(after, "cache.m7g.2xlarge"), " 1 ") {
+	if col(after, "cache.m7g.2xlarge", 1) != "1" {
 		t.Errorf("after the codec: one cache.m7g.2xlarge carries the peak:\n%s", after)
 	}
 	out = run(sc[3].args...)
@@ -99,6 +99,15 @@ func TestPlanFieldReportConclusions(t *testing.T) {
 	if l := tableLine(out, "  cache.m7g.large"); strings.Contains(l, "queue grows") {
 		t.Errorf("m7g.large should carry it: %q", l)
 	}
+}
+
+// col is column i of the table row that starts with name.
+func col(out, name string, i int) string {
+	c := columns(tableLine(out, name+" "))
+	if i >= len(c) {
+		return ""
+	}
+	return c[i]
 }
 
 // columns splits a table line at the runs of two or more spaces the
