@@ -42,10 +42,10 @@ command holds the tools around it.`,
 		SilenceErrors: true,
 		Version:       version(),
 	}
+	root.AddCommand(newPlanCmd())
 	root.AddCommand(newDemoCmd())
 	root.AddCommand(newBenchCmd())
 	root.AddCommand(newInspectCmd())
-	root.AddCommand(newPlanCmd())
 	return root
 }
 

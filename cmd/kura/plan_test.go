@@ -39,6 +39,32 @@ var planScenarios = []struct {
 		"--node", "cache.t2.small", "--node", "cache.m7g.large", "--node", "cache.c7gn.large"}},
 }
 
+// TestPlanHelpGolden keeps kura plan --help under review like the other
+// commands' (testdata/golden/plan.help.txt, refreshed with -update).
+func TestPlanHelpGolden(t *testing.T) {
+	out, _, err := kura(t, "plan", "--help")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join("testdata", "golden", "plan.help.txt")
+	if *update {
+		if err := os.WriteFile(path, []byte(out), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if string(want) != out {
+		t.Errorf("%s changed; review and run with -update:\n%s", path, out)
+	}
+	if strings.Contains(strings.ToLower(out), "seed 0") {
+		t.Errorf("%s names a field report instead of the problem", path)
+	}
+}
+
 func TestPlanGolden(t *testing.T) {
 	for _, sc := range planScenarios {
 		out, stderr, err := kura(t, append([]string{"plan"}, sc.args...)...)
