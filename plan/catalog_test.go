@@ -198,3 +198,33 @@ func TestReadScan(t *testing.T) {
 		}
 	}
 }
+
+// TestReadCodecs reads a report in the kura.codecs/v1 form (FIXTURE sizes).
+func TestReadCodecs(t *testing.T) {
+	f, err := os.Open("testdata/codecs-v1.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	c, err := ReadCodecs(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Recommended != "zstd-3+dict-16K" || len(c.Bytes) != 3 {
+		t.Fatalf("codecs: %+v", c)
+	}
+	if r, err := c.Ratio("json", c.Recommended); err != nil || !near(r, 3894600.0/11684000) {
+		t.Errorf("json → recommended: %v %v", r, err)
+	}
+	if r, err := c.Ratio("msgpack+snappy", "zstd-3+dict-16K"); err != nil || !near(r, 3894600.0/6231200) {
+		t.Errorf("msgpack+snappy → zstd: %v %v", r, err)
+	}
+	if _, err := c.Ratio("gob", "json"); !errors.Is(err, ErrInput) || !strings.Contains(err.Error(), "json, msgpack+snappy") {
+		t.Errorf("unknown codec: %v", err)
+	}
+	for _, bad := range []string{`{}`, `{"schema":"kura.codecs/v2"}`, `{"schema":"kura.codecs/v1","results":[{"name":"a","bytes":1}]}`, `nope`} {
+		if _, err := ReadCodecs(strings.NewReader(bad)); !errors.Is(err, ErrInput) {
+			t.Errorf("%s: err = %v", bad, err)
+		}
+	}
+}

@@ -118,3 +118,28 @@ func FuzzReadScan(f *testing.F) {
 		}
 	})
 }
+
+// FuzzReadCodecs: any bytes give codec sizes whose ratios are finite and
+// positive, or an error.
+func FuzzReadCodecs(f *testing.F) {
+	if b, err := os.ReadFile("testdata/codecs-v1.json"); err == nil {
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := ReadCodecs(bytes.NewReader(data))
+		if err != nil {
+			if !errors.Is(err, ErrInput) {
+				t.Fatal(err)
+			}
+			return
+		}
+		for from := range c.Bytes {
+			for to := range c.Bytes {
+				r, err := c.Ratio(from, to)
+				if err != nil || !(r > 0) || math.IsInf(r, 0) {
+					t.Fatalf("ratio %s → %s = %v, %v", from, to, r, err)
+				}
+			}
+		}
+	})
+}

@@ -118,6 +118,9 @@ type WhatIf struct {
 	// (0.33 for a codec that cuts bytes to a third). It scales the values
 	// in memory, on the wire and the largest value. Zero means no change.
 	CodecRatio float64
+	// CodecName says where the ratio came from, for the report
+	// ("json → zstd-3+dict-16K"); optional.
+	CodecName string
 	// MaxValueBytes is a value-size guard (kura.Options.MaxValueSize):
 	// values above it are not cached. Zero means no guard.
 	MaxValueBytes float64
@@ -263,6 +266,7 @@ type Effective struct {
 	// The what-ifs applied: CodecRatio, GuardBytes, ThreadsWhatIf (zero:
 	// none).
 	CodecRatio    float64
+	CodecName     string
 	GuardBytes    float64
 	ThreadsWhatIf int
 	// MeasuredPerOp is set when network bytes came from a measurement
@@ -452,6 +456,7 @@ func effective(cat *Catalog, in Input) (Effective, []string) {
 		Scaling:       w.Scaling,
 		LargePerSec:   w.LargeValuesPerSec,
 		CodecRatio:    in.WhatIf.CodecRatio,
+		CodecName:     in.WhatIf.CodecName,
 		GuardBytes:    in.WhatIf.MaxValueBytes,
 		ThreadsWhatIf: in.WhatIf.Threads,
 	}

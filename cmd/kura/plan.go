@@ -56,6 +56,10 @@ const planExample = `  # 120 GB of data, 150k reads and 20k writes a second at p
   kura plan --reads 51600 --read-size 13441 --codec-ratio 0.33 \
     --node cache.m7g.2xlarge --node cache.m7g.4xlarge
 
+  # what-if: from JSON to the codec kura codecs recommends for your values
+  kura codecs values.jsonl --json > codecs.json
+  kura plan --data 120GB --reads 150000 --value-size 2KB --bench get.json --codecs codecs.json
+
   # sizes from a scan of the live cache, what-if with its zstd estimate
   kura scan redis://10.0.0.5:6379 --json > scan.json
   kura plan --scan scan.json --reads 90000 --writes 9000 --bench get.json --codec zstd
@@ -80,6 +84,7 @@ type planFlags struct {
 	codecRatio                                                     float64
 	threads                                                        int
 	benchFile, catalogFile, htmlFile, scanFile, codec              string
+	codecsFile, codecFrom                                          string
 	nodes, prices                                                  []string
 	printCatalog                                                   bool
 }
@@ -161,7 +166,9 @@ func newPlanCmd() *cobra.Command {
 	f.Float64Var(&pf.netCeil, "network-ceiling", 0, "fraction of baseline bandwidth the peak may use (default 0.8)")
 	f.Float64Var(&pf.reserved, "reserved-memory", 0, "percent of node memory reserved for backups and failover (default: the catalog's)")
 	f.Float64Var(&pf.codecRatio, "codec-ratio", 0, "what-if: encoded bytes after a codec change over bytes before, such as 0.33")
-	f.StringVar(&pf.codec, "codec", "", "what-if: the codec ratio --scan estimated for this compressor (s2, zstd)")
+	f.StringVar(&pf.codecsFile, "codecs", "", "kura codecs --json output: the what-if codec ratio from its measured sizes")
+	f.StringVar(&pf.codec, "codec", "", "what-if: with --codecs, the candidate to move to (default: its recommendation); with --scan, the compressor whose estimate to use (s2, zstd)")
+	f.StringVar(&pf.codecFrom, "codec-from", "json", "with --codecs: the candidate the values are stored as today")
 	f.StringVar(&pf.guard, "max-value-size", "", "what-if: value-size guard (kura Options.MaxValueSize); larger values are not cached")
 	f.IntVar(&pf.threads, "threads", 0, "what-if: engine threads (io-threads) on every node type")
 	f.StringVar(&pf.catalogFile, "catalog", "", "node catalog JSON to use instead of kura's (see --print-catalog)")
@@ -270,9 +277,36 @@ func (pf *planFlags) input(cmd *cobra.Command) (plan.Input, error) {
 				return in, errors.New("give --codec or --codec-ratio, not both")
 			}
 			in.WhatIf.CodecRatio = r
+			in.WhatIf.CodecName = pf.codec + ", as kura scan estimated it"
 		}
-	} else if pf.codec != "" {
-		return in, errors.New("--codec reads the estimate from --scan; without a scan give --codec-ratio")
+	} else if pf.codec != "" && pf.codecsFile == "" {
+		return in, errors.New("--codec reads the estimate from --codecs or --scan; without them give --codec-ratio")
+	}
+	if pf.codecsFile != "" {
+		if pf.codecRatio > 0 {
+			return in, errors.New("give --codecs or --codec-ratio, not both")
+		}
+		f, err := os.Open(pf.codecsFile)
+		if err != nil {
+			return in, fmt.Errorf("--codecs: %w", err)
+		}
+		cs, err := plan.ReadCodecs(f)
+		f.Close()
+		if err != nil {
+			return in, fmt.Errorf("--codecs %s: %s", pf.codecsFile, strings.TrimPrefix(err.Error(), plan.ErrInput.Error()+": "))
+		}
+		to := pf.codec
+		if to == "" {
+			to = cs.Recommended
+		}
+		r, err := cs.Ratio(pf.codecFrom, to)
+		if err != nil {
+			return in, fmt.Errorf("--codecs: %s", strings.TrimPrefix(err.Error(), plan.ErrInput.Error()+": "))
+		}
+		in.WhatIf.CodecRatio = r
+		in.WhatIf.CodecName = pf.codecFrom + " → " + to
+	} else if cmd.Flags().Changed("codec-from") {
+		return in, errors.New("--codec-from needs --codecs")
 	}
 	in.Nodes = pf.nodes
 	for _, pr := range pf.prices {

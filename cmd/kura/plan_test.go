@@ -184,6 +184,10 @@ func TestPlanArgs(t *testing.T) {
 		{[]string{"plan", "--scan", "../../plan/testdata/scan-v1.json", "--codec", "lz4"}, "s2, zstd"},
 		{[]string{"plan", "--scan", "../../plan/testdata/scan-v1.json", "--codec", "s2", "--codec-ratio", "0.5"}, "not both"},
 		{[]string{"plan", "--scan", badCat}, "kura.scan/v1"},
+		{[]string{"plan", "--data", "1GB", "--codecs", "../../plan/testdata/codecs-v1.json", "--codec", "lz4"}, `no "lz4"`},
+		{[]string{"plan", "--data", "1GB", "--codecs", "../../plan/testdata/codecs-v1.json", "--codec-ratio", "0.5"}, "not both"},
+		{[]string{"plan", "--data", "1GB", "--codecs", badCat}, "kura.codecs/v1"},
+		{[]string{"plan", "--data", "1GB", "--codec-from", "gob"}, "--codecs"},
 		{[]string{"plan", "--reads", "x"}, "--help"},
 	}
 	for _, c := range cases {
@@ -195,6 +199,10 @@ func TestPlanArgs(t *testing.T) {
 	out, _, err := kura(t, "plan", "--scan", "../../plan/testdata/scan-v1.json", "--reads", "1000", "--codec", "zstd", "--node", "cache.r7g.large")
 	if err != nil || !strings.Contains(out, "37.2 MB of data in 100,000 keys") || !strings.Contains(out, "codec ratio 0.52") || !strings.Contains(out, "Largest value, 678 KB") {
 		t.Errorf("--scan --codec: %v\n%s", err, out)
+	}
+	out, _, err = kura(t, "plan", "--data", "1GB", "--codecs", "../../plan/testdata/codecs-v1.json", "--codec-from", "msgpack+snappy", "--node", "cache.r7g.large")
+	if err != nil || !strings.Contains(out, "codec ratio 0.625 (msgpack+snappy → zstd-3+dict-16K)") {
+		t.Errorf("--codecs: %v\n%s", err, out)
 	}
 	out, _, err = kura(t, "plan", "--print-catalog")
 	if err != nil || !strings.Contains(out, `"cache.t2.small"`) || !strings.Contains(out, `"source"`) {

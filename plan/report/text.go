@@ -114,7 +114,11 @@ func header(b *strings.Builder, p *plan.Plan) {
 	fmt.Fprintf(b, "Workload: %s\n", strings.Join(parts, "; "))
 	var what []string
 	if e.CodecRatio > 0 && e.CodecRatio != 1 {
-		what = append(what, fmt.Sprintf("codec ratio %.3g (bytes after / before)", e.CodecRatio))
+		c := fmt.Sprintf("codec ratio %.3g (bytes after / before)", e.CodecRatio)
+		if e.CodecName != "" {
+			c = fmt.Sprintf("codec ratio %.3g (%s)", e.CodecRatio, e.CodecName)
+		}
+		what = append(what, c)
 	}
 	if e.GuardBytes > 0 {
 		what = append(what, "value-size guard "+plan.FormatBytes(e.GuardBytes))
