@@ -19,9 +19,10 @@ func newDemoCmd() *cobra.Command {
 Network bytes and value size (a Go service that swapped Gob for msgpack+snappy
 and cut Redis network bytes to about a third): it generates realistic Japanese and
 English news articles (10-20 KB of JSON each), reads them through a kura Cache
-with five codecs side by side (JSON, encoding/gob, msgpack, msgpack+snappy as
-that service wrote it, and kura's default) and prints bytes stored per value, bytes
-the server sent, Fetch throughput and latency.
+with seven codecs side by side (JSON, encoding/gob, msgpack, msgpack+snappy as
+that service wrote it, kura's default, and kura with an S2 or zstd dictionary
+trained on other articles) and prints bytes stored per value, bytes the server
+sent, Fetch throughput and latency.
 
 Without --redis it starts a private redis-server from PATH on a free loopback
 port and stops it afterwards; without redis-server it uses the in-process

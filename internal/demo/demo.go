@@ -4,8 +4,9 @@
 // Seed 000: a Go service with about a million articles behind Redis
 // swapped Gob for msgpack+snappy and saw value size halve and Redis network
 // bytes fall to a third. Run generates realistic articles, reads them
-// through a kura Cache with five codecs side by side (JSON, encoding/gob,
-// msgpack, the seed's msgpack+snappy, kura's default) and measures what each
+// through a kura Cache with seven codecs side by side (JSON, encoding/gob,
+// msgpack, the seed's msgpack+snappy, kura's default, kura with a trained
+// S2 or zstd dictionary) and measures what each
 // stores, what each puts on the wire, and how fast Fetch is with each.
 package demo
 
@@ -167,7 +168,40 @@ func demoCodecs() ([]namedCodec, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []namedCodec{{"json", js}, {"gob", gb}, {"msgpack", mp}, {"msgpack+snappy", snap}, {"kura default", def}}, nil
+	// Dictionaries trained on other articles (another seed: yesterday's
+	// values), as `kura codecs` would train them, with S2 and zstd.
+	var samples [][]byte
+	for _, a := range corpus.Articles(977, 64) {
+		b, err := codec.MsgPack().Marshal(nil, a)
+		if err != nil {
+			return nil, err
+		}
+		samples = append(samples, b)
+	}
+	s2d, _, err := codec.TrainS2Dictionary(samples, 32<<10)
+	if err != nil {
+		return nil, err
+	}
+	s2dict, err := codec.New(codec.Options{})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s2dict.SetDictionary(s2d); err != nil {
+		return nil, err
+	}
+	zd, _, err := codec.TrainContentDictionary(samples, 32<<10)
+	if err != nil {
+		return nil, err
+	}
+	zdict, err := codec.New(codec.Options{Compressor: codec.Zstd(1)})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := zdict.SetDictionary(zd); err != nil {
+		return nil, err
+	}
+	return []namedCodec{{"json", js}, {"gob", gb}, {"msgpack", mp}, {"msgpack+snappy", snap}, {"kura default", def},
+		{"kura s2+dictionary", s2dict}, {"kura zstd+dictionary", zdict}}, nil
 }
 
 // openStore picks the store: the URL given, a private redis-server, or

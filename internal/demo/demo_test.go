@@ -13,8 +13,8 @@ import (
 
 func check(t *testing.T, res *demo.Result) {
 	t.Helper()
-	if len(res.Codecs) != 5 {
-		t.Fatalf("%d codecs, want 5", len(res.Codecs))
+	if len(res.Codecs) != 7 {
+		t.Fatalf("%d codecs, want 7", len(res.Codecs))
 	}
 	by := map[string]demo.CodecResult{}
 	for _, c := range res.Codecs {
@@ -33,6 +33,12 @@ func check(t *testing.T, res *demo.Result) {
 	}
 	if k, s := by["kura default"].StoredBytes, by["msgpack+snappy"].StoredBytes; k > s {
 		t.Fatalf("kura default stores %.0f B, more than msgpack+snappy's %.0f B", k, s)
+	}
+	// A trained dictionary stores less than the seed's codec, end to end.
+	for _, d := range []string{"kura s2+dictionary", "kura zstd+dictionary"} {
+		if k, s := by[d].StoredBytes, by["msgpack+snappy"].StoredBytes; k >= 0.8*s {
+			t.Fatalf("%s stores %.0f B per article, msgpack+snappy %.0f B", d, k, s)
+		}
 	}
 	var out bytes.Buffer
 	res.Print(&out)

@@ -9,7 +9,7 @@ import (
 
 // Print writes the demo's table.
 func (r *Result) Print(w io.Writer) {
-	fmt.Fprintf(w, "\nNetwork bytes and value size: JSON vs gob vs msgpack+snappy vs kura, %d articles (mean %.0f B as JSON), store: %s\n\n", r.Records, r.JSONBytes, r.Store)
+	fmt.Fprintf(w, "\nNetwork bytes and value size: JSON vs gob vs msgpack+snappy vs kura (with and without a trained dictionary), %d articles (mean %.0f B as JSON), store: %s\n\n", r.Records, r.JSONBytes, r.Store)
 	var base *CodecResult
 	for i := range r.Codecs {
 		if r.Codecs[i].Codec == "json" {
