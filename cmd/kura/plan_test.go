@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"image"
 	"image/png"
 	"os"
@@ -13,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kuracache/kura/internal/corpus"
 	"github.com/kuracache/kura/internal/servers"
 	"github.com/kuracache/kura/internal/servertest"
 )
@@ -266,6 +269,44 @@ func TestPlanFromSweep(t *testing.T) {
 	}
 	if c := columns(tableLine(out, "cache.r7g.large")); len(c) != 9 || c[4] == "-" || !strings.Contains(out, "thread scaling: io-threads sweep") {
 		t.Errorf("the sweep's curve did not size CPU:\n%s", out)
+	}
+}
+
+// TestPlanFromCodecs: kura codecs --json measured on values, then kura plan
+// takes its ratio from JSON to the recommended codec as the codec what-if.
+func TestPlanFromCodecs(t *testing.T) {
+	values := writeJSONL(t, corpus.Articles(41, 24))
+	out, stderr, err := kura(t, "codecs", values, "--json", "-q", "--min-time", "1ms", "--dict-sizes", "4K")
+	if err != nil {
+		t.Fatalf("codecs: %v\n%s", err, stderr)
+	}
+	var rep struct {
+		Recommended string `json:"recommended"`
+		Results     []struct {
+			Name   string  `json:"name"`
+			VsJSON float64 `json:"vs_json"`
+		} `json:"results"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	want := 0.0
+	for _, r := range rep.Results {
+		if r.Name == rep.Recommended {
+			want = r.VsJSON
+		}
+	}
+	file := filepath.Join(t.TempDir(), "codecs.json")
+	if err := os.WriteFile(file, []byte(out), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, err = kura(t, "plan", "--codecs", file, "--data", "10GB", "--reads", "10000", "--value-size", "14KB", "--node", "cache.r7g.large")
+	if err != nil {
+		t.Fatalf("plan: %v\n%s", err, stderr)
+	}
+	line := fmt.Sprintf("codec ratio %.3g (json → %s)", want, rep.Recommended)
+	if want == 0 || !strings.Contains(out, line) {
+		t.Errorf("want %q in:\n%s", line, out)
 	}
 }
 
