@@ -42,6 +42,7 @@ command holds the tools around it.`,
 		SilenceErrors: true,
 		Version:       version(),
 	}
+	root.AddCommand(newPlanCmd())
 	root.AddCommand(newDemoCmd())
 	root.AddCommand(newBenchCmd())
 	root.AddCommand(newInspectCmd())
