@@ -2,19 +2,17 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"image"
 	"image/png"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/kuracache/kura/internal/browsertest"
 	"github.com/kuracache/kura/internal/corpus"
 	"github.com/kuracache/kura/internal/servers"
 	"github.com/kuracache/kura/internal/servertest"
@@ -336,54 +334,19 @@ func checkPlanPage(t *testing.T, path string) {
 
 // chromium finds a headless Chromium, failing under CI or
 // KURA_REQUIRE_SERVERS=1 and skipping otherwise, like the servers.
-func chromium(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("CI") == "true" || os.Getenv("KURA_REQUIRE_SERVERS") == "1" {
-		t.Fatal("chromium not installed (apt-get install chromium)")
-	}
-	t.Skip("skipping: chromium not installed")
-	return ""
-}
-
-func runChromium(t *testing.T, args ...string) []byte {
-	t.Helper()
-	bin := chromium(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
-	defer cancel()
-	base := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--hide-scrollbars",
-		"--no-first-run", "--user-data-dir=" + t.TempDir()}
-	cmd := exec.CommandContext(ctx, bin, append(base, args...)...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("chromium %v: %v\n%s", args, err, stderr.String())
-	}
-	return out
-}
-
+// browserDOM is the page's DOM after its scripts ran, in headless Chromium.
 func browserDOM(t *testing.T, path string) string {
 	t.Helper()
 	abs, _ := filepath.Abs(path)
-	return string(runChromium(t, "--dump-dom", "file://"+abs))
+	return browsertest.New(t).DOM(t, browsertest.FileURL(abs))
 }
 
+// browserScreenshot is a 1200 x 2400 screenshot of the page.
 func browserScreenshot(t *testing.T, path string) image.Image {
 	t.Helper()
 	abs, _ := filepath.Abs(path)
-	shot := filepath.Join(t.TempDir(), "shot.png")
-	runChromium(t, "--window-size=1200,2400", "--screenshot="+shot, "file://"+abs)
-	f, err := os.Open(shot)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	img, err := png.Decode(f)
+	b := browsertest.NewWithOptions(t, browsertest.Options{Width: 1200, Height: 2400})
+	img, err := png.Decode(bytes.NewReader(b.Screenshot(t, browsertest.FileURL(abs), "")))
 	if err != nil {
 		t.Fatal(err)
 	}
