@@ -462,12 +462,14 @@ func testContext(t *testing.T, s store.Store) {
 	}()
 	<-inLoad
 	follower := make(chan Profile, 1)
+	followerErr := make(chan error, 1)
 	shared := c.Stats().Shared
 	go func() {
-		v, _ := c.Fetch(context.Background(), "ctx:3", time.Minute, func(ctx context.Context, key string) (Profile, error) {
+		v, err := c.Fetch(context.Background(), "ctx:3", time.Minute, func(ctx context.Context, key string) (Profile, error) {
 			return profile(34), nil
 		})
 		follower <- v
+		followerErr <- err
 	}()
 	for c.Stats().Shared == shared {
 		time.Sleep(time.Millisecond)
@@ -477,8 +479,8 @@ func testContext(t *testing.T, s store.Store) {
 		t.Fatalf("leader err = %v", err)
 	}
 	close(release)
-	if v := <-follower; v.ID != 33 {
-		t.Fatalf("follower got %+v after its leader was cancelled, want the shared load's value", v)
+	if v, err := <-follower, <-followerErr; v.ID != 33 || err != nil {
+		t.Fatalf("follower got %+v, %v after its leader was cancelled, want the shared load's value", v, err)
 	}
 }
 
