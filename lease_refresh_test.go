@@ -125,6 +125,26 @@ func TestFetchManyEarlyRefresh(t *testing.T) {
 			if st := c.Stats(); st.EarlyRefreshes != uint64(len(hot)) {
 				t.Fatalf("EarlyRefreshes %d, want %d (the hot keys)", st.EarlyRefreshes, len(hot))
 			}
+			// A second FetchMany while the refresh runs (memcached: the
+			// win was handed out already; Redis: XFetch says yes again,
+			// but this process refreshes those keys already) is served
+			// from the cache and starts no second refresh.
+			go func() {
+				m, err := c.FetchMany(ctx, keys, 3*time.Hour, loader)
+				done <- result{m, err}
+			}()
+			select {
+			case r = <-done:
+			case <-time.After(20 * time.Second):
+				close(gate)
+				t.Fatal("a second FetchMany waited for the running refresh")
+			}
+			if r.err != nil || len(r.m) != len(keys) {
+				t.Fatalf("second FetchMany during the refresh = %d values, %v", len(r.m), r.err)
+			}
+			if st := c.Stats(); st.EarlyRefreshes != uint64(len(hot)) {
+				t.Fatalf("a FetchMany during the refresh started another: EarlyRefreshes %d, want %d", st.EarlyRefreshes, len(hot))
+			}
 			close(gate)
 			waitFor(t, "the background fill", func() bool {
 				for _, k := range hot {
