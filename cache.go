@@ -32,6 +32,7 @@ type Cache[V any] struct {
 	opts  Options
 	stats *counters
 	group flight.Group[V]
+	l1    *l1[V] // nil without Options.L1
 	// leaser is the store's lease capability when the Cache uses it
 	// (Options.Leases), nil otherwise.
 	leaser store.Leaser
@@ -57,7 +58,11 @@ func New[V any](s store.Store, opts Options) (*Cache[V], error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cache[V]{store: s, opts: o, stats: newCounters(), leaser: leaserOf(s, o),
+	l, err := newL1[V](s, o.L1)
+	if err != nil {
+		return nil, err
+	}
+	c := &Cache[V]{store: s, opts: o, stats: newCounters(), leaser: leaserOf(s, o), l1: l,
 		schema: o.Codec.Fingerprint(reflect.TypeFor[V]())}
 	c.stats.coordination = CoordinationProcess
 	if c.leaser != nil {
@@ -72,6 +77,11 @@ func (c *Cache[V]) Store() store.Store { return c.store }
 // Stats returns a snapshot of the counters.
 func (c *Cache[V]) Stats() Stats {
 	s := c.stats.snapshot(c.opts.Name)
+	if c.l1 != nil {
+		s.L1 = c.l1.stats()
+		s.Hits += c.l1.hits.Load()
+		s.NegativeHits += c.l1.negHits.Load()
+	}
 	if h, ok := store.Find[*health.Store](c.store); ok {
 		s.Nodes = h.Stats().Nodes
 	}
@@ -148,7 +158,7 @@ func (c *Cache[V]) encodeNegative() []byte {
 	return b
 }
 
-func (c *Cache[V]) decode(key string, data []byte) (entry[V], error) {
+func (c *Cache[V]) decode(key string, data []byte) (entry[V], codec.Header, error) {
 	var e entry[V]
 	h, err := c.opts.Codec.DecodeSchema(data, &e.v, c.schema)
 	if err != nil {
@@ -158,7 +168,7 @@ func (c *Cache[V]) decode(key string, data []byte) (entry[V], error) {
 		} else {
 			c.stats.decodeErrs.Add(1)
 		}
-		return e, fmt.Errorf("kura: decode %q (%d bytes): %w", key, len(data), err)
+		return e, h, fmt.Errorf("kura: decode %q (%d bytes): %w", key, len(data), err)
 	}
 	c.stats.bytesR.Add(uint64(len(data)))
 	c.stats.bytesRRaw.Add(uint64(h.RawLen))
@@ -169,9 +179,9 @@ func (c *Cache[V]) decode(key string, data []byte) (entry[V], error) {
 		e.negative = true
 	default:
 		// A lease placeholder or a tombstone holds no value: a miss.
-		return e, fmt.Errorf("kura: %q holds a %s entry: %w", key, h.Kind, errNoValue)
+		return e, h, fmt.Errorf("kura: %q holds a %s entry: %w", key, h.Kind, errNoValue)
 	}
-	return e, nil
+	return e, h, nil
 }
 
 func (c *Cache[V]) reportErr(op Op, key string, err error) {
@@ -188,12 +198,18 @@ func absent(key string) error {
 // found decodes bytes the store returned for key and counts the result: a
 // hit, a negative hit, or (bytes that do not decode) a miss.
 func (c *Cache[V]) found(key string, data []byte) (entry[V], error) {
+	e, _, err := c.foundH(key, data)
+	return e, err
+}
+
+// foundH is found that also returns the envelope's header.
+func (c *Cache[V]) foundH(key string, data []byte) (entry[V], codec.Header, error) {
 	if isPlaceholder(data) {
 		// Another caller's lease (or a tombstone): no value, a miss.
 		c.stats.misses.Add(1)
-		return entry[V]{}, errMiss
+		return entry[V]{}, codec.Header{}, errMiss
 	}
-	e, err := c.decode(key, data)
+	e, h, err := c.decode(key, data)
 	switch {
 	case err != nil:
 		c.stats.misses.Add(1)
@@ -202,25 +218,39 @@ func (c *Cache[V]) found(key string, data []byte) (entry[V], error) {
 	default:
 		c.stats.hits.Add(1)
 	}
-	return e, err
+	return e, h, err
 }
 
 // read is one timed store Get with the counting every reader shares. A
 // store error is counted as such, not as a miss; the read-through path,
-// which falls back to the loader, counts the miss itself.
+// which falls back to the loader, counts the miss itself. With an L1 the
+// L1 answers first.
 func (c *Cache[V]) read(ctx context.Context, key string) (entry[V], error) {
+	if c.l1 != nil {
+		return c.l1Read(ctx, key)
+	}
+	return c.storeRead(ctx, key)
+}
+
+// storeRead is read from the store alone.
+func (c *Cache[V]) storeRead(ctx context.Context, key string) (entry[V], error) {
 	start := time.Now()
 	data, err := c.store.Get(ctx, key)
 	c.stats.since(OpGet, start)
 	if err != nil {
-		if errors.Is(err, ErrNotFound) {
-			c.stats.misses.Add(1)
-		} else {
-			c.stats.storeErrs.Add(1)
-		}
-		return entry[V]{}, err
+		return entry[V]{}, c.countReadErr(err)
 	}
 	return c.found(key, data)
+}
+
+// countReadErr counts a failed read: a miss, or a store error.
+func (c *Cache[V]) countReadErr(err error) error {
+	if errors.Is(err, ErrNotFound) {
+		c.stats.misses.Add(1)
+	} else {
+		c.stats.storeErrs.Add(1)
+	}
+	return err
 }
 
 // countBatchErr counts the keys a batch call failed: those named in a
@@ -268,6 +298,8 @@ func (c *Cache[V]) Set(ctx context.Context, key string, v V, ttl time.Duration) 
 	if err != nil {
 		return err
 	}
+	c.l1Drop(key)
+	defer c.l1Drop(key)
 	start := time.Now()
 	err = c.store.Set(ctx, key, b, c.opts.jitter(ttl))
 	c.stats.since(OpSet, start)
@@ -282,6 +314,8 @@ func (c *Cache[V]) Delete(ctx context.Context, key string) error {
 	if err := store.CheckKey(key); err != nil {
 		return err
 	}
+	c.l1Drop(key)
+	defer c.l1Drop(key)
 	start := time.Now()
 	err := c.store.Delete(ctx, key)
 	c.stats.since(OpDelete, start)
@@ -326,8 +360,18 @@ func (c *Cache[V]) getMany(ctx context.Context, keys []string, fn func(key strin
 	if len(keys) == 0 {
 		return nil
 	}
+	if c.l1 != nil {
+		return c.l1GetMany(ctx, keys, fn)
+	}
+	get := func(ctx context.Context, keys []string) ([][]byte, error) { return store.GetMany(ctx, c.store, keys) }
+	return c.getManyWith(ctx, keys, get, func(key string, e entry[V], _ codec.Header, err error) { fn(key, e, err) })
+}
+
+// getManyWith is getMany through get, reporting each key in the order of
+// keys with its envelope header.
+func (c *Cache[V]) getManyWith(ctx context.Context, keys []string, get func(context.Context, []string) ([][]byte, error), fn func(key string, e entry[V], h codec.Header, err error)) error {
 	start := time.Now()
-	vals, err := store.GetMany(ctx, c.store, keys)
+	vals, err := get(ctx, keys)
 	c.stats.since(OpGetMany, start)
 	var failed map[string]error
 	if err != nil {
@@ -346,16 +390,16 @@ func (c *Cache[V]) getMany(ctx context.Context, keys []string, fn func(key strin
 	for i, key := range keys {
 		if ferr, ok := failed[key]; ok {
 			c.stats.misses.Add(1)
-			fn(key, entry[V]{}, ferr)
+			fn(key, entry[V]{}, codec.Header{}, ferr)
 			continue
 		}
 		if vals[i] == nil {
 			c.stats.misses.Add(1)
-			fn(key, entry[V]{}, errMiss)
+			fn(key, entry[V]{}, codec.Header{}, errMiss)
 			continue
 		}
-		e, err := c.found(key, vals[i])
-		fn(key, e, err)
+		e, h, err := c.foundH(key, vals[i])
+		fn(key, e, h, err)
 	}
 	return nil
 }
@@ -404,6 +448,14 @@ func (c *Cache[V]) setMany(ctx context.Context, batch []store.Item) error {
 	if len(batch) == 0 {
 		return nil
 	}
+	if c.l1 != nil {
+		keys := make([]string, len(batch))
+		for i := range batch {
+			keys[i] = batch[i].Key
+		}
+		c.l1Drop(keys...)
+		defer c.l1Drop(keys...)
+	}
 	start := time.Now()
 	err := store.SetMany(ctx, c.store, batch)
 	c.stats.since(OpSetMany, start)
@@ -420,6 +472,8 @@ func (c *Cache[V]) DeleteMany(ctx context.Context, keys []string) error {
 	if len(keys) == 0 {
 		return nil
 	}
+	c.l1Drop(keys...)
+	defer c.l1Drop(keys...)
 	start := time.Now()
 	err = store.DeleteMany(ctx, c.store, keys)
 	c.stats.since(OpDeleteMany, start)

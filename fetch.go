@@ -128,6 +128,8 @@ func (c *Cache[V]) fill(ctx context.Context, b *budget, key string, v V, negativ
 	}
 	sctx, done := b.ctx(ctx)
 	defer done()
+	c.l1Drop(key)
+	defer c.l1Drop(key)
 	start := time.Now()
 	err := c.store.Set(sctx, key, data, c.opts.jitter(ttl))
 	c.stats.since(OpSet, start)
@@ -177,7 +179,24 @@ func (c *Cache[V]) Fetch(ctx context.Context, key string, ttl time.Duration, loa
 	if loader == nil {
 		return zero, errors.New("kura: Fetch needs a loader")
 	}
+	if e, ok := c.l1Hit(key); ok { // before any budget or timer: a hit costs none
+		if e.negative {
+			return zero, absent(key)
+		}
+		return e.v, nil
+	}
 	if c.leaser != nil {
+		if c.l1 != nil {
+			// A tracked read fills the L1; the leased path reads through
+			// the lease capability, which does not. A miss costs this one
+			// read more.
+			if e, ok, _ := c.lookup(ctx, c.newBudget(), key); ok {
+				if e.negative {
+					return zero, absent(key)
+				}
+				return e.v, nil
+			}
+		}
 		return c.fetchLeased(ctx, key, ttl, loader)
 	}
 	b := c.newBudget()
@@ -270,7 +289,10 @@ func (c *Cache[V]) FetchMany(ctx context.Context, keys []string, ttl time.Durati
 		return nil, errors.New("kura: FetchMany needs a loader")
 	}
 	if c.leaser != nil {
-		return c.fetchManyLeased(ctx, keys, ttl, loader)
+		if c.l1 == nil {
+			return c.fetchManyLeased(ctx, keys, ttl, loader)
+		}
+		return c.fetchManyL1Leased(ctx, keys, ttl, loader)
 	}
 	out := make(map[string]V, len(keys))
 	var missing []string

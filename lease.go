@@ -89,6 +89,8 @@ func (c *Cache[V]) Invalidate(ctx context.Context, keys ...string) error {
 	if c.leaser == nil {
 		return c.DeleteMany(ctx, keys)
 	}
+	c.l1Drop(keys...)
+	defer c.l1Drop(keys...)
 	start := time.Now()
 	err = c.leaser.Invalidate(ctx, keys, c.opts.StaleWhileRevalidate)
 	c.stats.since(OpDeleteMany, start)

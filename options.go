@@ -108,6 +108,10 @@ type Options struct {
 	// means no bound.
 	LoadTimeout time.Duration
 
+	// L1 configures an in-process tier of decoded values in front of the
+	// store (see L1Options). The zero value is off.
+	L1 L1Options
+
 	// Leases chooses how Fetch and FetchMany coordinate the loads of a
 	// missing key between processes (docs/leases.md). The zero value,
 	// LeasesAuto, uses leases whenever the store has the capability

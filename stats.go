@@ -115,6 +115,9 @@ type Stats struct {
 	// Latency holds one histogram per operation.
 	Latency map[Op]Histogram
 
+	// L1 holds the counters of the in-process tier (Options.L1).
+	L1 L1Stats
+
 	// Nodes is the health of each node of the store when the Cache's
 	// store is (or wraps) a *health.Store, nil otherwise. It describes the
 	// store, shared by every Cache on it, not this Cache alone.

@@ -27,6 +27,8 @@ type Collector struct {
 	requests, decodeErrs, storeErrs, loads, loadErrs *prometheus.Desc
 	shared, large, rejected, bytes, latency          *prometheus.Desc
 	panics, budgetSkips                              *prometheus.Desc
+	l1Lookups, l1Bytes, l1Entries, l1Evictions       *prometheus.Desc
+	l1Invalidations, l1Flushes                       *prometheus.Desc
 	leases, coordination                             *prometheus.Desc
 	schemaMismatches, schemaKept                     *prometheus.Desc
 	dictBytes                                        *prometheus.Desc
@@ -55,6 +57,14 @@ func NewCollector(caches ...Source) *Collector {
 		panics:     d("loader_panics_total", "Loader calls that panicked (also counted as loader errors)."),
 		budgetSkips: d("budget_skips_total",
 			"Store calls a read-through skipped because it had spent its StoreTimeout on a slow or stalled server."),
+		l1Lookups:   d("l1_lookups_total", "Lookups of the in-process L1 tier, by result: hit (value or negative entry) or miss (went on to the store).", "result"),
+		l1Bytes:     d("l1_bytes", "Estimated memory held by the L1 tier (bounded by Options.L1.MaxBytes)."),
+		l1Entries:   d("l1_entries", "Entries held by the L1 tier."),
+		l1Evictions: d("l1_evictions_total", "L1 entries evicted to stay within Options.L1.MaxBytes."),
+		l1Invalidations: d("l1_invalidations_total",
+			"Keys the server reported changed (Redis client tracking), each dropped from the L1."),
+		l1Flushes: d("l1_flushes_total",
+			"Times the whole L1 was dropped: a tracking connection broke, or the server was flushed."),
 		leases:       d("lease_events_total", "Lease events, by event: wait (waited for another caller's load), fail_open (gave up waiting after LeaseWait and loaded without writing back), fill_lost (a fill refused because an invalidation voided its lease), stale_served (a stale value served under StaleWhileRevalidate), early_refresh (a background reload before expiry).", "event"),
 		coordination: d("coordination_info", "1 for the guarantee this cache gives about loads of a missing key: leases (across processes) or process (per process only).", "coordination"),
 		schemaMismatches: d("schema_mismatches_total",
@@ -70,7 +80,8 @@ func NewCollector(caches ...Source) *Collector {
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.requests, c.decodeErrs, c.storeErrs, c.loads, c.loadErrs,
 		c.shared, c.large, c.rejected, c.bytes, c.latency, c.panics, c.budgetSkips, c.leases, c.coordination,
-		c.schemaMismatches, c.schemaKept, c.dictBytes} {
+		c.schemaMismatches, c.schemaKept, c.dictBytes,
+		c.l1Lookups, c.l1Bytes, c.l1Entries, c.l1Evictions, c.l1Invalidations, c.l1Flushes} {
 		ch <- d
 	}
 }
@@ -107,6 +118,13 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		counter(c.bytes, s.BytesReadRaw, n, "read", "raw")
 		counter(c.bytes, s.BytesWritten, n, "write", "stored")
 		counter(c.bytes, s.BytesWrittenRaw, n, "write", "raw")
+		counter(c.l1Lookups, s.L1.Hits, n, "hit")
+		counter(c.l1Lookups, s.L1.Misses, n, "miss")
+		ch <- prometheus.MustNewConstMetric(c.l1Bytes, prometheus.GaugeValue, float64(s.L1.Bytes), n)
+		ch <- prometheus.MustNewConstMetric(c.l1Entries, prometheus.GaugeValue, float64(s.L1.Entries), n)
+		counter(c.l1Evictions, s.L1.Evictions, n)
+		counter(c.l1Invalidations, s.L1.Invalidations, n)
+		counter(c.l1Flushes, s.L1.Flushes, n)
 		for id, b := range s.BytesWrittenByDictionary {
 			counter(c.dictBytes, b, n, fmt.Sprintf("%08x", id))
 		}

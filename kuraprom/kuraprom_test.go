@@ -180,6 +180,45 @@ kura_index_ghosts_total{index="items_by_user"} 1
 	}
 }
 
+// TestCollectorL1: the L1 tier's counters are exported.
+func TestCollectorL1(t *testing.T) {
+	ctx := context.Background()
+	st, err := memstore.New(memstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := kura.New[string](st, kura.Options{Name: "l1", L1: kura.L1Options{MaxBytes: 1 << 20, MaxStaleness: time.Minute}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.Set(ctx, "a", "hello", time.Minute)
+	for i := 0; i < 3; i++ {
+		if _, err := c.Get(ctx, "a"); err != nil { // a miss that fills, then two hits
+			t.Fatal(err)
+		}
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(kuraprom.NewCollector(c))
+	want := `
+# HELP kura_l1_lookups_total Lookups of the in-process L1 tier, by result: hit (value or negative entry) or miss (went on to the store).
+# TYPE kura_l1_lookups_total counter
+kura_l1_lookups_total{cache="l1",result="hit"} 2
+kura_l1_lookups_total{cache="l1",result="miss"} 1
+# HELP kura_l1_entries Entries held by the L1 tier.
+# TYPE kura_l1_entries gauge
+kura_l1_entries{cache="l1"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "kura_l1_lookups_total", "kura_l1_entries"); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"kura_l1_bytes", "kura_l1_evictions_total", "kura_l1_invalidations_total", "kura_l1_flushes_total"} {
+		if n, err := testutil.GatherAndCount(reg, name); err != nil || n != 1 {
+			t.Fatalf("%s: %d series, %v", name, n, err)
+		}
+	}
+}
+
 func TestHealthCollector(t *testing.T) {
 	src := fakeHealth{health.Stats{
 		Nodes: []health.NodeStats{{

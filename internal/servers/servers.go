@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -246,6 +247,17 @@ func (p *Proc) Restart(ctx context.Context) error {
 		time.Sleep(50 * time.Millisecond)
 	}
 	return fmt.Errorf("restart: %w", last)
+}
+
+// AppendArgs adds command-line arguments that every later Restart passes
+// to the server after its original ones, so a setting made at run time
+// (a redis-server's CONFIG SET, lost in a crash) survives the restart as a
+// real configured server's config file would keep it. The running process
+// is not affected.
+func (p *Proc) AppendArgs(args ...string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.args = append(slices.Clip(p.args), args...)
 }
 
 // Exited reports whether the process has ended.

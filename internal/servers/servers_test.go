@@ -179,3 +179,20 @@ func TestRestartClusterNode(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// A setting made with CONFIG SET is lost when the server crashes; one
+// given to AppendArgs as well is there again after Restart.
+func TestRestartKeepsAppendedArgs(t *testing.T) {
+	r := servertest.Redis(t, servers.RedisConfig{})
+	ctx := context.Background()
+	if _, err := r.Do(ctx, "CONFIG", "SET", "maxmemory-samples", "7"); err != nil {
+		t.Fatal(err)
+	}
+	r.AppendArgs("--maxmemory-samples", "7")
+	if err := r.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if s, err := r.Do(ctx, "CONFIG", "GET", "maxmemory-samples"); err != nil || s != "maxmemory-samples\n7" {
+		t.Fatalf("CONFIG GET maxmemory-samples after restart = %q, %v", s, err)
+	}
+}

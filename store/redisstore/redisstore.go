@@ -72,6 +72,9 @@ type Options struct {
 	// pool sizes, a custom dialer). Turning client-side caching back on
 	// there is not supported.
 	Configure func(*rueidis.ClientOption)
+	// Tracking turns on server-assisted invalidation for kura's L1 tier
+	// (see Tracking). The zero value is off.
+	Tracking Tracking
 }
 
 // Store is a store.Store on Redis or Redis Cluster. It is safe for
@@ -89,6 +92,10 @@ type Store struct {
 	slots      atomic.Pointer[slotMap]
 	refreshing atomic.Bool
 
+	// hub relays the server's invalidations when Options.Tracking is on
+	// (nil otherwise); prefixes are its broadcast prefixes.
+	hub      *hub
+	prefixes []string
 	// probes are the dedicated per-node clients of ProbeNode (health.go).
 	probes probeSet
 
@@ -194,12 +201,25 @@ func open(ctx context.Context, co rueidis.ClientOption, opts Options) (*Store, e
 		opts.Configure(&co)
 	}
 	co.DisableCache = true
+	var h *hub
+	if opts.Tracking.Enabled {
+		h = &hub{}
+		if err := configureTracking(&co, opts.Tracking, h); err != nil {
+			return nil, err
+		}
+	}
 	seeds := strings.Join(co.InitAddress, ",")
 	c, err := rueidis.NewClient(co)
 	if err != nil {
+		if errors.Is(err, rueidis.ErrNoCache) {
+			return nil, fmt.Errorf("redisstore: %s: Options.Tracking needs Redis 6 or later speaking RESP3 (CLIENT TRACKING): %w", seeds, err)
+		}
 		return nil, connectError(seeds, err)
 	}
 	s := wrap(c, true, DefaultMaxValueSize)
+	if h != nil {
+		s.hub, s.prefixes = h, append([]string(nil), opts.Tracking.Prefixes...)
+	}
 	s.probes.opt = &co
 	// One PING proves the credentials and the database before the first
 	// real command, and CONFIG GET reads the size limit. CONFIG is often
