@@ -42,6 +42,9 @@ type Cache[V any] struct {
 	holders flight.Group[V]
 	// hub polls, for FetchMany, the keys other callers hold leases on.
 	hub waitHub
+	// refreshing holds the keys a FetchMany early refresh of this
+	// process is reloading in the background.
+	refreshing refreshSet
 	// schema is the fingerprint of V as the Codec encodes it (schema.go).
 	schema uint32
 }

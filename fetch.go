@@ -274,7 +274,9 @@ func (c *Cache[V]) callLoader(ctx context.Context, key string, loader Loader[V])
 // leases it takes a lease on every missing key in the same batched read,
 // calls the loader once with the keys it holds, fills them in one batched
 // conditional write, and waits for the keys other callers (in any
-// process) hold; see docs/leases.md.
+// process) hold; with Options.EarlyRefresh it also serves keys due for
+// refresh from the cache and reloads them in the background, with one
+// loader call for all of them; see docs/leases.md.
 func (c *Cache[V]) FetchMany(ctx context.Context, keys []string, ttl time.Duration, loader ManyLoader[V]) (map[string]V, error) {
 	keys, err := uniqueKeys(keys)
 	if err != nil {

@@ -494,7 +494,7 @@ func (c *Cache[V]) loadNoFill(ctx context.Context, key string, loader Loader[V])
 // the rest is loaded without writing back.
 func (c *Cache[V]) fetchManyLeased(ctx context.Context, keys []string, ttl time.Duration, loader ManyLoader[V]) (map[string]V, error) {
 	out := make(map[string]V, len(keys))
-	res, err := c.leaseReadMany(ctx, keys, false)
+	res, err := c.leaseReadMany(ctx, keys, c.opts.EarlyRefresh > 0)
 	results := make([]keyResult, len(keys))
 	if err != nil {
 		var be *store.BatchError
@@ -521,8 +521,8 @@ func (c *Cache[V]) fetchManyLeased(ctx context.Context, keys []string, ttl time.
 	reg := newWaitReg(len(keys))
 	defer c.cancelWait(reg)
 	waited := false
-	for {
-		var won []store.Lease
+	for first := true; ; first = false {
+		var won, refresh []store.Lease
 		var wait, noFill, corrupt []string
 		for _, kr := range results {
 			if kr.err != nil {
@@ -537,8 +537,17 @@ func (c *Cache[V]) fetchManyLeased(ctx context.Context, keys []string, ttl time.
 				if !e.negative {
 					out[kr.key] = e.v
 				}
-				if kr.r.Won {
+				switch {
+				case kr.r.Won && !kr.r.Stale:
+					// Early refresh (memcached's R flag: only a read
+					// that asked for it wins with a fresh value).
+					refresh = append(refresh, kr.r.Lease)
+				case kr.r.Won:
 					won = append(won, kr.r.Lease) // stale: refresh it now
+				case first && c.opts.EarlyRefresh > 0 && kr.r.Lease.Token != nil && xfetch(e.fields, time.Now(), c.opts.EarlyRefresh):
+					// Redis: XFetch, on condition that the value (its
+					// own bytes are the version) did not change.
+					refresh = append(refresh, kr.r.Lease)
 				}
 			case viewWon:
 				won = append(won, kr.r.Lease)
@@ -552,6 +561,9 @@ func (c *Cache[V]) fetchManyLeased(ctx context.Context, keys []string, ttl time.
 			case viewCorrupt:
 				corrupt = append(corrupt, kr.key)
 			}
+		}
+		if len(refresh) > 0 {
+			c.refreshManyLater(ctx, refresh, ttl, loader)
 		}
 		if len(won) > 0 {
 			if err := c.loadManyUnderLease(ctx, out, won, ttl, loader); err != nil {
@@ -611,6 +623,68 @@ func (c *Cache[V]) fetchManyLeased(ctx context.Context, keys []string, ttl time.
 			}
 		}
 		reg.pending -= len(results)
+	}
+}
+
+// refreshManyLater reloads the keys of leases in the background, with one
+// loader call and one batched conditional fill (as refreshLater does for
+// one key): on a context that keeps ctx's values but not its
+// cancellation, bounded by Options.LoadTimeout. A loader error or panic
+// (counted by callManyLoader) releases the leases. Keys whose refresh
+// already runs in this process are not refreshed twice: their leases are
+// dropped, not released, since releasing a lease that came with a value
+// removes the value, and the running refresh replaces it anyway.
+func (c *Cache[V]) refreshManyLater(ctx context.Context, leases []store.Lease, ttl time.Duration, loader ManyLoader[V]) {
+	bctx := context.WithoutCancel(ctx)
+	mine := c.refreshing.claim(leases)
+	if len(mine) == 0 {
+		return
+	}
+	c.stats.earlyRefreshes.Add(uint64(len(mine)))
+	go func() {
+		defer c.refreshing.done(mine)
+		defer func() { _ = recover() }() // a panicking loader already counted; nobody waits here
+		lctx := bctx
+		if c.opts.LoadTimeout > 0 {
+			var cancel context.CancelFunc
+			lctx, cancel = context.WithTimeout(bctx, c.opts.LoadTimeout)
+			defer cancel()
+		}
+		_ = c.loadManyUnderLease(lctx, make(map[string]V, len(mine)), mine, ttl, loader)
+	}()
+}
+
+// refreshSet is the set of keys under a FetchMany early refresh in this
+// process.
+type refreshSet struct {
+	mu   sync.Mutex
+	keys map[string]struct{}
+}
+
+// claim marks the keys of leases as under refresh and returns the leases
+// whose key was not under refresh already.
+func (r *refreshSet) claim(leases []store.Lease) (mine []store.Lease) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.keys == nil {
+		r.keys = make(map[string]struct{})
+	}
+	for _, l := range leases {
+		if _, busy := r.keys[l.Key]; busy {
+			continue
+		}
+		r.keys[l.Key] = struct{}{}
+		mine = append(mine, l)
+	}
+	return mine
+}
+
+// done unmarks the keys of leases.
+func (r *refreshSet) done(leases []store.Lease) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, l := range leases {
+		delete(r.keys, l.Key)
 	}
 }
 
@@ -794,6 +868,7 @@ func (c *Cache[V]) loadManyUnderLease(ctx context.Context, out map[string]V, won
 		release = won
 		return fmt.Errorf("kura: load %d missing keys (first %q): %w", len(keys), keys[0], err)
 	}
+	cost := time.Since(start)
 	fills := make([]store.Fill, 0, len(won))
 	for _, l := range won {
 		v, ok := loaded[l.Key]
@@ -807,13 +882,20 @@ func (c *Cache[V]) loadManyUnderLease(ctx context.Context, out map[string]V, won
 			continue
 		}
 		out[l.Key] = v
-		data, err := c.encode(l.Key, v)
+		kttl := c.opts.jitter(ttl)
+		var f codec.Fields
+		if c.opts.EarlyRefresh > 0 && kttl > 0 {
+			// What XFetch needs to decide an early refresh on Redis;
+			// the cost is the batch's, shared by its keys.
+			f = codec.Fields{Written: start, TTL: kttl, Cost: cost}
+		}
+		data, err := c.encodeWith(l.Key, v, f)
 		if err != nil {
 			c.reportErr(OpSetMany, l.Key, err)
 			release = append(release, l)
 			continue
 		}
-		fills = append(fills, store.Fill{Lease: l, Value: data, TTL: c.opts.jitter(ttl)})
+		fills = append(fills, store.Fill{Lease: l, Value: data, TTL: kttl})
 	}
 	if len(fills) == 0 {
 		return nil

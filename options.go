@@ -150,7 +150,10 @@ type Options struct {
 	// so that they never all miss at once: on memcached, when a key has
 	// less than EarlyRefresh left, exactly one reader (memcached's R
 	// flag) reloads it in the background while every reader, that one
-	// included, gets the cached value. If zero, off. Needs leases.
+	// included, gets the cached value; on Redis a reader decides by
+	// XFetch from the value's envelope. Fetch and FetchMany both refresh
+	// early; FetchMany reloads all its due keys with one loader call
+	// (docs/leases.md). If zero, off. Needs leases.
 	EarlyRefresh time.Duration
 	// SchemaGrace is how long a value written for another Go type (one
 	// that does not decode into V: a field renamed or retyped in a
