@@ -55,12 +55,14 @@ func runBytes(ctx context.Context, env *Env, res *Result) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintln(env.progress, "  training a zstd dictionary on 200 articles the demo does not read ...")
-	dictCodec, err := trainedCodec(env.cfg.Seed)
+	fmt.Fprintf(env.progress, "  training a zstd dictionary on %d articles the demo does not read ...\n", size.DictSamples)
+	t0 := time.Now()
+	dictCodec, err := trainedCodec(env.cfg.Seed, size.DictSamples)
 	if err != nil {
 		return err
 	}
 	codecs = append(codecs, dictCodec)
+	trainTime := time.Since(t0)
 
 	st, err := redisstore.NewFromURL(ctx, env.redis.URL(), redisstore.Options{})
 	if err != nil {
@@ -197,6 +199,10 @@ func runBytes(ctx context.Context, env *Env, res *Result) error {
 		t.Rows = append(t.Rows, []string{r.name, fmt.Sprintf("%.0f", r.storedBytes), ratio(r.storedBytes, gob.storedBytes),
 			human(r.wireBytes), ratio(float64(r.wireBytes), float64(gob.wireBytes)), fmt.Sprintf("%.0f", r.opsPerSec),
 			round(r.p50), round(r.p99), fmt.Sprintf("%d / %d", r.fillRows, r.readRows)})
+		res.count(r.name+".wire_bytes", r.wireBytes)
+		res.count(r.name+".read_db_rows", r.readRows)
+		res.count(r.name+".fill_db_rows", r.fillRows)
+		res.count(r.name+".hits", int64(r.readHit))
 		bytesChart.Bars = append(bytesChart.Bars, Bar{Label: r.name, Value: float64(r.wireBytes), Kura: r.kura})
 		sizeChart.Bars = append(sizeChart.Bars, Bar{Label: r.name, Value: r.storedBytes, Kura: r.kura})
 		rateChart.Bars = append(rateChart.Bars, Bar{Label: r.name, Value: r.opsPerSec, Kura: r.kura})
@@ -212,7 +218,7 @@ func runBytes(ctx context.Context, env *Env, res *Result) error {
 	res.note("%d articles in PostgreSQL (mean %.0f B as JSON); each codec fills its own keys through FetchMany (one query per 100 misses), then %d Fetches with %d goroutines read them back; every read is a hit.",
 		len(ids), jsonBytes, size.Reads, size.Concurrency)
 	res.note("wire bytes: the redis-server's own total_net_output_bytes counter before and after the reads of each codec.")
-	res.note("The dictionary is trained on 200 articles generated with another seed, so the articles read were never seen in training.")
+	res.note("The dictionary is trained (in %v) on %d articles generated with another seed, so the articles read were never seen in training.", trainTime.Round(time.Millisecond), size.DictSamples)
 	res.note("In production, a Go service saw 14,602 B JSON -> 7,789 B msgpack+snappy (0.53x) and Redis network bytes fall to about 1/3.")
 	res.Commands = append(res.Commands, "kura demo --only bytes",
 		"go test -run '^$' -bench 'Fetch' -benchmem .   # the codec benchmarks, side by side")
@@ -255,9 +261,9 @@ func demoCodecs() ([]namedCodec, error) {
 
 // trainedCodec trains a zstd dictionary on articles of another seed than
 // the demo reads, as a user would train on yesterday's values.
-func trainedCodec(seed int64) (namedCodec, error) {
+func trainedCodec(seed int64, n int) (namedCodec, error) {
 	var samples [][]byte
-	for i := range 200 {
+	for i := range n {
 		a := corpus.NewArticle(seed+1000, i)
 		b, err := msgpack.Marshal(&a)
 		if err != nil {

@@ -92,6 +92,10 @@ func runHealth(ctx context.Context, env *Env, res *Result) error {
 	p.pings = d.Commands["ping"]
 	p.appGets = d.Commands["get"]
 
+	res.count("per_request.requests", p.requests)
+	res.count("per_request.pings", p.pings)
+	res.count("per_request.gets", p.appGets)
+	res.count("per_request.false_down", p.falseDown)
 	t := Table{Columns: []string{"health check", "requests", "PINGs sent", "PING p50", "PING p99", "PING max",
 		"judged down (> 200 ms)", "request p99", "load on server"}}
 	t.Rows = append(t.Rows, []string{"PING before every request, shared pool", fmt.Sprint(p.requests), fmt.Sprint(p.pings),

@@ -73,8 +73,8 @@ pre{background:#f3f5f8;padding:8px 10px;border-radius:6px;font-size:12.5px;overf
 // in grey.
 func chartSVG(c Chart) template.HTML {
 	const (
-		width  = 500
-		labelW = 210
+		width  = 490
+		labelW = 190
 		barH   = 20
 		gap    = 8
 		top    = 28
@@ -91,7 +91,7 @@ func chartSVG(c Chart) template.HTML {
 	fmt.Fprintf(&sb, `<svg xmlns="http://www.w3.org/2000/svg" class="bars" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="%s">`,
 		width, height, width, height, template.HTMLEscapeString(c.Title))
 	fmt.Fprintf(&sb, `<text x="0" y="16" font-size="13" font-weight="600" fill="#1d2330">%s</text>`, template.HTMLEscapeString(c.Title))
-	plotW := float64(width - labelW - 90)
+	plotW := float64(width - labelW - 120)
 	for i, b := range c.Bars {
 		y := top + i*(barH+gap)
 		w := plotW * b.Value / maxV
@@ -103,7 +103,7 @@ func chartSVG(c Chart) template.HTML {
 			fill = "#1f6feb"
 		}
 		fmt.Fprintf(&sb, `<text x="%d" y="%d" font-size="12" text-anchor="end" fill="#333">%s</text>`,
-			labelW-6, y+barH-6, template.HTMLEscapeString(truncate(b.Label, 34)))
+			labelW-6, y+barH-6, template.HTMLEscapeString(truncate(b.Label, 30)))
 		fmt.Fprintf(&sb, `<rect class="bar" x="%d" y="%d" width="%.1f" height="%d" rx="3" fill="%s"><title>%s: %s %s</title></rect>`,
 			labelW, y, w, barH, fill, template.HTMLEscapeString(b.Label), formatValue(b.Value), template.HTMLEscapeString(c.Unit))
 		fmt.Fprintf(&sb, `<text x="%.1f" y="%d" font-size="12" fill="#333">%s</text>`,
@@ -139,6 +139,8 @@ func formatValue(v float64) string {
 	case v >= 100_000:
 		return fmt.Sprintf("%.0fk", v/1000)
 	case v >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case v == math.Trunc(v):
 		return fmt.Sprintf("%.0f", v)
 	case v >= 1:
 		return fmt.Sprintf("%.1f", v)

@@ -44,10 +44,11 @@ type summaryRow struct {
 // hugeSummary builds a deterministic JSON summary of about n bytes.
 func hugeSummary(seed int64, n int) string {
 	rng := rand.New(rand.NewPCG(uint64(seed), 4))
+	arts := corpus.Articles(seed+2000, 50)
 	var rows []summaryRow
 	size := 2
 	for i := 0; size < n; i++ {
-		a := corpus.NewArticle(seed+2000, i%200)
+		a := &arts[i%len(arts)]
 		r := summaryRow{ID: int64(i + 1), Title: a.Title, Category: a.Category.Name, Tags: a.Tags, Shares: rng.IntN(5000),
 			Score: float64(rng.IntN(100000)) / 1000}
 		for range 30 {
@@ -62,7 +63,7 @@ func hugeSummary(seed int64, n int) string {
 }
 
 type hugeRow struct {
-	name        string
+	name, short string
 	kura        bool
 	stored      int
 	setD, getD  time.Duration
@@ -83,8 +84,8 @@ func runHuge(ctx context.Context, env *Env, res *Result) error {
 	}
 	defer st.Close()
 
-	measure := func(name string, isKura bool, set func() (int, error), get func() error) (hugeRow, error) {
-		r := hugeRow{name: name, kura: isKura}
+	measure := func(name, short string, isKura bool, set func() (int, error), get func() error) (hugeRow, error) {
+		r := hugeRow{name: name, short: short, kura: isKura}
 		s0 := proxy.Stats()
 		t0 := time.Now()
 		n, err := set()
@@ -108,7 +109,7 @@ func runHuge(ctx context.Context, env *Env, res *Result) error {
 
 	fmt.Fprintf(env.progress, "  a %s JSON summary as a plain string, over a link limited to %.3f Gbit/s ...\n", human(int64(len(value))), float64(smallNodeBandwidth)*8/1e9)
 	const rawKey, kuraKey = "summary:raw", "summary:kura"
-	raw, err := measure("plain JSON string (as the service stored it)", false,
+	raw, err := measure("plain JSON string (as the service stored it)", "plain JSON string", false,
 		func() (int, error) { return len(value), st.Set(ctx, rawKey, []byte(value), time.Hour) },
 		func() error { _, err := st.Get(ctx, rawKey); return err })
 	if err != nil {
@@ -125,7 +126,7 @@ func runHuge(ctx context.Context, env *Env, res *Result) error {
 		return err
 	}
 	fmt.Fprintln(env.progress, "  the same summary through a kura Cache ...")
-	viaKura, err := measure("kura Cache (default codec)", true,
+	viaKura, err := measure("kura Cache (default codec)", "kura Cache", true,
 		func() (int, error) {
 			before := c.Stats().BytesWritten
 			err := c.Set(ctx, kuraKey, json.RawMessage(value), 0)
@@ -142,6 +143,7 @@ func runHuge(ctx context.Context, env *Env, res *Result) error {
 		return err
 	}
 	large := c.Stats().LargeValues
+	res.count("kura.large_value_warnings", int64(large))
 
 	t := Table{Title: fmt.Sprintf("A %s summary over a %.3f Gbit/s link (a small node's baseline)", human(int64(len(value))), float64(smallNodeBandwidth)*8/1e9),
 		Columns: []string{"how it is stored", "stored bytes", "bytes up (SET)", "SET", "bytes down (GET)", "GET", "GETs/s that fill the link"}}
@@ -150,8 +152,10 @@ func runHuge(ctx context.Context, env *Env, res *Result) error {
 	for _, r := range []hugeRow{raw, viaKura} {
 		t.Rows = append(t.Rows, []string{r.name, human(int64(r.stored)), human(r.up), round(r.setD), human(r.down), round(r.getD),
 			fmt.Sprintf("%.0f", r.perSecLimit)})
-		sizeChart.Bars = append(sizeChart.Bars, Bar{Label: r.name, Value: float64(r.up + r.down), Kura: r.kura})
-		timeChart.Bars = append(timeChart.Bars, Bar{Label: r.name, Value: ms(r.getD), Kura: r.kura})
+		res.count(r.short+".bytes_up", r.up)
+		res.count(r.short+".bytes_down", r.down)
+		sizeChart.Bars = append(sizeChart.Bars, Bar{Label: r.short, Value: float64(r.up + r.down), Kura: r.kura})
+		timeChart.Bars = append(timeChart.Bars, Bar{Label: r.short, Value: ms(r.getD), Kura: r.kura})
 	}
 	res.Tables = append(res.Tables, t)
 	res.Charts = append(res.Charts, sizeChart, timeChart)

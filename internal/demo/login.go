@@ -26,8 +26,10 @@ func loginScenario() scenario {
 
 // loginApproach is one way to read a user's items through memcached.
 type loginApproach struct {
-	name string
-	kura bool
+	name  string
+	short string // the label of its bars
+	key   string // its name in Result.Counts
+	kura  bool
 	// login reads every item of the user.
 	login func(ctx context.Context) (int, error)
 	// flush empties the cache of this approach's keys.
@@ -80,7 +82,7 @@ func runLogin(ctx context.Context, env *Env, res *Result) error {
 			return err
 		}
 		key := fmt.Sprintf("inventory:user:%d", user)
-		approaches = append(approaches, &loginApproach{name: "whole inventory as one value", db: db,
+		approaches = append(approaches, &loginApproach{name: "whole inventory as one value", short: "whole inventory, 1 value", key: "whole_list", db: db,
 			login: func(ctx context.Context) (int, error) {
 				v, err := c.Fetch(ctx, key, 0, func(ctx context.Context, _ string) ([]Item, error) {
 					return env.itemsOfUser(ctx, db, user)
@@ -117,7 +119,7 @@ func runLogin(ctx context.Context, env *Env, res *Result) error {
 		if err != nil {
 			return err
 		}
-		a := &loginApproach{name: "id list + rows, per-key write-back", db: db,
+		a := &loginApproach{name: "id list + rows, per-key write-back", short: "per-key write-back", key: "per_key", db: db,
 			flush: func(ctx context.Context) error {
 				ids, err := env.itemIDs(ctx, &dbCounter{}, user)
 				if err != nil {
@@ -132,7 +134,7 @@ func runLogin(ctx context.Context, env *Env, res *Result) error {
 			changed: func(ctx context.Context, id int64) error { return idx.Changed(ctx, id) },
 		}
 		if viaIndex {
-			a.name, a.kura = "kura Index (batched write-back)", true
+			a.name, a.short, a.key, a.kura = "kura Index (batched write-back)", "kura Index", "index", true
 			a.login = func(ctx context.Context) (int, error) {
 				got, err := idx.Fetch(ctx, user)
 				return len(got), err
@@ -232,9 +234,14 @@ func runLogin(ctx context.Context, env *Env, res *Result) error {
 			round(p.cold.d), fmt.Sprint(p.cold.roundTrips), fmt.Sprint(p.cold.rows),
 			round(p.warm.d), fmt.Sprint(p.warm.roundTrips), fmt.Sprint(p.warm.rows),
 			round(p.after.d), fmt.Sprint(p.after.rows)})
-		cold.Bars = append(cold.Bars, Bar{Label: a.name, Value: ms(p.cold.d), Kura: a.kura})
-		coldRT.Bars = append(coldRT.Bars, Bar{Label: a.name, Value: float64(p.cold.roundTrips), Kura: a.kura})
-		changedRows.Bars = append(changedRows.Bars, Bar{Label: a.name, Value: float64(p.after.rows), Kura: a.kura})
+		for phase, m := range map[string]loginMeasure{"cold": p.cold, "warm": p.warm, "changed": p.after} {
+			res.count(phase+"."+a.key+".round_trips", m.roundTrips)
+			res.count(phase+"."+a.key+".db_rows", m.rows)
+			res.count(phase+"."+a.key+".db_queries", m.queries)
+		}
+		cold.Bars = append(cold.Bars, Bar{Label: a.short, Value: ms(p.cold.d), Kura: a.kura})
+		coldRT.Bars = append(coldRT.Bars, Bar{Label: a.short, Value: float64(p.cold.roundTrips), Kura: a.kura})
+		changedRows.Bars = append(changedRows.Bars, Bar{Label: a.short, Value: float64(p.after.rows), Kura: a.kura})
 	}
 	res.Tables = append(res.Tables, t)
 	res.Charts = append(res.Charts, cold, coldRT, changedRows)

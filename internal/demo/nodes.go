@@ -63,6 +63,8 @@ func runNodes(ctx context.Context, env *Env, res *Result) error {
 		}
 		t.Rows = append(t.Rows, []string{s.Value, fmt.Sprintf("%.0f", r.OpsPerSec), ratio(r.OpsPerSec, base),
 			fmt.Sprintf("%.2fms", r.Latency.P50), fmt.Sprintf("%.2fms", r.Latency.P99), cores, fmt.Sprint(r.Errors)})
+		res.count("io_threads_"+s.Value+".ops", r.Ops)
+		res.count("io_threads_"+s.Value+".errors", r.Errors)
 		chart.Bars = append(chart.Bars, Bar{Label: "io-threads " + s.Value, Value: r.OpsPerSec})
 	}
 	seed := Table{Title: "Second input: the field report's managed Redis (1,024 connections)",

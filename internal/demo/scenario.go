@@ -102,14 +102,24 @@ type Result struct {
 	// Reason explains a skip or what is not built.
 	Reason string `json:"reason,omitempty"`
 	// Missing lists the parts of kura's answer that are not built yet.
-	Missing  []string `json:"missing,omitempty"`
-	Tables   []Table  `json:"tables,omitempty"`
-	Charts   []Chart  `json:"charts,omitempty"`
-	Checks   []Check  `json:"checks,omitempty"`
-	Notes    []string `json:"notes,omitempty"`
-	Commands []string `json:"commands,omitempty"`
+	Missing []string `json:"missing,omitempty"`
+	Tables  []Table  `json:"tables,omitempty"`
+	Charts  []Chart  `json:"charts,omitempty"`
+	Checks  []Check  `json:"checks,omitempty"`
+	// Counts holds the scenario's raw counts by name, for scripts
+	// ("cold.per_key.round_trips").
+	Counts   map[string]int64 `json:"counts,omitempty"`
+	Notes    []string         `json:"notes,omitempty"`
+	Commands []string         `json:"commands,omitempty"`
 	// Seconds is how long the scenario took.
 	Seconds float64 `json:"seconds"`
+}
+
+func (r *Result) count(name string, v int64) {
+	if r.Counts == nil {
+		r.Counts = map[string]int64{}
+	}
+	r.Counts[name] = v
 }
 
 func (r *Result) note(format string, args ...any) {
@@ -121,6 +131,7 @@ func (r *Result) note(format string, args ...any) {
 type Size struct {
 	Articles      int           // rows in the articles table
 	Reads         int           // Fetches per codec
+	DictSamples   int           // articles the zstd dictionary is trained on
 	Concurrency   int           // reading goroutines
 	Items         int           // items of the user who logs in
 	SweepDuration time.Duration // per step of the bench sweep
@@ -130,15 +141,15 @@ type Size struct {
 
 // FullSize is the size `kura demo` runs (well under 4 minutes on 2 cores).
 func FullSize() Size {
-	return Size{Articles: 1000, Reads: 20000, Concurrency: 16, Items: 2000,
-	SweepDuration: 3 * time.Second, LoadDuration: 5 * time.Second, HugeBytes: 1_300_000}
+	return Size{Articles: 1000, Reads: 20000, DictSamples: 100, Concurrency: 16, Items: 2000,
+		SweepDuration: 3 * time.Second, LoadDuration: 5 * time.Second, HugeBytes: 1_300_000}
 }
 
 // SmallSize is the size of the end-to-end test (every scenario, seconds
 // each).
 func SmallSize() Size {
-	return Size{Articles: 60, Reads: 600, Concurrency: 4, Items: 300,
-	SweepDuration: 300 * time.Millisecond, LoadDuration: time.Second, HugeBytes: 1_300_000}
+	return Size{Articles: 60, Reads: 300, DictSamples: 12, Concurrency: 4, Items: 300,
+		SweepDuration: 300 * time.Millisecond, LoadDuration: time.Second, HugeBytes: 1_300_000}
 }
 
 // Config configures Run. The zero value runs every scenario at FullSize.
