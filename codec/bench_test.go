@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	rediscache "github.com/go-redis/cache/v9"
 	"github.com/golang/snappy"
@@ -248,5 +249,31 @@ func BenchmarkCompressBySize(b *testing.B) {
 				}
 			}
 		}
+	}
+}
+
+// BenchmarkParseHeader is the cost version 2 adds to every read: the
+// header parse is the only step that changed (the payload is decoded as in
+// version 1).
+//
+//	go test ./codec -run '^$' -bench ParseHeader -count 10
+func BenchmarkParseHeader(b *testing.B) {
+	v1 := AppendHeader(nil, Header{Version: Version1, Serializer: IDMsgPack, Compressor: IDS2, RawLen: 15021})
+	v2 := AppendHeader(nil, Header{Serializer: IDMsgPack, Compressor: IDS2, RawLen: 15021})
+	v2f := AppendHeader(nil, Header{Serializer: IDMsgPack, Compressor: IDS2, RawLen: 15021, Fields: Fields{
+		Schema: 0x9e3779b9, HasSchema: true, Written: time.UnixMilli(1795000000123), TTL: time.Hour, Cost: 4500 * time.Microsecond,
+	}})
+	for _, bc := range []struct {
+		name string
+		data []byte
+	}{{"v1", v1}, {"v2", v2}, {"v2-fields", v2f}} {
+		b.Run(bc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := ParseHeader(bc.data); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
