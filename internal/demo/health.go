@@ -2,6 +2,7 @@ package demo
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -21,6 +22,11 @@ import (
 // "Redis cannot answer quickly", and the request goes to the database.
 const pingThreshold = 200 * time.Millisecond
 
+// healthCallers is the number of application goroutines.
+const healthCallers = 8
+
+var errMonitorNotBuilt = errors.New("kura's per-node monitor is not built yet")
+
 func healthScenario() scenario {
 	return scenario{
 		name:    "health",
@@ -34,15 +40,28 @@ func healthScenario() scenario {
 
 // healthPhase is what the application's callers saw in one phase.
 type healthPhase struct {
-	requests     int64
-	pings        int64 // PINGs the server received from the application
-	falseDown    int64 // requests that judged a healthy server down
-	dbFallbacks  int64 // requests sent to the database
-	pingHist     *hdrhistogram.Histogram
-	requestHist  *hdrhistogram.Histogram
-	appGets      int64
-	loadOpsPerS  float64
-	loadNetOutMB float64
+	name        string
+	kura        bool
+	requests    int64
+	pings       int64 // PINGs the server received from the application
+	gets        int64 // GETs the server received from the application
+	down        int64 // "down" verdicts (per-request: slow PINGs; monitor: entries into Down)
+	fallbacks   int64 // requests answered by the loader (the database)
+	pingHist    *hdrhistogram.Histogram
+	requestHist *hdrhistogram.Histogram
+	loadOps     float64
+	loadNetMBps float64
+}
+
+// healthApp is one way the application checks health and reads.
+type healthApp struct {
+	name string
+	kura bool
+	// request serves one request; it reports whether it PINGed (and how
+	// long that took), and whether it went to the database.
+	request func(ctx context.Context, i int) (pingTook time.Duration, pinged, fellBack bool, err error)
+	// downs counts "down" verdicts so far.
+	downs func() int64
 }
 
 func runHealth(ctx context.Context, env *Env, res *Result) error {
@@ -52,110 +71,194 @@ func runHealth(ctx context.Context, env *Env, res *Result) error {
 		return err
 	}
 	defer proxy.Close()
+	const keys = 500
+	value := strings.Repeat("cached page fragment ", 500) // ~10 KB
+	loader := func(fellBack *bool) kura.Loader[string] {
+		return func(context.Context, string) (string, error) { *fellBack = true; return value, nil }
+	}
+
+	// Before: a PING through the shared client before every request.
 	client, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{proxy.Addr()},
 		DisableCache: true, ForceSingleClient: true})
 	if err != nil {
 		return err
 	}
 	defer client.Close()
-	st := redisstore.NewFromClient(client)
-	c, err := kura.New[string](st, kura.Options{Name: "health", TTL: time.Hour})
+	shared, err := kura.New[string](redisstore.NewFromClient(client), kura.Options{Name: "health-ping", TTL: time.Hour})
 	if err != nil {
 		return err
 	}
-	const keys = 500
-	value := strings.Repeat("cached page fragment ", 500) // ~10 KB
 	for i := range keys {
-		if err := c.Set(ctx, fmt.Sprintf("page:%d", i), value, 0); err != nil {
+		if err := shared.Set(ctx, fmt.Sprintf("page:%d", i), value, 0); err != nil {
 			return err
 		}
 	}
+	var slowPings atomic.Int64
+	apps := []healthApp{{name: "PING before every request, shared pool",
+		request: func(ctx context.Context, i int) (time.Duration, bool, bool, error) {
+			t0 := time.Now()
+			pctx, cancel := context.WithTimeout(ctx, pingThreshold)
+			perr := client.Do(pctx, client.B().Ping().Build()).Error()
+			cancel()
+			took := time.Since(t0)
+			if perr != nil || took > pingThreshold {
+				slowPings.Add(1)
+				return took, true, true, nil // "Redis is down": the database answers
+			}
+			var fellBack bool
+			_, err := shared.Fetch(ctx, fmt.Sprintf("page:%d", i%keys), 0, loader(&fellBack))
+			return took, true, fellBack, err
+		},
+		downs: slowPings.Load,
+	}}
 
-	fmt.Fprintf(env.progress, "  saturating the redis-server with 10 KB GETs for %v, while the application PINGs before every request ...\n", size.LoadDuration)
-	before := proxy.Stats()
-	p, err := runUnderLoad(ctx, env, size.LoadDuration, func(ctx context.Context, i int) (pinged bool, down bool, pingTook time.Duration, err error) {
-		t0 := time.Now()
-		pctx, cancel := context.WithTimeout(ctx, pingThreshold)
-		perr := client.Do(pctx, client.B().Ping().Build()).Error()
-		cancel()
-		took := time.Since(t0)
-		if perr != nil || took > pingThreshold {
-			return true, true, took, nil
-		}
-		_, err = c.Fetch(ctx, fmt.Sprintf("page:%d", i%keys), 0, func(context.Context, string) (string, error) { return value, nil })
-		return true, false, took, err
-	})
-	if err != nil {
+	// After: kura's per-node monitor, no PING on the request path.
+	mon, err := newMonitored(ctx, proxy.Addr())
+	switch {
+	case errors.Is(err, errMonitorNotBuilt):
+		res.Missing = append(res.Missing, "kura's per-node monitor (one probe at a time on a dedicated connection; up/suspect/down with a circuit breaker) is not built yet, so its half of the comparison (monitor probes, false \"down\" verdicts, what callers see when the server stalls) is not shown")
+	case err != nil:
 		return err
+	default:
+		defer mon.Close()
+		monCache, err := kura.New[string](mon, kura.Options{Name: "health-monitor", TTL: time.Hour})
+		if err != nil {
+			return err
+		}
+		apps = append(apps, healthApp{name: "kura per-node monitor", kura: true,
+			request: func(ctx context.Context, i int) (time.Duration, bool, bool, error) {
+				var fellBack bool
+				_, err := monCache.Fetch(ctx, fmt.Sprintf("page:%d", i%keys), 0, loader(&fellBack))
+				return 0, false, fellBack, err
+			},
+			downs: mon.downs,
+		})
 	}
-	d := proxy.Stats().Sub(before)
-	p.pings = d.Commands["ping"]
-	p.appGets = d.Commands["get"]
 
-	res.count("per_request.requests", p.requests)
-	res.count("per_request.pings", p.pings)
-	res.count("per_request.gets", p.appGets)
-	res.count("per_request.false_down", p.falseDown)
-	t := Table{Columns: []string{"health check", "requests", "PINGs sent", "PING p50", "PING p99", "PING max",
-		"judged down (> 200 ms)", "request p99", "load on server"}}
-	t.Rows = append(t.Rows, []string{"PING before every request, shared pool", fmt.Sprint(p.requests), fmt.Sprint(p.pings),
-		usRound(p.pingHist.ValueAtQuantile(50)), usRound(p.pingHist.ValueAtQuantile(99)), usRound(p.pingHist.Max()),
-		fmt.Sprint(p.falseDown), usRound(p.requestHist.ValueAtQuantile(99)),
-		fmt.Sprintf("%.0f GET/s, %.0f MB/s out", p.loadOpsPerS, p.loadNetOutMB)})
-	res.Tables = append(res.Tables, t)
-	res.Charts = append(res.Charts, Chart{Title: "PING latency through the shared pool, under load", Unit: "ms", Bars: []Bar{
-		{Label: "p50", Value: float64(p.pingHist.ValueAtQuantile(50)) / 1000},
-		{Label: "p99", Value: float64(p.pingHist.ValueAtQuantile(99)) / 1000},
-		{Label: "max", Value: float64(p.pingHist.Max()) / 1000},
-	}}, Chart{Title: "Commands the application sent to Redis", Unit: "commands", Bars: []Bar{
-		{Label: "GET (real work)", Value: float64(p.appGets)},
-		{Label: "PING (health checks)", Value: float64(p.pings)},
-	}})
-	res.note("The application: 8 callers, each PINGs through the shared client (the same pipeline as its GETs) and then Fetches a ~10 KB value; a PING over %v counts as \"down\" and the request would go to the database. Meanwhile a load generator saturates the same redis-server with 10 KB GETs.", pingThreshold)
-	res.note("PINGs and GETs are counted by a proxy between the application and the server. One PING per request doubles the commands the server must answer.")
-	res.note("On this machine's loopback the server answers far faster than across a network; a PING over %v needs the server to be much busier than 2 cores can make it, so few or no false verdicts here is an expected result, not a fix.", pingThreshold)
-	res.Missing = append(res.Missing, "kura's per-node monitor (store/health: one probe at a time on a dedicated connection, up/suspect/down with a circuit breaker) is not built yet, so the after-half (monitor probes, false \"down\" verdicts, what callers see when the server then stalls) is not shown")
+	var loaded, stalled []*healthPhase
+	for _, app := range apps {
+		fmt.Fprintf(env.progress, "  %s: %v with a load generator saturating the redis-server with 10 KB GETs ...\n", app.name, size.LoadDuration)
+		p, err := runHealthPhase(ctx, env, proxy, app, size.LoadDuration, true)
+		if err != nil {
+			return err
+		}
+		loaded = append(loaded, p)
+	}
+	for _, app := range apps {
+		fmt.Fprintf(env.progress, "  %s: the server stops answering for %v ...\n", app.name, size.StallDuration)
+		proxy.Stall()
+		p, err := runHealthPhase(ctx, env, proxy, app, size.StallDuration, false)
+		proxy.Unstall()
+		if err != nil {
+			return err
+		}
+		stalled = append(stalled, p)
+		time.Sleep(2 * time.Second) // let the monitor see the node up again
+	}
+
+	t := Table{Title: "Under load: a load generator saturates the redis-server while the application serves requests",
+		Columns: []string{"health check", "requests", "PINGs sent", "PING p50", "PING p99", "PING max",
+			"judged down", "request p99", "load on the server"}}
+	pingChart := Chart{Title: "PINGs the application sent, under load", Unit: "PINGs"}
+	downChart := Chart{Title: "False \"down\" verdicts, under load", Unit: "verdicts"}
+	for _, p := range loaded {
+		pings := []string{"-", "-", "-"}
+		if p.pingHist.TotalCount() > 0 {
+			pings = []string{usRound(p.pingHist.ValueAtQuantile(50)), usRound(p.pingHist.ValueAtQuantile(99)), usRound(p.pingHist.Max())}
+		}
+		t.Rows = append(t.Rows, []string{p.name, fmt.Sprint(p.requests), fmt.Sprint(p.pings), pings[0], pings[1], pings[2],
+			fmt.Sprint(p.down), usRound(p.requestHist.ValueAtQuantile(99)),
+			fmt.Sprintf("%.0f GET/s, %.0f MB/s out", p.loadOps, p.loadNetMBps)})
+		pingChart.Bars = append(pingChart.Bars, Bar{Label: shortHealth(p.name), Value: float64(p.pings), Kura: p.kura})
+		downChart.Bars = append(downChart.Bars, Bar{Label: shortHealth(p.name), Value: float64(p.down), Kura: p.kura})
+		key := "per_request"
+		if p.kura {
+			key = "monitor"
+		}
+		res.count(key+".requests", p.requests)
+		res.count(key+".pings", p.pings)
+		res.count(key+".gets", p.gets)
+		res.count(key+".false_down", p.down)
+	}
+	st := Table{Title: fmt.Sprintf("The server stalls for %v (nothing answers): what callers saw", size.StallDuration),
+		Columns: []string{"health check", "requests", "request p50", "request p99", "answered by the database", "judged down"}}
+	stallChart := Chart{Title: "Stalled server: request p99", Unit: "ms"}
+	for _, p := range stalled {
+		st.Rows = append(st.Rows, []string{p.name, fmt.Sprint(p.requests), usRound(p.requestHist.ValueAtQuantile(50)),
+			usRound(p.requestHist.ValueAtQuantile(99)), fmt.Sprint(p.fallbacks), fmt.Sprint(p.down)})
+		stallChart.Bars = append(stallChart.Bars, Bar{Label: shortHealth(p.name), Value: float64(p.requestHist.ValueAtQuantile(99)) / 1000, Kura: p.kura})
+		key := "per_request"
+		if p.kura {
+			key = "monitor"
+		}
+		res.count(key+".stall.requests", p.requests)
+		res.count(key+".stall.fallbacks", p.fallbacks)
+	}
+	res.Tables = append(res.Tables, t, st)
+	res.Charts = append(res.Charts, pingChart, downChart, stallChart)
+	if len(loaded) == 2 {
+		before, after := loaded[0], loaded[1]
+		res.Checks = append(res.Checks,
+			Check{What: "PINGs the server answered for the application, under load", Before: before.pings, After: after.pings, Want: "less"},
+			Check{What: "false \"down\" verdicts on a busy but healthy server", Before: before.down, After: after.down, Want: "no more"},
+		)
+	}
+	res.note("The application: %d callers; each request Fetches a ~10 KB value. Per-request checking PINGs through the shared client first (the same pipeline as the GETs) and treats a PING over %v as \"down\", sending the request to the database.", healthCallers, pingThreshold)
+	res.note("PINGs and GETs are counted by a proxy between the application and the server; the stall is the proxy holding all traffic, as a server that stops answering.")
+	res.note("On loopback the server answers far faster than across a network: a PING over %v needs the server much busier than 2 cores can make it, so few or no false verdicts in the per-request row is this machine's limit, not a fix.", pingThreshold)
 	res.Commands = append(res.Commands, "kura demo --only health",
 		fmt.Sprintf("kura bench redis://HOST:PORT --command get --data-size 10000 --prefill --keys 1000 --connections 32 --pipeline 8 --duration %v   # the saturating load", size.LoadDuration))
 	return nil
 }
 
-// runUnderLoad saturates the demo's redis-server with a load generator for
-// d while 8 application callers run request in a loop.
-func runUnderLoad(ctx context.Context, env *Env, d time.Duration,
-	request func(ctx context.Context, i int) (pinged, down bool, pingTook time.Duration, err error)) (*healthPhase, error) {
-	loadCtx, stopLoad := context.WithCancel(ctx)
-	defer stopLoad()
+func shortHealth(name string) string {
+	if strings.HasPrefix(name, "PING") {
+		return "PING per request"
+	}
+	return "kura monitor"
+}
+
+// runHealthPhase runs the application's callers for d, with a load
+// generator saturating the demo's redis-server when withLoad is set.
+func runHealthPhase(ctx context.Context, env *Env, proxy *faults.Proxy, app healthApp, d time.Duration, withLoad bool) (*healthPhase, error) {
 	type loadResult struct {
 		r   *loadgen.Result
 		err error
 	}
 	loadDone := make(chan loadResult, 1)
-	go func() {
-		r, err := loadgen.Run(loadCtx, loadgen.Config{Target: env.redis.URL(), Command: loadgen.CmdGet,
-			Keys: 1000, DataSize: "10000", Prefill: true, Connections: 32, Pipeline: 8, Duration: d})
-		loadDone <- loadResult{r, err}
-	}()
-	// Let the prefill finish and the load reach the server first.
-	time.Sleep(300 * time.Millisecond)
+	runFor := d
+	if withLoad {
+		loadCtx, stopLoad := context.WithCancel(ctx)
+		defer stopLoad()
+		go func() {
+			r, err := loadgen.Run(loadCtx, loadgen.Config{Target: env.redis.URL(), Command: loadgen.CmdGet,
+				Keys: 1000, DataSize: "10000", Prefill: true, Connections: 32, Pipeline: 8, Duration: d})
+			loadDone <- loadResult{r, err}
+		}()
+		// Let the prefill finish and the load reach the server first.
+		time.Sleep(300 * time.Millisecond)
+		runFor = d - 300*time.Millisecond
+	}
 
-	p := &healthPhase{
+	p := &healthPhase{name: app.name, kura: app.kura,
 		pingHist:    hdrhistogram.New(1, int64(time.Minute/time.Microsecond), 3),
 		requestHist: hdrhistogram.New(1, int64(time.Minute/time.Microsecond), 3),
 	}
+	before := proxy.Stats()
+	downs0 := app.downs()
 	var mu sync.Mutex
 	var firstErr error
 	var n atomic.Int64
-	deadline := time.Now().Add(d - 300*time.Millisecond)
+	deadline := time.Now().Add(runFor)
 	var wg sync.WaitGroup
-	for range 8 {
+	for range healthCallers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for time.Now().Before(deadline) && ctx.Err() == nil {
 				i := int(n.Add(1))
 				t0 := time.Now()
-				pinged, down, took, err := request(ctx, i)
+				took, pinged, fellBack, err := app.request(ctx, i)
 				total := time.Since(t0)
 				mu.Lock()
 				if err != nil && firstErr == nil {
@@ -165,9 +268,8 @@ func runUnderLoad(ctx context.Context, env *Env, d time.Duration,
 				if pinged {
 					_ = p.pingHist.RecordValue(took.Microseconds())
 				}
-				if down {
-					p.falseDown++
-					p.dbFallbacks++
+				if fellBack {
+					p.fallbacks++
 				}
 				_ = p.requestHist.RecordValue(total.Microseconds())
 				mu.Unlock()
@@ -175,17 +277,24 @@ func runUnderLoad(ctx context.Context, env *Env, d time.Duration,
 		}()
 	}
 	wg.Wait()
-	lr := <-loadDone
+	p.down = app.downs() - downs0
+	if withLoad {
+		lr := <-loadDone
+		if lr.err != nil {
+			return nil, fmt.Errorf("load generator: %w", lr.err)
+		}
+		p.loadOps = lr.r.OpsPerSec
+		if lr.r.Server != nil && lr.r.DurationSeconds > 0 {
+			p.loadNetMBps = float64(lr.r.Server.NetOutBytes) / lr.r.DurationSeconds / 1e6
+		}
+	}
 	if firstErr != nil {
 		return nil, firstErr
 	}
-	if lr.err != nil {
-		return nil, fmt.Errorf("load generator: %w", lr.err)
-	}
-	p.loadOpsPerS = lr.r.OpsPerSec
-	if lr.r.Server != nil {
-		p.loadNetOutMB = float64(lr.r.Server.NetOutBytes) / lr.r.DurationSeconds / 1e6
-	}
+	// In a stall the proxy holds the requests: counted as they arrive, so
+	// count what reached it before the traffic flows again.
+	d2 := proxy.Stats().Sub(before)
+	p.pings, p.gets = d2.Commands["ping"], d2.Commands["get"]
 	return p, nil
 }
 

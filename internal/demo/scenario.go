@@ -72,7 +72,7 @@ type Check struct {
 	Before int64  `json:"before"`
 	After  int64  `json:"after"`
 	// Want is "less" (kura's count must be lower), "more" (kura's must be
-	// higher: a warning that only kura gives) or "equal".
+	// higher: a warning that only kura gives), "no more" or "equal".
 	Want string `json:"want"`
 }
 
@@ -83,6 +83,8 @@ func (c Check) Holds() bool {
 		return c.Before == c.After
 	case "more":
 		return c.After > c.Before
+	case "no more":
+		return c.After <= c.Before
 	default:
 		return c.After < c.Before
 	}
@@ -136,20 +138,21 @@ type Size struct {
 	Items         int           // items of the user who logs in
 	SweepDuration time.Duration // per step of the bench sweep
 	LoadDuration  time.Duration // the health scenario's saturation phase
+	StallDuration time.Duration // the health scenario's stalled-server phase
 	HugeBytes     int           // the huge value's size
 }
 
 // FullSize is the size `kura demo` runs (well under 4 minutes on 2 cores).
 func FullSize() Size {
 	return Size{Articles: 1000, Reads: 20000, DictSamples: 100, Concurrency: 16, Items: 2000,
-		SweepDuration: 3 * time.Second, LoadDuration: 5 * time.Second, HugeBytes: 1_300_000}
+		SweepDuration: 3 * time.Second, LoadDuration: 5 * time.Second, StallDuration: 2 * time.Second, HugeBytes: 1_300_000}
 }
 
 // SmallSize is the size of the end-to-end test (every scenario, seconds
 // each).
 func SmallSize() Size {
 	return Size{Articles: 60, Reads: 300, DictSamples: 12, Concurrency: 4, Items: 300,
-		SweepDuration: 300 * time.Millisecond, LoadDuration: time.Second, HugeBytes: 1_300_000}
+		SweepDuration: 300 * time.Millisecond, LoadDuration: time.Second, StallDuration: 700 * time.Millisecond, HugeBytes: 1_300_000}
 }
 
 // Config configures Run. The zero value runs every scenario at FullSize.

@@ -1,0 +1,41 @@
+//go:build kura_health
+
+package demo
+
+import (
+	"context"
+
+	"github.com/kuracache/kura/store/health"
+	"github.com/kuracache/kura/store/redisstore"
+)
+
+// monitorBuilt says whether kura's per-node monitor exists in this build.
+const monitorBuilt = true
+
+// monitored is a store behind kura's per-node monitor.
+type monitored struct {
+	*health.Store
+	// downs counts the times the monitor declared a node Down.
+	downs func() int64
+}
+
+// newMonitored connects to the redis-server at addr and puts kura's
+// per-node monitor (store/health, default options) in front of it.
+func newMonitored(ctx context.Context, addr string) (*monitored, error) {
+	rs, err := redisstore.New(ctx, redisstore.Options{Addrs: []string{addr}})
+	if err != nil {
+		return nil, err
+	}
+	hs, err := health.New(rs, health.Options{})
+	if err != nil {
+		rs.Close()
+		return nil, err
+	}
+	return &monitored{Store: hs, downs: func() int64 {
+		var n int64
+		for _, s := range hs.Stats().Nodes {
+			n += int64(s.Transitions[health.Down])
+		}
+		return n
+	}}, nil
+}

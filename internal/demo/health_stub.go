@@ -1,0 +1,23 @@
+//go:build !kura_health
+
+package demo
+
+import (
+	"context"
+
+	"github.com/kuracache/kura/store"
+)
+
+// monitorBuilt says whether kura's per-node monitor exists in this build.
+const monitorBuilt = false
+
+// monitored is a store behind kura's per-node monitor.
+type monitored struct {
+	store.Store
+	// falseDowns counts the times the monitor declared a node Down.
+	downs func() int64
+}
+
+func newMonitored(context.Context, string) (*monitored, error) {
+	return nil, errMonitorNotBuilt
+}
