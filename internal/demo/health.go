@@ -25,7 +25,10 @@ const pingThreshold = 200 * time.Millisecond
 // healthCallers is the number of application goroutines.
 const healthCallers = 8
 
-var errMonitorNotBuilt = errors.New("kura's per-node monitor is not built yet")
+var (
+	errMonitorNotBuilt = errors.New("kura's per-node monitor is not built yet")
+	errScanNotBuilt    = errors.New("kura scan is not built yet")
+)
 
 func healthScenario() scenario {
 	return scenario{

@@ -3,6 +3,7 @@ package demo
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"time"
@@ -187,9 +188,32 @@ func runHuge(ctx context.Context, env *Env, res *Result) error {
 
 	res.note("The proxy limits each direction to %s/s, shared by every connection, as one node's link; bytes are counted by the proxy.", human(smallNodeBandwidth))
 	res.note("In production a 1.3 MB SET took 8 s on a t2.small because everything else shared that link; alone on the link it takes the time shown, and the last column is how many reads per second fill the link by themselves.")
-	res.Missing = append(res.Missing,
-		"kura scan (finding the largest keys on a live server) is not built yet",
-		"kura plan naming a node type whose link carries this value is not built yet")
 	res.Commands = append(res.Commands, "kura demo --only huge", "kura inspect redis://HOST:PORT "+kuraKey)
+
+	// kura scan: the walk a person would run to find such values.
+	big, walked, err := scanBigValues(ctx, st, "redis://"+env.redis.Addr, float64(smallNodeBandwidth)*8)
+	switch {
+	case errors.Is(err, errScanNotBuilt):
+		res.Missing = append(res.Missing, "kura scan (walking a live server for its biggest values) is not built yet")
+	case err != nil:
+		return fmt.Errorf("kura scan: %w", err)
+	default:
+		bt := Table{Title: fmt.Sprintf("kura scan: values over 100 KB among the %d keys on the server, costed at %.3f Gbit/s", walked, float64(smallNodeBandwidth)*8/1e9),
+			Columns: []string{"key", "value bytes", "one read", "reads/s that fill the link"}}
+		found := false
+		for _, b := range big {
+			bt.Rows = append(bt.Rows, []string{b.key, human(b.bytes), round(time.Duration(b.readSeconds * float64(time.Second))), fmt.Sprintf("%.0f", b.readsPerSec)})
+			found = found || b.key == rawKey
+		}
+		res.Tables = append(res.Tables, bt)
+		var foundN int64
+		if found {
+			foundN = 1
+		}
+		res.count("scan.big_values", int64(len(big)))
+		res.count("scan.found_huge", foundN)
+		res.Commands = append(res.Commands, fmt.Sprintf("kura scan redis://HOST:PORT --bandwidth %.0f", float64(smallNodeBandwidth)*8))
+	}
+	res.Missing = append(res.Missing, "kura plan naming a node type whose link carries this value is not built yet")
 	return nil
 }
