@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/kuracache/kura"
@@ -212,8 +213,36 @@ func runHuge(ctx context.Context, env *Env, res *Result) error {
 		}
 		res.count("scan.big_values", int64(len(big)))
 		res.count("scan.found_huge", foundN)
-		res.Commands = append(res.Commands, fmt.Sprintf("kura scan redis://HOST:PORT --bandwidth %.0f", float64(smallNodeBandwidth)*8))
+		res.Commands = append(res.Commands, fmt.Sprintf("kura scan redis://HOST:PORT --bandwidth %.0fMbit", float64(smallNodeBandwidth)*8/1e6))
 	}
-	res.Missing = append(res.Missing, "kura plan naming a node type whose link carries this value is not built yet")
+	// kura plan: which node type's link carries this value.
+	const readsPerSec = 20 // labelled: the field report gives no rate
+	rows, err := planLargest(float64(raw.stored), readsPerSec)
+	switch {
+	case errors.Is(err, errPlanNotBuilt):
+		res.Missing = append(res.Missing, "kura plan naming a node type whose link carries this value is not built yet")
+	case err != nil:
+		return fmt.Errorf("kura plan: %w", err)
+	default:
+		pt := Table{Title: fmt.Sprintf("kura plan: the %s value read %d times a second, against each node type's baseline link", human(int64(raw.stored)), readsPerSec),
+			Columns: []string{"node type", "one transfer", "link keeps up", "per month"}}
+		var carry, fail []string
+		for _, r := range rows {
+			fits := "no"
+			if r.largestFits {
+				fits = "yes"
+				carry = append(carry, r.node)
+			} else {
+				fail = append(fail, r.node)
+			}
+			pt.Rows = append(pt.Rows, []string{r.node, round(time.Duration(r.largestSeconds * float64(time.Second))), fits, r.monthly})
+		}
+		res.Tables = append(res.Tables, pt)
+		if len(carry) > 0 {
+			res.note("kura plan: node types whose baseline link carries %d reads/s of this value: %s; too thin: %s.",
+				readsPerSec, strings.Join(carry, ", "), strings.Join(fail, ", "))
+		}
+		res.Commands = append(res.Commands, fmt.Sprintf("kura plan --keys 1 --value-size %d --max-value %d --reads %d --large-per-sec %d", raw.stored, raw.stored, readsPerSec, readsPerSec))
+	}
 	return nil
 }
