@@ -223,6 +223,10 @@ func runBytes(ctx context.Context, env *Env, res *Result) error {
 	}
 	res.Tables = append(res.Tables, t)
 	res.Charts = append(res.Charts, bytesChart, sizeChart, rateChart)
+	def, dict := by["kura default"], by["kura + trained dictionary"]
+	res.Headline = fmt.Sprintf("Redis sent %s for gob, %s with kura's default (%s), %s with a trained dictionary (%s)",
+		human(gob.wireBytes), human(def.wireBytes), ratio(float64(def.wireBytes), float64(gob.wireBytes)),
+		human(dict.wireBytes), ratio(float64(dict.wireBytes), float64(gob.wireBytes)))
 	for _, k := range []string{"kura default", "kura + trained dictionary"} {
 		res.Checks = append(res.Checks,
 			Check{What: "bytes the server sent, gob vs " + k, Before: gob.wireBytes, After: by[k].wireBytes, Want: "less"})

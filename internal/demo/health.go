@@ -199,7 +199,11 @@ func runHealth(ctx context.Context, env *Env, res *Result) error {
 	}
 	res.Tables = append(res.Tables, t, st)
 	res.Charts = append(res.Charts, pingChart, downChart, stallChart)
+	res.Headline = fmt.Sprintf("PING before every request: %d PINGs for %d requests, PING p99 %s under load; server stalled: request p99 %s",
+		loaded[0].pings, loaded[0].requests, usRound(loaded[0].pingHist.ValueAtQuantile(99)), usRound(stalled[0].requestHist.ValueAtQuantile(99)))
 	if len(loaded) == 2 {
+		res.Headline += fmt.Sprintf("; kura's monitor: %d PINGs, %d false \"down\", stalled p99 %s",
+			loaded[1].pings, loaded[1].down, usRound(stalled[1].requestHist.ValueAtQuantile(99)))
 		before, after := loaded[0], loaded[1]
 		res.Checks = append(res.Checks,
 			Check{What: "PINGs the server answered for the application, under load", Before: before.pings, After: after.pings, Want: "less"},

@@ -9,9 +9,6 @@ import (
 	"github.com/kuracache/kura/store/redisstore"
 )
 
-// monitorBuilt says whether kura's per-node monitor exists in this build.
-const monitorBuilt = true
-
 // monitored is a store behind kura's per-node monitor.
 type monitored struct {
 	*health.Store

@@ -8,9 +8,6 @@ import (
 	"github.com/kuracache/kura/store"
 )
 
-// monitorBuilt says whether kura's per-node monitor exists in this build.
-const monitorBuilt = false
-
 // monitored is a store behind kura's per-node monitor.
 type monitored struct {
 	store.Store

@@ -28,8 +28,10 @@ body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0 auto;
 h1{font-size:26px;margin:0 0 4px}
 h2{font-size:20px;margin:0 0 6px}
 .machine{color:#556;font-size:13px}
-.toc{display:flex;gap:8px;flex-wrap:wrap;margin:14px 0 20px;padding:0;list-style:none}
-.toc a{display:block;padding:6px 10px;border-radius:6px;background:#fff;border:1px solid #dde;text-decoration:none;color:#1d2330}
+table.summary{margin:14px 0 20px;background:#fff;border:1px solid #dde3ea;font-size:13.5px;width:100%}
+table.summary td,table.summary th{white-space:normal;text-align:left;vertical-align:top}
+table.summary td:nth-child(2){white-space:nowrap}
+table.summary a{color:#0b4f8a;font-weight:600;text-decoration:none}
 section{background:#fff;border:1px solid #dde3ea;border-radius:10px;padding:18px 20px;margin:0 0 20px}
 .badge{display:inline-block;font-size:12px;padding:2px 8px;border-radius:10px;margin-left:8px;vertical-align:middle;font-weight:600}
 .badge.ran{background:#dff5e3;color:#17612a}.badge.partial{background:#fff3d6;color:#7a5200}
@@ -50,7 +52,9 @@ pre{background:#f3f5f8;padding:8px 10px;border-radius:6px;font-size:12.5px;overf
 <h1>kura demo: five cache problems, reproduced and fixed</h1>
 <div class="machine">Measured on {{.Machine}} · {{printf "%.0f" .Seconds}} s · started {{.Started.Format "2006-01-02 15:04 UTC"}} · <code>{{.Command}}</code></div>
 <div class="machine">Servers: {{range $i, $s := .Servers}}{{if $i}}; {{end}}{{$s}}{{end}}</div>
-<ul class="toc">{{range .Scenarios}}<li><a href="#{{.Name}}">{{.Title}} <span class="badge {{status .Status}}">{{.Status}}</span></a></li>{{end}}</ul>
+<table class="summary"><tr><th>problem</th><th>status</th><th>measured here</th></tr>
+{{range .Scenarios}}<tr><td><a href="#{{.Name}}">{{.Title}}</a></td><td><span class="badge {{status .Status}}">{{.Status}}</span></td><td>{{if .Headline}}{{.Headline}}{{else}}{{.Reason}}{{end}}</td></tr>
+{{end}}</table>
 {{range .Scenarios}}<section id="{{.Name}}" data-status="{{.Status}}">
 <h2>{{.Title}}<span class="badge {{status .Status}}">{{.Status}}</span></h2>
 <p class="problem"><b>Problem.</b> {{.Problem}}</p>
@@ -73,8 +77,8 @@ pre{background:#f3f5f8;padding:8px 10px;border-radius:6px;font-size:12.5px;overf
 // in grey.
 func chartSVG(c Chart) template.HTML {
 	const (
-		width  = 490
-		labelW = 190
+		width  = 450
+		labelW = 170
 		barH   = 20
 		gap    = 8
 		top    = 28
@@ -91,7 +95,7 @@ func chartSVG(c Chart) template.HTML {
 	fmt.Fprintf(&sb, `<svg xmlns="http://www.w3.org/2000/svg" class="bars" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="%s">`,
 		width, height, width, height, template.HTMLEscapeString(c.Title))
 	fmt.Fprintf(&sb, `<text x="0" y="16" font-size="13" font-weight="600" fill="#1d2330">%s</text>`, template.HTMLEscapeString(c.Title))
-	plotW := float64(width - labelW - 120)
+	plotW := float64(width - labelW - 115)
 	for i, b := range c.Bars {
 		y := top + i*(barH+gap)
 		w := plotW * b.Value / maxV
@@ -103,7 +107,7 @@ func chartSVG(c Chart) template.HTML {
 			fill = "#1f6feb"
 		}
 		fmt.Fprintf(&sb, `<text x="%d" y="%d" font-size="12" text-anchor="end" fill="#333">%s</text>`,
-			labelW-6, y+barH-6, template.HTMLEscapeString(truncate(b.Label, 30)))
+			labelW-6, y+barH-6, template.HTMLEscapeString(truncate(b.Label, 27)))
 		fmt.Fprintf(&sb, `<rect class="bar" x="%d" y="%d" width="%.1f" height="%d" rx="3" fill="%s"><title>%s: %s %s</title></rect>`,
 			labelW, y, w, barH, fill, template.HTMLEscapeString(b.Label), formatValue(b.Value), template.HTMLEscapeString(c.Unit))
 		fmt.Fprintf(&sb, `<text x="%.1f" y="%d" font-size="12" fill="#333">%s</text>`,

@@ -246,6 +246,8 @@ func runLogin(ctx context.Context, env *Env, res *Result) error {
 	res.Tables = append(res.Tables, t)
 	res.Charts = append(res.Charts, cold, coldRT, changedRows)
 	whole, perKey, index := results[0], results[1], results[2]
+	res.Headline = fmt.Sprintf("cold login %s -> %s with kura's Index (%d -> %d round trips); after one item changed %d -> %d database rows",
+		round(perKey.cold.d), round(index.cold.d), perKey.cold.roundTrips, index.cold.roundTrips, whole.after.rows, index.after.rows)
 	res.Checks = append(res.Checks,
 		Check{What: "cold login: round trips to memcached, per-key write-back vs kura Index", Before: perKey.cold.roundTrips, After: index.cold.roundTrips, Want: "less"},
 		Check{What: "cold login: database rows read, per-key write-back vs kura Index", Before: perKey.cold.rows, After: index.cold.rows, Want: "equal"},

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strings"
 
 	"github.com/kuracache/kura/loadgen"
 )
@@ -87,6 +88,11 @@ func runNodes(ctx context.Context, env *Env, res *Result) error {
 		seedChart.Bars = append(seedChart.Bars, Bar{Label: fmt.Sprintf("%d threads", p.threads), Value: p.rps})
 	}
 	res.Tables = append(res.Tables, t, seed)
+	var hs []string
+	for _, s := range sr.Steps {
+		hs = append(hs, fmt.Sprintf("%.0f HSET/s at io-threads %s", s.Result.OpsPerSec, s.Value))
+	}
+	res.Headline = "measured here: " + strings.Join(hs, ", ")
 	res.Charts = append(res.Charts, chart, seedChart)
 	res.note("This machine has %d cores, shared by the load generator and the server: it cannot show what a 6-thread node does, and a second I/O thread competes with the load generator for the same cores. Read the measured rows as this machine's ceiling, not a node's.", runtime.NumCPU())
 	res.note("The field report measured 1.65x for 2 threads and 2.35x for 6 on dedicated instances; moving from 24 nodes to 6 raised each node's load 4x but its CPU only 4/2.35 = 1.7x, and the workload stayed memory-bound.")
@@ -128,6 +134,10 @@ func runNodes(ctx context.Context, env *Env, res *Result) error {
 		}
 		res.Tables = append(res.Tables, pt)
 		res.Charts = append(res.Charts, costChart)
+		if len(gobRows) > 0 {
+			k := byNode[gobRows[0].node]
+			res.Headline += fmt.Sprintf("; kura plan: %s, %d nodes (%s) as gob, %d (%s) with kura", gobRows[0].node, gobRows[0].nodes, gobRows[0].monthly, k.nodes, k.monthly)
+		}
 		for _, n := range gobNotes {
 			if n != "" {
 				res.note("kura plan: %s", n)

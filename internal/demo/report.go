@@ -128,6 +128,14 @@ func (r *Report) WriteText(w io.Writer) error {
 			fmt.Fprintf(w, "  reproduce: %s\n", strings.Join(s.Commands, "\n             "))
 		}
 	}
+	fmt.Fprintln(w, "\n== Summary")
+	for _, s := range r.Scenarios {
+		line := s.Headline
+		if line == "" {
+			line = s.Reason
+		}
+		fmt.Fprintf(w, "  %-34s %-14s %s\n", s.Title, "["+string(s.Status)+"]", line)
+	}
 	_, err := fmt.Fprintf(w, "\nran in %.0fs on %s\n", r.Seconds, r.Machine)
 	return err
 }

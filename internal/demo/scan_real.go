@@ -9,9 +9,6 @@ import (
 	"github.com/kuracache/kura/store"
 )
 
-// scanBuilt says whether kura scan exists in this build.
-const scanBuilt = true
-
 // bigKey is one value kura scan called out as big.
 type bigKey struct {
 	key         string

@@ -103,6 +103,8 @@ type Result struct {
 	Status Status `json:"status"`
 	// Reason explains a skip or what is not built.
 	Reason string `json:"reason,omitempty"`
+	// Headline is the scenario's result in one line (before -> after).
+	Headline string `json:"headline,omitempty"`
 	// Missing lists the parts of kura's answer that are not built yet.
 	Missing []string `json:"missing,omitempty"`
 	Tables  []Table  `json:"tables,omitempty"`
