@@ -108,8 +108,8 @@ func TestDemoEndToEnd(t *testing.T) {
 		}
 	}
 	if c := counts("health"); c != nil {
-		if c["per_request.requests"] <= 0 || c["per_request.pings"] != c["per_request.requests"] {
-			t.Errorf("health: %d requests sent %d PINGs, want one each", c["per_request.requests"], c["per_request.pings"])
+		if c["per_request.requests"] <= 0 || c["per_request.pings"] < c["per_request.requests"] {
+			t.Errorf("health: %d requests sent %d PINGs, want one each at least", c["per_request.requests"], c["per_request.pings"])
 		}
 	}
 	if c := counts("huge"); c != nil {

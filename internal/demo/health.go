@@ -147,7 +147,10 @@ func runHealth(ctx context.Context, env *Env, res *Result) error {
 		}
 		loaded = append(loaded, p)
 	}
-	for _, app := range apps {
+	for i, app := range apps {
+		if i > 0 {
+			time.Sleep(time.Second) // let the monitor see the node up again
+		}
 		fmt.Fprintf(env.progress, "  %s: the server stops answering for %v ...\n", app.name, size.StallDuration)
 		proxy.Stall()
 		p, err := runHealthPhase(ctx, env, proxy, app, size.StallDuration, false)
@@ -156,7 +159,6 @@ func runHealth(ctx context.Context, env *Env, res *Result) error {
 			return err
 		}
 		stalled = append(stalled, p)
-		time.Sleep(2 * time.Second) // let the monitor see the node up again
 	}
 
 	t := Table{Title: "Under load: a load generator saturates the redis-server while the application serves requests",
