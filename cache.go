@@ -9,6 +9,7 @@ import (
 	"github.com/kuracache/kura/codec"
 	"github.com/kuracache/kura/internal/flight"
 	"github.com/kuracache/kura/store"
+	"github.com/kuracache/kura/store/health"
 )
 
 // Loader loads the value for one key from the source of truth (usually a
@@ -48,7 +49,13 @@ func New[V any](s store.Store, opts Options) (*Cache[V], error) {
 func (c *Cache[V]) Store() store.Store { return c.store }
 
 // Stats returns a snapshot of the counters.
-func (c *Cache[V]) Stats() Stats { return c.stats.snapshot(c.opts.Name) }
+func (c *Cache[V]) Stats() Stats {
+	s := c.stats.snapshot(c.opts.Name)
+	if h, ok := store.Find[*health.Store](c.store); ok {
+		s.Nodes = h.Stats().Nodes
+	}
+	return s
+}
 
 // Name returns Options.Name.
 func (c *Cache[V]) Name() string { return c.opts.Name }

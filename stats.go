@@ -4,6 +4,8 @@ import (
 	"sort"
 	"sync/atomic"
 	"time"
+
+	"github.com/kuracache/kura/store/health"
 )
 
 // Op names a timed operation in Stats.Latency.
@@ -73,6 +75,11 @@ type Stats struct {
 
 	// Latency holds one histogram per operation.
 	Latency map[Op]Histogram
+
+	// Nodes is the health of each node of the store when the Cache's
+	// store is (or wraps) a *health.Store, nil otherwise. It describes the
+	// store, shared by every Cache on it, not this Cache alone.
+	Nodes []health.NodeStats
 }
 
 // Histogram is a latency distribution over LatencyBuckets.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kuracache/kura"
 	"github.com/kuracache/kura/kuraprom"
+	"github.com/kuracache/kura/store/health"
 	"github.com/kuracache/kura/store/memstore"
 )
 
@@ -116,3 +117,54 @@ kura_index_ghosts_total{index="items_by_user"} 1
 		t.Fatal(err)
 	}
 }
+
+func TestHealthCollector(t *testing.T) {
+	src := fakeHealth{health.Stats{
+		Nodes: []health.NodeStats{{
+			Addr: "127.0.0.1:6379", State: health.Down, Probes: 7, ProbeFailures: 3, FailFast: 11,
+			ProbeLatency:    []uint64{4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+			ProbeLatencySum: 100 * time.Microsecond,
+			Transitions:     [4]uint64{0, 1, 1, 0},
+		}},
+		GutterHits: 2,
+	}}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(kuraprom.NewHealthCollector("sessions", src))
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			key := mf.GetName()
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "state" || l.GetName() == "to" || l.GetName() == "result" {
+					key += "/" + l.GetValue()
+				}
+			}
+			switch {
+			case m.Gauge != nil:
+				got[key] = m.GetGauge().GetValue()
+			case m.Counter != nil:
+				got[key] = m.GetCounter().GetValue()
+			case m.Histogram != nil:
+				got[key] = float64(m.GetHistogram().GetSampleCount())
+			}
+		}
+	}
+	for k, want := range map[string]float64{
+		"kura_node_state/down": 1, "kura_node_state/up": 0, "kura_node_probes_total": 7,
+		"kura_node_probe_failures_total": 3, "kura_node_fail_fast_total": 11,
+		"kura_node_transitions_total/down": 1, "kura_node_probe_duration_seconds": 4,
+		"kura_gutter_reads_total/hit": 2,
+	} {
+		if got[k] != want {
+			t.Errorf("%s = %v, want %v", k, got[k], want)
+		}
+	}
+}
+
+type fakeHealth struct{ st health.Stats }
+
+func (f fakeHealth) Stats() health.Stats { return f.st }

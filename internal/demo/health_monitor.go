@@ -1,5 +1,3 @@
-//go:build kura_health
-
 package demo
 
 import (

@@ -57,7 +57,9 @@ type Options struct {
 //
 // A server that is down is not replaced by another (that would serve stale
 // values once it returns): its keys fail with an error naming it, and the
-// Cache above falls back to the loader.
+// Cache above falls back to the loader. Wrap the Store with package
+// store/health so a down server's keys fail at once instead of each
+// waiting for its timeout (and, optionally, go to a gutter pool).
 type Store struct {
 	ring    *Ring
 	clients []*meta.Client
@@ -230,4 +232,33 @@ func (s *Store) Close() error {
 		_ = cl.Close()
 	}
 	return nil
+}
+
+// Interfaces for node health (package store/health).
+var (
+	_ store.NodeLocator = (*Store)(nil)
+	_ store.NodeProber  = (*Store)(nil)
+)
+
+// NodeOf returns the address of the server that owns key on the ring.
+func (s *Store) NodeOf(key string) string { return s.ring.Server(key) }
+
+// Nodes returns every server's address, in configuration order.
+func (s *Store) Nodes() []string { return s.ring.Servers() }
+
+// ProbeNode sends mn to the server at addr on the connection its client
+// keeps for probes (meta.Client.Probe), never one of the pool.
+func (s *Store) ProbeNode(ctx context.Context, addr string) error {
+	if s.closed.Load() {
+		return store.ErrClosed
+	}
+	for _, cl := range s.clients {
+		if cl.Addr() == addr {
+			if err := cl.Probe(ctx); err != nil {
+				return &store.NodeError{Addr: addr, Err: err}
+			}
+			return nil
+		}
+	}
+	return &store.NodeError{Addr: addr, Err: errors.New("not a server of this pool")}
 }

@@ -69,6 +69,7 @@ func (s *Store) groups(n int, key func(int) string, fails *failures) []group {
 type failures struct {
 	be *store.BatchError
 	op string
+	n  int // keys in the batch; 0 when not counted
 }
 
 func (f *failures) add(key, addr string, err error) {
@@ -79,10 +80,17 @@ func (f *failures) add(key, addr string, err error) {
 }
 
 // result is the batch's error: nil, a *store.BatchError, or, when ctx
-// ended, the context's error for the whole batch.
+// ended and every key failed, the context's error for the whole batch.
+// When some keys were answered (on a cluster, a stalled master's slots
+// fail while the others answer), the failed keys stay in a BatchError with
+// their servers, so the answers are used and node health knows which
+// server failed.
 func (f *failures) result(ctx context.Context) error {
 	if f.be == nil {
 		return nil
+	}
+	if f.n > 0 && len(f.be.Errors) < f.n {
+		return f.be
 	}
 	if err := ctx.Err(); err != nil {
 		for _, ke := range f.be.Errors {
@@ -103,7 +111,7 @@ func (s *Store) GetMany(ctx context.Context, keys []string) ([][]byte, error) {
 		return nil, err
 	}
 	vals := make([][]byte, len(keys))
-	fails := failures{op: "get"}
+	fails := failures{op: "get", n: len(keys)}
 	groups := s.groups(len(keys), func(i int) string { return keys[i] }, &fails)
 	if len(groups) == 0 {
 		return vals, fails.result(ctx)
@@ -152,7 +160,7 @@ func (s *Store) SetMany(ctx context.Context, items []store.Item) error {
 	if err := s.ready(ctx); err != nil {
 		return err
 	}
-	fails := failures{op: "set"}
+	fails := failures{op: "set", n: len(items)}
 	sent := make([]int, 0, len(items))
 	for i, it := range items {
 		if err := s.checkItem(it.Key, it.Value, it.TTL); err != nil {
@@ -188,7 +196,7 @@ func (s *Store) DeleteMany(ctx context.Context, keys []string) error {
 	if err := s.ready(ctx); err != nil {
 		return err
 	}
-	fails := failures{op: "delete"}
+	fails := failures{op: "delete", n: len(keys)}
 	groups := s.groups(len(keys), func(i int) string { return keys[i] }, &fails)
 	if len(groups) == 0 {
 		return fails.result(ctx)

@@ -89,6 +89,9 @@ type Store struct {
 	slots      atomic.Pointer[slotMap]
 	refreshing atomic.Bool
 
+	// probes are the dedicated per-node clients of ProbeNode (health.go).
+	probes probeSet
+
 	// Background slot-map refreshes: Close cancels and waits for them.
 	mu       sync.Mutex
 	bg       sync.WaitGroup
@@ -197,6 +200,7 @@ func open(ctx context.Context, co rueidis.ClientOption, opts Options) (*Store, e
 		return nil, connectError(seeds, err)
 	}
 	s := wrap(c, true, DefaultMaxValueSize)
+	s.probes.opt = &co
 	// One PING proves the credentials and the database before the first
 	// real command, and CONFIG GET reads the size limit. CONFIG is often
 	// disabled (managed services, ACL users without +config): then the
@@ -411,6 +415,7 @@ func (s *Store) Close() error {
 	}
 	s.bgCancel()
 	s.bg.Wait()
+	s.probes.close()
 	if s.owned {
 		s.c.Close()
 	}

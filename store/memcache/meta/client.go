@@ -74,6 +74,7 @@ type Client struct {
 	mu     sync.Mutex
 	idle   []*Conn
 	closed bool
+	probe  *Conn // Probe's own connection, never in idle
 
 	// itemSizeMax is the server's item_size_max, read once from
 	// "stats settings" on the first connection; 0 while unknown.
@@ -198,6 +199,10 @@ func (cl *Client) Close() error {
 	idle := cl.idle
 	cl.idle = nil
 	cl.closed = true
+	if cl.probe != nil {
+		idle = append(idle, cl.probe)
+		cl.probe = nil
+	}
 	cl.mu.Unlock()
 	for _, c := range idle {
 		_ = c.nc.Close()
@@ -375,4 +380,57 @@ func (cl *Client) unexpected(cmd string, res *Response) error {
 func tooLarge(key string, size, limit int, addr string) error {
 	return fmt.Errorf("memcache %s: key %q: value of %d bytes exceeds the server's item_size_max of %d bytes: %w",
 		addr, key, size, limit, store.ErrValueTooLarge)
+}
+
+// Probe sends mn and waits for MN on a connection of its own, kept apart
+// from the pool that carries application commands, so a health check never
+// waits for a free connection or behind a pipeline of real requests. One
+// Probe runs at a time per Client (a concurrent one dials its own
+// connection and closes it after). A connection that failed is closed and
+// the next Probe dials again.
+func (cl *Client) Probe(ctx context.Context) error {
+	cl.mu.Lock()
+	if cl.closed {
+		cl.mu.Unlock()
+		return ErrClientClosed
+	}
+	c := cl.probe
+	cl.probe = nil
+	cl.mu.Unlock()
+	if c == nil {
+		var err error
+		if c, err = cl.dial(ctx); err != nil {
+			return err
+		}
+	}
+	err := c.noop(ctx)
+	cl.mu.Lock()
+	if err != nil || c.Broken() != nil || cl.closed || cl.probe != nil {
+		cl.mu.Unlock()
+		_ = c.nc.Close()
+		return err
+	}
+	cl.probe = c
+	cl.mu.Unlock()
+	return nil
+}
+
+// noop is one mn/MN exchange on c.
+func (c *Conn) noop(ctx context.Context) error {
+	c.Begin(ctx)
+	defer c.End()
+	if err := c.WriteRequest(&Request{Cmd: Noop}); err != nil {
+		return err
+	}
+	if err := c.Flush(); err != nil {
+		return err
+	}
+	var res Response
+	if err := c.ReadResponse(&res); err != nil {
+		return err
+	}
+	if res.Status != MN {
+		return c.fail(c.client.unexpected("mn", &res))
+	}
+	return nil
 }
