@@ -10,6 +10,7 @@ import (
 // monitored is a store behind kura's per-node monitor.
 type monitored struct {
 	*health.Store
+	inner *redisstore.Store
 	// downs counts the times the monitor declared a node Down.
 	downs func() int64
 }
@@ -26,11 +27,20 @@ func newMonitored(ctx context.Context, addr string) (*monitored, error) {
 		rs.Close()
 		return nil, err
 	}
-	return &monitored{Store: hs, downs: func() int64 {
+	return &monitored{Store: hs, inner: rs, downs: func() int64 {
 		var n int64
 		for _, s := range hs.Stats().Nodes {
 			n += int64(s.Transitions[health.Down])
 		}
 		return n
 	}}, nil
+}
+
+// Close stops the monitor and closes the Redis store under it.
+func (m *monitored) Close() error {
+	err := m.Store.Close()
+	if cerr := m.inner.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
