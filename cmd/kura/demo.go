@@ -35,7 +35,8 @@ kura's answer next to the problem:
   nodes   How many nodes: a bench sweep of thread counts on a private
           redis-server, with an honest note on what a 2-core machine can show.
   health  Health checks under load: a PING before every request through the
-          shared pool while the server is saturated.
+          shared pool vs kura's per-node monitor, on a saturated server and
+          then a stalled one.
   huge    One huge value on a small link: a 1.3 MB value over a link limited to
           a small node's baseline bandwidth; the size guard; kura inspect.
 
