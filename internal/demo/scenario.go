@@ -153,7 +153,7 @@ func FullSize() Size {
 // SmallSize is the size of the end-to-end test (every scenario, seconds
 // each).
 func SmallSize() Size {
-	return Size{Articles: 60, Reads: 300, DictSamples: 8, Concurrency: 4, Items: 300,
+	return Size{Articles: 40, Reads: 200, DictSamples: 8, Concurrency: 4, Items: 300,
 		SweepDuration: 300 * time.Millisecond, LoadDuration: time.Second, StallDuration: 700 * time.Millisecond, HugeBytes: 1_300_000}
 }
 
