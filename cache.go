@@ -83,6 +83,7 @@ func (c *Cache[V]) encode(key string, v V) ([]byte, error) {
 	}
 	c.stats.bytesW.Add(uint64(len(b)))
 	c.stats.bytesWRaw.Add(uint64(h.RawLen))
+	c.stats.dictBytes.add(h.Dict, len(b))
 	return b, nil
 }
 

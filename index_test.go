@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -175,7 +176,10 @@ func (inv *inventory) truth(t *testing.T, userID int64) []UserItem {
 
 func newItemIndex(t *testing.T, s store.Store, inv *inventory) (*kura.Keyed[int64, UserItem], *kura.Index[int64, int64, UserItem]) {
 	t.Helper()
-	c, err := kura.New[UserItem](s, kura.Options{})
+	// A generous store budget: these tests check what is cached, and the
+	// 250 ms default can run out on a loaded 2-core machine (a skipped
+	// write-back would read as "the warm read asked the database").
+	c, err := kura.New[UserItem](s, kura.Options{StoreTimeout: 10 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

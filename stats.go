@@ -73,6 +73,12 @@ type Stats struct {
 	// BytesRead and BytesReadRaw are the same for values read.
 	BytesRead, BytesReadRaw uint64
 
+	// BytesWrittenByDictionary splits BytesWritten (values only) by the
+	// compression dictionary id in each value's header; id 0 is values
+	// written without a dictionary. It shows a rotation's progress: the
+	// old id stops growing, the new one takes over.
+	BytesWrittenByDictionary map[uint32]uint64
+
 	// Latency holds one histogram per operation.
 	Latency map[Op]Histogram
 
@@ -137,6 +143,7 @@ type counters struct {
 	loads, loadErrs, shared, large, rejected     atomic.Uint64
 	panics, budgetSkips                          atomic.Uint64
 	bytesW, bytesWRaw, bytesR, bytesRRaw         atomic.Uint64
+	dictBytes                                    dictCounters
 	lat                                          map[Op]*histogram
 }
 
@@ -159,7 +166,8 @@ func (c *counters) snapshot(name string) Stats {
 		LargeValues: c.large.Load(), RejectedValues: c.rejected.Load(),
 		BytesWritten: c.bytesW.Load(), BytesWrittenRaw: c.bytesWRaw.Load(),
 		BytesRead: c.bytesR.Load(), BytesReadRaw: c.bytesRRaw.Load(),
-		Latency: make(map[Op]Histogram, len(allOps)),
+		Latency:                  make(map[Op]Histogram, len(allOps)),
+		BytesWrittenByDictionary: c.dictBytes.snapshot(),
 	}
 	for op, h := range c.lat {
 		s.Latency[op] = h.snapshot()

@@ -24,7 +24,9 @@ import (
 //
 // SetBytes is the article's average JSON size for every scheme, so MB/s
 // reads as "JSON-equivalent megabytes per second" and is comparable across
-// rows. B/value is what the scheme stores per article.
+// rows. B/value is what the scheme stores per article. cpu-ns/op is the
+// process's CPU time (user+system, GC included) per operation: on a shared
+// machine it moves less than ns/op when other jobs take the cores.
 
 const benchArticles = 64
 
@@ -59,6 +61,21 @@ var benchDict = sync.OnceValue(func() []byte {
 	}
 	return d
 })
+
+var benchS2DictBytes = sync.OnceValue(func() []byte {
+	var samples [][]byte
+	for _, a := range corpus.Articles(99, 200) {
+		b, _ := msgpack.Marshal(a)
+		samples = append(samples, b)
+	}
+	d, _, err := TrainS2Dictionary(samples, 64<<10)
+	if err != nil {
+		panic(err)
+	}
+	return d
+})
+
+func benchS2Dict() uint32 { return DictionaryID(benchS2DictBytes()) }
 
 func kuraScheme(name string, o Options, reuse bool) scheme {
 	c, err := New(o)
@@ -118,6 +135,7 @@ func schemes() []scheme {
 		kuraScheme("kura-s2better", Options{Compressor: S2Better()}, true),
 		kuraScheme("kura-zstd", Options{Compressor: Zstd(3)}, true),
 		kuraScheme("kura-zstd-dict", Options{Compressor: Zstd(3), Dictionaries: map[uint32][]byte{1: benchDict()}, Dictionary: 1}, true),
+		kuraScheme("kura-s2-dict", Options{Dictionaries: map[uint32][]byte{benchS2Dict(): benchS2DictBytes()}, Dictionary: benchS2Dict()}, true),
 	}
 }
 
@@ -137,6 +155,7 @@ func BenchmarkEncode(b *testing.B) {
 			b.ReportAllocs()
 			var dst []byte
 			i := 0
+			cpu := startCPU()
 			for b.Loop() {
 				out, err := s.encode(dst[:0], &arts[i%len(arts)])
 				if err != nil {
@@ -145,6 +164,7 @@ func BenchmarkEncode(b *testing.B) {
 				dst = out
 				i++
 			}
+			cpu.report(b)
 			b.ReportMetric(float64(stored)/float64(len(arts)), "B/value")
 		})
 	}
@@ -167,6 +187,7 @@ func BenchmarkDecode(b *testing.B) {
 			b.SetBytes(int64(jsonSize))
 			b.ReportAllocs()
 			i := 0
+			cpu := startCPU()
 			for b.Loop() {
 				var a corpus.Article
 				if err := s.decode(enc[i%len(enc)], &a); err != nil {
@@ -174,6 +195,7 @@ func BenchmarkDecode(b *testing.B) {
 				}
 				i++
 			}
+			cpu.report(b)
 			b.ReportMetric(float64(stored)/float64(len(arts)), "B/value")
 		})
 	}

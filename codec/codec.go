@@ -1,11 +1,10 @@
 package codec
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"sync"
-
-	"github.com/klauspost/compress/zstd"
 )
 
 // Defaults chosen by measurement; docs/benchmarks/codec.md has the numbers.
@@ -86,8 +85,25 @@ type Options struct {
 	Dictionaries map[uint32][]byte
 
 	// Dictionary is the id (in Dictionaries) that Encode compresses with.
-	// If 0, no dictionary is used. It requires a Zstd compressor.
+	// If 0, no dictionary is used. It requires a Zstd compressor (and a
+	// zstd or raw dictionary) or S2 (and an S2 dictionary from
+	// TrainS2Dictionary; such values use compressor id IDS2Dict).
+	// Codec.SetDictionary changes it while the Codec runs (rotation).
 	Dictionary uint32
+
+	// DictionarySource finds dictionaries that values use but
+	// Dictionaries does not hold (a reader meeting a dictionary published
+	// after it started). If nil, such values fail to decode with
+	// ErrUnknownDictionary. See dictstore.Registry.
+	DictionarySource DictionarySource
+
+	// MaxDictionaries is how many dictionaries from DictionarySource a
+	// Codec keeps ready for decoding (about 100 KB each plus the
+	// dictionary); the least recently used is dropped beyond it and
+	// looked up again when needed. If 0, it defaults to
+	// DefaultMaxDictionaries (16). Dictionaries and every dictionary
+	// passed to SetDictionary are kept regardless.
+	MaxDictionaries int
 }
 
 // Codec encodes values into kura envelopes and decodes them. It is safe
@@ -102,11 +118,7 @@ type Codec struct {
 
 	sers  [256]Serializer
 	comps [256]Compressor
-	dicts map[uint32][]byte
-
-	dictDecOnce sync.Once
-	dictDec     *zstd.Decoder
-	dictDecErr  error
+	dicts *dictionaries
 }
 
 // New returns a Codec for opts, or an error naming the field of a
@@ -174,7 +186,7 @@ func New(opts Options) (*Codec, error) {
 		seen[s.ID()] = s.Name()
 	}
 
-	for _, z := range []Compressor{None(), S2(), Zstd(0)} {
+	for _, z := range []Compressor{None(), S2(), Zstd(0), &s2DictCompressor{}} {
 		c.comps[z.ID()] = z
 	}
 	for _, z := range append([]Compressor{c.comp}, opts.Compressors...) {
@@ -205,41 +217,36 @@ func New(opts Options) (*Codec, error) {
 		seenC[z.ID()] = z.Name()
 	}
 
-	if len(opts.Dictionaries) > 0 {
-		c.dicts = make(map[uint32][]byte, len(opts.Dictionaries))
-		for id, d := range opts.Dictionaries {
-			switch {
-			case id == 0:
-				return nil, fmt.Errorf("kura: codec: Dictionaries: id 0 means \"no dictionary\" and cannot be used")
-			case len(d) == 0:
-				return nil, fmt.Errorf("kura: codec: Dictionaries: dictionary %d is empty", id)
-			case isZstdDict(d) && zstdDictID(d) != id:
-				return nil, fmt.Errorf("kura: codec: Dictionaries: dictionary under id %d embeds zstd dictionary id %d; use the same id", id, zstdDictID(d))
-			}
-			c.dicts[id] = d
+	for id, d := range opts.Dictionaries {
+		switch {
+		case id == 0:
+			return nil, fmt.Errorf("kura: codec: Dictionaries: id 0 means \"no dictionary\" and cannot be used")
+		case len(d) == 0:
+			return nil, fmt.Errorf("kura: codec: Dictionaries: dictionary %d is empty", id)
+		case isZstdDict(d) && zstdDictID(d) != id && DictionaryID(d) != id:
+			return nil, fmt.Errorf("kura: codec: Dictionaries: dictionary under id %d embeds zstd dictionary id %d and has content id %d; use one of them", id, zstdDictID(d), DictionaryID(d))
 		}
 	}
+	if opts.MaxDictionaries < 0 {
+		return nil, fmt.Errorf("kura: codec: MaxDictionaries: %d; want 0 (%d) or a positive count", opts.MaxDictionaries, DefaultMaxDictionaries)
+	}
 	if opts.Dictionary != 0 {
-		d, ok := c.dicts[opts.Dictionary]
+		d, ok := opts.Dictionaries[opts.Dictionary]
 		if !ok {
 			return nil, fmt.Errorf("kura: codec: Dictionary: id %d is not in Dictionaries", opts.Dictionary)
 		}
-		z, ok := c.comp.(*zstdCompressor)
-		if !ok {
-			return nil, fmt.Errorf("kura: codec: Dictionary: compressor %q does not support dictionaries; use Zstd", c.comp.Name())
-		}
-		c.comp = &zstdCompressor{level: z.level, zlevel: z.zlevel, dictID: opts.Dictionary, dict: d}
-		c.dictID = opts.Dictionary
-		if _, err := c.comp.(*zstdCompressor).encoder(); err != nil {
+		comp, err := bindDictionary(c.comp, opts.Dictionary, d)
+		if err != nil {
 			return nil, fmt.Errorf("kura: codec: Dictionary: %d: %w", opts.Dictionary, err)
 		}
+		c.comp = comp
+		c.dictID = opts.Dictionary
 	}
-	if len(c.dicts) > 0 {
-		// Build the decoder now so a bad dictionary fails New, not the
-		// first read.
-		if _, err := c.dictDecoder(); err != nil {
-			return nil, fmt.Errorf("kura: codec: Dictionaries: %w", err)
-		}
+	// The decoders are built now so a bad dictionary fails New, not the
+	// first read.
+	var err error
+	if c.dicts, err = newDictionaries(opts.Dictionaries, opts.DictionarySource, opts.MaxDictionaries); err != nil {
+		return nil, fmt.Errorf("kura: codec: Dictionaries: %w", err)
 	}
 	return c, nil
 }
@@ -248,17 +255,10 @@ func New(opts Options) (*Codec, error) {
 func (c *Codec) Serializer() Serializer { return c.ser }
 
 // Compressor returns the compressor Encode tries.
-func (c *Codec) Compressor() Compressor { return c.comp }
+func (c *Codec) Compressor() Compressor { comp, _ := c.encoding(); return comp }
 
 // MaxDecodedSize returns the effective decode limit in bytes.
 func (c *Codec) MaxDecodedSize() int { return c.maxDecoded }
-
-func (c *Codec) dictDecoder() (*zstd.Decoder, error) {
-	c.dictDecOnce.Do(func() {
-		c.dictDec, c.dictDecErr = newZstdDecoder(c.dicts)
-	})
-	return c.dictDec, c.dictDecErr
-}
 
 // Scratch buffers for the serialized (encode) and decompressed (decode)
 // payload; they never escape to the caller.
@@ -299,14 +299,15 @@ func (c *Codec) EncodeWith(dst []byte, v any, f Fields) ([]byte, Header, error) 
 	}
 	start := len(dst)
 	h := Header{Version: Version, Serializer: c.ser.ID(), RawLen: len(payload), Fields: f}
-	if id := c.comp.ID(); id != IDNone && len(payload) >= c.minCompress {
-		h.Compressor, h.Dict = id, c.dictID
+	comp, dictID := c.encoding()
+	if id := comp.ID(); id != IDNone && len(payload) >= c.minCompress {
+		h.Compressor, h.Dict = id, dictID
 		dst = AppendHeader(dst, h)
 		h.Len = len(dst) - start
-		out, err := c.comp.Compress(dst, payload)
+		out, err := comp.Compress(dst, payload)
 		if err != nil {
 			putBuf(bp, payload)
-			return dst[:start], Header{}, fmt.Errorf("kura: encode with %s: %w", c.comp.Name(), err)
+			return dst[:start], Header{}, fmt.Errorf("kura: encode with %s: %w", comp.Name(), err)
 		}
 		saved := len(payload) - (len(out) - len(dst))
 		if saved > 0 && float64(saved) >= c.minSavings*float64(len(payload)) && !ratioTooHigh(len(payload), len(out)-len(dst)) {
@@ -376,20 +377,11 @@ func (c *Codec) Decode(data []byte, v any) (Header, error) {
 	bp := getBuf()
 	var raw []byte
 	if h.Dict != 0 {
-		if h.Compressor != IDZstd {
-			putBuf(bp, *bp)
-			return h, fmt.Errorf("%w: dictionary %d with compressor %s", ErrUnknownDictionary, h.Dict, comp.Name())
+		raw, err = c.decodeWithDictionary(h, comp, (*bp)[:0], payload)
+		if errors.Is(err, ErrUnknownDictionary) {
+			putBuf(bp, raw)
+			return h, err
 		}
-		if _, ok := c.dicts[h.Dict]; !ok {
-			putBuf(bp, *bp)
-			return h, fmt.Errorf("%w %d (add it to Options.Dictionaries)", ErrUnknownDictionary, h.Dict)
-		}
-		dec, derr := c.dictDecoder()
-		if derr != nil {
-			putBuf(bp, *bp)
-			return h, fmt.Errorf("%w: dictionary %d: %w", ErrUnknownDictionary, h.Dict, derr)
-		}
-		raw, err = zstdDecode(dec, (*bp)[:0], payload, h.RawLen)
 	} else {
 		raw, err = comp.Decompress((*bp)[:0], payload, h.RawLen)
 	}

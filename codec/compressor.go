@@ -33,6 +33,10 @@ const (
 	IDNone byte = 0
 	IDS2   byte = 1 // a Snappy-compatible block, decoded with s2
 	IDZstd byte = 2
+	// IDS2Dict is an S2 block compressed with a dictionary (named by the
+	// envelope's dictionary id). It is not Snappy-compatible, hence its
+	// own id.
+	IDS2Dict byte = 3
 )
 
 var errSizeMismatch = errors.New("decompressed length differs from the header")
@@ -178,7 +182,9 @@ func (c *zstdCompressor) encoder() (*zstd.Encoder, error) {
 			if isZstdDict(c.dict) {
 				opts = append(opts, zstd.WithEncoderDict(c.dict))
 			} else {
-				opts = append(opts, zstd.WithEncoderDictRaw(c.dictID, c.dict))
+				// Id 0: the frame names no dictionary (the envelope
+				// does), which saves up to 4 bytes a value.
+				opts = append(opts, zstd.WithEncoderDictRaw(0, c.dict))
 			}
 		}
 		c.enc, c.encErr = zstd.NewWriter(nil, opts...)
@@ -204,8 +210,20 @@ func (c *zstdCompressor) Decompress(dst, src []byte, rawLen int) ([]byte, error)
 	return zstdDecode(dec, dst, src, rawLen)
 }
 
+// zstdSlack is the room past the value's end that lets the zstd decoder
+// use its fast copy loops, which read and write up to 16 bytes beyond the
+// current match (klauspost/compress/zstd's compressedBlockOverAlloc). With
+// a buffer of exactly rawLen bytes it falls back to bounds-exact copies.
+const zstdSlack = 16
+
 // zstdDecode decodes one frame into dst without ever growing past rawLen
-// bytes, whatever the frame claims.
+// (+zstdSlack) bytes, whatever the frame claims.
+//
+// The returned slice keeps dst's full capacity: DecodeAll hands back a
+// slice capped at what it was allowed to write, and returning that would
+// shrink the caller's pooled scratch buffer to this value's size, so the
+// next larger value would allocate a new one (9 KB a decode on the
+// article corpus).
 func zstdDecode(dec *zstd.Decoder, dst, src []byte, rawLen int) ([]byte, error) {
 	var fh zstd.Header
 	if err := fh.Decode(src); err != nil {
@@ -214,39 +232,33 @@ func zstdDecode(dec *zstd.Decoder, dst, src []byte, rawLen int) ([]byte, error) 
 	if fh.HasFCS && fh.FrameContentSize != uint64(rawLen) {
 		return dst, errSizeMismatch
 	}
-	dst = grow(dst, rawLen)
+	dst = grow(dst, rawLen+zstdSlack)
 	start := len(dst)
 	// The decoder is built with WithDecodeAllCapLimit, so the capacity
 	// bound is the bomb guard even when the frame has no content size.
-	out, err := dec.DecodeAll(src, dst[:start:start+rawLen])
+	out, err := dec.DecodeAll(src, dst[:start:start+rawLen+zstdSlack])
 	if err != nil {
 		return dst, err
 	}
 	if len(out)-start != rawLen {
 		return dst, errSizeMismatch
 	}
-	return out, nil
+	res := dst[:start+rawLen]
+	if rawLen > 0 && &out[start] != &res[start] {
+		// Not reachable with the cap limit (the decoder fails rather than
+		// reallocate), but never hand back bytes that are not the value.
+		copy(res[start:], out[start:])
+	}
+	return res, nil
 }
 
 var plainZstdDecoder = sync.OnceValues(func() (*zstd.Decoder, error) {
-	return newZstdDecoder(nil)
-})
-
-func newZstdDecoder(dicts map[uint32][]byte) (*zstd.Decoder, error) {
-	opts := []zstd.DOption{
+	return zstd.NewReader(nil,
 		zstd.WithDecoderConcurrency(0),
 		zstd.WithDecodeAllCapLimit(true),
 		zstd.WithDecoderLowmem(false),
-	}
-	for id, d := range dicts {
-		if isZstdDict(d) {
-			opts = append(opts, zstd.WithDecoderDicts(d))
-		} else {
-			opts = append(opts, zstd.WithDecoderDictRaw(id, d))
-		}
-	}
-	return zstd.NewReader(nil, opts...)
-}
+	)
+})
 
 // isZstdDict reports whether d is in the zstd dictionary format (magic
 // 0xEC30A437), as dict.BuildZstdDict and `zstd --train` write it.
@@ -257,4 +269,77 @@ func isZstdDict(d []byte) bool {
 // zstdDictID returns the id embedded in a zstd-format dictionary.
 func zstdDictID(d []byte) uint32 {
 	return uint32(d[4]) | uint32(d[5])<<8 | uint32(d[6])<<16 | uint32(d[7])<<24
+}
+
+// s2DictCompressor is S2 with a dictionary. Without one (the instance New
+// registers so that Decode knows the id) it only reports that values with
+// this id need their dictionary.
+type s2DictCompressor struct {
+	better bool
+	id     uint32
+	dict   *s2.Dict
+}
+
+var errNeedsDictionary = errors.New("s2-dict: value names no dictionary")
+
+func (c *s2DictCompressor) ID() byte { return IDS2Dict }
+
+func (c *s2DictCompressor) Name() string {
+	n := "s2-dict"
+	if c.better {
+		n = "s2-better-dict"
+	}
+	if c.id != 0 {
+		n += fmt.Sprintf("%d", c.id)
+	}
+	return n
+}
+
+func (c *s2DictCompressor) Compress(dst, src []byte) ([]byte, error) {
+	if c.dict == nil {
+		return dst, errNeedsDictionary
+	}
+	n := s2.MaxEncodedLen(len(src))
+	if n < 0 {
+		return dst, fmt.Errorf("s2: input of %d bytes too large", len(src))
+	}
+	dst = grow(dst, n)
+	var out []byte
+	if c.better {
+		out = c.dict.EncodeBetter(dst[len(dst):len(dst)+n], src)
+	} else {
+		out = c.dict.Encode(dst[len(dst):len(dst)+n], src)
+	}
+	return dst[:len(dst)+len(out)], nil
+}
+
+// Decompress is reached only for a value without a dictionary id, which
+// no writer produces: the Codec decodes values with one through
+// s2DictDecode.
+func (c *s2DictCompressor) Decompress(dst, src []byte, rawLen int) ([]byte, error) {
+	if c.dict == nil {
+		return dst, errNeedsDictionary
+	}
+	return s2DictDecode(c.dict, dst, src, rawLen)
+}
+
+// s2DictDecode decodes an S2 block made with dictionary d into dst,
+// checking the block's length against rawLen before writing anything.
+func s2DictDecode(d *s2.Dict, dst, src []byte, rawLen int) ([]byte, error) {
+	n, err := s2.DecodedLen(src)
+	if err != nil {
+		return dst, err
+	}
+	if n != rawLen {
+		return dst, errSizeMismatch
+	}
+	dst = grow(dst, n)
+	out, err := d.Decode(dst[len(dst):len(dst)+n], src)
+	if err != nil {
+		return dst, err
+	}
+	if len(out) != n {
+		return dst, errSizeMismatch
+	}
+	return dst[:len(dst)+n], nil
 }

@@ -8,6 +8,7 @@
 package kuraprom
 
 import (
+	"fmt"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/kuracache/kura"
@@ -26,6 +27,7 @@ type Collector struct {
 	requests, decodeErrs, storeErrs, loads, loadErrs *prometheus.Desc
 	shared, large, rejected, bytes, latency          *prometheus.Desc
 	panics, budgetSkips                              *prometheus.Desc
+	dictBytes                                        *prometheus.Desc
 }
 
 var _ prometheus.Collector = (*Collector)(nil)
@@ -51,13 +53,15 @@ func NewCollector(caches ...Source) *Collector {
 		panics:     d("loader_panics_total", "Loader calls that panicked (also counted as loader errors)."),
 		budgetSkips: d("budget_skips_total",
 			"Store calls a read-through skipped because it had spent its StoreTimeout on a slow or stalled server."),
+		dictBytes: d("dictionary_written_bytes_total",
+			"Value bytes written, by the compression dictionary id in their header (8 hex digits; 00000000 = no dictionary).", "dictionary"),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.requests, c.decodeErrs, c.storeErrs, c.loads, c.loadErrs,
-		c.shared, c.large, c.rejected, c.bytes, c.latency, c.panics, c.budgetSkips} {
+		c.shared, c.large, c.rejected, c.bytes, c.latency, c.panics, c.budgetSkips, c.dictBytes} {
 		ch <- d
 	}
 }
@@ -86,6 +90,9 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		counter(c.bytes, s.BytesReadRaw, n, "read", "raw")
 		counter(c.bytes, s.BytesWritten, n, "write", "stored")
 		counter(c.bytes, s.BytesWrittenRaw, n, "write", "raw")
+		for id, b := range s.BytesWrittenByDictionary {
+			counter(c.dictBytes, b, n, fmt.Sprintf("%08x", id))
+		}
 		for op, h := range s.Latency {
 			buckets := make(map[float64]uint64, len(h.Buckets))
 			for i, b := range kura.LatencyBuckets {

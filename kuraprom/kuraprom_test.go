@@ -2,6 +2,7 @@ package kuraprom_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/kuracache/kura"
+	"github.com/kuracache/kura/codec"
 	"github.com/kuracache/kura/kuraprom"
 	"github.com/kuracache/kura/store/health"
 	"github.com/kuracache/kura/store/memstore"
@@ -69,6 +71,55 @@ kura_lookups_total{cache="names",result="negative"} 0
 	}
 	if raw == 0 || stored == 0 || stored >= raw {
 		t.Fatalf("bytes written raw %v stored %v: a repetitive 1.2 KB string should compress", raw, stored)
+	}
+}
+
+// Bytes written are split by the dictionary id of each value: a writer
+// rotating from no dictionary to one shows both series.
+func TestCollectorDictionaryBytes(t *testing.T) {
+	ctx := context.Background()
+	st, err := memstore.New(memstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cd, err := codec.New(codec.Options{Compressor: codec.Zstd(1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := kura.New[string](st, kura.Options{Name: "notes", Codec: cd})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := strings.Repeat("dictionary rotation ", 40)
+	_ = c.Set(ctx, "a", v, time.Minute)
+	id, err := cd.SetDictionary([]byte(strings.Repeat("dictionary rotation content ", 20)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Set(ctx, "b", v, time.Minute)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(kuraprom.NewCollector(c))
+	series := map[string]float64{}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "kura_dictionary_written_bytes_total" {
+			continue
+		}
+		for _, m := range mf.Metric {
+			for _, lp := range m.Label {
+				if lp.GetName() == "dictionary" {
+					series[lp.GetValue()] = m.Counter.GetValue()
+				}
+			}
+		}
+	}
+	s := c.Stats()
+	if len(series) != 2 || series["00000000"] != float64(s.BytesWrittenByDictionary[0]) ||
+		series[fmt.Sprintf("%08x", id)] != float64(s.BytesWrittenByDictionary[id]) || series["00000000"] == 0 {
+		t.Fatalf("series %v, stats %v", series, s.BytesWrittenByDictionary)
 	}
 }
 

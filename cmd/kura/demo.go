@@ -29,7 +29,7 @@ kura's answer next to the problem:
 
   bytes   Network bytes and value size: articles read through Fetch from
           PostgreSQL via Redis as JSON, gob, msgpack, msgpack+snappy, kura's
-          default and kura with a trained zstd dictionary.
+          default and kura with trained S2 and zstd dictionaries.
   login   Login with a cold cache: a user's items through three memcached behind
           an emulated 0.5 ms round trip; per-key write-back vs kura's Index.
   nodes   How many nodes: a bench sweep of thread counts on a private

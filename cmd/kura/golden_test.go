@@ -16,6 +16,7 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/go
 func TestHelpGolden(t *testing.T) {
 	for _, args := range [][]string{
 		{"--help"}, {"bench", "--help"}, {"bench", "sweep", "--help"}, {"demo", "--help"}, {"inspect", "--help"},
+		{"codecs", "--help"},
 	} {
 		name := strings.Join(args[:len(args)-1], "-")
 		if name == "" {

@@ -45,6 +45,7 @@ command holds the tools around it.`,
 	root.AddCommand(newDemoCmd())
 	root.AddCommand(newBenchCmd())
 	root.AddCommand(newInspectCmd())
+	root.AddCommand(newCodecsCmd())
 	return root
 }
 

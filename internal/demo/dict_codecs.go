@@ -1,5 +1,3 @@
-//go:build kura_codecs
-
 package demo
 
 import (
@@ -41,5 +39,5 @@ func trainedCodecs(seed int64, n int) ([]namedCodec, error) {
 	if _, err := zc.SetDictionary(zd); err != nil {
 		return nil, err
 	}
-	return []namedCodec{{"kura s2 + trained dictionary", s2c, true}, {"kura + trained dictionary", zc, true}}, nil
+	return []namedCodec{{"kura S2 + dictionary", s2c, true}, {"kura zstd + dictionary", zc, true}}, nil
 }

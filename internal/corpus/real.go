@@ -1,0 +1,114 @@
+package corpus
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// Real is a JSON data set shipped in a public package that kura's code was
+// not tuned on, split into cache values (one JSON document each).
+type Real struct {
+	// Name is a short label ("redis-commands").
+	Name string
+	// Source and License say where the data comes from and under what
+	// terms; the files are read from the package, never copied into
+	// this repository.
+	Source, License string
+	// Values are the documents, in the data set's order.
+	Values [][]byte
+}
+
+// realSet describes one data set: a file inside a Go module of go.mod
+// (read from the module cache) or a file fetched by
+// scripts/fetch-corpora.sh into testdata/corpora.
+type realSet struct {
+	name, source, license string
+	module, path          string // Go module and file inside it
+	fetched               string // file under testdata/corpora
+}
+
+var realSets = []realSet{
+	{name: "redis-commands", module: "github.com/redis/rueidis", path: "hack/cmds/commands.json",
+		source:  "github.com/redis/rueidis (Go module in go.mod), hack/cmds/commands.json: Redis command reference, one record per command",
+		license: "Apache-2.0 (rueidis)"},
+	{name: "people", module: "github.com/klauspost/compress", path: "gzhttp/testdata/benchmark.json",
+		source:  "github.com/klauspost/compress (Go module in go.mod), gzhttp/testdata/benchmark.json: person records (id, name, company, email, phone)",
+		license: "BSD-3-Clause (klauspost/compress)"},
+	{name: "emoji", fetched: "emojibase-data-en.json",
+		source:  "npm package emojibase-data@17.0.0, en/data.json: one record per emoji (label, tags, skins); fetched by scripts/fetch-corpora.sh",
+		license: "MIT (emojibase-data)"},
+}
+
+// RealCorpora loads every data set it can find. root is the repository
+// root (for testdata/corpora). A set that is not available (the module
+// cache is empty, the fetch script was not run) comes back as an error
+// naming how to get it, beside the sets that loaded.
+func RealCorpora(root string) ([]Real, []error) {
+	var out []Real
+	var errs []error
+	for _, s := range realSets {
+		var file string
+		if s.module != "" {
+			cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", s.module)
+			cmd.Dir = root
+			dir, err := cmd.Output()
+			if err != nil || strings.TrimSpace(string(dir)) == "" {
+				errs = append(errs, fmt.Errorf("%s: module %s not in the module cache (go mod download): %v", s.name, s.module, err))
+				continue
+			}
+			file = filepath.Join(strings.TrimSpace(string(dir)), s.path)
+		} else {
+			file = filepath.Join(root, "testdata", "corpora", s.fetched)
+		}
+		b, err := os.ReadFile(file)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w (run scripts/fetch-corpora.sh)", s.name, err))
+			continue
+		}
+		vals, err := splitJSON(b)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %s: %w", s.name, file, err))
+			continue
+		}
+		out = append(out, Real{Name: s.name, Source: s.source, License: s.license, Values: vals})
+	}
+	return out, errs
+}
+
+// splitJSON returns the elements of a top-level array, or the values of a
+// top-level object in key order (each with its key as "name").
+func splitJSON(b []byte) ([][]byte, error) {
+	var arr []json.RawMessage
+	if err := json.Unmarshal(b, &arr); err == nil {
+		out := make([][]byte, len(arr))
+		for i, e := range arr {
+			out[i] = e
+		}
+		return out, nil
+	}
+	var obj map[string]map[string]any
+	if err := json.Unmarshal(b, &obj); err != nil {
+		return nil, errors.New("neither an array nor an object of objects")
+	}
+	keys := make([]string, 0, len(obj))
+	for k := range obj {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([][]byte, 0, len(keys))
+	for _, k := range keys {
+		obj[k]["name"] = k
+		v, err := json.Marshal(obj[k])
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
