@@ -31,6 +31,15 @@ type Cache[V any] struct {
 	opts  Options
 	stats *counters
 	group flight.Group[V]
+	// leaser is the store's lease capability when the Cache uses it
+	// (Options.Leases), nil otherwise.
+	leaser store.Leaser
+	// holders runs the loads of lease holders, apart from group (where
+	// waiters share their polling), so a caller that wins a lease never
+	// joins a wait and has to give the lease up.
+	holders flight.Group[V]
+	// hub polls, for FetchMany, the keys other callers hold leases on.
+	hub waitHub
 }
 
 // New returns a Cache of values of type V over s.
@@ -42,7 +51,12 @@ func New[V any](s store.Store, opts Options) (*Cache[V], error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Cache[V]{store: s, opts: o, stats: newCounters()}, nil
+	c := &Cache[V]{store: s, opts: o, stats: newCounters(), leaser: leaserOf(s, o)}
+	c.stats.coordination = CoordinationProcess
+	if c.leaser != nil {
+		c.stats.coordination = CoordinationLeases
+	}
+	return c, nil
 }
 
 // Store returns the underlying Store.
@@ -64,12 +78,20 @@ func (c *Cache[V]) Name() string { return c.opts.Name }
 type entry[V any] struct {
 	v        V
 	negative bool
+	// fields are the envelope's header fields (write time, TTL, load
+	// cost), for early refresh.
+	fields codec.Fields
 }
 
 // encode serialises v and enforces the size guards. It never logs or
 // returns the value itself.
 func (c *Cache[V]) encode(key string, v V) ([]byte, error) {
-	b, h, err := c.opts.Codec.Encode(nil, v)
+	return c.encodeWith(key, v, codec.Fields{})
+}
+
+// encodeWith is encode with envelope header fields.
+func (c *Cache[V]) encodeWith(key string, v V, f codec.Fields) ([]byte, error) {
+	b, h, err := c.opts.Codec.EncodeWith(nil, v, f)
 	if err != nil {
 		if errors.Is(err, codec.ErrValueTooLarge) {
 			// One sentinel for callers, whichever limit refused it.
@@ -117,6 +139,7 @@ func (c *Cache[V]) decode(key string, data []byte) (entry[V], error) {
 	}
 	c.stats.bytesR.Add(uint64(len(data)))
 	c.stats.bytesRRaw.Add(uint64(h.RawLen))
+	e.fields = h.Fields
 	switch h.Kind {
 	case codec.KindValue:
 	case codec.KindNegative:
@@ -142,6 +165,11 @@ func absent(key string) error {
 // found decodes bytes the store returned for key and counts the result: a
 // hit, a negative hit, or (bytes that do not decode) a miss.
 func (c *Cache[V]) found(key string, data []byte) (entry[V], error) {
+	if isPlaceholder(data) {
+		// Another caller's lease (or a tombstone): no value, a miss.
+		c.stats.misses.Add(1)
+		return entry[V]{}, errMiss
+	}
 	e, err := c.decode(key, data)
 	switch {
 	case err != nil:
@@ -251,14 +279,11 @@ func (c *Cache[V]) GetMany(ctx context.Context, keys []string) (map[string]V, er
 		return nil, err
 	}
 	out := make(map[string]V, len(keys))
-	var be *store.BatchError
+	be := store.BatchError{Op: "get"}
 	err = c.getMany(ctx, keys, func(key string, e entry[V], err error) {
 		switch {
 		case err == errMiss:
 		case err != nil:
-			if be == nil {
-				be = &store.BatchError{Op: "get"}
-			}
 			be.Errors = append(be.Errors, store.KeyError{Key: key, Err: err})
 		case !e.negative:
 			out[key] = e.v
@@ -267,10 +292,7 @@ func (c *Cache[V]) GetMany(ctx context.Context, keys []string) (map[string]V, er
 	if err != nil {
 		return out, err
 	}
-	if be != nil {
-		return out, be
-	}
-	return out, nil
+	return out, be.Err()
 }
 
 // getMany reads keys in one batch and calls fn once per key: with err nil
@@ -335,12 +357,12 @@ func (c *Cache[V]) SetMany(ctx context.Context, items map[string]V, ttl time.Dur
 	batch := make([]store.Item, 0, len(items))
 	for k, v := range items {
 		if err := store.CheckKey(k); err != nil {
-			be.Errors = append(be.Errors, store.KeyError{Key: k, Err: err})
+			be.Add(k, err)
 			continue
 		}
 		b, err := c.encode(k, v)
 		if err != nil {
-			be.Errors = append(be.Errors, store.KeyError{Key: k, Err: err})
+			be.Add(k, err)
 			continue
 		}
 		batch = append(batch, store.Item{Key: k, Value: b, TTL: c.opts.jitter(ttl)})
@@ -350,12 +372,9 @@ func (c *Cache[V]) SetMany(ctx context.Context, items map[string]V, ttl time.Dur
 		if !errors.As(err, &sbe) {
 			return err
 		}
-		be.Errors = append(be.Errors, sbe.Errors...)
+		be.Merge(sbe, nil)
 	}
-	if len(be.Errors) > 0 {
-		return &be
-	}
-	return nil
+	return be.Err()
 }
 
 func (c *Cache[V]) setMany(ctx context.Context, batch []store.Item) error {

@@ -146,6 +146,12 @@ func (c *Cache[V]) fill(ctx context.Context, b *budget, key string, v V, negativ
 // store work of one Fetch is bounded by Options.StoreTimeout), or bytes
 // that do not decode, count as a miss, and a failed write-back is counted
 // and reported to Options.OnError.
+//
+// On a store with leases (Options.Leases, Stats.Coordination "leases"),
+// a miss takes a lease: only its holder, in any process, calls the loader,
+// and its write-back is dropped if an Invalidate came in between; the
+// other callers wait for the holder's value (at most Options.LeaseWait,
+// then they load without writing back). See docs/leases.md.
 func (c *Cache[V]) Fetch(ctx context.Context, key string, ttl time.Duration, loader Loader[V]) (V, error) {
 	var zero V
 	if err := store.CheckKey(key); err != nil {
@@ -157,6 +163,9 @@ func (c *Cache[V]) Fetch(ctx context.Context, key string, ttl time.Duration, loa
 	}
 	if loader == nil {
 		return zero, errors.New("kura: Fetch needs a loader")
+	}
+	if c.leaser != nil {
+		return c.fetchLeased(ctx, key, ttl, loader)
 	}
 	b := c.newBudget()
 	gen := c.group.Ended()
@@ -228,8 +237,12 @@ func (c *Cache[V]) callLoader(ctx context.Context, key string, loader Loader[V])
 // loader error is returned together with the hits read from the cache.
 // Duplicate keys are read once. Cache failures are absorbed as in Fetch.
 //
-// Unlike Fetch, FetchMany does not share loads with concurrent callers:
-// batching already makes the loader call per batch, not per key.
+// Without leases, FetchMany does not share loads with concurrent callers:
+// batching already makes the loader call per batch, not per key. With
+// leases it takes a lease on every missing key in the same batched read,
+// calls the loader once with the keys it holds, fills them in one batched
+// conditional write, and waits for the keys other callers (in any
+// process) hold; see docs/leases.md.
 func (c *Cache[V]) FetchMany(ctx context.Context, keys []string, ttl time.Duration, loader ManyLoader[V]) (map[string]V, error) {
 	keys, err := uniqueKeys(keys)
 	if err != nil {
@@ -240,6 +253,9 @@ func (c *Cache[V]) FetchMany(ctx context.Context, keys []string, ttl time.Durati
 	}
 	if loader == nil {
 		return nil, errors.New("kura: FetchMany needs a loader")
+	}
+	if c.leaser != nil {
+		return c.fetchManyLeased(ctx, keys, ttl, loader)
 	}
 	out := make(map[string]V, len(keys))
 	var missing []string

@@ -186,7 +186,7 @@ func (x *Index[I, K, V]) Invalidate(ctx context.Context, values ...I) error {
 	if len(values) == 0 {
 		return nil
 	}
-	return x.lists.Delete(ctx, values...)
+	return x.lists.Invalidate(ctx, values...)
 }
 
 // Changed drops what a change to record id makes stale, in one round trip
@@ -201,8 +201,10 @@ func (x *Index[I, K, V]) Changed(ctx context.Context, id K, values ...I) error {
 	for _, v := range values {
 		keys = append(keys, x.lists.Key(v))
 	}
-	// Both Caches share one store, so one batch deletes records and lists.
-	return x.records.c.DeleteMany(ctx, keys)
+	// Both Caches share one store, so one batch invalidates records and
+	// lists (voiding any lease a concurrent fill holds on them, so a fill
+	// that loaded the old row is dropped; see docs/leases.md).
+	return x.records.c.Invalidate(ctx, keys...)
 }
 
 // IndexStats counts what an Index did. Counters only grow.
@@ -308,5 +310,5 @@ func (u *UniqueIndex[I, K, V]) Changed(ctx context.Context, id K, values ...I) e
 	for _, v := range values {
 		keys = append(keys, u.ids.Key(v))
 	}
-	return u.records.c.DeleteMany(ctx, keys)
+	return u.records.c.Invalidate(ctx, keys...)
 }

@@ -125,6 +125,14 @@ func (k *Keyed[K, V]) Delete(ctx context.Context, ids ...K) error {
 	return k.c.DeleteMany(ctx, keys)
 }
 
+// Invalidate removes the entries of ids and voids the leases on them, so
+// that no load that started before it caches its value (see
+// Cache.Invalidate).
+func (k *Keyed[K, V]) Invalidate(ctx context.Context, ids ...K) error {
+	keys, _ := k.keys(ids)
+	return k.c.Invalidate(ctx, keys...)
+}
+
 // Fetch returns the value of id from the cache, or calls loader on a miss
 // and caches what it returns (see Cache.Fetch).
 func (k *Keyed[K, V]) Fetch(ctx context.Context, id K, loader func(ctx context.Context, id K) (V, error)) (V, error) {

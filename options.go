@@ -23,6 +23,10 @@ const (
 	DefaultStoreTimeout = 250 * time.Millisecond
 	// DefaultLoadTimeout is Options.LoadTimeout when left at zero.
 	DefaultLoadTimeout = 30 * time.Second
+	// DefaultLeaseTTL is Options.LeaseTTL when left at zero.
+	DefaultLeaseTTL = 10 * time.Second
+	// DefaultLeaseWait is Options.LeaseWait when left at zero.
+	DefaultLeaseWait = 2 * time.Second
 )
 
 // NoExpiry, passed as a TTL, stores a value that never expires, whatever
@@ -98,7 +102,61 @@ type Options struct {
 	// loader that hangs. If zero, DefaultLoadTimeout (30 s); negative
 	// means no bound.
 	LoadTimeout time.Duration
+
+	// Leases chooses how Fetch and FetchMany coordinate the loads of a
+	// missing key between processes (docs/leases.md). The zero value,
+	// LeasesAuto, uses leases whenever the store has the capability
+	// (Redis, Redis Cluster, memcached): one loader call per missing key
+	// across every process, and no value that a load read before an
+	// Invalidate is cached after it. LeasesOff is plain cache-aside (one
+	// loader call per key per process; a fill may land after an
+	// invalidation and serve the old value until its TTL ends).
+	// LeasesRequired makes New fail for a store without leases.
+	Leases LeaseMode
+
+	// LeaseTTL is how long a lease lives when its holder neither fills
+	// nor gives it up (the process died mid-load): then another caller
+	// takes over. Keep it above the slowest normal load: a lease that
+	// expires mid-load lets a second caller load too (its fill is still
+	// conditional, so nothing stale is cached). memcached rounds it up to
+	// whole seconds. If zero, DefaultLeaseTTL (10 s).
+	LeaseTTL time.Duration
+
+	// LeaseWait bounds how long a Fetch waits for another caller's load
+	// of the same key (polling with backoff). When it passes, the caller
+	// loads for itself and does not write the value back (fail open,
+	// counted in Stats.LeaseFailOpen). The caller's ctx bounds the wait
+	// too. If zero, DefaultLeaseWait (2 s).
+	LeaseWait time.Duration
+
+	// StaleWhileRevalidate, on memcached, makes Invalidate mark values
+	// stale for this long instead of removing them: readers keep getting
+	// the old value (Stats.StaleServed) while exactly one of them reloads
+	// it. Stores without the capability (Redis) remove the value as
+	// usual. If zero, off: after Invalidate no reader gets the old value.
+	// Needs leases.
+	StaleWhileRevalidate time.Duration
+
+	// EarlyRefresh, when positive, refreshes hot keys before they expire
+	// so that they never all miss at once: on memcached, when a key has
+	// less than EarlyRefresh left, exactly one reader (memcached's R
+	// flag) reloads it in the background while every reader, that one
+	// included, gets the cached value. If zero, off. Needs leases.
+	EarlyRefresh time.Duration
 }
+
+// LeaseMode is the choice of Options.Leases.
+type LeaseMode uint8
+
+const (
+	// LeasesAuto uses leases when the store has them (the zero value).
+	LeasesAuto LeaseMode = iota
+	// LeasesOff is plain cache-aside with per-process singleflight.
+	LeasesOff
+	// LeasesRequired is LeasesAuto, but New fails when the store has no
+	// lease capability.
+	LeasesRequired
+)
 
 func (o Options) withDefaults(s store.Store) (Options, error) {
 	if o.Name == "" {
@@ -121,7 +179,7 @@ func (o Options) withDefaults(s store.Store) (Options, error) {
 		return o, fmt.Errorf("kura: Options.TTLJitter must be in [0, 1), got %v", o.TTLJitter)
 	}
 	if o.MaxValueSize == 0 {
-		if m, ok := s.(store.MaxValueSizer); ok && m.MaxValueSize() > 0 {
+		if m, ok := store.Find[store.MaxValueSizer](s); ok && m.MaxValueSize() > 0 {
 			o.MaxValueSize = m.MaxValueSize()
 		} else {
 			o.MaxValueSize = DefaultMaxValueSize
@@ -135,6 +193,9 @@ func (o Options) withDefaults(s store.Store) (Options, error) {
 	}
 	if o.LoadTimeout == 0 {
 		o.LoadTimeout = DefaultLoadTimeout
+	}
+	if err := o.leaseDefaults(s); err != nil {
+		return o, err
 	}
 	return o, nil
 }

@@ -73,6 +73,29 @@ type Stats struct {
 	// BytesRead and BytesReadRaw are the same for values read.
 	BytesRead, BytesReadRaw uint64
 
+	// Coordination is the guarantee the Cache gives about loads of a
+	// missing key: CoordinationLeases ("leases": one loader call per key
+	// across every process sharing the store, and no fill that raced an
+	// Invalidate is cached) or CoordinationProcess ("process": one loader
+	// call per key per process; plain cache-aside between processes).
+	// See docs/leases.md.
+	Coordination string
+	// LeaseWaits counts Fetch/FetchMany calls that waited for another
+	// caller's lease (in any process) instead of loading.
+	LeaseWaits uint64
+	// LeaseFailOpen counts calls that gave up waiting (Options.LeaseWait
+	// passed, or the store failed while waiting) and loaded without
+	// writing back.
+	LeaseFailOpen uint64
+	// LeaseFillsLost counts fills the store refused because the lease
+	// was voided meanwhile (an Invalidate, or the lease expired and
+	// another caller took over): the value the loader read was not
+	// cached.
+	LeaseFillsLost uint64
+	// StaleServed counts stale values served under
+	// Options.StaleWhileRevalidate; EarlyRefreshes counts background
+	// reloads started by Options.EarlyRefresh (or by a stale value).
+	StaleServed, EarlyRefreshes uint64
 	// BytesWrittenByDictionary splits BytesWritten (values only) by the
 	// compression dictionary id in each value's header; id 0 is values
 	// written without a dictionary. It shows a rotation's progress: the
@@ -142,6 +165,9 @@ type counters struct {
 	hits, misses, negHits, decodeErrs, storeErrs atomic.Uint64
 	loads, loadErrs, shared, large, rejected     atomic.Uint64
 	panics, budgetSkips                          atomic.Uint64
+	leaseWaits, leaseFailOpen, leaseLost         atomic.Uint64
+	staleServed, earlyRefreshes                  atomic.Uint64
+	coordination                                 string
 	bytesW, bytesWRaw, bytesR, bytesRRaw         atomic.Uint64
 	dictBytes                                    dictCounters
 	lat                                          map[Op]*histogram
@@ -157,6 +183,8 @@ func newCounters() *counters {
 
 func (c *counters) since(op Op, start time.Time) { c.lat[op].observe(time.Since(start)) }
 
+func (c *counters) observe(op Op, d time.Duration) { c.lat[op].observe(d) }
+
 func (c *counters) snapshot(name string) Stats {
 	s := Stats{
 		Name: name, Hits: c.hits.Load(), Misses: c.misses.Load(), NegativeHits: c.negHits.Load(),
@@ -166,6 +194,8 @@ func (c *counters) snapshot(name string) Stats {
 		LargeValues: c.large.Load(), RejectedValues: c.rejected.Load(),
 		BytesWritten: c.bytesW.Load(), BytesWrittenRaw: c.bytesWRaw.Load(),
 		BytesRead: c.bytesR.Load(), BytesReadRaw: c.bytesRRaw.Load(),
+		Coordination: c.coordination, LeaseWaits: c.leaseWaits.Load(), LeaseFailOpen: c.leaseFailOpen.Load(),
+		LeaseFillsLost: c.leaseLost.Load(), StaleServed: c.staleServed.Load(), EarlyRefreshes: c.earlyRefreshes.Load(),
 		Latency:                  make(map[Op]Histogram, len(allOps)),
 		BytesWrittenByDictionary: c.dictBytes.snapshot(),
 	}

@@ -27,6 +27,7 @@ type Collector struct {
 	requests, decodeErrs, storeErrs, loads, loadErrs *prometheus.Desc
 	shared, large, rejected, bytes, latency          *prometheus.Desc
 	panics, budgetSkips                              *prometheus.Desc
+	leases, coordination                             *prometheus.Desc
 	dictBytes                                        *prometheus.Desc
 }
 
@@ -53,6 +54,8 @@ func NewCollector(caches ...Source) *Collector {
 		panics:     d("loader_panics_total", "Loader calls that panicked (also counted as loader errors)."),
 		budgetSkips: d("budget_skips_total",
 			"Store calls a read-through skipped because it had spent its StoreTimeout on a slow or stalled server."),
+		leases:       d("lease_events_total", "Lease events, by event: wait (waited for another caller's load), fail_open (gave up waiting after LeaseWait and loaded without writing back), fill_lost (a fill refused because an invalidation voided its lease), stale_served (a stale value served under StaleWhileRevalidate), early_refresh (a background reload before expiry).", "event"),
+		coordination: d("coordination_info", "1 for the guarantee this cache gives about loads of a missing key: leases (across processes) or process (per process only).", "coordination"),
 		dictBytes: d("dictionary_written_bytes_total",
 			"Value bytes written, by the compression dictionary id in their header (8 hex digits; 00000000 = no dictionary).", "dictionary"),
 	}
@@ -61,7 +64,7 @@ func NewCollector(caches ...Source) *Collector {
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.requests, c.decodeErrs, c.storeErrs, c.loads, c.loadErrs,
-		c.shared, c.large, c.rejected, c.bytes, c.latency, c.panics, c.budgetSkips, c.dictBytes} {
+		c.shared, c.large, c.rejected, c.bytes, c.latency, c.panics, c.budgetSkips, c.leases, c.coordination, c.dictBytes} {
 		ch <- d
 	}
 }
@@ -84,6 +87,12 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		counter(c.shared, s.Shared, n)
 		counter(c.panics, s.LoaderPanics, n)
 		counter(c.budgetSkips, s.BudgetSkips, n)
+		counter(c.leases, s.LeaseWaits, n, "wait")
+		counter(c.leases, s.LeaseFailOpen, n, "fail_open")
+		counter(c.leases, s.LeaseFillsLost, n, "fill_lost")
+		counter(c.leases, s.StaleServed, n, "stale_served")
+		counter(c.leases, s.EarlyRefreshes, n, "early_refresh")
+		ch <- prometheus.MustNewConstMetric(c.coordination, prometheus.GaugeValue, 1, n, s.Coordination)
 		counter(c.large, s.LargeValues, n)
 		counter(c.rejected, s.RejectedValues, n)
 		counter(c.bytes, s.BytesRead, n, "read", "stored")

@@ -43,6 +43,17 @@ kura_lookups_total{cache="names",result="negative"} 0
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "kura_lookups_total"); err != nil {
 		t.Fatal(err)
 	}
+	coord := `
+# HELP kura_coordination_info 1 for the guarantee this cache gives about loads of a missing key: leases (across processes) or process (per process only).
+# TYPE kura_coordination_info gauge
+kura_coordination_info{cache="names",coordination="process"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(coord), "kura_coordination_info"); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := testutil.GatherAndCount(reg, "kura_lease_events_total"); err != nil || n != 5 {
+		t.Fatalf("lease event series = %d, %v; want 5", n, err)
+	}
 	n, err := testutil.GatherAndCount(reg, "kura_operation_duration_seconds")
 	if err != nil || n != 7 {
 		t.Fatalf("latency series = %d, %v; want one per op", n, err)

@@ -7,14 +7,15 @@ import (
 )
 
 // fallbackParallelism bounds the concurrent single-key calls used when a
-// Store does not implement Batcher.
+// Store does not implement the batch capabilities.
 const fallbackParallelism = 16
 
 // GetMany reads keys from s with one round trip per server when s
-// implements Batcher, and with concurrent Gets otherwise. See
-// Batcher.GetMany for the result contract.
+// implements BatchGetter (itself or through a Wrapper), and with
+// concurrent Gets otherwise. See BatchGetter.GetMany for the result
+// contract.
 func GetMany(ctx context.Context, s Store, keys []string) ([][]byte, error) {
-	if b, ok := s.(Batcher); ok {
+	if b, ok := Find[BatchGetter](s); ok {
 		return b.GetMany(ctx, keys)
 	}
 	vals := make([][]byte, len(keys))
@@ -26,12 +27,12 @@ func GetMany(ctx context.Context, s Store, keys []string) ([][]byte, error) {
 		vals[i] = v
 		return err
 	})
-	return vals, batchErr("get", keys, errs)
+	return vals, BatchErrorOf("get", keys, errs)
 }
 
-// SetMany writes items to s, batched when s implements Batcher.
+// SetMany writes items to s, batched when s implements BatchSetter.
 func SetMany(ctx context.Context, s Store, items []Item) error {
-	if b, ok := s.(Batcher); ok {
+	if b, ok := Find[BatchSetter](s); ok {
 		return b.SetMany(ctx, items)
 	}
 	keys := make([]string, len(items))
@@ -56,18 +57,18 @@ func SetMany(ctx context.Context, s Store, items []Item) error {
 			errs[i] = errs[j]
 		}
 	}
-	return batchErr("set", keys, errs)
+	return BatchErrorOf("set", keys, errs)
 }
 
-// DeleteMany removes keys from s, batched when s implements Batcher.
+// DeleteMany removes keys from s, batched when s implements BatchDeleter.
 func DeleteMany(ctx context.Context, s Store, keys []string) error {
-	if b, ok := s.(Batcher); ok {
+	if b, ok := Find[BatchDeleter](s); ok {
 		return b.DeleteMany(ctx, keys)
 	}
 	errs := forEach(ctx, len(keys), func(i int) error {
 		return s.Delete(ctx, keys[i])
 	})
-	return batchErr("delete", keys, errs)
+	return BatchErrorOf("delete", keys, errs)
 }
 
 func forEach(ctx context.Context, n int, fn func(i int) error) []error {
@@ -88,21 +89,4 @@ func forEach(ctx context.Context, n int, fn func(i int) error) []error {
 	}
 	wg.Wait()
 	return errs
-}
-
-func batchErr(op string, keys []string, errs []error) error {
-	var be *BatchError
-	for i, err := range errs {
-		if err == nil {
-			continue
-		}
-		if be == nil {
-			be = &BatchError{Op: op}
-		}
-		be.Errors = append(be.Errors, KeyError{Key: keys[i], Err: err})
-	}
-	if be == nil {
-		return nil
-	}
-	return be
 }

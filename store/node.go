@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"errors"
 	"fmt"
 )
@@ -26,6 +27,29 @@ func (e *NodeError) Error() string { return fmt.Sprintf("%s: %v", e.Addr, e.Err)
 
 // Unwrap returns the underlying error.
 func (e *NodeError) Unwrap() error { return e.Err }
+
+// NodeErr wraps err, a failure on the server addr, in a *NodeError. It
+// returns err unchanged when it is nil, already carries a *NodeError, or is
+// not the server's fault: a miss (ErrNotFound), a declined conditional
+// write (ErrNotStored), an invalid key, a value too large (the value's
+// fault, not the server's), a closed store, or the caller's own context
+// being cancelled. With an empty addr (the server is not known) it returns
+// err unchanged too.
+func NodeErr(addr string, err error) error {
+	if err == nil || addr == "" {
+		return err
+	}
+	if errors.Is(err, ErrNotFound) || errors.Is(err, ErrNotStored) || errors.Is(err, ErrInvalidKey) ||
+		errors.Is(err, ErrValueTooLarge) ||
+		errors.Is(err, ErrClosed) || errors.Is(err, context.Canceled) {
+		return err
+	}
+	var ne *NodeError
+	if errors.As(err, &ne) {
+		return err
+	}
+	return &NodeError{Addr: addr, Err: err}
+}
 
 // AsNodeError returns the first *NodeError in err's chain, or nil.
 func AsNodeError(err error) *NodeError {

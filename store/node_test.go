@@ -54,3 +54,44 @@ func TestNodeError(t *testing.T) {
 		t.Fatalf("Error() = %q", got)
 	}
 }
+
+func TestBatchErrorHelpers(t *testing.T) {
+	be := BatchError{Op: "get"}
+	if be.Err() != nil {
+		t.Fatal("an empty BatchError must be a nil error")
+	}
+	boom := errors.New("connection reset")
+	be.AddNode("a", "10.0.0.1:11211", boom)
+	be.AddNode("b", "10.0.0.1:11211", ErrNotFound) // a miss is no node failure
+	be.Add("", fmt.Errorf("%w: empty key", ErrInvalidKey))
+	err := be.Err()
+	if ne := AsNodeError(err); ne == nil || ne.Addr != "10.0.0.1:11211" || !errors.Is(ne, boom) {
+		t.Fatalf("AsNodeError(%v) = %v", err, ne)
+	}
+	if AsNodeError(be.Errors[1].Err) != nil || AsNodeError(be.Errors[2].Err) != nil {
+		t.Fatal("ErrNotFound and ErrInvalidKey must not become node errors")
+	}
+	if got := be.Errors[0].Error(); got != `key "a" on 10.0.0.1:11211: connection reset` {
+		t.Fatalf("KeyError text %q names the server twice or not at all", got)
+	}
+	var all BatchError
+	all.Op = "get"
+	all.Merge(err, nil)
+	all.Merge(boom, []string{"x", "y"})
+	all.Merge(nil, []string{"z"})
+	if len(all.Errors) != 5 {
+		t.Fatalf("Merge kept %d failures, want 5", len(all.Errors))
+	}
+	if got := BatchErrorOf("set", []string{"p", "q"}, []error{nil, boom}); got == nil || len(got.(*BatchError).Failed()) != 1 {
+		t.Fatalf("BatchErrorOf = %v", got)
+	}
+	if BatchErrorOf("set", []string{"p"}, []error{nil}) != nil {
+		t.Fatal("BatchErrorOf of no failures must be nil")
+	}
+	if err := NodeErr("h:1", context.Canceled); AsNodeError(err) != nil {
+		t.Fatal("the caller's cancellation is no node failure")
+	}
+	if NodeErr("", boom) != boom || NodeErr("h:1", nil) != nil {
+		t.Fatal("NodeErr without an address or error must pass it through")
+	}
+}

@@ -6,10 +6,17 @@
 // caching, metrics) lives above the seam in package kura, the way
 // database/sql sits above database/sql/driver.
 //
-// Batching is an optional capability: a backend that can answer many keys in
-// one round trip per server implements [Batcher]. The package-level helpers
-// [GetMany], [SetMany] and [DeleteMany] use it when present and fall back to
-// concurrent single-key calls otherwise, so callers never need to care.
+// Everything beyond those methods is an optional capability, one small
+// interface each, discovered by type assertion the way database/sql
+// discovers driver.ExecerContext: [BatchGetter], [BatchSetter] and
+// [BatchDeleter] (one round trip per server for many keys), [Leaser]
+// (cross-process leases for read-through), [Pinger], [MaxValueSizer] and
+// [MetaReader]. A store that wraps another (a circuit breaker, an L1 tier,
+// instrumentation) implements [Wrapper], and [Find] looks for a capability
+// through the whole chain, so a wrapper never hides what it wraps. The
+// package-level helpers [GetMany], [SetMany] and [DeleteMany] use the batch
+// capabilities when present and fall back to concurrent single-key calls
+// otherwise, so callers never need to care.
 //
 // # Contract
 //
@@ -74,19 +81,37 @@ type Item struct {
 	TTL time.Duration
 }
 
-// Batcher is implemented by stores that can serve many keys with one round
-// trip per server.
-type Batcher interface {
+// BatchGetter is implemented by stores that can read many keys with one
+// round trip per server.
+type BatchGetter interface {
 	// GetMany returns values aligned with keys: values[i] is nil when
 	// keys[i] is missing or failed. A non-nil error is either a
 	// *BatchError naming the keys that failed (the other results are
 	// valid) or an error that failed the whole batch.
 	GetMany(ctx context.Context, keys []string) ([][]byte, error)
+}
+
+// BatchSetter is implemented by stores that can write many items with one
+// round trip per server.
+type BatchSetter interface {
 	// SetMany writes all items. Per-key failures come back in a
 	// *BatchError; items not named there were stored.
 	SetMany(ctx context.Context, items []Item) error
+}
+
+// BatchDeleter is implemented by stores that can delete many keys with one
+// round trip per server.
+type BatchDeleter interface {
 	// DeleteMany removes all keys; missing keys are not failures.
 	DeleteMany(ctx context.Context, keys []string) error
+}
+
+// Batcher is the three batch capabilities together, as every built-in
+// backend implements them.
+type Batcher interface {
+	BatchGetter
+	BatchSetter
+	BatchDeleter
 }
 
 // MaxValueSizer is implemented by stores whose server limits the size of
@@ -113,6 +138,9 @@ type KeyError struct {
 }
 
 func (e KeyError) Error() string {
+	if ne, ok := e.Err.(*NodeError); ok && ne.Addr == e.Addr {
+		return fmt.Sprintf("key %q on %v", e.Key, ne)
+	}
 	if e.Addr != "" {
 		return fmt.Sprintf("key %q on %s: %v", e.Key, e.Addr, e.Err)
 	}
@@ -137,7 +165,8 @@ func (e *BatchError) Error() string {
 	counts := map[string]int{}
 	for _, ke := range e.Errors {
 		msg := ke.Err.Error()
-		if ke.Addr != "" {
+		// A node error names its server already.
+		if ne, ok := ke.Err.(*NodeError); ke.Addr != "" && (!ok || ne.Addr != ke.Addr) {
 			msg = ke.Addr + ": " + msg
 		}
 		counts[msg]++
@@ -158,6 +187,59 @@ func (e *BatchError) Unwrap() []error {
 		errs[i] = e.Errors[i]
 	}
 	return errs
+}
+
+// Add records the failure of key, not attributable to a server (an invalid
+// key, a value the client refused before sending).
+func (e *BatchError) Add(key string, err error) {
+	e.Errors = append(e.Errors, KeyError{Key: key, Err: err})
+}
+
+// AddNode records the failure of key on the server addr. The error is
+// wrapped in a *NodeError (unless it is one already, or is not the
+// server's fault: see NodeErr), so health and metrics find the server with
+// AsNodeError whichever way they reach the error.
+func (e *BatchError) AddNode(key, addr string, err error) {
+	e.Errors = append(e.Errors, KeyError{Key: key, Addr: addr, Err: NodeErr(addr, err)})
+}
+
+// Err returns e as an error, or nil when it records no failure: the one
+// place that avoids the typed-nil trap of returning an empty *BatchError
+// as a non-nil error.
+func (e *BatchError) Err() error {
+	if e == nil || len(e.Errors) == 0 {
+		return nil
+	}
+	return e
+}
+
+// Merge adds the failures of err to e: each KeyError of a *BatchError, or
+// err for every one of keys when it failed the whole call. It does nothing
+// for a nil err.
+func (e *BatchError) Merge(err error, keys []string) {
+	if err == nil {
+		return
+	}
+	var be *BatchError
+	if errors.As(err, &be) {
+		e.Errors = append(e.Errors, be.Errors...)
+		return
+	}
+	for _, k := range keys {
+		e.Add(k, err)
+	}
+}
+
+// BatchErrorOf builds the error of a batch op whose per-key errors are
+// aligned with keys (nil = success): nil when all succeeded.
+func BatchErrorOf(op string, keys []string, errs []error) error {
+	be := &BatchError{Op: op}
+	for i, err := range errs {
+		if err != nil {
+			be.Add(keys[i], err)
+		}
+	}
+	return be.Err()
 }
 
 // Failed returns the set of keys that failed.

@@ -145,6 +145,33 @@ func (g *Group[V]) run(key string, c *call[V], ctx context.Context, cancel conte
 	c.val, c.err = fn(ctx)
 }
 
+// Join waits for the load of key in flight, if there is one, and returns
+// its result with ok true; with none in flight it returns at once with ok
+// false. onJoin, if not nil, is called at once when there is one to wait
+// for (before waiting). A caller whose ctx ends gets ctx's error. A
+// panicked load gives an error matching ErrPanicked, as to any caller
+// that joined.
+func (g *Group[V]) Join(ctx context.Context, key string, onJoin func()) (v V, ok bool, err error) {
+	g.mu.Lock()
+	c, ok := g.calls[key]
+	g.mu.Unlock()
+	if !ok {
+		return v, false, nil
+	}
+	if onJoin != nil {
+		onJoin()
+	}
+	select {
+	case <-c.done:
+	case <-ctx.Done():
+		return v, true, ctx.Err()
+	}
+	if c.panic != nil {
+		return v, true, fmt.Errorf("%w (in a load shared with another caller): %v", ErrPanicked, c.panic.Value)
+	}
+	return c.val, true, c.err
+}
+
 // InFlight reports how many loads are running (for tests and leak checks).
 func (g *Group[V]) InFlight() int {
 	g.mu.Lock()

@@ -15,7 +15,7 @@ type group struct {
 	cl   *meta.Client
 	idx  []int // positions in the caller's batch
 	reqs []meta.Request
-	errs []store.KeyError
+	errs store.BatchError
 }
 
 // batch splits n keys by server. Keys without a wire form (the empty key)
@@ -24,7 +24,7 @@ type batch struct {
 	s      *Store
 	op     string
 	groups []*group
-	errs   []store.KeyError
+	errs   store.BatchError
 }
 
 func (s *Store) newBatch(ctx context.Context, op string, n int, key func(int) string) (*batch, error) {
@@ -34,12 +34,12 @@ func (s *Store) newBatch(ctx context.Context, op string, n int, key func(int) st
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("memcache: %s batch: %w", op, context.Cause(ctx))
 	}
-	b := &batch{s: s, op: op, groups: make([]*group, len(s.clients))}
+	b := &batch{s: s, op: op, groups: make([]*group, len(s.clients)), errs: store.BatchError{Op: op}}
 	per := n/len(s.clients) + n/8 + 1
 	for i := 0; i < n; i++ {
 		k := key(i)
 		if _, err := meta.ClassifyKey(k); err != nil {
-			b.errs = append(b.errs, store.KeyError{Key: k, Err: err})
+			b.errs.Add(k, err)
 			continue
 		}
 		si := s.ring.Index(k)
@@ -63,7 +63,7 @@ func (b *batch) run(ctx context.Context, key func(int) string, onAnswer func(g *
 				err = onAnswer(g, j, res)
 			}
 			if err != nil {
-				g.errs = append(g.errs, store.KeyError{Key: key(g.idx[j]), Addr: g.cl.Addr(), Err: err})
+				g.errs.AddNode(key(g.idx[j]), g.cl.Addr(), err)
 			}
 		})
 	}
@@ -83,13 +83,10 @@ func (b *batch) run(ctx context.Context, key func(int) string, onAnswer func(g *
 	wg.Wait()
 	for _, g := range b.groups {
 		if g != nil {
-			b.errs = append(b.errs, g.errs...)
+			b.errs.Merge(&g.errs, nil)
 		}
 	}
-	if len(b.errs) == 0 {
-		return nil
-	}
-	return &store.BatchError{Op: b.op, Errors: b.errs}
+	return b.errs.Err()
 }
 
 // GetMany reads keys with one pipeline of quiet mg per server, all
@@ -111,11 +108,11 @@ func (s *Store) GetMany(ctx context.Context, keys []string) ([][]byte, error) {
 	}
 	vals := make([][]byte, len(keys))
 	err = b.run(ctx, key, func(g *group, j int, res *meta.Response) error {
-		switch res.Status {
-		case meta.VA:
-			vals[g.idx[j]] = res.Value
+		switch {
+		case res.Placeholder(), res.Status == meta.EN:
 			return nil
-		case meta.EN:
+		case res.Status == meta.VA:
+			vals[g.idx[j]] = res.Value
 			return nil
 		}
 		return fmt.Errorf("unexpected answer %s to mg", res.Status)
@@ -144,11 +141,11 @@ func (s *Store) SetMany(ctx context.Context, items []store.Item) error {
 		for _, i := range g.idx {
 			it := &items[i]
 			if err := store.CheckTTL(it.TTL); err != nil {
-				b.errs = append(b.errs, store.KeyError{Key: it.Key, Err: err})
+				b.errs.Add(it.Key, err)
 				continue
 			}
 			if err := checkValue(g.cl, it.Key, len(it.Value)); err != nil {
-				b.errs = append(b.errs, store.KeyError{Key: it.Key, Addr: g.cl.Addr(), Err: err})
+				b.errs.AddNode(it.Key, g.cl.Addr(), err)
 				continue
 			}
 			keep = append(keep, i)

@@ -166,7 +166,8 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return cl.Get(ctx, key)
+	v, err := cl.Get(ctx, key)
+	return v, store.NodeErr(cl.Addr(), err)
 }
 
 // Set stores value under key for ttl (0: no expiry). TTLs are rounded up
@@ -183,7 +184,7 @@ func (s *Store) Set(ctx context.Context, key string, value []byte, ttl time.Dura
 	if err := checkValue(cl, key, len(value)); err != nil {
 		return err
 	}
-	return cl.Set(ctx, key, value, ttl)
+	return store.NodeErr(cl.Addr(), cl.Set(ctx, key, value, ttl))
 }
 
 // Delete removes key; deleting a missing key succeeds.
@@ -192,7 +193,7 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 	if err != nil {
 		return err
 	}
-	return cl.Delete(ctx, key)
+	return store.NodeErr(cl.Addr(), cl.Delete(ctx, key))
 }
 
 // Touch gives key a new ttl without rewriting it, or returns an error
@@ -205,7 +206,7 @@ func (s *Store) Touch(ctx context.Context, key string, ttl time.Duration) error 
 	if err != nil {
 		return err
 	}
-	return cl.Touch(ctx, key, ttl)
+	return store.NodeErr(cl.Addr(), cl.Touch(ctx, key, ttl))
 }
 
 // Ping sends mn to every server at once and returns the failures, each
@@ -217,7 +218,7 @@ func (s *Store) Ping(ctx context.Context) error {
 	errs := make([]error, len(s.clients))
 	var wg sync.WaitGroup
 	for i, cl := range s.clients {
-		wg.Go(func() { errs[i] = cl.Noop(ctx) })
+		wg.Go(func() { errs[i] = store.NodeErr(cl.Addr(), cl.Noop(ctx)) })
 	}
 	wg.Wait()
 	return errors.Join(errs...)

@@ -138,6 +138,9 @@ func TestKillMidSetMany(t *testing.T) {
 		if ke.Addr != victim.Addr || owner[ke.Key] != victim.Addr {
 			t.Fatalf("failure for %q on %q; only %s's keys may fail", ke.Key, ke.Addr, victim.Addr)
 		}
+		if ne := store.AsNodeError(ke.Err); ne == nil || ne.Addr != victim.Addr {
+			t.Fatalf("failure for %q is not a *store.NodeError for %s: %v", ke.Key, victim.Addr, ke.Err)
+		}
 	}
 	victimKeys := 0
 	for k, a := range owner {
@@ -172,6 +175,11 @@ func TestKillMidSetMany(t *testing.T) {
 		if a == victim.Addr {
 			if _, err := s.Get(ctx, k); err == nil || !strings.Contains(err.Error(), victim.Addr) {
 				t.Fatalf("Get on the dead server = %v", err)
+			} else if ne := store.AsNodeError(err); ne == nil || ne.Addr != victim.Addr {
+				t.Fatalf("Get on the dead server = %v, want a *store.NodeError for %s", err, victim.Addr)
+			}
+			if err := s.Delete(ctx, k); store.AsNodeError(err) == nil {
+				t.Fatalf("Delete on the dead server = %v, want a *store.NodeError", err)
 			}
 			break
 		}

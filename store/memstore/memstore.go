@@ -175,17 +175,17 @@ func (s *Store) GetMany(ctx context.Context, keys []string) ([][]byte, error) {
 		return nil, err
 	}
 	vals := make([][]byte, len(keys))
-	var be *store.BatchError
+	be := store.BatchError{Op: "get"}
 	for i, k := range keys {
 		if err := store.CheckKey(k); err != nil {
-			be = addErr(be, "get", k, err)
+			be.Add(k, err)
 			continue
 		}
 		if e, ok := s.c.GetIfPresent(k); ok {
 			vals[i] = clone(e.val)
 		}
 	}
-	return vals, batchErr(be)
+	return vals, be.Err()
 }
 
 // SetMany stores copies of all items. Items with an invalid key, a
@@ -195,13 +195,13 @@ func (s *Store) SetMany(ctx context.Context, items []store.Item) error {
 	if err := s.ready(ctx); err != nil {
 		return err
 	}
-	var be *store.BatchError
+	be := store.BatchError{Op: "set"}
 	for _, it := range items {
 		if err := s.Set(ctx, it.Key, it.Value, it.TTL); err != nil {
-			be = addErr(be, "set", it.Key, err)
+			be.Add(it.Key, err)
 		}
 	}
-	return batchErr(be)
+	return be.Err()
 }
 
 // DeleteMany removes all keys; missing keys are not failures.
@@ -209,15 +209,15 @@ func (s *Store) DeleteMany(ctx context.Context, keys []string) error {
 	if err := s.ready(ctx); err != nil {
 		return err
 	}
-	var be *store.BatchError
+	be := store.BatchError{Op: "delete"}
 	for _, k := range keys {
 		if err := store.CheckKey(k); err != nil {
-			be = addErr(be, "delete", k, err)
+			be.Add(k, err)
 			continue
 		}
 		s.c.Invalidate(k)
 	}
-	return batchErr(be)
+	return be.Err()
 }
 
 // MaxValueSize returns the largest value the store accepts: one that,
@@ -247,21 +247,4 @@ func clone(b []byte) []byte {
 	// Never nil: an empty value is a hit, and the caller tells hits from
 	// misses by nil.
 	return append(make([]byte, 0, len(b)), b...)
-}
-
-func addErr(be *store.BatchError, op, key string, err error) *store.BatchError {
-	if be == nil {
-		be = &store.BatchError{Op: op}
-	}
-	be.Errors = append(be.Errors, store.KeyError{Key: key, Err: err})
-	return be
-}
-
-// batchErr avoids the typed-nil trap of returning a nil *BatchError as an
-// error.
-func batchErr(be *store.BatchError) error {
-	if be == nil {
-		return nil
-	}
-	return be
 }

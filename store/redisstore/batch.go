@@ -76,7 +76,7 @@ func (f *failures) add(key, addr string, err error) {
 	if f.be == nil {
 		f.be = &store.BatchError{Op: f.op}
 	}
-	f.be.Errors = append(f.be.Errors, store.KeyError{Key: key, Addr: addr, Err: err})
+	f.be.AddNode(key, addr, err)
 }
 
 // result is the batch's error: nil, a *store.BatchError, or, when ctx

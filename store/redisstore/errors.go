@@ -13,13 +13,14 @@ import (
 )
 
 // wrapErr adds the server address to err and, for the failures a person
-// has to fix (credentials, ACL permissions), says what to fix. Sentinels
-// stay reachable through errors.Is.
+// has to fix (credentials, ACL permissions), says what to fix. An error of
+// a known server comes in a *store.NodeError. Sentinels stay reachable
+// through errors.Is.
 func (s *Store) wrapErr(addr string, err error) error {
 	if addr == "" {
-		addr = "cluster"
+		return s.explain("redis cluster", err)
 	}
-	return s.explain("redis "+addr, err)
+	return store.NodeErr(addr, s.explain("redis", err))
 }
 
 // keyErr is wrapErr for the Err of a store.KeyError, whose Addr field

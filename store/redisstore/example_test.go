@@ -17,7 +17,7 @@ func Example() {
 	// several: "redis://host1:7000?addr=host2:7000&addr=host3:7000").
 	s, err := redisstore.NewFromURL(ctx, "redis://:s3cret@127.0.0.1:6379/0", redisstore.Options{})
 	if err != nil {
-		log.Fatal(err) // e.g. "redis 127.0.0.1:6379: kura: redis authentication failed: ..."
+		log.Fatal(err) // e.g. "127.0.0.1:6379: redis: kura: redis authentication failed: ..."
 	}
 	defer s.Close()
 

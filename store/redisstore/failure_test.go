@@ -95,6 +95,11 @@ func TestKillStandaloneMidBatch(t *testing.T) {
 	if err := within(t, "Get", func() error { _, err := s.Get(ctx, "kill:1"); return err }); err == nil ||
 		errors.Is(err, store.ErrNotFound) || !strings.Contains(err.Error(), r.Addr) {
 		t.Fatalf("Get on a dead server = %v, want an error naming %s", err, r.Addr)
+	} else if ne := store.AsNodeError(err); ne == nil || ne.Addr != r.Addr {
+		t.Fatalf("Get on a dead server = %v, want a *store.NodeError for %s", err, r.Addr)
+	}
+	if err := within(t, "Set", func() error { return s.Set(ctx, "kill:1", []byte("v"), 0) }); store.AsNodeError(err) == nil {
+		t.Fatalf("Set on a dead server = %v, want a *store.NodeError", err)
 	}
 	if err := within(t, "Ping", func() error { return s.Ping(ctx) }); err == nil || !strings.Contains(err.Error(), r.Addr) {
 		t.Fatalf("Ping of a dead server = %v, want an error naming %s", err, r.Addr)
@@ -116,6 +121,11 @@ func checkBatchErr(t *testing.T, err error, dead map[string]bool) *store.BatchEr
 		}
 		if !dead[ke.Addr] && !strings.Contains(ke.Err.Error(), "CLUSTERDOWN") {
 			t.Fatalf("key %q failed on %q, which is alive: %v", ke.Key, ke.Addr, ke.Err)
+		}
+		if ke.Addr != "" {
+			if ne := store.AsNodeError(ke.Err); ne == nil || ne.Addr != ke.Addr {
+				t.Fatalf("key %q: error %v is not a *store.NodeError for %s", ke.Key, ke.Err, ke.Addr)
+			}
 		}
 	}
 	return be

@@ -67,7 +67,7 @@ func RunWithOptions(t *testing.T, newStore func(t *testing.T) store.Store, opts 
 		opts.LargeValue = 1 << 20
 	}
 	run := rand.Uint64()
-	for _, tc := range tests {
+	for _, tc := range append(tests[:len(tests):len(tests)], leaseTests...) {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newStore(t)
 			closed := false

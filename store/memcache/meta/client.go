@@ -252,11 +252,11 @@ func (cl *Client) Get(ctx context.Context, key string) ([]byte, error) {
 	if err := cl.Do(ctx, &Request{Cmd: Get, Key: key, ReturnValue: true}, &res); err != nil {
 		return nil, err
 	}
-	switch res.Status {
-	case VA:
-		return res.Value, nil
-	case EN:
+	switch {
+	case res.Placeholder(), res.Status == EN:
 		return nil, store.ErrNotFound
+	case res.Status == VA:
+		return res.Value, nil
 	}
 	return nil, cl.unexpected("mg", &res)
 }

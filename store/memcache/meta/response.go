@@ -69,6 +69,14 @@ type Response struct {
 	AlreadyWon  bool   // Z: someone else won the recache
 }
 
+// Placeholder reports an empty item that a lease created or an
+// invalidation emptied: mg with N on a miss creates one (its answer is
+// "VA 0 W", later readers get "VA 0 Z"). It holds no value of the
+// caller's, so readers count it as a miss.
+func (r *Response) Placeholder() bool {
+	return r.Status == VA && len(r.Value) == 0 && (r.Won || r.AlreadyWon || r.Stale)
+}
+
 // Err returns the response as an error for the error statuses, nil
 // otherwise.
 func (r *Response) Err() error {

@@ -1,0 +1,207 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/kuracache/kura/store"
+)
+
+var _ store.Leaser = (*Store)(nil)
+
+// fillScript stores ARGV[2] (with PX ARGV[3] unless it is 0) only while the
+// key still holds this lease's placeholder ARGV[1]. An invalidation (DEL),
+// an expired lease or a later lease all leave other bytes (or none), and
+// the fill is dropped.
+var fillScript = rueidis.NewLuaScript(`
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+if ARGV[3] == '0' then redis.call('SET', KEYS[1], ARGV[2]) else redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3]) end
+return 1`)
+
+// releaseScript deletes the key only while it holds this lease's
+// placeholder.
+var releaseScript = rueidis.NewLuaScript(`
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+return redis.call('DEL', KEYS[1])`)
+
+// LeaseGet reads keys with a plain GET (MGET per hash slot for several),
+// so a hit costs what a Get costs and writes nothing; only for the keys
+// that missed does it send "SET key placeholder NX PX ttl", pipelined
+// together. The caller whose SET succeeded holds the lease (Won); a key
+// whose SET found something there is Held (another caller's placeholder,
+// or a fill that landed between the two round trips: the next read sees
+// it). A key holding another caller's placeholder comes back as a Value
+// for the caller to recognise. A hit's Lease carries the value's bytes as
+// its Token: a Fill with it replaces the value only if it is unchanged.
+//
+// opts.Recache is ignored: Redis cannot tell a key's remaining TTL in the
+// same round trip as its value; the Cache refreshes early from the
+// envelope's own timestamps instead.
+func (s *Store) LeaseGet(ctx context.Context, keys []string, opts store.LeaseOptions) ([]store.LeaseResult, error) {
+	if opts.TTL <= 0 {
+		return nil, fmt.Errorf("redisstore: lease TTL must be positive, got %v", opts.TTL)
+	}
+	if len(opts.Placeholder) == 0 {
+		return nil, errors.New("redisstore: LeaseGet needs a placeholder")
+	}
+	out := make([]store.LeaseResult, len(keys))
+	var vals [][]byte
+	var err error
+	if len(keys) == 1 {
+		var v []byte
+		v, err = s.Get(ctx, keys[0])
+		switch {
+		case err == nil:
+			out[0].Value = v
+			out[0].Lease = store.Lease{Key: keys[0], Token: v}
+			return out, nil
+		case errors.Is(err, store.ErrNotFound):
+			vals, err = [][]byte{nil}, nil
+		default:
+			if ctx.Err() != nil || errors.Is(err, store.ErrClosed) {
+				return nil, err
+			}
+			be := store.BatchError{Op: "lease"}
+			be.AddNode(keys[0], s.addrOf(keys[0]), err)
+			return nil, &be
+		}
+	} else {
+		vals, err = s.GetMany(ctx, keys)
+	}
+	var failed map[string]error
+	fails := failures{op: "lease", n: len(keys)}
+	if err != nil {
+		var be *store.BatchError
+		if !errors.As(err, &be) {
+			return nil, err
+		}
+		failed = be.Failed()
+		fails.be = be
+		fails.be.Op = "lease"
+	}
+	var missing []int
+	for i, v := range vals {
+		if v != nil {
+			out[i].Value = v
+			out[i].Lease = store.Lease{Key: keys[i], Token: v}
+		} else if _, bad := failed[keys[i]]; !bad {
+			missing = append(missing, i)
+		}
+	}
+	if len(missing) == 0 {
+		return out, fails.result(ctx)
+	}
+	ph := s.valueArg(ctx, opts.Placeholder)
+	px := pxMillis(opts.TTL)
+	cmds := make([]rueidis.Completed, len(missing))
+	for j, i := range missing {
+		cmds[j] = s.c.B().Set().Key(keys[i]).Value(ph).Nx().PxMilliseconds(px).Build()
+	}
+	for j, r := range s.c.DoMulti(ctx, cmds...) {
+		i := missing[j]
+		err := r.Error()
+		switch {
+		case err == nil:
+			out[i].Won = true
+			out[i].Lease = store.Lease{Key: keys[i], Token: opts.Placeholder}
+		case rueidis.IsRedisNil(err):
+			out[i].Held = true
+		default:
+			addr := s.addrOf(keys[i])
+			fails.add(keys[i], addr, s.keyErr(addr, err))
+		}
+	}
+	return out, fails.result(ctx)
+}
+
+// Fill runs, per fill, a script that compares the key's bytes with the
+// lease's placeholder and only then SETs the value with its PX, all
+// pipelined (rueidis sends each cluster node its share). A fill whose
+// lease was lost is reported matching store.ErrNotStored.
+func (s *Store) Fill(ctx context.Context, fills []store.Fill) error {
+	if err := s.ready(ctx); err != nil {
+		return err
+	}
+	fails := failures{op: "fill"}
+	execs := make([]rueidis.LuaExec, 0, len(fills))
+	sent := make([]int, 0, len(fills))
+	for i, f := range fills {
+		if err := s.checkItem(f.Lease.Key, f.Value, f.TTL); err != nil {
+			fails.add(f.Lease.Key, "", err)
+			continue
+		}
+		if len(f.Lease.Token) == 0 {
+			fails.add(f.Lease.Key, "", errors.New("redisstore: fill without a lease token"))
+			continue
+		}
+		px := "0"
+		if f.TTL > 0 {
+			px = strconv.FormatInt(pxMillis(f.TTL), 10)
+		}
+		execs = append(execs, rueidis.LuaExec{Keys: []string{f.Lease.Key},
+			Args: []string{s.valueArg(ctx, f.Lease.Token), s.valueArg(ctx, f.Value), px}})
+		sent = append(sent, i)
+	}
+	if len(execs) == 0 {
+		return fails.result(ctx)
+	}
+	for j, r := range fillScript.ExecMulti(ctx, s.c, execs...) {
+		k := fills[sent[j]].Lease.Key
+		n, err := r.AsInt64()
+		switch {
+		case err != nil:
+			addr := s.addrOf(k)
+			fails.add(k, addr, s.keyErr(addr, err))
+		case n == 0:
+			fails.add(k, "", fmt.Errorf("redisstore: lease lost: %w", store.ErrNotStored))
+		}
+	}
+	return fails.result(ctx)
+}
+
+// Release deletes each lease's placeholder if it is still there.
+func (s *Store) Release(ctx context.Context, leases []store.Lease) error {
+	if err := s.ready(ctx); err != nil {
+		return err
+	}
+	fails := failures{op: "release"}
+	execs := make([]rueidis.LuaExec, 0, len(leases))
+	sent := make([]int, 0, len(leases))
+	for i, l := range leases {
+		if err := store.CheckKey(l.Key); err != nil {
+			fails.add(l.Key, "", err)
+			continue
+		}
+		execs = append(execs, rueidis.LuaExec{Keys: []string{l.Key}, Args: []string{s.valueArg(ctx, l.Token)}})
+		sent = append(sent, i)
+	}
+	if len(execs) == 0 {
+		return fails.result(ctx)
+	}
+	for j, r := range releaseScript.ExecMulti(ctx, s.c, execs...) {
+		if err := r.Error(); err != nil {
+			k := leases[sent[j]].Key
+			addr := s.addrOf(k)
+			fails.add(k, addr, s.keyErr(addr, err))
+		}
+	}
+	return fails.result(ctx)
+}
+
+// Invalidate deletes keys (one DEL per hash slot, pipelined): values and
+// placeholders alike, so any lease taken before is void and its fill is
+// dropped. Redis has no stale-while-revalidate here; stale is ignored.
+func (s *Store) Invalidate(ctx context.Context, keys []string, stale time.Duration) error {
+	if err := store.CheckTTL(stale); err != nil {
+		return err
+	}
+	if len(keys) == 1 {
+		return s.Delete(ctx, keys[0])
+	}
+	return s.DeleteMany(ctx, keys)
+}
