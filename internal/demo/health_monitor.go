@@ -2,6 +2,8 @@ package demo
 
 import (
 	"context"
+	"fmt"
+	"sync"
 
 	"github.com/kuracache/kura/store/health"
 	"github.com/kuracache/kura/store/redisstore"
@@ -11,6 +13,9 @@ import (
 type monitored struct {
 	*health.Store
 	inner *redisstore.Store
+
+	mu     sync.Mutex
+	causes []string
 	// downs counts the times the monitor declared a node Down.
 	downs func() int64
 }
@@ -22,18 +27,39 @@ func newMonitored(ctx context.Context, addr string) (*monitored, error) {
 	if err != nil {
 		return nil, err
 	}
-	hs, err := health.New(rs, health.Options{})
+	m := &monitored{inner: rs}
+	hs, err := health.New(rs, health.Options{OnStateChange: func(t health.Transition) {
+		if t.To != health.Down || t.Cause == nil {
+			return
+		}
+		by := "requests"
+		if t.Probe {
+			by = "a probe"
+		}
+		m.mu.Lock()
+		m.causes = append(m.causes, fmt.Sprintf("%s (%s)", t.Cause, by))
+		m.mu.Unlock()
+	}})
 	if err != nil {
 		rs.Close()
 		return nil, err
 	}
-	return &monitored{Store: hs, inner: rs, downs: func() int64 {
+	m.Store = hs
+	m.downs = func() int64 {
 		var n int64
 		for _, s := range hs.Stats().Nodes {
 			n += int64(s.Transitions[health.Down])
 		}
 		return n
-	}}, nil
+	}
+	return m, nil
+}
+
+// downCauses returns why the monitor declared a node down, oldest first.
+func (m *monitored) downCauses() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]string(nil), m.causes...)
 }
 
 // Close stops the monitor and closes the Redis store under it.
