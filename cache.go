@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/kuracache/kura/codec"
@@ -40,6 +41,8 @@ type Cache[V any] struct {
 	holders flight.Group[V]
 	// hub polls, for FetchMany, the keys other callers hold leases on.
 	hub waitHub
+	// schema is the fingerprint of V as the Codec encodes it (schema.go).
+	schema uint32
 }
 
 // New returns a Cache of values of type V over s.
@@ -51,7 +54,8 @@ func New[V any](s store.Store, opts Options) (*Cache[V], error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Cache[V]{store: s, opts: o, stats: newCounters(), leaser: leaserOf(s, o)}
+	c := &Cache[V]{store: s, opts: o, stats: newCounters(), leaser: leaserOf(s, o),
+		schema: o.Codec.Fingerprint(reflect.TypeFor[V]())}
 	c.stats.coordination = CoordinationProcess
 	if c.leaser != nil {
 		c.stats.coordination = CoordinationLeases
@@ -81,16 +85,27 @@ type entry[V any] struct {
 	// fields are the envelope's header fields (write time, TTL, load
 	// cost), for early refresh.
 	fields codec.Fields
+	// keep marks an entry written for another type, too recently to
+	// overwrite (Options.SchemaGrace): a read-through does not fill it.
+	keep bool
 }
 
 // encode serialises v and enforces the size guards. It never logs or
-// returns the value itself.
+// returns the value itself. The envelope carries V's schema fingerprint
+// and the write time, so a reader of another type knows the value is not
+// its own and how recent it is (schema.go).
 func (c *Cache[V]) encode(key string, v V) ([]byte, error) {
 	return c.encodeWith(key, v, codec.Fields{})
 }
 
-// encodeWith is encode with envelope header fields.
+// encodeWith is encode with envelope header fields (early refresh's TTL
+// and load cost); the schema fingerprint and the write time are always
+// set.
 func (c *Cache[V]) encodeWith(key string, v V, f codec.Fields) ([]byte, error) {
+	f.Schema, f.HasSchema = c.schema, true
+	if f.Written.IsZero() {
+		f.Written = time.Now()
+	}
 	b, h, err := c.opts.Codec.EncodeWith(nil, v, f)
 	if err != nil {
 		if errors.Is(err, codec.ErrValueTooLarge) {
@@ -132,9 +147,14 @@ func (c *Cache[V]) encodeNegative() []byte {
 
 func (c *Cache[V]) decode(key string, data []byte) (entry[V], error) {
 	var e entry[V]
-	h, err := c.opts.Codec.Decode(data, &e.v)
+	h, err := c.opts.Codec.DecodeSchema(data, &e.v, c.schema)
 	if err != nil {
-		c.stats.decodeErrs.Add(1)
+		if errors.Is(err, codec.ErrSchemaMismatch) {
+			c.stats.schemaMismatches.Add(1)
+			e.keep = c.tooYoungToOverwrite(h)
+		} else {
+			c.stats.decodeErrs.Add(1)
+		}
 		return e, fmt.Errorf("kura: decode %q (%d bytes): %w", key, len(data), err)
 	}
 	c.stats.bytesR.Add(uint64(len(data)))

@@ -16,7 +16,7 @@
 //
 // [Cache.Fetch] reads one key and calls the loader on a miss; concurrent
 // Fetches of one key share a single loader call. [Cache.FetchMany] is the
-// batch form that the field reports ask for: one batched cache read (one
+// batch form for pages that show many records: one batched cache read (one
 // round trip per server), one loader call with every miss, one batched
 // write-back. A loader says "this key does not exist" by returning
 // [ErrNotFound] (Fetch) or by leaving the key out (FetchMany); the absence

@@ -27,6 +27,13 @@ var (
 	// not overwrite the entry, so a rolling deploy's new processes keep
 	// what they wrote. It does not match ErrMalformed.
 	ErrNotUnderstood = codec.ErrNotUnderstood
+	// ErrSchemaMismatch reports cached bytes written for another Go type
+	// (a field renamed or retyped since they were written; see
+	// Options.SchemaGrace and docs/FORMAT.md, "Schema evolution"). It
+	// matches ErrMalformed. Get returns it; Fetch and FetchMany treat it
+	// as a miss and overwrite the entry once it is older than
+	// Options.SchemaGrace.
+	ErrSchemaMismatch = codec.ErrSchemaMismatch
 	// ErrLoaderPanicked is matched by the error a Fetch gets when the
 	// load it shared with another caller panicked. The Fetch that started
 	// that load panics instead (with a value that also matches it), in

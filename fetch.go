@@ -17,21 +17,28 @@ type budget struct {
 	left      time.Duration
 	unlimited bool
 	// keep holds keys whose entry must not be overwritten by this call's
-	// fill: entries from a newer writer (ErrNotUnderstood).
-	keep map[string]struct{}
+	// fill: entries from a newer writer (ErrNotUnderstood), and recent
+	// entries of another type (Options.SchemaGrace; the value is true
+	// for those, counted in Stats.SchemaKept when a write is skipped).
+	keep map[string]bool
 }
 
-// keepEntry marks key's entry as one this call must not overwrite.
-func (b *budget) keepEntry(key string) {
+// keepEntry marks key's entry as one this call must not overwrite;
+// schema tells a recent entry of another type.
+func (b *budget) keepEntry(key string, schema bool) {
 	if b.keep == nil {
-		b.keep = make(map[string]struct{}, 1)
+		b.keep = make(map[string]bool, 1)
 	}
-	b.keep[key] = struct{}{}
+	b.keep[key] = schema
 }
 
-// kept reports whether key's entry must not be overwritten.
-func (b *budget) kept(key string) bool {
-	_, ok := b.keep[key]
+// kept reports whether key's entry must not be overwritten, and counts a
+// write skipped for a recent entry of another type.
+func (b *budget) kept(key string, st *counters) bool {
+	schema, ok := b.keep[key]
+	if schema {
+		st.schemaKept.Add(1)
+	}
 	return ok
 }
 
@@ -74,12 +81,17 @@ func (c *Cache[V]) lookup(ctx context.Context, b *budget, key string) (e entry[V
 	case errors.Is(err, ErrNotFound):
 		return e, false, false
 	case errors.Is(err, ErrMalformed):
+		if e.keep {
+			// A recent entry of another type (rolling deploy): a miss
+			// here, but its writer reads it back.
+			b.keepEntry(key, true)
+		}
 		c.reportErr(OpGet, key, err)
 		return e, false, false
 	case errors.Is(err, ErrNotUnderstood):
 		// A newer writer's entry: a miss here, but its writer reads it
 		// back, so this call must not replace it.
-		b.keepEntry(key)
+		b.keepEntry(key, false)
 		c.reportErr(OpGet, key, err)
 		return e, false, false
 	default:
@@ -91,9 +103,10 @@ func (c *Cache[V]) lookup(ctx context.Context, b *budget, key string) (e entry[V
 
 // fill writes a loaded value (or a negative entry) back. Failures are
 // absorbed: the caller already has its value. With no budget left the
-// write is skipped (counted in Stats.BudgetSkips).
+// write is skipped (counted in Stats.BudgetSkips); so is a write over an
+// entry lookup marked to keep.
 func (c *Cache[V]) fill(ctx context.Context, b *budget, key string, v V, negative bool, ttl time.Duration) {
-	if b.kept(key) {
+	if b.kept(key, c.stats) {
 		return
 	}
 	var data []byte
@@ -267,8 +280,11 @@ func (c *Cache[V]) FetchMany(ctx context.Context, keys []string, ttl time.Durati
 			if err != errMiss {
 				c.reportErr(OpGetMany, key, err)
 			}
-			if errors.Is(err, ErrNotUnderstood) {
-				b.keepEntry(key)
+			switch {
+			case errors.Is(err, ErrNotUnderstood):
+				b.keepEntry(key, false)
+			case e.keep:
+				b.keepEntry(key, true)
 			}
 			missing = append(missing, key)
 		case !e.negative:
@@ -299,7 +315,7 @@ func (c *Cache[V]) FetchMany(ctx context.Context, keys []string, ttl time.Durati
 	batch := make([]store.Item, 0, len(missing))
 	for _, key := range missing {
 		v, ok := loaded[key]
-		if b.kept(key) {
+		if b.kept(key, c.stats) {
 			if ok {
 				out[key] = v
 			}

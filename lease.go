@@ -162,6 +162,13 @@ func (c *Cache[V]) view(key string, r store.LeaseResult) (e entry[V], v leaseVie
 			// came with it is released by the caller).
 			c.reportErr(OpGet, key, err)
 			return e, viewNoFill
+		case de.keep:
+			// A recent value of another type (a rolling deploy): serve
+			// the loader's value without overwriting it, as the plain
+			// read-through does (Options.SchemaGrace).
+			c.stats.schemaKept.Add(1)
+			c.reportErr(OpGet, key, err)
+			return e, viewNoFill
 		default:
 			c.reportErr(OpGet, key, err)
 			if r.Won {

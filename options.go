@@ -27,6 +27,11 @@ const (
 	DefaultLeaseTTL = 10 * time.Second
 	// DefaultLeaseWait is Options.LeaseWait when left at zero.
 	DefaultLeaseWait = 2 * time.Second
+	// DefaultSchemaGrace is Options.SchemaGrace when left at zero: long
+	// enough for a rolling deploy to replace the processes that still
+	// write the old type, short enough that a key written by a process
+	// that is gone is refilled within a minute.
+	DefaultSchemaGrace = time.Minute
 )
 
 // NoExpiry, passed as a TTL, stores a value that never expires, whatever
@@ -70,8 +75,8 @@ type Options struct {
 
 	// WarnValueSize is the encoded size above which a write is counted in
 	// Stats.LargeValues and reported to OnLargeValue: values this big cost
-	// network time on every read (see seed 004: a 1.3 MB value took 8 s to
-	// SET on a small instance). If zero, DefaultWarnValueSize (100 KiB).
+	// network time on every read (a 1.3 MB value took 8 s to SET on a
+	// small cloud instance: a network problem, not a Redis one). If zero, DefaultWarnValueSize (100 KiB).
 	// Negative disables the warning.
 	WarnValueSize int
 
@@ -143,6 +148,18 @@ type Options struct {
 	// flag) reloads it in the background while every reader, that one
 	// included, gets the cached value. If zero, off. Needs leases.
 	EarlyRefresh time.Duration
+	// SchemaGrace is how long a value written for another Go type (one
+	// that does not decode into V: a field renamed or retyped in a
+	// deploy; see docs/FORMAT.md, "Schema evolution") is protected from
+	// this Cache's read-through write-backs. Such a value is a miss
+	// (counted in Stats.SchemaMismatches) and the loader's value is
+	// served, but it is not written back while the other value is younger
+	// than SchemaGrace (counted in Stats.SchemaKept), so during a rolling
+	// deploy old and new processes do not overwrite each other's entries
+	// on every read. Values without a write time (written by older kura
+	// versions) are not protected. Set and SetMany always write. If zero,
+	// DefaultSchemaGrace (1 minute); negative means no protection.
+	SchemaGrace time.Duration
 }
 
 // LeaseMode is the choice of Options.Leases.
@@ -196,6 +213,9 @@ func (o Options) withDefaults(s store.Store) (Options, error) {
 	}
 	if err := o.leaseDefaults(s); err != nil {
 		return o, err
+	}
+	if o.SchemaGrace == 0 {
+		o.SchemaGrace = DefaultSchemaGrace
 	}
 	return o, nil
 }

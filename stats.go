@@ -48,6 +48,16 @@ type Stats struct {
 	// DecodeErrors counts cached values that failed to decode (counted as
 	// misses too, and overwritten by the next fill).
 	DecodeErrors uint64
+	// SchemaMismatches counts cached values written for another Go type
+	// (a field renamed or retyped since): their schema fingerprint differs
+	// from V's, or they have none, and a strict decode refused them. Each
+	// is counted as a miss too, not as a DecodeError.
+	SchemaMismatches uint64
+	// SchemaKept counts write-backs a read-through skipped because the
+	// key held a value of another type written less than
+	// Options.SchemaGrace ago: during a rolling deploy, old and new
+	// processes do not overwrite each other's entries back and forth.
+	SchemaKept uint64
 	// StoreErrors counts failed store operations (per key in batches).
 	StoreErrors uint64
 	// LoaderCalls and LoaderErrors count calls of Fetch/FetchMany loaders.
@@ -168,6 +178,7 @@ type counters struct {
 	leaseWaits, leaseFailOpen, leaseLost         atomic.Uint64
 	staleServed, earlyRefreshes                  atomic.Uint64
 	coordination                                 string
+	schemaMismatches, schemaKept                 atomic.Uint64
 	bytesW, bytesWRaw, bytesR, bytesRRaw         atomic.Uint64
 	dictBytes                                    dictCounters
 	lat                                          map[Op]*histogram
@@ -191,6 +202,7 @@ func (c *counters) snapshot(name string) Stats {
 		DecodeErrors: c.decodeErrs.Load(), StoreErrors: c.storeErrs.Load(),
 		LoaderCalls: c.loads.Load(), LoaderErrors: c.loadErrs.Load(), Shared: c.shared.Load(),
 		LoaderPanics: c.panics.Load(), BudgetSkips: c.budgetSkips.Load(),
+		SchemaMismatches: c.schemaMismatches.Load(), SchemaKept: c.schemaKept.Load(),
 		LargeValues: c.large.Load(), RejectedValues: c.rejected.Load(),
 		BytesWritten: c.bytesW.Load(), BytesWrittenRaw: c.bytesWRaw.Load(),
 		BytesRead: c.bytesR.Load(), BytesReadRaw: c.bytesRRaw.Load(),

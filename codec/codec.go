@@ -310,7 +310,8 @@ func (c *Codec) EncodeWith(dst []byte, v any, f Fields) ([]byte, Header, error) 
 			return dst[:start], Header{}, fmt.Errorf("kura: encode with %s: %w", comp.Name(), err)
 		}
 		saved := len(payload) - (len(out) - len(dst))
-		if saved > 0 && float64(saved) >= c.minSavings*float64(len(payload)) && !ratioTooHigh(len(payload), len(out)-len(dst)) {
+		if saved > 0 && float64(saved) >= c.minSavings*float64(len(payload)) && !ratioTooHigh(len(payload), len(out)-len(dst)) &&
+			c.readable(payload, len(out)-start) {
 			putBuf(bp, payload)
 			return out, h, nil
 		}
@@ -344,6 +345,12 @@ func (c *Codec) Decode(data []byte, v any) (Header, error) {
 	if err != nil || h.Kind != KindValue {
 		return h, err
 	}
+	return c.decodeValue(h, data, v)
+}
+
+// decodeValue decodes the value entry data, whose header h is parsed.
+func (c *Codec) decodeValue(h Header, data []byte, v any) (Header, error) {
+	var err error
 	ser := c.sers[h.Serializer]
 	if ser == nil {
 		return h, fmt.Errorf("%w %d", ErrUnknownSerializer, h.Serializer)
@@ -361,7 +368,7 @@ func (c *Codec) Decode(data []byte, v any) (Header, error) {
 		case len(payload) > h.RawLen:
 			return h, fmt.Errorf("%w: %d bytes after the %d-byte payload", ErrCorrupt, len(payload)-h.RawLen, h.RawLen)
 		}
-		if err := ser.Unmarshal(payload, v); err != nil {
+		if err := unmarshal(ser, payload, v, len(data)); err != nil {
 			return h, fmt.Errorf("%w (%s): %w", ErrDeserialize, ser.Name(), err)
 		}
 		return h, nil
@@ -392,7 +399,7 @@ func (c *Codec) Decode(data []byte, v any) (Header, error) {
 		putBuf(bp, raw)
 		return h, fmt.Errorf("%w (%s): %w", ErrCorrupt, comp.Name(), err)
 	}
-	err = ser.Unmarshal(raw, v)
+	err = unmarshal(ser, raw, v, len(data))
 	putBuf(bp, raw)
 	if err != nil {
 		return h, fmt.Errorf("%w (%s): %w", ErrDeserialize, ser.Name(), err)

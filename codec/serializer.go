@@ -103,9 +103,18 @@ func (msgpackSerializer) Marshal(dst []byte, v any) ([]byte, error) {
 	return out, nil
 }
 
-func (msgpackSerializer) Unmarshal(data []byte, v any) error {
-	if err := CheckMsgPack(data); err != nil {
+func (s msgpackSerializer) Unmarshal(data []byte, v any) error {
+	return s.decodeBounded(data, v, AllocBound(len(data)), false)
+}
+
+// decodeBounded checks data with checkMsgPack under limit, then decodes
+// it (strictly: see UnmarshalStrict).
+func (msgpackSerializer) decodeBounded(data []byte, v any, limit uint64, strict bool) error {
+	if err := checkMsgPack(data, limit); err != nil {
 		return err
+	}
+	if strict {
+		return msgpackStrict(data, v)
 	}
 	return msgpack.Unmarshal(data, v)
 }

@@ -77,6 +77,13 @@ type Header struct {
 	Compressor string `json:"compressor,omitempty"`
 	Dictionary uint32 `json:"dictionary,omitempty"`
 	HeaderLen  int    `json:"header_bytes"`
+	// Schema is the writer's schema fingerprint (8 hex digits), if the
+	// entry carries one: a reader of another Go type has another one
+	// (docs/FORMAT.md, "Schema evolution").
+	Schema string `json:"schema,omitempty"`
+	// Written is when the entry was written, if it says (UTC, RFC 3339
+	// with milliseconds).
+	Written string `json:"written,omitempty"`
 }
 
 // Key reads key from st and describes it. A missing key is a Report with
@@ -128,6 +135,12 @@ func describeKura(r *Report, raw []byte, h codec.Header, perr error, opts Option
 		return
 	}
 	kh := &Header{Version: int(h.Version), Kind: "value", HeaderLen: h.Len, Dictionary: h.Dict}
+	if h.Fields.HasSchema {
+		kh.Schema = fmt.Sprintf("%08x", h.Fields.Schema)
+	}
+	if !h.Fields.Written.IsZero() {
+		kh.Written = h.Fields.Written.UTC().Format("2006-01-02T15:04:05.000Z07:00")
+	}
 	r.Kura = kh
 	if h.Negative {
 		kh.Kind = "absent"

@@ -106,6 +106,9 @@ func TestInspectOnRealServers(t *testing.T) {
 				if key == "kura:article" && (rep.TTLSeconds == nil || *rep.TTLSeconds <= 0 || *rep.TTLSeconds > 3600) {
 					t.Errorf("%s: TTL %v, want (0, 3600]", key, rep.TTLSeconds)
 				}
+				if strings.HasPrefix(key, "kura:") && (rep.Kura == nil || len(rep.Kura.Schema) != 8 || rep.Kura.Written == "") {
+					t.Errorf("%s: the writer's schema fingerprint and write time are not shown: %+v", key, rep.Kura)
+				}
 				if strings.Contains(string(rep.Value), "someone@example.com") {
 					t.Errorf("%s: masked field shown: %s", key, rep.Value)
 				}

@@ -28,6 +28,7 @@ type Collector struct {
 	shared, large, rejected, bytes, latency          *prometheus.Desc
 	panics, budgetSkips                              *prometheus.Desc
 	leases, coordination                             *prometheus.Desc
+	schemaMismatches, schemaKept                     *prometheus.Desc
 	dictBytes                                        *prometheus.Desc
 }
 
@@ -56,6 +57,10 @@ func NewCollector(caches ...Source) *Collector {
 			"Store calls a read-through skipped because it had spent its StoreTimeout on a slow or stalled server."),
 		leases:       d("lease_events_total", "Lease events, by event: wait (waited for another caller's load), fail_open (gave up waiting after LeaseWait and loaded without writing back), fill_lost (a fill refused because an invalidation voided its lease), stale_served (a stale value served under StaleWhileRevalidate), early_refresh (a background reload before expiry).", "event"),
 		coordination: d("coordination_info", "1 for the guarantee this cache gives about loads of a missing key: leases (across processes) or process (per process only).", "coordination"),
+		schemaMismatches: d("schema_mismatches_total",
+			"Cached values written for another Go type (a field renamed or retyped) that did not decode (counted as misses)."),
+		schemaKept: d("schema_kept_total",
+			"Write-backs skipped so as not to overwrite a recent value of another type (rolling deploy, Options.SchemaGrace)."),
 		dictBytes: d("dictionary_written_bytes_total",
 			"Value bytes written, by the compression dictionary id in their header (8 hex digits; 00000000 = no dictionary).", "dictionary"),
 	}
@@ -64,7 +69,8 @@ func NewCollector(caches ...Source) *Collector {
 // Describe implements prometheus.Collector.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.requests, c.decodeErrs, c.storeErrs, c.loads, c.loadErrs,
-		c.shared, c.large, c.rejected, c.bytes, c.latency, c.panics, c.budgetSkips, c.leases, c.coordination, c.dictBytes} {
+		c.shared, c.large, c.rejected, c.bytes, c.latency, c.panics, c.budgetSkips, c.leases, c.coordination,
+		c.schemaMismatches, c.schemaKept, c.dictBytes} {
 		ch <- d
 	}
 }
@@ -93,6 +99,8 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		counter(c.leases, s.StaleServed, n, "stale_served")
 		counter(c.leases, s.EarlyRefreshes, n, "early_refresh")
 		ch <- prometheus.MustNewConstMetric(c.coordination, prometheus.GaugeValue, 1, n, s.Coordination)
+		counter(c.schemaMismatches, s.SchemaMismatches, n)
+		counter(c.schemaKept, s.SchemaKept, n)
 		counter(c.large, s.LargeValues, n)
 		counter(c.rejected, s.RejectedValues, n)
 		counter(c.bytes, s.BytesRead, n, "read", "stored")

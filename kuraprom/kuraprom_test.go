@@ -230,3 +230,37 @@ func TestHealthCollector(t *testing.T) {
 type fakeHealth struct{ st health.Stats }
 
 func (f fakeHealth) Stats() health.Stats { return f.st }
+
+// TestSchemaCollector: a value written for another type shows as a
+// schema mismatch, not a decode error.
+func TestSchemaCollector(t *testing.T) {
+	ctx := context.Background()
+	st, _ := memstore.New(memstore.Options{})
+	defer st.Close()
+	type person struct{ Name string }
+	type article struct{ Title string }
+	w, _ := kura.New[person](st, kura.Options{Name: "old"})
+	r, _ := kura.New[article](st, kura.Options{Name: "new"})
+	if err := w.Set(ctx, "k", person{Name: "ann"}, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Fetch(ctx, "k", time.Minute, func(context.Context, string) (article, error) { return article{Title: "t"}, nil }); err != nil {
+		t.Fatal(err)
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(kuraprom.NewCollector(r))
+	want := `
+# HELP kura_decode_errors_total Cached values that failed to decode (counted as misses).
+# TYPE kura_decode_errors_total counter
+kura_decode_errors_total{cache="new"} 0
+# HELP kura_schema_mismatches_total Cached values written for another Go type (a field renamed or retyped) that did not decode (counted as misses).
+# TYPE kura_schema_mismatches_total counter
+kura_schema_mismatches_total{cache="new"} 1
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "kura_decode_errors_total", "kura_schema_mismatches_total"); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := testutil.GatherAndCount(reg, "kura_schema_kept_total"); err != nil || n != 1 {
+		t.Fatalf("kura_schema_kept_total series = %d, %v", n, err)
+	}
+}

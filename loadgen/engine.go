@@ -376,6 +376,11 @@ func (w *worker) run(ctx context.Context) {
 		n := s.Pipeline
 		if open {
 			if r.endAt > 0 && next >= float64(r.endAt) {
+				// Nothing more is due before the end: wait for it, so
+				// that a slow run (--rate 0.001) lasts the duration it
+				// was given and its figures are per that duration, not
+				// per the moment its last request came back.
+				_ = w.sleep(ctx, r.endAt-time.Since(r.base))
 				return
 			}
 			// Timers wake up to a millisecond or more late on a busy
@@ -425,8 +430,15 @@ func (w *worker) flush(n int, err error) (moved bool) {
 	for _, l := range w.lat {
 		sh.record(l)
 	}
+	// A batch cut off by the end of the run (Ctrl-C unblocks every read)
+	// did not fail: its unanswered requests are neither operations nor
+	// errors nor latency samples.
+	cancelled := err != nil && w.r.stop.Load()
 	for i := range n {
 		o := &w.ops[i]
+		if cancelled && o.pending > 0 {
+			continue
+		}
 		sh.ops++
 		sh.hits += int64(o.hits)
 		sh.misses += int64(o.misses)
@@ -441,7 +453,7 @@ func (w *worker) flush(n int, err error) (moved bool) {
 			}
 		}
 	}
-	if err != nil {
+	if err != nil && !cancelled {
 		sh.sample(err.Error())
 		// Requests given up on (a timeout, a lost connection) count in the
 		// latency figures at the moment they were abandoned: leaving them
@@ -449,6 +461,7 @@ func (w *worker) flush(n int, err error) (moved bool) {
 		abandoned := time.Since(w.r.base)
 		for i := range n {
 			if o := &w.ops[i]; o.pending > 0 {
+				sh.abandoned++
 				sh.record(int64(abandoned - o.start))
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -56,6 +57,10 @@ type Result struct {
 	InGbps   float64 `json:"in_gbps"`
 
 	Latency Latency `json:"latency_ms"`
+	// Abandoned counts the requests given up on (a timeout, a lost
+	// connection), counted in Errors and, at the moment they were given
+	// up, in Latency.
+	Abandoned int64 `json:"abandoned,omitempty"`
 	// ErrorSamples holds up to five distinct error messages.
 	ErrorSamples []string `json:"error_samples,omitempty"`
 
@@ -145,6 +150,7 @@ func (r *Result) build(s *settings, top *topology, rn *runner, t *totals, elapse
 	r.DurationSeconds = round(secs, 3)
 	r.Ops, r.Errors, r.Hits, r.Misses = t.ops, t.errs, t.hits, t.misses
 	r.ErrorSamples = t.samples
+	r.Abandoned = t.abandoned
 	r.BytesIn, r.BytesOut = rn.bytesIn, rn.bytesOut
 	if secs > 0 {
 		r.OpsPerSec = round(float64(r.Ops-r.Errors)/secs, 1) // failures are not throughput
@@ -193,7 +199,10 @@ func (r *Result) WriteText(w io.Writer) error {
 	var b strings.Builder
 	mode := "closed loop"
 	if r.OpenLoop {
-		mode = fmt.Sprintf("open loop at %.0f ops/s", r.TargetRate)
+		mode = "open loop at " + strconv.FormatFloat(r.TargetRate, 'f', -1, 64) + " ops/s"
+		if r.TargetRate >= 1 {
+			mode = fmt.Sprintf("open loop at %.0f ops/s", r.TargetRate)
+		}
 	}
 	fmt.Fprintf(&b, "target       %s (%s, %d node(s), %s)\n", r.Target, r.Topology, r.Nodes, r.Protocol)
 	fmt.Fprintf(&b, "workload     %s\n", r.Workload)
@@ -211,8 +220,8 @@ func (r *Result) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "  error      %s\n", e)
 	}
 	fmt.Fprintf(&b, "throughput   %.1f ops/s (successful operations only)\n", r.OpsPerSec)
-	if r.Errors > 0 {
-		b.WriteString("  note       latency includes the requests that timed out or lost their connection, at the moment they were given up\n")
+	if r.Abandoned > 0 {
+		fmt.Fprintf(&b, "  note       latency includes the %d requests that timed out or lost their connection, at the moment they were given up\n", r.Abandoned)
 	}
 	if r.OpenLoop && r.OpsPerSec < 0.95*r.TargetRate && !r.Interrupted {
 		fmt.Fprintf(&b, "  warning    below the target rate: the server or this client could not keep up; latencies include the queueing\n")

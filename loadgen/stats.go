@@ -22,13 +22,16 @@ func newHist() *hdrhistogram.Histogram { return hdrhistogram.New(histMin, histMa
 // shard collects results from a few workers under one lock, taken once per
 // batch. The reporter drains shards every second.
 type shard struct {
-	mu      sync.Mutex
-	hist    *hdrhistogram.Histogram
-	ops     int64
-	errs    int64
-	hits    int64
-	misses  int64
-	samples []string
+	mu     sync.Mutex
+	hist   *hdrhistogram.Histogram
+	ops    int64
+	errs   int64
+	hits   int64
+	misses int64
+	// abandoned counts requests given up on (a timeout, a lost
+	// connection); they are in the latency figures.
+	abandoned int64
+	samples   []string
 }
 
 // record adds one latency in nanoseconds.
@@ -81,6 +84,7 @@ type Interval struct {
 type totals struct {
 	hist                    *hdrhistogram.Histogram
 	ops, errs, hits, misses int64
+	abandoned               int64
 	samples                 []string
 }
 
@@ -95,11 +99,12 @@ func (t *totals) drain(shards []*shard, iv *hdrhistogram.Histogram) (ops, errs i
 		errs += sh.errs
 		t.hits += sh.hits
 		t.misses += sh.misses
+		t.abandoned += sh.abandoned
 		for _, m := range sh.samples {
 			lastErr = m
 			t.addSample(m)
 		}
-		sh.ops, sh.errs, sh.hits, sh.misses, sh.samples = 0, 0, 0, 0, sh.samples[:0]
+		sh.ops, sh.errs, sh.hits, sh.misses, sh.abandoned, sh.samples = 0, 0, 0, 0, 0, sh.samples[:0]
 		sh.mu.Unlock()
 	}
 	t.hist.Merge(iv)

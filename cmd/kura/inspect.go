@@ -89,6 +89,16 @@ func printReport(w io.Writer, r inspect.Report, raw bool) {
 			fmt.Fprintf(w, " (dictionary %d)", h.Dictionary)
 		}
 		fmt.Fprintf(w, ", %d-byte header\n", h.HeaderLen)
+		if h.Schema != "" || h.Written != "" {
+			var f []string
+			if h.Schema != "" {
+				f = append(f, "schema "+h.Schema)
+			}
+			if h.Written != "" {
+				f = append(f, "written "+h.Written)
+			}
+			fmt.Fprintf(w, "fields   %s\n", strings.Join(f, ", "))
+		}
 	} else {
 		fmt.Fprintf(w, "format   %s\n", r.Format)
 	}

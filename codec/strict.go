@@ -1,0 +1,165 @@
+package codec
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// ErrSchemaMismatch reports a value that was written for another Go type:
+// its schema fingerprint differs from the reader's (or it has none) and a
+// strict decode failed, because the value has a field the reader's type
+// does not have or a value of another kind. It matches ErrDeserialize and
+// so ErrMalformed.
+var ErrSchemaMismatch = fmt.Errorf("%w: written for another type (schema fingerprint differs and a strict decode failed)", ErrDeserialize)
+
+// StrictUnmarshaler is implemented by serializers that can decode in a
+// strict mode: a field in the data that the destination struct does not
+// have, a value of a kind the destination cannot hold, or bytes after the
+// value are errors instead of being skipped. DecodeStrict uses it; for
+// serializers without it, DecodeStrict decodes as Decode does. MsgPack and
+// JSON implement it.
+type StrictUnmarshaler interface {
+	UnmarshalStrict(data []byte, v any) error
+}
+
+var (
+	_ StrictUnmarshaler = msgpackSerializer{}
+	_ StrictUnmarshaler = jsonSerializer{}
+)
+
+// strictDest carries a destination through Decode to unmarshal, asking
+// for the serializer's strict mode.
+type strictDest struct{ v any }
+
+// unmarshal is the serializer call of Decode: strict when DecodeStrict
+// asked for it and the serializer has a strict mode. stored is the size
+// of the whole entry: msgpack's allocation bound is that of the smaller
+// of the payload and the stored bytes, so a compressed payload cannot
+// multiply the decompression ratio by the per-byte bound.
+func unmarshal(ser Serializer, data []byte, v any, stored int) error {
+	if ms, ok := ser.(msgpackSerializer); ok {
+		sd, strict := v.(strictDest)
+		if strict {
+			v = sd.v
+		}
+		return ms.decodeBounded(data, v, AllocBound(min(len(data), stored)), strict)
+	}
+	if _, ok := ser.(jsonSerializer); ok && len(data) > stored {
+		// Compressed JSON: its decode is bound by the bytes stored too.
+		if err := checkJSON(data, AllocBound(stored)); err != nil {
+			return err
+		}
+	}
+	if sd, ok := v.(strictDest); ok {
+		if su, ok := ser.(StrictUnmarshaler); ok {
+			return su.UnmarshalStrict(data, sd.v)
+		}
+		return ser.Unmarshal(data, sd.v)
+	}
+	return ser.Unmarshal(data, v)
+}
+
+// DecodeStrict is Decode with the serializer's strict mode (see
+// StrictUnmarshaler): it fails where Decode would silently drop fields
+// the destination does not have. Use it for values whose schema
+// fingerprint differs from the reader's.
+func (c *Codec) DecodeStrict(data []byte, v any) (Header, error) {
+	return c.Decode(data, strictDest{v})
+}
+
+// msgpackStrictDecoder is a pooled decoder reading from a reusable
+// bytes.Reader.
+type msgpackStrictDecoder struct {
+	r   bytes.Reader
+	dec *msgpack.Decoder
+}
+
+var msgpackStrictDecoders = sync.Pool{New: func() any {
+	d := &msgpackStrictDecoder{}
+	d.dec = msgpack.NewDecoder(&d.r)
+	return d
+}}
+
+func (s msgpackSerializer) UnmarshalStrict(data []byte, v any) error {
+	return s.decodeBounded(data, v, AllocBound(len(data)), true)
+}
+
+// msgpackStrict decodes data, already checked, rejecting unknown fields
+// and bytes after the value.
+func msgpackStrict(data []byte, v any) error {
+	d := msgpackStrictDecoders.Get().(*msgpackStrictDecoder)
+	defer msgpackStrictDecoders.Put(d)
+	d.r.Reset(data)
+	d.dec.Reset(&d.r) // clears the flags, so set them each time
+	d.dec.DisallowUnknownFields(true)
+	// As msgpack.Unmarshal does: CheckMsgPack has bounded every length
+	// claim by the bytes that remain, so preallocating is safe.
+	d.dec.UsePreallocateValues(true)
+	err := d.dec.Decode(v)
+	rest := d.r.Len()
+	d.r.Reset(nil)
+	if err != nil {
+		return err
+	}
+	if rest != 0 {
+		return fmt.Errorf("msgpack: %d bytes after the value", rest)
+	}
+	return nil
+}
+
+func (jsonSerializer) UnmarshalStrict(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return fmt.Errorf("json: data after the value")
+	}
+	return nil
+}
+
+// DecodeSchema decodes data into v for a reader whose type has the
+// schema fingerprint schema (Codec.Fingerprint). A value written with the
+// same fingerprint decodes as with Decode, at the same cost. A value
+// written with another fingerprint, or with none (written before
+// fingerprints, or by a writer that does not set them), decodes with
+// DecodeStrict: if that succeeds the value is compatible (for example, the
+// reader's type has a field the writer's did not), and if it fails the
+// error matches ErrSchemaMismatch.
+func (c *Codec) DecodeSchema(data []byte, v any, schema uint32) (Header, error) {
+	h, err := ParseHeader(data)
+	if err != nil || h.Kind != KindValue {
+		return h, err
+	}
+	if h.Fields.HasSchema && h.Fields.Schema == schema {
+		return c.decodeValue(h, data, v) // the honest path: Decode's cost and a compare
+	}
+	h, err = c.decodeValue(h, data, strictDest{v})
+	if err != nil && errors.Is(err, ErrDeserialize) {
+		err = fmt.Errorf("%w: %w", ErrSchemaMismatch, err)
+	}
+	return h, err
+}
+
+// readable reports whether readers accept payload stored compressed in
+// an entry of stored bytes: a msgpack or JSON payload so compressible
+// that its decode would exceed the allocation bound of the stored size is
+// written uncompressed instead (readers refuse what would cost more).
+func (c *Codec) readable(payload []byte, stored int) bool {
+	if stored >= len(payload) {
+		return true
+	}
+	switch c.ser.(type) {
+	case msgpackSerializer:
+		return checkMsgPack(payload, AllocBound(stored)) == nil
+	case jsonSerializer:
+		return checkJSON(payload, AllocBound(stored)) == nil
+	}
+	return true
+}
