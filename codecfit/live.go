@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -88,6 +89,11 @@ func SampleStore(ctx context.Context, st store.Store, opts SampleOptions) ([]Val
 		return nil, stats, err
 	}
 	stats.Listed = len(keys)
+	// The listing order depends on the servers (a Cluster's masters answer
+	// in any order): sort first, so one seed always samples the same keys
+	// and the train/measure split, and so the recommendation, is
+	// reproducible.
+	slices.Sort(keys)
 	r := rand.New(rand.NewPCG(opts.Seed, opts.Seed^0x5851f42d4c957f2d))
 	r.Shuffle(len(keys), func(i, j int) { keys[i], keys[j] = keys[j], keys[i] })
 	keys = keys[:min(len(keys), opts.N)]

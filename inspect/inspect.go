@@ -71,19 +71,24 @@ type Report struct {
 
 // Header is the envelope header, with names instead of ids.
 type Header struct {
-	Version    int    `json:"version"`
+	Version int `json:"version"`
+	// Kind is "value", "absent" (negative caching), "lease" (one caller
+	// is loading the value) or "tombstone" (invalidated).
 	Kind       string `json:"kind"`
 	Serializer string `json:"serializer,omitempty"`
 	Compressor string `json:"compressor,omitempty"`
 	Dictionary uint32 `json:"dictionary,omitempty"`
 	HeaderLen  int    `json:"header_bytes"`
-	// Schema is the writer's schema fingerprint (8 hex digits), if the
-	// entry carries one: a reader of another Go type has another one
-	// (docs/FORMAT.md, "Schema evolution").
-	Schema string `json:"schema,omitempty"`
-	// Written is when the entry was written, if it says (UTC, RFC 3339
-	// with milliseconds).
-	Written string `json:"written,omitempty"`
+	// The optional fields of a version 2 envelope, when present.
+	Schema  string     `json:"schema,omitempty"` // the writer's type fingerprint, hex
+	Written *time.Time `json:"written,omitempty"`
+	// TTLSeconds is the TTL the writer set (the logical expiry is
+	// Written + TTL), CostSeconds how long its loader took.
+	TTLSeconds  float64 `json:"writer_ttl_seconds,omitempty"`
+	CostSeconds float64 `json:"loader_cost_seconds,omitempty"`
+	// Lease reports a lease token (never shown: it lets its holder
+	// write).
+	Lease bool `json:"lease_token,omitempty"`
 }
 
 // Key reads key from st and describes it. A missing key is a Report with
@@ -131,21 +136,37 @@ func Bytes(key string, raw []byte, opts Options) Report {
 
 func describeKura(r *Report, raw []byte, h codec.Header, perr error, opts Options) {
 	if perr != nil {
+		if errors.Is(perr, codec.ErrNotUnderstood) {
+			r.Note = "kura envelope from a newer writer (this kura cannot read it; readers leave it alone): " + perr.Error()
+			return
+		}
 		r.Note = "kura envelope that does not parse: " + perr.Error()
 		return
 	}
 	kh := &Header{Version: int(h.Version), Kind: "value", HeaderLen: h.Len, Dictionary: h.Dict}
-	if h.Fields.HasSchema {
-		kh.Schema = fmt.Sprintf("%08x", h.Fields.Schema)
+	f := h.Fields
+	if f.HasSchema {
+		kh.Schema = fmt.Sprintf("%08x", f.Schema)
 	}
-	if !h.Fields.Written.IsZero() {
-		kh.Written = h.Fields.Written.UTC().Format("2006-01-02T15:04:05.000Z07:00")
+	if !f.Written.IsZero() {
+		w := f.Written.UTC()
+		kh.Written = &w
 	}
+	kh.TTLSeconds, kh.CostSeconds, kh.Lease = f.TTL.Seconds(), f.Cost.Seconds(), f.Token != ""
 	r.Kura = kh
-	if h.Negative {
+	switch h.Kind {
+	case codec.KindNegative:
 		kh.Kind = "absent"
 		r.Value = json.RawMessage("null")
 		r.Note = "cached \"not found\" (negative caching)"
+		return
+	case codec.KindLease:
+		kh.Kind = "lease"
+		r.Note = "a lease: one caller is loading this key's value; others wait or read through"
+		return
+	case codec.KindTombstone:
+		kh.Kind = "tombstone"
+		r.Note = "a tombstone: the key was invalidated; a fill that started before it will not overwrite it"
 		return
 	}
 	kh.Serializer = serializerName(h.Serializer)

@@ -3,6 +3,7 @@ package inspect_test
 import (
 	"bytes"
 	"compress/gzip"
+	"compress/zlib"
 	"context"
 	"encoding/json"
 	"strings"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/golang/snappy"
 	"github.com/klauspost/compress/s2"
+	"github.com/redis/rueidis"
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/kuracache/kura"
@@ -100,13 +102,25 @@ func TestInspectOnRealServers(t *testing.T) {
 				if rep.Node == "" {
 					t.Errorf("%s: no node reported", key)
 				}
+				if name == "cluster" {
+					// The node named must own the key's slot: it answers
+					// the GET itself instead of redirecting (MOVED).
+					nc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{rep.Node}, ForceSingleClient: true, DisableCache: true})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if err := nc.Do(ctx, nc.B().Get().Key(key).Build()).Error(); err != nil {
+						t.Errorf("%s: node %s does not own the key: %v", key, rep.Node, err)
+					}
+					nc.Close()
+				}
 				if key == "kura:small" && !rep.NoTTL {
 					t.Errorf("%s: a key without expiry reported TTL %v", key, rep.TTLSeconds)
 				}
 				if key == "kura:article" && (rep.TTLSeconds == nil || *rep.TTLSeconds <= 0 || *rep.TTLSeconds > 3600) {
 					t.Errorf("%s: TTL %v, want (0, 3600]", key, rep.TTLSeconds)
 				}
-				if strings.HasPrefix(key, "kura:") && (rep.Kura == nil || len(rep.Kura.Schema) != 8 || rep.Kura.Written == "") {
+				if strings.HasPrefix(key, "kura:") && (rep.Kura == nil || len(rep.Kura.Schema) != 8 || rep.Kura.Written == nil) {
 					t.Errorf("%s: the writer's schema fingerprint and write time are not shown: %+v", key, rep.Kura)
 				}
 				if strings.Contains(string(rep.Value), "someone@example.com") {
@@ -139,4 +153,72 @@ func TestInspectHostile(t *testing.T) {
 			t.Errorf("%s: invalid JSON value %q", name, rep.Value)
 		}
 	}
+}
+
+// TestInspectEnvelopeV2: the kinds and optional fields of a version 2
+// envelope are shown; a lease token never is.
+func TestInspectEnvelopeV2(t *testing.T) {
+	cd, _ := codec.New(codec.Options{})
+	written := time.Date(2026, 11, 23, 17, 0, 0, 0, time.UTC)
+	val, _, err := cd.EncodeWith(nil, map[string]any{"name": "寿司"}, codec.Fields{Schema: 0xabcd1234, HasSchema: true, Written: written, TTL: time.Hour, Cost: 12 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := inspect.Bytes("v2", val, inspect.Options{Codec: cd})
+	h := rep.Kura
+	if rep.Format != "kura" || h == nil || h.Version != 2 || h.Kind != "value" || h.Schema != "abcd1234" || h.Written == nil || !h.Written.Equal(written) ||
+		h.TTLSeconds != 3600 || h.CostSeconds != 0.012 || !strings.Contains(string(rep.Value), "寿司") {
+		t.Fatalf("v2 value: %+v %+v", rep, h)
+	}
+	for kind, name := range map[codec.Kind]string{codec.KindNegative: "absent", codec.KindLease: "lease", codec.KindTombstone: "tombstone"} {
+		b := codec.AppendEntry(nil, kind, codec.Fields{Token: "holder-secret-token", Written: written})
+		rep := inspect.Bytes("k", b, inspect.Options{Codec: cd})
+		if rep.Kura == nil || rep.Kura.Kind != name || rep.Note == "" {
+			t.Errorf("%s: %+v", name, rep)
+		}
+		out, _ := json.Marshal(rep)
+		if strings.Contains(string(out), "holder-secret-token") {
+			t.Errorf("%s: lease token shown: %s", name, out)
+		}
+	}
+	// A newer version: described, not decoded.
+	newer := append([]byte{0xC1, 0x4B, 0x03}, val[3:]...)
+	if rep := inspect.Bytes("k", newer, inspect.Options{Codec: cd}); rep.Format != "kura" || !strings.Contains(rep.Note, "newer writer") {
+		t.Errorf("newer version: %+v", rep)
+	}
+}
+
+// TestInspectZlib: a zlib-compressed JSON value is recognised.
+func TestInspectZlib(t *testing.T) {
+	var b bytes.Buffer
+	zw := zlib.NewWriter(&b)
+	zw.Write([]byte(`{"greeting":"hello from zlib"}`))
+	zw.Close()
+	rep := inspect.Bytes("z", b.Bytes(), inspect.Options{})
+	if rep.Format != "zlib" || !strings.Contains(string(rep.Value), "hello from zlib") || rep.RawBytes != 30 {
+		t.Fatalf("%+v", rep)
+	}
+}
+
+// FuzzBytes: any bytes are described (valid JSON value or none), never a
+// panic, whatever format they pretend to be.
+func FuzzBytes(f *testing.F) {
+	cd, _ := codec.New(codec.Options{})
+	val, _, _ := cd.Encode(nil, map[string]any{"a": 1, "b": strings.Repeat("x", 300)})
+	var gz bytes.Buffer
+	zw := gzip.NewWriter(&gz)
+	zw.Write([]byte(`{"a":1}`))
+	zw.Close()
+	for _, s := range [][]byte{val, gz.Bytes(), append(s2.EncodeSnappy(nil, []byte{0x81, 0xa1, 'a', 1}), 1), []byte(`{"a":[1,2]}`), {0x78, 0x9c, 0x01}, {0xC1, 0x4B, 0x02, 0x03, 0x00}, {}} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		rep := inspect.Bytes("k", b, inspect.Options{Codec: cd, MaxDecoded: 1 << 20})
+		if rep.Value != nil && !json.Valid(rep.Value) {
+			t.Fatalf("invalid JSON %q", rep.Value)
+		}
+		if rep.Format == "" {
+			t.Fatal("no format")
+		}
+	})
 }

@@ -1,10 +1,11 @@
 package loadgen
 
 import (
-	"net"
-	"net/url"
+	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/kuracache/kura/store/storeurl"
 )
 
 // Kind is the server family a Target names.
@@ -49,7 +50,9 @@ func (t Target) String() string {
 	return s
 }
 
-// ParseTarget reads a target URL:
+// ParseTarget reads a target URL with storeurl.Parse, the one parser of
+// store URLs, and adds the CLI's shorthands (an empty target, a bare
+// host:port):
 //
 //	redis://[user:password@]host[:port][/db]
 //	rediss://...                          (TLS)
@@ -61,85 +64,24 @@ func (t Target) String() string {
 // The default ports are 6379 and 11211; an empty target is
 // redis://127.0.0.1:6379.
 func ParseTarget(s string) (Target, error) {
-	var t Target
 	if s == "" {
 		s = "redis://127.0.0.1:6379"
 	}
 	if !strings.Contains(s, "://") {
 		s = "redis://" + s
 	}
-	scheme, rest, _ := strings.Cut(s, "://")
-	defPort := "6379"
-	switch strings.ToLower(scheme) {
-	case "redis":
+	st, err := storeurl.Parse(s)
+	if err != nil {
+		return Target{}, fmt.Errorf("%w: target: %w", ErrConfig, err)
+	}
+	t := Target{Addrs: st.Addrs, User: st.User, Password: st.Password, DB: st.DB, TLS: st.TLS, Cluster: st.Cluster}
+	switch st.Kind {
+	case storeurl.Redis:
 		t.Kind = KindRedis
-	case "rediss":
-		t.Kind, t.TLS = KindRedis, true
-	case "memcached", "memcache":
-		t.Kind, defPort = KindMemcached, "11211"
+	case storeurl.Memcached:
+		t.Kind = KindMemcached
 	default:
-		return t, cfgErr("target %q: the scheme must be redis://, rediss:// or memcached://", s)
-	}
-	// Split the host list off by hand: url.Parse rejects "h1:1,h2:2".
-	if at := strings.LastIndex(rest, "@"); at >= 0 {
-		ui := rest[:at]
-		rest = rest[at+1:]
-		u, p, hasPass := strings.Cut(ui, ":")
-		var err error
-		if t.User, err = url.PathUnescape(u); err != nil {
-			return t, cfgErr("target user in %q is not URL-escaped correctly: %v", s, err)
-		}
-		if hasPass {
-			if t.Password, err = url.PathUnescape(p); err != nil {
-				return t, cfgErr("target password is not URL-escaped correctly: %v", err)
-			}
-		} else {
-			// redis://password@host is a common shorthand for requirepass.
-			t.Password, t.User = t.User, ""
-		}
-	}
-	hosts, query, _ := strings.Cut(rest, "?")
-	hosts, path, _ := strings.Cut(hosts, "/")
-	if path != "" {
-		db, err := strconv.Atoi(path)
-		if err != nil || db < 0 {
-			return t, cfgErr("target %q: the path must be a database number such as /0", s)
-		}
-		t.DB = db
-	}
-	addrs := strings.Split(hosts, ",")
-	if query != "" {
-		q, err := url.ParseQuery(query)
-		if err != nil {
-			return t, cfgErr("target %q: bad query: %v", s, err)
-		}
-		addrs = append(addrs, q["addr"]...)
-	}
-	for _, a := range addrs {
-		a = strings.TrimSpace(a)
-		if a == "" {
-			continue
-		}
-		if _, _, err := net.SplitHostPort(a); err != nil {
-			a = net.JoinHostPort(strings.Trim(a, "[]"), defPort)
-		}
-		host, port, err := net.SplitHostPort(a)
-		if p, perr := strconv.Atoi(port); err != nil || perr != nil || p <= 0 || p > 65535 || host == "" {
-			return t, cfgErr("target %q: %q is not host:port", s, a)
-		}
-		t.Addrs = append(t.Addrs, a)
-	}
-	if len(t.Addrs) == 0 {
-		return t, cfgErr("target %q names no host", s)
-	}
-	if t.Kind == KindRedis && len(t.Addrs) > 1 {
-		t.Cluster = true
-	}
-	if t.Kind == KindMemcached && (t.User != "" || t.Password != "") {
-		return t, cfgErr("target %q: memcached has no password in the protocols kura speaks; drop user:password@", s)
-	}
-	if t.Cluster && t.DB != 0 {
-		return t, cfgErr("target %q: Redis Cluster has only database 0", s)
+		return Target{}, cfgErr("target %q: the scheme must be redis://, rediss:// or memcached://", st.Redacted())
 	}
 	return t, nil
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs the real servers the tests and the demo use, from Debian's
+# Installs the real servers (and the headless chromium) the tests and the demo use, from Debian's
 # packages, when they are missing. Needs root for apt-get; without root it
 # only reports what is missing.
 set -euo pipefail
@@ -11,6 +11,8 @@ have redis-cli || need+=(redis-tools)
 have memcached || need+=(memcached)
 have memcaslap || need+=(libmemcached-tools)
 ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || need+=(postgresql)
+# headless browser for the HTML tests (internal/browsertest: kura ui, reports)
+have chromium || have chromium-browser || need+=(chromium)
 
 if [ ${#need[@]} -eq 0 ]; then
   exit 0

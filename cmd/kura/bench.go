@@ -30,6 +30,8 @@ type benchFlags struct {
 	threads  int
 	// maxErrorRate is --max-error-rate.
 	maxErrorRate float64
+	// noSave is --no-save: the result is not kept in the results directory.
+	noSave bool
 }
 
 const benchLong = `bench drives a Redis, Redis Cluster or memcached server and reports
@@ -111,6 +113,9 @@ func newBenchCmd() *cobra.Command {
 			if err := bf.output(cmd.OutOrStdout(), res); err != nil {
 				return err
 			}
+			if !bf.noSave && !res.Interrupted {
+				saveResult(cmd.ErrOrStderr(), "bench", res, bf.quiet)
+			}
 			if res.Interrupted {
 				return context.Canceled // partial result printed; main exits 130
 			}
@@ -157,6 +162,7 @@ func (bf *benchFlags) register(f *pflag.FlagSet, sweep bool) {
 		f.IntVarP(&c.Connections, "connections", "c", 50, "connections (each one to every cluster master / memcached server)")
 		f.IntVarP(&c.Pipeline, "pipeline", "P", 1, "requests in flight per connection")
 		f.StringVarP(&bf.dataSize, "data-size", "d", "100", "value bytes: 100, a range 100-1000, or weights 100:8,1000:2")
+		f.BoolVar(&bf.noSave, "no-save", false, "do not save the JSON result to the results directory (kura ui lists it)")
 	}
 }
 

@@ -23,7 +23,10 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(proctest.Main(m, proctest.Workers{"dict-reader": dictReader}))
+	cleanup := tempResultsDir()
+	code := proctest.Main(m, proctest.Workers{"dict-reader": dictReader})
+	cleanup()
+	os.Exit(code)
 }
 
 type dictReaderArgs struct {

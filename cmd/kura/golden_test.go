@@ -15,7 +15,7 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/go
 // go test ./cmd/kura -run TestHelpGolden -update).
 func TestHelpGolden(t *testing.T) {
 	for _, args := range [][]string{
-		{"--help"}, {"bench", "--help"}, {"bench", "sweep", "--help"}, {"demo", "--help"}, {"inspect", "--help"},
+		{"--help"}, {"bench", "--help"}, {"bench", "sweep", "--help"}, {"demo", "--help"}, {"inspect", "--help"}, {"scan", "--help"}, {"ui", "--help"},
 		{"codecs", "--help"},
 	} {
 		name := strings.Join(args[:len(args)-1], "-")

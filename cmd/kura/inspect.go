@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -89,15 +90,24 @@ func printReport(w io.Writer, r inspect.Report, raw bool) {
 			fmt.Fprintf(w, " (dictionary %d)", h.Dictionary)
 		}
 		fmt.Fprintf(w, ", %d-byte header\n", h.HeaderLen)
-		if h.Schema != "" || h.Written != "" {
-			var f []string
-			if h.Schema != "" {
-				f = append(f, "schema "+h.Schema)
-			}
-			if h.Written != "" {
-				f = append(f, "written "+h.Written)
-			}
-			fmt.Fprintf(w, "fields   %s\n", strings.Join(f, ", "))
+		var fields []string
+		if h.Written != nil {
+			fields = append(fields, "written "+h.Written.Format("2006-01-02 15:04:05.000 UTC"))
+		}
+		if h.TTLSeconds > 0 {
+			fields = append(fields, fmt.Sprintf("writer's TTL %s", time.Duration(h.TTLSeconds*float64(time.Second))))
+		}
+		if h.CostSeconds > 0 {
+			fields = append(fields, fmt.Sprintf("loader took %s", time.Duration(h.CostSeconds*float64(time.Second))))
+		}
+		if h.Schema != "" {
+			fields = append(fields, "schema "+h.Schema)
+		}
+		if h.Lease {
+			fields = append(fields, "lease token (not shown)")
+		}
+		if len(fields) > 0 {
+			fmt.Fprintf(w, "fields   %s\n", strings.Join(fields, ", "))
 		}
 	} else {
 		fmt.Fprintf(w, "format   %s\n", r.Format)

@@ -42,9 +42,12 @@ command holds the tools around it.`,
 		SilenceErrors: true,
 		Version:       version(),
 	}
+	root.AddCommand(newPlanCmd())
 	root.AddCommand(newDemoCmd())
 	root.AddCommand(newBenchCmd())
 	root.AddCommand(newInspectCmd())
+	root.AddCommand(newScanCmd())
+	root.AddCommand(newUICmd())
 	root.AddCommand(newCodecsCmd())
 	return root
 }

@@ -1,5 +1,3 @@
-//go:build kura_plan
-
 package demo
 
 import (

@@ -1,5 +1,3 @@
-//go:build kura_scan
-
 package demo
 
 import (

@@ -74,3 +74,31 @@ func TestOpen(t *testing.T) {
 		t.Fatalf("Open of a closed port = %v", err)
 	}
 }
+
+// FuzzParse: any string is a Target with valid addresses or an ErrBadURL
+// that never shows the password.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{"redis://u:s3cret@h:1/2", "rediss://:s3cret@h1,h2", "memcached://a,b:5", "mem://", "redis://h:1?addr=h2:2",
+		"redis://s3cret@", "redis://u:s3cret%zz@h", "memcached://u:s3cret@h", "redis://[::1]:6379/0", "redis://] 0"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		tg, err := storeurl.Parse(s)
+		if err != nil {
+			if !errors.Is(err, storeurl.ErrBadURL) {
+				t.Fatalf("Parse(%q): %v is not ErrBadURL", s, err)
+			}
+			// A secret in the user info (before the last "@" after "://")
+			// never shows.
+			_, rest, ok := strings.Cut(s, "://")
+			at := strings.LastIndex(rest, "@")
+			if ok && at >= 0 && strings.Contains(rest[:at], "s3cret") && strings.Contains(err.Error(), "s3cret") {
+				t.Fatalf("Parse(%q): error shows the password: %v", s, err)
+			}
+			return
+		}
+		if tg.Kind != storeurl.Memory && len(tg.Addrs) == 0 {
+			t.Fatalf("Parse(%q) = %+v", s, tg)
+		}
+	})
+}

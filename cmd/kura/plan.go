@@ -1,0 +1,359 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kuracache/kura/plan"
+	"github.com/kuracache/kura/plan/report"
+)
+
+const planLong = `plan turns measured numbers into a node count, a binding constraint and a
+monthly cost for every node type of a catalog (Amazon ElastiCache node types
+and Google Memorystore tiers ship with kura, each with its public source and
+the date it was gathered).
+
+For each node type it sizes the primaries three ways and takes the largest:
+  memory   the data over the node's memory, less reserved memory, under the
+           provider's memory ceiling (ElastiCache keeps 25% reserved;
+           Memorystore asks for 80% during maintenance)
+  CPU      the peak ops/s over what one engine thread serves (from kura bench
+           on your own server, or --ops-per-thread) times the thread-scaling
+           curve, under the CPU alarm ceiling (90%)
+  network  the peak bytes over the node's baseline bandwidth, not its burst,
+           under --network-ceiling (80%); burst is shown beside it
+It prints the table sorted by monthly cost, the binding constraint of each
+row, the headroom the other two keep, the cheapest choice and why, and the
+largest value against each node's link: how long one transfer takes and how
+many a second fill it.
+
+What-ifs: --codec-ratio (a codec that changes the bytes in memory and on the
+wire, network bytes: gob vs msgpack+snappy), --max-value-size (a value-size
+guard that cuts the tail), --threads (io-threads on every node).
+
+The catalog holds facts only. A figure that was not found in a public source
+(many prices) is left empty: plan says which constraint or cost it could not
+compute and never fills it in. Give your own with --price NAME=HOURLY or a
+catalog file (start from kura plan --print-catalog). Prices change: the
+catalog date is printed with every plan.`
+
+const planExample = `  # 120 GB of data, 150k reads and 20k writes a second at peak, CPU per
+  # operation measured on your own server
+  kura bench redis://10.0.0.5:6379 -t get --prefill --json > get.json
+  kura plan --data 120GB --reads 150000 --writes 20000 --value-size 2KB --bench get.json
+
+  # fewer, bigger instances: thread curve measured with kura bench sweep
+  kura bench sweep --io-threads 1,2,4,6 -t hset --json > threads.json
+  kura plan --data 600GB --reads 400000 --bench threads.json --memory-ceiling 0.5
+
+  # network bytes: a codec that cuts them to a third, on two node types
+  kura plan --reads 51600 --read-size 13441 --codec-ratio 0.33 \
+    --node cache.m7g.2xlarge --node cache.m7g.4xlarge
+
+  # what-if: from JSON to the codec kura codecs recommends for your values
+  kura codecs values.jsonl --json > codecs.json
+  kura plan --data 120GB --reads 150000 --value-size 2KB --bench get.json --codecs codecs.json
+
+  # sizes from a scan of the live cache, what-if with its zstd estimate
+  kura scan redis://10.0.0.5:6379 --json > scan.json
+  kura plan --scan scan.json --reads 90000 --writes 9000 --bench get.json --codec zstd
+
+  # a 1.3 MB value written 15 times a second: which links carry it
+  kura plan --max-value 1.3MB --writes 15 --write-size 1.3MB --large-per-sec 15
+
+  # your own price for a node type (0.50 is a placeholder), and an HTML
+  # report with charts
+  kura plan --data 40GB --reads 80000 --value-size 1KB --ops-per-thread 90000 \
+    --price cache.r7g.xlarge=0.50 --html plan.html`
+
+type planFlags struct {
+	data, valueSize, keySize, maxValue, readSize, writeSize, guard string
+	keys                                                           int64
+	reads, writes, largePerSec                                     float64
+	opsPerThread, cpuMicros                                        float64
+	scaling                                                        string
+	replicas                                                       int
+	growth                                                         float64
+	memCeil, cpuCeil, netCeil, reserved                            float64
+	codecRatio                                                     float64
+	threads                                                        int
+	benchFile, catalogFile, htmlFile, scanFile, codec              string
+	codecsFile, codecFrom                                          string
+	nodes, prices                                                  []string
+	printCatalog                                                   bool
+}
+
+func newPlanCmd() *cobra.Command {
+	var pf planFlags
+	cmd := &cobra.Command{
+		Use:     "plan",
+		Short:   "Size a cache: nodes, binding constraint and monthly cost per node type",
+		Long:    planLong,
+		Example: planExample,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			out := cmd.OutOrStdout()
+			if pf.printCatalog {
+				_, err := out.Write(plan.DefaultCatalogJSON())
+				return err
+			}
+			cat, err := pf.catalog()
+			if err != nil {
+				return err
+			}
+			in, err := pf.input(cmd)
+			if err != nil {
+				return err
+			}
+			if err := checkWritable(pf.htmlFile); err != nil {
+				return err
+			}
+			p, err := plan.New(cat, in)
+			if err != nil {
+				return planError(err)
+			}
+			if err := report.WriteText(out, p); err != nil {
+				return err
+			}
+			if pf.htmlFile == "" {
+				return nil
+			}
+			points, err := plan.Traffic(cat, in, plan.DefaultMultipliers())
+			if err != nil {
+				return planError(err)
+			}
+			f, err := os.Create(pf.htmlFile)
+			if err != nil {
+				return fmt.Errorf("--html: %w", err)
+			}
+			err = report.WriteHTML(f, p, points)
+			if cerr := f.Close(); err == nil {
+				err = cerr
+			}
+			if err != nil {
+				return fmt.Errorf("--html: %w", err)
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s\n", pf.htmlFile)
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&pf.scanFile, "scan", "", "kura scan --json output: data size, keys, value sizes, largest value, codec estimates")
+	f.StringVar(&pf.data, "data", "", "data in memory as Redis counts it (INFO used_memory), such as 120GB")
+	f.Int64Var(&pf.keys, "keys", 0, "number of keys")
+	f.StringVar(&pf.keySize, "key-size", "", "average key length, such as 40")
+	f.StringVar(&pf.valueSize, "value-size", "", "average value size as stored, such as 2KB")
+	f.StringVar(&pf.maxValue, "max-value", "", "largest value, checked against every node's link, such as 1.3MB")
+	f.Float64Var(&pf.reads, "reads", 0, "peak reads per second over the whole cache")
+	f.Float64Var(&pf.writes, "writes", 0, "peak writes per second over the whole cache")
+	f.StringVar(&pf.readSize, "read-size", "", "value bytes one read returns (default --value-size)")
+	f.StringVar(&pf.writeSize, "write-size", "", "value bytes one write sends (default --value-size)")
+	f.Float64Var(&pf.largePerSec, "large-per-sec", 0, "how often the largest value crosses the link at peak (turns the link check into a queue estimate)")
+	f.StringVar(&pf.benchFile, "bench", "", "kura bench --json output (CPU and bytes per operation), or kura bench sweep --io-threads --json (also the thread curve)")
+	f.Float64Var(&pf.opsPerThread, "ops-per-thread", 0, "ops/s one engine thread serves when saturated (instead of --bench)")
+	f.Float64Var(&pf.cpuMicros, "cpu-us-per-op", 0, "engine CPU microseconds per operation (instead of --bench)")
+	f.StringVar(&pf.scaling, "scaling", "", "throughput per thread count, such as 1:68877,2:113889,6:161774 (default: the catalog's curve)")
+	f.IntVar(&pf.replicas, "replicas", 0, "replicas per primary (each one a node to pay for)")
+	f.Float64Var(&pf.growth, "growth", 0, "growth to plan for as a fraction of today: 0.3 = 30% more data and traffic")
+	f.Float64Var(&pf.memCeil, "memory-ceiling", 0, "fraction of usable memory the data may fill (default: the provider's rule)")
+	f.Float64Var(&pf.cpuCeil, "cpu-ceiling", 0, "fraction of engine CPU a primary may use at peak (default: the provider's rule)")
+	f.Float64Var(&pf.netCeil, "network-ceiling", 0, "fraction of baseline bandwidth the peak may use (default 0.8)")
+	f.Float64Var(&pf.reserved, "reserved-memory", 0, "percent of node memory reserved for backups and failover (default: the catalog's)")
+	f.Float64Var(&pf.codecRatio, "codec-ratio", 0, "what-if: encoded bytes after a codec change over bytes before, such as 0.33")
+	f.StringVar(&pf.codecsFile, "codecs", "", "kura codecs --json output: the what-if codec ratio from its measured sizes")
+	f.StringVar(&pf.codec, "codec", "", "what-if: with --codecs, the candidate to move to (default: its recommendation); with --scan, the compressor whose estimate to use (s2, zstd)")
+	f.StringVar(&pf.codecFrom, "codec-from", "json", "with --codecs: the candidate the values are stored as today")
+	f.StringVar(&pf.guard, "max-value-size", "", "what-if: value-size guard (kura Options.MaxValueSize); larger values are not cached")
+	f.IntVar(&pf.threads, "threads", 0, "what-if: engine threads (io-threads) on every node type")
+	f.StringVar(&pf.catalogFile, "catalog", "", "node catalog JSON to use instead of kura's (see --print-catalog)")
+	f.BoolVar(&pf.printCatalog, "print-catalog", false, "print kura's node catalog as JSON and exit")
+	f.StringArrayVar(&pf.nodes, "node", nil, "only this node type (repeat for more)")
+	f.StringArrayVar(&pf.prices, "price", nil, "hourly price for a node type, NAME=PRICE (repeat for more)")
+	f.StringVar(&pf.htmlFile, "html", "", "also write an HTML report with charts to this file")
+	cmd.SetFlagErrorFunc(flagError)
+	return cmd
+}
+
+func (pf *planFlags) catalog() (*plan.Catalog, error) {
+	if pf.catalogFile == "" {
+		return plan.DefaultCatalog(), nil
+	}
+	f, err := os.Open(pf.catalogFile)
+	if err != nil {
+		return nil, fmt.Errorf("--catalog: %w", err)
+	}
+	defer f.Close()
+	c, err := plan.ParseCatalog(f)
+	if err != nil {
+		return nil, fmt.Errorf("--catalog %s: %s", pf.catalogFile, strings.TrimPrefix(err.Error(), "node catalog: "))
+	}
+	return c, nil
+}
+
+func (pf *planFlags) input(cmd *cobra.Command) (plan.Input, error) {
+	var in plan.Input
+	w := &in.Workload
+	sizes := []struct {
+		flag string
+		s    string
+		dst  *float64
+	}{
+		{"data", pf.data, &w.DataBytes}, {"key-size", pf.keySize, &w.KeyBytes}, {"value-size", pf.valueSize, &w.AvgValueBytes},
+		{"max-value", pf.maxValue, &w.MaxValueBytes}, {"read-size", pf.readSize, &w.ReadValueBytes},
+		{"write-size", pf.writeSize, &w.WriteValueBytes}, {"max-value-size", pf.guard, &in.WhatIf.MaxValueBytes},
+	}
+	for _, s := range sizes {
+		if s.s == "" {
+			continue
+		}
+		v, err := plan.ParseBytes(s.s)
+		if err != nil {
+			return in, fmt.Errorf("--%s: %s", s.flag, strings.TrimPrefix(err.Error(), plan.ErrInput.Error()+": "))
+		}
+		*s.dst = v
+	}
+	w.Keys, w.ReadsPerSec, w.WritesPerSec, w.LargeValuesPerSec = pf.keys, pf.reads, pf.writes, pf.largePerSec
+	w.OpsPerSecPerThread, w.CPUSecondsPerOp = pf.opsPerThread, pf.cpuMicros/1e6
+	w.Replicas, w.Growth = pf.replicas, pf.growth
+	in.Rules = plan.Rules{MemoryCeiling: pf.memCeil, CPUCeiling: pf.cpuCeil, NetworkCeiling: pf.netCeil}
+	if cmd.Flags().Changed("reserved-memory") {
+		r := pf.reserved
+		in.Rules.ReservedMemoryPct = &r
+	}
+	in.WhatIf.CodecRatio, in.WhatIf.Threads = pf.codecRatio, pf.threads
+	for _, name := range []string{"codec-ratio", "threads", "memory-ceiling", "cpu-ceiling", "network-ceiling", "ops-per-thread", "cpu-us-per-op"} {
+		if fl := cmd.Flags().Lookup(name); cmd.Flags().Changed(name) && (fl.Value.String() == "0" || fl.Value.String() == "0.0") {
+			return in, fmt.Errorf("--%s 0 has no meaning; give a positive value or leave the flag out", name)
+		}
+	}
+	if pf.opsPerThread > 0 && pf.cpuMicros > 0 {
+		return in, errors.New("give --ops-per-thread or --cpu-us-per-op, not both")
+	}
+	if pf.scaling != "" {
+		s, err := parseScaling(pf.scaling)
+		if err != nil {
+			return in, err
+		}
+		w.Scaling = s
+	}
+	if pf.benchFile != "" {
+		f, err := os.Open(pf.benchFile)
+		if err != nil {
+			return in, fmt.Errorf("--bench: %w", err)
+		}
+		m, err := plan.ReadBench(f)
+		f.Close()
+		if err != nil {
+			return in, fmt.Errorf("--bench %s: %s", pf.benchFile, strings.TrimPrefix(err.Error(), plan.ErrInput.Error()+": "))
+		}
+		m.Apply(w)
+	}
+	if pf.scanFile != "" {
+		f, err := os.Open(pf.scanFile)
+		if err != nil {
+			return in, fmt.Errorf("--scan: %w", err)
+		}
+		sc, err := plan.ReadScan(f)
+		f.Close()
+		if err != nil {
+			return in, fmt.Errorf("--scan %s: %s", pf.scanFile, strings.TrimPrefix(err.Error(), plan.ErrInput.Error()+": "))
+		}
+		sc.Apply(w)
+		if !sc.Complete {
+			fmt.Fprintf(cmd.ErrOrStderr(), "kura plan: the scan in %s did not finish: its sizes are a lower bound\n", pf.scanFile)
+		}
+		if pf.codec != "" {
+			r, ok := sc.CodecRatios[pf.codec]
+			if !ok {
+				return in, fmt.Errorf("--codec %s: the scan has no estimate for it (it has %s)", pf.codec, codecNames(sc.CodecRatios))
+			}
+			if pf.codecRatio > 0 {
+				return in, errors.New("give --codec or --codec-ratio, not both")
+			}
+			in.WhatIf.CodecRatio = r
+			in.WhatIf.CodecName = pf.codec + ", as kura scan estimated it"
+		}
+	} else if pf.codec != "" && pf.codecsFile == "" {
+		return in, errors.New("--codec reads the estimate from --codecs or --scan; without them give --codec-ratio")
+	}
+	if pf.codecsFile != "" {
+		if pf.codecRatio > 0 {
+			return in, errors.New("give --codecs or --codec-ratio, not both")
+		}
+		f, err := os.Open(pf.codecsFile)
+		if err != nil {
+			return in, fmt.Errorf("--codecs: %w", err)
+		}
+		cs, err := plan.ReadCodecs(f)
+		f.Close()
+		if err != nil {
+			return in, fmt.Errorf("--codecs %s: %s", pf.codecsFile, strings.TrimPrefix(err.Error(), plan.ErrInput.Error()+": "))
+		}
+		to := pf.codec
+		if to == "" {
+			to = cs.Recommended
+		}
+		r, err := cs.Ratio(pf.codecFrom, to)
+		if err != nil {
+			return in, fmt.Errorf("--codecs: %s", strings.TrimPrefix(err.Error(), plan.ErrInput.Error()+": "))
+		}
+		in.WhatIf.CodecRatio = r
+		in.WhatIf.CodecName = pf.codecFrom + " → " + to
+	} else if cmd.Flags().Changed("codec-from") {
+		return in, errors.New("--codec-from needs --codecs")
+	}
+	in.Nodes = pf.nodes
+	for _, pr := range pf.prices {
+		name, val, ok := strings.Cut(pr, "=")
+		v, err := strconv.ParseFloat(strings.TrimPrefix(strings.TrimSpace(val), "$"), 64)
+		if !ok || name == "" || err != nil {
+			return in, fmt.Errorf("--price %q: write it as NAME=HOURLY, such as cache.r7g.xlarge=0.50", pr)
+		}
+		if in.Prices == nil {
+			in.Prices = map[string]float64{}
+		}
+		in.Prices[strings.TrimSpace(name)] = v
+	}
+	return in, nil
+}
+
+func codecNames(m map[string]float64) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	var names []string
+	for n := range m {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
+}
+
+// parseScaling reads "1:68877,2:113889,6:161774".
+func parseScaling(s string) (*plan.Scaling, error) {
+	sc := &plan.Scaling{Name: "--scaling " + s}
+	for _, part := range strings.Split(s, ",") {
+		t, ops, ok := strings.Cut(strings.TrimSpace(part), ":")
+		threads, err1 := strconv.Atoi(t)
+		v, err2 := strconv.ParseFloat(ops, 64)
+		if !ok || err1 != nil || err2 != nil {
+			return nil, fmt.Errorf("--scaling %q: write THREADS:OPS pairs, such as 1:68877,2:113889,6:161774", s)
+		}
+		sc.Points = append(sc.Points, plan.ScalePoint{Threads: threads, OpsPerSec: v})
+	}
+	sort.SliceStable(sc.Points, func(i, j int) bool { return sc.Points[i].Threads < sc.Points[j].Threads })
+	return sc, nil
+}
+
+// planError keeps the model's errors to one line without the sentinel's
+// prefix.
+func planError(err error) error {
+	msg := strings.ReplaceAll(err.Error(), plan.ErrInput.Error()+": ", "")
+	return fmt.Errorf("plan: %s", strings.ReplaceAll(msg, "\n", " "))
+}

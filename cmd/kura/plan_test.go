@@ -1,0 +1,373 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"image"
+	"image/png"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/kuracache/kura/internal/browsertest"
+	"github.com/kuracache/kura/internal/corpus"
+	"github.com/kuracache/kura/internal/servers"
+	"github.com/kuracache/kura/internal/servertest"
+)
+
+// planScenarios are the field reports' sizing decisions as kura plan
+// invocations; their output is kept in testdata/golden (refresh with
+// go test ./cmd/kura -run TestPlanGolden -update).
+var planScenarios = []struct {
+	name string
+	args []string
+}{
+	// Memorystore tiers: 120 GiB filling 24 M2 instances at the 50%
+	// maintenance ceiling, the measured HSET thread curve, FIXTURE prices
+	// whose per-GB price falls with the tier.
+	{"memorystore-tiers", []string{"--catalog", "testdata/plan-fixture-tiers.json", "--data", "120GiB",
+		"--reads", "150000", "--writes", "150000", "--ops-per-thread", "68877", "--scaling", "1:68877,2:113889,6:161774"}},
+	// Network bytes: gob vs msgpack+snappy. A 5.55 Gbps peak of 13,441-byte
+	// gob values, before and after a codec that cuts the bytes to a third.
+	{"codec-before", []string{"--reads", "51584", "--read-size", "13441", "--node", "cache.m7g.2xlarge", "--node", "cache.m7g.4xlarge"}},
+	{"codec-after", []string{"--reads", "51584", "--read-size", "13441", "--node", "cache.m7g.2xlarge", "--node", "cache.m7g.4xlarge", "--codec-ratio", "0.3333"}},
+	// A 1.3 MB value written 15 times a second (the rate is a labelled
+	// test value: the field report gives none).
+	{"large-value", []string{"--max-value", "1.3MB", "--writes", "15", "--write-size", "1.3MB", "--large-per-sec", "15",
+		"--node", "cache.t2.small", "--node", "cache.m7g.large", "--node", "cache.c7gn.large"}},
+}
+
+// TestPlanHelpGolden keeps kura plan --help under review like the other
+// commands' (testdata/golden/plan.help.txt, refreshed with -update).
+func TestPlanHelpGolden(t *testing.T) {
+	out, _, err := kura(t, "plan", "--help")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join("testdata", "golden", "plan.help.txt")
+	if *update {
+		if err := os.WriteFile(path, []byte(out), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if string(want) != out {
+		t.Errorf("%s changed; review and run with -update:\n%s", path, out)
+	}
+	if strings.Contains(strings.ToLower(out), "seed 0") {
+		t.Errorf("%s names a field report instead of the problem", path)
+	}
+}
+
+func TestPlanGolden(t *testing.T) {
+	for _, sc := range planScenarios {
+		out, stderr, err := kura(t, append([]string{"plan"}, sc.args...)...)
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", sc.name, err, stderr)
+		}
+		path := filepath.Join("testdata", "golden", "plan-"+sc.name+".txt")
+		if *update {
+			if err := os.WriteFile(path, []byte(out), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		want, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatalf("%v (run with -update to create it)", err)
+		}
+		if string(want) != out {
+			t.Errorf("%s changed; review and run with -update:\n%s", path, out)
+		}
+		if strings.Contains(strings.ToLower(out), "seed 0") {
+			t.Errorf("%s names a field report instead of the problem", path)
+		}
+	}
+}
+
+// TestPlanFieldReportConclusions reads the conclusions off the CLI's own
+// output, so the golden files cannot drift from them unnoticed.
+func TestPlanFieldReportConclusions(t *testing.T) {
+	run := func(args ...string) string {
+		t.Helper()
+		out, stderr, err := kura(t, append([]string{"plan"}, args...)...)
+		if err != nil {
+			t.Fatalf("%v\n%s", err, stderr)
+		}
+		return out
+	}
+	sc := planScenarios
+	out := run(sc[0].args...)
+	// 6 × 40 GiB × $0.007 × 730 h = $1,226.40 against 24 × 10 GiB × $0.010
+	// × 730 h = $1,752.00: 30% saved (FIXTURE prices).
+	if !strings.Contains(out, "Cheapest: fixture-M4 × 6") || !strings.Contains(out, "memory-bound") ||
+		col(out, "fixture-M4", 8) != "$1,226.40" || col(out, "fixture-M2", 8) != "$1,752.00" ||
+		col(out, "fixture-M2", 1) != "24" || col(out, "fixture-M4", 1) != "6" {
+		t.Errorf("Memorystore tiers: want 6 × M4 at $1,226.40, memory-bound, against 24 × M2 at $1,752.00:\n%s", out)
+	}
+	before, after := run(sc[1].args...), run(sc[2].args...)
+	if col(before, "cache.m7g.4xlarge", 1) != "1" || col(before, "cache.m7g.2xlarge", 1) != "2" {
+		t.Errorf("before the codec: one cache.m7g.4xlarge or two 2xlarge:\n%s", before)
+	}
+	if col(after, "cache.m7g.2xlarge", 1) != "1" {
+		t.Errorf("after the codec: one cache.m7g.2xlarge carries the peak:\n%s", after)
+	}
+	out = run(sc[3].args...)
+	if l := tableLine(out, "  cache.t2.small"); !strings.Contains(l, "81.2 ms") || !strings.Contains(l, "12.3 a second") || !strings.Contains(l, "queue grows") {
+		t.Errorf("t2.small link: %q", l)
+	}
+	if l := tableLine(out, "  cache.m7g.large"); strings.Contains(l, "queue grows") {
+		t.Errorf("m7g.large should carry it: %q", l)
+	}
+}
+
+// col is column i of the table row that starts with name.
+func col(out, name string, i int) string {
+	c := columns(tableLine(out, name+" "))
+	if i >= len(c) {
+		return ""
+	}
+	return c[i]
+}
+
+// columns splits a table line at the runs of two or more spaces the
+// table's columns are padded with.
+func columns(line string) []string {
+	return regexp.MustCompile(`\s{2,}`).Split(strings.TrimSpace(line), -1)
+}
+
+func tableLine(out, prefix string) string {
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, prefix) {
+			return l
+		}
+	}
+	return ""
+}
+
+func TestPlanArgs(t *testing.T) {
+	dir := t.TempDir()
+	badCat := filepath.Join(dir, "cat.json")
+	cat, _ := os.ReadFile("testdata/plan-fixture-tiers.json")
+	if err := os.WriteFile(badCat, bytes.Replace(cat, []byte(`"memory_gib": 20`), []byte(`"memory_gb": 20`), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"plan"}, "nothing to size"},
+		{[]string{"plan", "--data", "lots"}, "--data"},
+		{[]string{"plan", "--data", "-5GB"}, "negative"},
+		{[]string{"plan", "--data", "1GB", "--node", "cache.nope"}, `"cache.nope" is not in the catalog`},
+		{[]string{"plan", "--data", "1GB", "--price", "cache.t2.small"}, "NAME=HOURLY"},
+		{[]string{"plan", "--data", "1GB", "--price", "cache.t2.small=-1"}, "positive"},
+		{[]string{"plan", "--data", "1GB", "--codec-ratio", "0"}, "--codec-ratio 0"},
+		{[]string{"plan", "--data", "1GB", "--memory-ceiling", "1.5"}, "memory ceiling"},
+		{[]string{"plan", "--data", "1GB", "--reserved-memory", "100"}, "reserved memory"},
+		{[]string{"plan", "--data", "1GB", "--scaling", "1:x"}, "--scaling"},
+		{[]string{"plan", "--data", "1GB", "--scaling", "2:5,1:3,1:4"}, "rise"},
+		{[]string{"plan", "--data", "1GB", "--ops-per-thread", "5", "--cpu-us-per-op", "3"}, "not both"},
+		{[]string{"plan", "--data", "1GB", "--catalog", badCat}, `nodes row 2 ("fixture-M3"): field "memory_gb"`},
+		{[]string{"plan", "--data", "1GB", "--catalog", filepath.Join(dir, "none.json")}, "--catalog"},
+		{[]string{"plan", "--data", "1GB", "--bench", filepath.Join(dir, "none.json")}, "--bench"},
+		{[]string{"plan", "--data", "1GB", "--bench", badCat}, "kura bench"},
+		{[]string{"plan", "--data", "1GB", "--html", filepath.Join(dir, "no", "such", "dir.html")}, "cannot write"},
+		{[]string{"plan", "extra"}, "unknown command"},
+		{[]string{"plan", "--data", "1GB", "--codec", "zstd"}, "--scan"},
+		{[]string{"plan", "--scan", "../../plan/testdata/scan-v1.json", "--codec", "lz4"}, "s2, zstd"},
+		{[]string{"plan", "--scan", "../../plan/testdata/scan-v1.json", "--codec", "s2", "--codec-ratio", "0.5"}, "not both"},
+		{[]string{"plan", "--scan", badCat}, "kura.scan/v1"},
+		{[]string{"plan", "--data", "1GB", "--codecs", "../../plan/testdata/codecs-v1.json", "--codec", "lz4"}, `no "lz4"`},
+		{[]string{"plan", "--data", "1GB", "--codecs", "../../plan/testdata/codecs-v1.json", "--codec-ratio", "0.5"}, "not both"},
+		{[]string{"plan", "--data", "1GB", "--codecs", badCat}, "kura.codecs/v1"},
+		{[]string{"plan", "--data", "1GB", "--codec-from", "gob"}, "--codecs"},
+		{[]string{"plan", "--reads", "x"}, "--help"},
+	}
+	for _, c := range cases {
+		_, _, err := kura(t, c.args...)
+		if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("kura %s: err = %v, want one line mentioning %q", strings.Join(c.args, " "), err, c.want)
+		}
+	}
+	out, _, err := kura(t, "plan", "--scan", "../../plan/testdata/scan-v1.json", "--reads", "1000", "--codec", "zstd", "--node", "cache.r7g.large")
+	if err != nil || !strings.Contains(out, "37.2 MB of data in 100,000 keys") || !strings.Contains(out, "codec ratio 0.52") || !strings.Contains(out, "Largest value, 678 KB") {
+		t.Errorf("--scan --codec: %v\n%s", err, out)
+	}
+	out, _, err = kura(t, "plan", "--data", "1GB", "--codecs", "../../plan/testdata/codecs-v1.json", "--codec-from", "msgpack+snappy", "--node", "cache.r7g.large")
+	if err != nil || !strings.Contains(out, "codec ratio 0.625 (msgpack+snappy → zstd-3+dict-16K)") {
+		t.Errorf("--codecs: %v\n%s", err, out)
+	}
+	out, _, err = kura(t, "plan", "--print-catalog")
+	if err != nil || !strings.Contains(out, `"cache.t2.small"`) || !strings.Contains(out, `"source"`) {
+		t.Errorf("--print-catalog: %v", err)
+	}
+}
+
+// TestPlanFromBench is the path a user takes: kura bench --json against
+// their own server (here a private redis-server), then kura plan reads the
+// CPU and bytes per operation from it and writes the HTML report, which a
+// real headless browser renders.
+func TestPlanFromBench(t *testing.T) {
+	srv := servertest.Redis(t, servers.RedisConfig{})
+	dir := t.TempDir()
+	out, stderr, err := kura(t, "bench", srv.URL(), "-t", "get", "--prefill", "-r", "2000", "-d", "1000", "-c", "4", "-P", "8", "-n", "40000", "-q", "--json")
+	if err != nil {
+		t.Fatalf("bench: %v\n%s", err, stderr)
+	}
+	benchFile := filepath.Join(dir, "get.json")
+	if err := os.WriteFile(benchFile, []byte(out), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	html := filepath.Join(dir, "plan.html")
+	out, stderr, err = kura(t, "plan", "--bench", benchFile, "--data", "40GB", "--reads", "200000", "--writes", "20000",
+		"--max-value", "1.3MB", "--price", "cache.r7g.xlarge=0.5", "--html", html)
+	if err != nil {
+		t.Fatalf("plan: %v\n%s", err, stderr)
+	}
+	// The measured CPU per operation sized every row: no row says CPU was
+	// not checked, and the header shows the figure.
+	if !strings.Contains(out, "µs CPU per op") || strings.Contains(out, "no CPU cost per operation") {
+		t.Errorf("bench figures not used:\n%s", out)
+	}
+	l := tableLine(out, "cache.r7g.xlarge")
+	if c := columns(l); len(c) != 9 || c[4] == "-" || c[8] == "-" || !strings.HasSuffix(c[7], "*") {
+		t.Errorf("cache.r7g.xlarge row lacks CPU, cost or the --price mark: %q", c)
+	}
+	if !strings.Contains(out, "price from --price") || !strings.Contains(out, "catalog of ") {
+		t.Errorf("sources or catalog date missing:\n%s", out)
+	}
+	checkPlanPage(t, html)
+}
+
+// TestPlanFromSweep: an io-threads sweep on private redis-servers gives
+// the thread curve; plan reads it and sizes CPU along it. (The curve's
+// values depend on this machine; the test checks the path, not them.)
+func TestPlanFromSweep(t *testing.T) {
+	servertest.Redis(t, servers.RedisConfig{}) // skips or fails here when redis-server is missing
+	dir := t.TempDir()
+	out, stderr, err := kura(t, "bench", "sweep", "--io-threads", "1,2", "-t", "get", "--prefill", "-r", "500", "-n", "5000", "-c", "4", "-P", "8", "-q", "--json")
+	if err != nil {
+		t.Fatalf("sweep: %v\n%s", err, stderr)
+	}
+	file := filepath.Join(dir, "threads.json")
+	if err := os.WriteFile(file, []byte(out), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, err = kura(t, "plan", "--bench", file, "--data", "10GB", "--reads", "100000", "--threads", "2", "--node", "cache.r7g.large")
+	if err != nil {
+		t.Fatalf("plan: %v\n%s", err, stderr)
+	}
+	if c := columns(tableLine(out, "cache.r7g.large")); len(c) != 9 || c[4] == "-" || !strings.Contains(out, "thread scaling: io-threads sweep") {
+		t.Errorf("the sweep's curve did not size CPU:\n%s", out)
+	}
+}
+
+// TestPlanFromCodecs: kura codecs --json measured on values, then kura plan
+// takes its ratio from JSON to the recommended codec as the codec what-if.
+func TestPlanFromCodecs(t *testing.T) {
+	values := writeJSONL(t, corpus.Articles(41, 24))
+	out, stderr, err := kura(t, "codecs", values, "--json", "-q", "--min-time", "1ms", "--dict-sizes", "4K")
+	if err != nil {
+		t.Fatalf("codecs: %v\n%s", err, stderr)
+	}
+	var rep struct {
+		Recommended string `json:"recommended"`
+		Results     []struct {
+			Name   string  `json:"name"`
+			VsJSON float64 `json:"vs_json"`
+		} `json:"results"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatal(err)
+	}
+	want := 0.0
+	for _, r := range rep.Results {
+		if r.Name == rep.Recommended {
+			want = r.VsJSON
+		}
+	}
+	file := filepath.Join(t.TempDir(), "codecs.json")
+	if err := os.WriteFile(file, []byte(out), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, err = kura(t, "plan", "--codecs", file, "--data", "10GB", "--reads", "10000", "--value-size", "14KB", "--node", "cache.r7g.large")
+	if err != nil {
+		t.Fatalf("plan: %v\n%s", err, stderr)
+	}
+	line := fmt.Sprintf("codec ratio %.3g (json → %s)", want, rep.Recommended)
+	if want == 0 || !strings.Contains(out, line) {
+		t.Errorf("want %q in:\n%s", line, out)
+	}
+}
+
+// checkPlanPage opens the report in headless Chromium: the DOM it built
+// holds the table and the three charts, and its screenshot shows the
+// memory-bound colour, so the SVG was drawn, not only parsed.
+func checkPlanPage(t *testing.T, path string) {
+	t.Helper()
+	dom := browserDOM(t, path)
+	for _, want := range []string{`id="plan"`, `id="nodes-vs-traffic"`, `id="cost-vs-traffic"`, `id="cost-per-type"`, `id="catalog-date"`, "<polyline", "cache.r7g.xlarge"} {
+		if !strings.Contains(dom, want) {
+			t.Errorf("rendered DOM lacks %s", want)
+		}
+	}
+	if !strings.Contains(dom, `class="region-memory"`) || !(strings.Contains(dom, `class="region-cpu"`) || strings.Contains(dom, `class="region-network"`)) {
+		t.Error("the nodes-against-traffic chart lacks a memory-bound region followed by a CPU- or network-bound one")
+	}
+	if n := strings.Count(dom, "<tr"); n < 10 {
+		t.Errorf("rendered table has %d rows", n)
+	}
+	img := browserScreenshot(t, path)
+	// #0072B2, the memory-bound colour of the bars and points.
+	if n := countColour(img, 0x00, 0x72, 0xB2); n < 200 {
+		t.Errorf("screenshot has %d pixels of the memory-bound colour; the charts did not render", n)
+	}
+}
+
+// chromium finds a headless Chromium, failing under CI or
+// KURA_REQUIRE_SERVERS=1 and skipping otherwise, like the servers.
+// browserDOM is the page's DOM after its scripts ran, in headless Chromium.
+func browserDOM(t *testing.T, path string) string {
+	t.Helper()
+	abs, _ := filepath.Abs(path)
+	return browsertest.New(t).DOM(t, browsertest.FileURL(abs))
+}
+
+// browserScreenshot is a 1200 x 2400 screenshot of the page.
+func browserScreenshot(t *testing.T, path string) image.Image {
+	t.Helper()
+	abs, _ := filepath.Abs(path)
+	b := browsertest.NewWithOptions(t, browsertest.Options{Width: 1200, Height: 2400})
+	img, err := png.Decode(bytes.NewReader(b.Screenshot(t, browsertest.FileURL(abs), "")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return img
+}
+
+func countColour(img image.Image, r, g, b uint8) int {
+	n := 0
+	bounds := img.Bounds()
+	for y := bounds.Min.Y; y < bounds.Max.Y; y++ {
+		for x := bounds.Min.X; x < bounds.Max.X; x++ {
+			pr, pg, pb, _ := img.At(x, y).RGBA()
+			if near8(pr, r) && near8(pg, g) && near8(pb, b) {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+func near8(v uint32, want uint8) bool {
+	d := int(v>>8) - int(want)
+	return d >= -6 && d <= 6
+}

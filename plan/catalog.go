@@ -1,0 +1,460 @@
+package plan
+
+import (
+	"bytes"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"reflect"
+	"strings"
+	"time"
+)
+
+// defaultCatalog is the catalog kura ships: node types, provider rules and
+// a measured thread-scaling curve, each with its public source.
+//
+//go:embed catalog.json
+var defaultCatalog []byte
+
+// ErrCatalog is returned, wrapped in a *CatalogError, for a catalog that
+// cannot be used.
+var ErrCatalog = errors.New("kura: bad node catalog")
+
+// maxCatalogBytes bounds what ParseCatalog reads: a real catalog is a few
+// kilobytes.
+const maxCatalogBytes = 1 << 20
+
+// Catalog is the data the planner sizes against: node types with their
+// memory, CPU, network and price, the providers' headroom rules, and a
+// default thread-scaling curve. Every number comes from a public source
+// named on its row; a zero number was not found and is reported as
+// missing, never filled in.
+type Catalog struct {
+	// Date is when the catalog was gathered (YYYY-MM-DD). Prices change;
+	// reports always print it.
+	Date string `json:"date"`
+	// Currency of every price, such as "USD".
+	Currency string `json:"currency"`
+	// PriceRegion is the region the prices are for.
+	PriceRegion string `json:"price_region"`
+	// Note is free text printed with the catalog.
+	Note      string     `json:"note,omitempty"`
+	Providers []Provider `json:"providers"`
+	Nodes     []NodeType `json:"nodes"`
+	// Scaling is the default throughput-versus-threads curve, used when
+	// the workload brings none of its own. Optional.
+	Scaling *Scaling `json:"scaling,omitempty"`
+}
+
+// Provider holds the headroom rules a managed service asks for.
+type Provider struct {
+	Name  string `json:"name"`
+	Title string `json:"title,omitempty"`
+	// ReservedMemoryPct is the share of a node's memory kept for
+	// backups, failover and replication (ElastiCache's
+	// reserved-memory-percent). A node row may override it.
+	ReservedMemoryPct float64 `json:"reserved_memory_pct"`
+	// MemoryCeiling is the fraction of the remaining memory the data may
+	// fill (Memorystore asks for 80% during maintenance). 0 is read as 1.
+	MemoryCeiling float64 `json:"memory_ceiling"`
+	// CPUCeiling is the fraction of the engine's CPU a primary may use
+	// at peak (an alarm threshold such as 90%). 0 is read as 1.
+	CPUCeiling float64 `json:"cpu_ceiling"`
+	// Sources say where each rule comes from.
+	Sources []string `json:"sources,omitempty"`
+}
+
+// NodeType is one row of the catalog. A zero number means the figure was
+// not found in a public source; the planner says which constraint it
+// could not check because of it.
+type NodeType struct {
+	Name     string `json:"name"`
+	Provider string `json:"provider"`
+	// MemoryGiB is the node's memory as the provider publishes it (for a
+	// Memorystore for Redis instance: the size you provision).
+	MemoryGiB float64 `json:"memory_gib,omitempty"`
+	// VCPUs is the node's vCPU count.
+	VCPUs int `json:"vcpus,omitempty"`
+	// Threads is how many threads the engine uses on this node (Redis
+	// io-threads, Memorystore's threads per capacity tier). 0 means not
+	// published: the planner assumes the single Redis main thread.
+	Threads int `json:"threads,omitempty"`
+	// BaselineGbps is the bandwidth the node sustains; BurstGbps is what
+	// it reaches for a while on network credits. Sizing uses the baseline.
+	BaselineGbps float64 `json:"baseline_gbps,omitempty"`
+	BurstGbps    float64 `json:"burst_gbps,omitempty"`
+	// ReservedMemoryPct overrides the provider's rule for this node.
+	ReservedMemoryPct *float64 `json:"reserved_memory_pct,omitempty"`
+	// PricePerHour is the on-demand price of one node in the catalog's
+	// region; PricePerGBHour is a per-GB price (Memorystore), multiplied
+	// by MemoryGiB. At most one of them is set.
+	PricePerHour   float64 `json:"price_per_hour,omitempty"`
+	PricePerGBHour float64 `json:"price_per_gb_hour,omitempty"`
+	// Date is when the row was gathered (YYYY-MM-DD).
+	Date string `json:"date"`
+	// Source names the public pages the row's numbers come from.
+	Source string `json:"source"`
+	Note   string `json:"note,omitempty"`
+}
+
+// Scaling is a measured throughput-versus-threads curve for one command.
+type Scaling struct {
+	Name   string       `json:"name"`
+	Source string       `json:"source,omitempty"`
+	Date   string       `json:"date,omitempty"`
+	Points []ScalePoint `json:"points"`
+}
+
+// ScalePoint is the throughput measured at a thread count.
+type ScalePoint struct {
+	Threads   int     `json:"threads"`
+	OpsPerSec float64 `json:"ops_per_sec"`
+}
+
+// HourlyPrice is the price of one node for an hour, and false when the
+// catalog has no price for it.
+func (n NodeType) HourlyPrice() (float64, bool) {
+	switch {
+	case n.PricePerHour > 0:
+		return n.PricePerHour, true
+	case n.PricePerGBHour > 0 && n.MemoryGiB > 0:
+		return n.PricePerGBHour * n.MemoryGiB, true
+	}
+	return 0, false
+}
+
+// Missing lists the figures the row lacks, by JSON field name.
+func (n NodeType) Missing() []string {
+	var m []string
+	if n.MemoryGiB == 0 {
+		m = append(m, "memory_gib")
+	}
+	if n.VCPUs == 0 && n.Threads == 0 {
+		m = append(m, "vcpus/threads")
+	}
+	if n.BaselineGbps == 0 {
+		m = append(m, "baseline_gbps")
+	}
+	if _, ok := n.HourlyPrice(); !ok {
+		m = append(m, "price")
+	}
+	return m
+}
+
+// Provider returns the named provider's rules.
+func (c *Catalog) Provider(name string) (Provider, bool) {
+	for _, p := range c.Providers {
+		if p.Name == name {
+			return p, true
+		}
+	}
+	return Provider{}, false
+}
+
+// Node returns the named node type.
+func (c *Catalog) Node(name string) (NodeType, bool) {
+	for _, n := range c.Nodes {
+		if n.Name == name {
+			return n, true
+		}
+	}
+	return NodeType{}, false
+}
+
+// DefaultCatalog returns a fresh copy of the catalog kura ships.
+func DefaultCatalog() *Catalog {
+	c, err := ParseCatalog(bytes.NewReader(defaultCatalog))
+	if err != nil {
+		// The embedded file is checked by the package's tests.
+		panic("plan: embedded catalog: " + err.Error())
+	}
+	return c
+}
+
+// DefaultCatalogJSON returns the embedded catalog as it is stored, to
+// start a user catalog from.
+func DefaultCatalogJSON() []byte { return bytes.Clone(defaultCatalog) }
+
+// CatalogError says which row and field of a catalog is wrong.
+type CatalogError struct {
+	// Row is the 1-based index in "nodes" or "providers"; 0 for the
+	// catalog's top level or its scaling curve.
+	Row int
+	// Section is "nodes", "providers", "scaling" or "" (top level).
+	Section string
+	// Name is the row's name when it has one.
+	Name string
+	// Field is the JSON field name.
+	Field   string
+	Problem string
+}
+
+// Error names the section, row, field and problem in one line.
+func (e *CatalogError) Error() string {
+	var b strings.Builder
+	b.WriteString("node catalog: ")
+	if e.Section != "" {
+		b.WriteString(e.Section)
+		if e.Row > 0 {
+			fmt.Fprintf(&b, " row %d", e.Row)
+		}
+		if e.Name != "" {
+			fmt.Fprintf(&b, " (%q)", e.Name)
+		}
+		b.WriteString(": ")
+	}
+	if e.Field != "" {
+		fmt.Fprintf(&b, "field %q: ", e.Field)
+	}
+	b.WriteString(e.Problem)
+	return b.String()
+}
+
+// Unwrap makes errors.Is(err, ErrCatalog) true.
+func (e *CatalogError) Unwrap() error { return ErrCatalog }
+
+// ParseCatalog reads and validates a catalog in the JSON form of
+// catalog.json. Unknown fields are errors (a typo would otherwise drop a
+// price silently); every error names the row and the field.
+func ParseCatalog(r io.Reader) (*Catalog, error) {
+	data, err := io.ReadAll(io.LimitReader(r, maxCatalogBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("node catalog: %w", err)
+	}
+	if len(data) > maxCatalogBytes {
+		return nil, &CatalogError{Problem: fmt.Sprintf("larger than %d bytes", maxCatalogBytes)}
+	}
+	var top struct {
+		Date        string            `json:"date"`
+		Currency    string            `json:"currency"`
+		PriceRegion string            `json:"price_region"`
+		Note        string            `json:"note"`
+		Providers   []json.RawMessage `json:"providers"`
+		Nodes       []json.RawMessage `json:"nodes"`
+		Scaling     json.RawMessage   `json:"scaling"`
+	}
+	if err := strictDecode(data, &top); err != nil {
+		return nil, &CatalogError{Field: jsonField(err), Problem: jsonProblem(err)}
+	}
+	c := &Catalog{Date: top.Date, Currency: top.Currency, PriceRegion: top.PriceRegion, Note: top.Note}
+	for i, raw := range top.Providers {
+		var p Provider
+		if err := strictDecode(raw, &p); err != nil {
+			return nil, &CatalogError{Section: "providers", Row: i + 1, Field: jsonField(err), Problem: jsonProblem(err)}
+		}
+		c.Providers = append(c.Providers, p)
+	}
+	for i, raw := range top.Nodes {
+		var n NodeType
+		if err := strictDecode(raw, &n); err != nil {
+			var name struct {
+				Name string `json:"name"`
+			}
+			_ = json.Unmarshal(raw, &name)
+			return nil, &CatalogError{Section: "nodes", Row: i + 1, Name: name.Name, Field: jsonField(err), Problem: jsonProblem(err)}
+		}
+		c.Nodes = append(c.Nodes, n)
+	}
+	if len(top.Scaling) > 0 && string(top.Scaling) != "null" {
+		var s Scaling
+		if err := strictDecode(top.Scaling, &s); err != nil {
+			return nil, &CatalogError{Section: "scaling", Field: jsonField(err), Problem: jsonProblem(err)}
+		}
+		c.Scaling = &s
+	}
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func strictDecode(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return err
+	}
+	if dec.More() {
+		return errors.New("trailing data after the JSON value")
+	}
+	return nil
+}
+
+// jsonField names the field a decoding error is about, when it says.
+func jsonField(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return te.Field
+	}
+	if f, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		return strings.Trim(f, `"`)
+	}
+	return ""
+}
+
+func jsonProblem(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		want := "value of type " + te.Type.String()
+		switch te.Type.Kind() {
+		case reflect.Float32, reflect.Float64:
+			want = "number"
+		case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+			want = "whole number"
+		case reflect.String:
+			want = "text (a JSON string)"
+		case reflect.Slice:
+			want = "list"
+		case reflect.Struct, reflect.Map:
+			want = "JSON object"
+		}
+		return fmt.Sprintf("wants a %s, got a JSON %s", want, te.Value)
+	}
+	if strings.HasPrefix(err.Error(), "json: unknown field ") {
+		return "unknown field (a typo? see kura plan --print-catalog)"
+	}
+	return "not valid JSON: " + strings.TrimPrefix(err.Error(), "json: ")
+}
+
+// Validate checks every row: required fields, ranges, unique names, known
+// providers. The error names the row and the field.
+func (c *Catalog) Validate() error {
+	top := func(field, problem string) error { return &CatalogError{Field: field, Problem: problem} }
+	if err := checkDate(c.Date); err != nil {
+		return top("date", err.Error())
+	}
+	if c.Currency == "" {
+		return top("currency", "missing (the currency of every price, such as USD)")
+	}
+	if len(c.Providers) == 0 {
+		return top("providers", "empty: give at least one provider's rules")
+	}
+	if len(c.Nodes) == 0 {
+		return top("nodes", "empty: give at least one node type")
+	}
+	seen := map[string]bool{}
+	for i, p := range c.Providers {
+		bad := func(field, problem string) error {
+			return &CatalogError{Section: "providers", Row: i + 1, Name: p.Name, Field: field, Problem: problem}
+		}
+		if p.Name == "" {
+			return bad("name", "missing")
+		}
+		if seen[p.Name] {
+			return bad("name", "appears twice")
+		}
+		seen[p.Name] = true
+		if p.ReservedMemoryPct < 0 || p.ReservedMemoryPct >= 100 {
+			return bad("reserved_memory_pct", fmt.Sprintf("must be from 0 to below 100, got %g", p.ReservedMemoryPct))
+		}
+		if p.MemoryCeiling < 0 || p.MemoryCeiling > 1 {
+			return bad("memory_ceiling", fmt.Sprintf("is a fraction from 0 (meaning 1) to 1, got %g", p.MemoryCeiling))
+		}
+		if p.CPUCeiling < 0 || p.CPUCeiling > 1 {
+			return bad("cpu_ceiling", fmt.Sprintf("is a fraction from 0 (meaning 1) to 1, got %g", p.CPUCeiling))
+		}
+	}
+	names := map[string]bool{}
+	for i, n := range c.Nodes {
+		bad := func(field, problem string) error {
+			return &CatalogError{Section: "nodes", Row: i + 1, Name: n.Name, Field: field, Problem: problem}
+		}
+		if n.Name == "" {
+			return bad("name", "missing")
+		}
+		if names[n.Name] {
+			return bad("name", "appears twice")
+		}
+		names[n.Name] = true
+		if n.Provider == "" {
+			return bad("provider", "missing")
+		}
+		if !seen[n.Provider] {
+			return bad("provider", fmt.Sprintf("%q is not in providers", n.Provider))
+		}
+		for _, f := range []struct {
+			name string
+			v    float64
+			max  float64
+		}{
+			{"memory_gib", n.MemoryGiB, 1e6},
+			{"baseline_gbps", n.BaselineGbps, 1e4},
+			{"burst_gbps", n.BurstGbps, 1e4},
+			{"price_per_hour", n.PricePerHour, 1e6},
+			{"price_per_gb_hour", n.PricePerGBHour, 1e4},
+		} {
+			if f.v < 0 || math.IsNaN(f.v) {
+				return bad(f.name, fmt.Sprintf("must not be negative, got %g", f.v))
+			}
+			if f.v > f.max {
+				return bad(f.name, fmt.Sprintf("%g is above %g: a unit mix-up?", f.v, f.max))
+			}
+		}
+		if n.VCPUs < 0 || n.VCPUs > 10000 {
+			return bad("vcpus", fmt.Sprintf("must be from 0 (not known) to 10000, got %d", n.VCPUs))
+		}
+		if n.Threads < 0 || n.Threads > 1024 {
+			return bad("threads", fmt.Sprintf("must be from 0 (not known) to 1024, got %d", n.Threads))
+		}
+		if n.ReservedMemoryPct != nil && (*n.ReservedMemoryPct < 0 || *n.ReservedMemoryPct >= 100) {
+			return bad("reserved_memory_pct", fmt.Sprintf("must be from 0 to below 100, got %g", *n.ReservedMemoryPct))
+		}
+		if n.BurstGbps > 0 && n.BaselineGbps > 0 && n.BurstGbps < n.BaselineGbps {
+			return bad("burst_gbps", fmt.Sprintf("%g is below baseline_gbps %g", n.BurstGbps, n.BaselineGbps))
+		}
+		if n.PricePerHour > 0 && n.PricePerGBHour > 0 {
+			return bad("price_per_gb_hour", "give price_per_hour or price_per_gb_hour, not both")
+		}
+		if n.PricePerGBHour > 0 && n.MemoryGiB == 0 {
+			return bad("memory_gib", "missing: price_per_gb_hour is multiplied by it")
+		}
+		if err := checkDate(n.Date); err != nil {
+			return bad("date", err.Error())
+		}
+		if strings.TrimSpace(n.Source) == "" {
+			return bad("source", "missing: every row names the public source of its numbers")
+		}
+	}
+	if c.Scaling != nil {
+		if err := c.Scaling.validate(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *Scaling) validate() error {
+	bad := func(field, problem string) error {
+		return &CatalogError{Section: "scaling", Name: s.Name, Field: field, Problem: problem}
+	}
+	if len(s.Points) == 0 {
+		return bad("points", "empty")
+	}
+	prev := 0
+	for i, p := range s.Points {
+		if p.Threads < 1 || p.Threads > 1024 {
+			return bad("threads", fmt.Sprintf("point %d: threads must be from 1 to 1024, got %d", i+1, p.Threads))
+		}
+		if p.Threads <= prev {
+			return bad("threads", fmt.Sprintf("point %d: thread counts must rise from point to point", i+1))
+		}
+		prev = p.Threads
+		if !(p.OpsPerSec > 0) || math.IsInf(p.OpsPerSec, 0) {
+			return bad("ops_per_sec", fmt.Sprintf("point %d: must be positive, got %g", i+1, p.OpsPerSec))
+		}
+	}
+	return nil
+}
+
+func checkDate(s string) error {
+	if s == "" {
+		return errors.New("missing (YYYY-MM-DD: when the numbers were gathered)")
+	}
+	if _, err := time.Parse(time.DateOnly, s); err != nil {
+		return fmt.Errorf("%q is not a date in the form YYYY-MM-DD", s)
+	}
+	return nil
+}

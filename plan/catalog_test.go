@@ -1,0 +1,230 @@
+package plan
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/kuracache/kura/loadgen"
+)
+
+func TestDefaultCatalog(t *testing.T) {
+	c := DefaultCatalog()
+	if c.Date == "" || c.Currency != "USD" || c.PriceRegion == "" {
+		t.Fatalf("catalog header: %+v", c)
+	}
+	for _, n := range c.Nodes {
+		if n.Date == "" || !strings.Contains(n.Source, "http") {
+			t.Errorf("%s: every row names its date and a public source, got %q %q", n.Name, n.Date, n.Source)
+		}
+	}
+	// The field reports' node types are there with the figures they used.
+	for name, gbps := range map[string]float64{"cache.t2.small": 0.128, "cache.m7g.2xlarge": 3.75, "cache.m7g.4xlarge": 7.5} {
+		n, ok := c.Node(name)
+		if !ok || n.BaselineGbps != gbps {
+			t.Errorf("%s: baseline %v, want %v", name, n.BaselineGbps, gbps)
+		}
+	}
+	// The stored bytes parse to the same catalog.
+	c2, err := ParseCatalog(bytes.NewReader(DefaultCatalogJSON()))
+	if err != nil || len(c2.Nodes) != len(c.Nodes) {
+		t.Fatalf("DefaultCatalogJSON: %v", err)
+	}
+	// DefaultCatalog returns a copy: changing it does not change the next.
+	c.Nodes[0].PricePerHour = 99
+	if DefaultCatalog().Nodes[0].PricePerHour == 99 {
+		t.Error("DefaultCatalog shares state between calls")
+	}
+}
+
+const validCatalog = `{
+  "date": "2026-11-23", "currency": "USD", "price_region": "test",
+  "providers": [{"name": "p", "reserved_memory_pct": 25, "memory_ceiling": 1, "cpu_ceiling": 0.9}],
+  "nodes": [
+    {"name": "a", "provider": "p", "memory_gib": 1, "baseline_gbps": 1, "date": "2026-11-23", "source": "x"},
+    {"name": "b", "provider": "p", "memory_gib": 2, "baseline_gbps": 2, "burst_gbps": 4, "date": "2026-11-23", "source": "x"}
+  ],
+  "scaling": {"name": "s", "points": [{"threads": 1, "ops_per_sec": 10}, {"threads": 2, "ops_per_sec": 15}]}
+}`
+
+// TestCatalogErrorsNameRowAndField: a bad user catalog is refused with an
+// error that says which row and which field.
+func TestCatalogErrorsNameRowAndField(t *testing.T) {
+	if _, err := ParseCatalog(strings.NewReader(validCatalog)); err != nil {
+		t.Fatalf("valid catalog refused: %v", err)
+	}
+	cases := []struct {
+		old, new string
+		want     []string
+	}{
+		{`"baseline_gbps": 2,`, `"baseline_gbps": -2,`, []string{`nodes row 2 ("b")`, `field "baseline_gbps"`, "negative"}},
+		{`"baseline_gbps": 2,`, `"baseline_gpbs": 2,`, []string{`nodes row 2 ("b")`, `field "baseline_gpbs"`, "unknown field"}},
+		{`"memory_gib": 2,`, `"memory_gib": "lots",`, []string{`nodes row 2 ("b")`, `field "memory_gib"`, "number"}},
+		{`"name": "b", "provider": "p"`, `"name": "b", "provider": "q"`, []string{`nodes row 2`, `field "provider"`, `"q" is not in providers`}},
+		{`"name": "b"`, `"name": "a"`, []string{`nodes row 2 ("a")`, `field "name"`, "twice"}},
+		{`"burst_gbps": 4`, `"burst_gbps": 1`, []string{`nodes row 2`, `field "burst_gbps"`, "below baseline"}},
+		{`"memory_gib": 1, "baseline_gbps": 1, "date": "2026-11-23", "source": "x"`, `"memory_gib": 1, "baseline_gbps": 1, "date": "2026-11-23", "source": ""`, []string{`nodes row 1 ("a")`, `field "source"`}},
+		{`"memory_gib": 1, "baseline_gbps": 1, "date": "2026-11-23"`, `"memory_gib": 1, "baseline_gbps": 1, "date": "23/11/2026"`, []string{`nodes row 1`, `field "date"`, "YYYY-MM-DD"}},
+		{`"memory_gib": 1,`, `"memory_gib": 1, "price_per_hour": 1, "price_per_gb_hour": 1,`, []string{`nodes row 1`, `field "price_per_gb_hour"`, "not both"}},
+		{`"memory_gib": 1,`, `"memory_gib": 1e9,`, []string{`nodes row 1`, `field "memory_gib"`, "unit"}},
+		{`"memory_gib": 1,`, `"memory_gib": 1, "vcpus": -4,`, []string{`nodes row 1`, `field "vcpus"`}},
+		{`"memory_gib": 1,`, `"memory_gib": 1, "reserved_memory_pct": 100,`, []string{`nodes row 1`, `field "reserved_memory_pct"`}},
+		{`"cpu_ceiling": 0.9`, `"cpu_ceiling": 90`, []string{`providers row 1 ("p")`, `field "cpu_ceiling"`, "fraction"}},
+		{`"reserved_memory_pct": 25,`, `"reserved_memory_pct": 25, "colour": "red",`, []string{`providers row 1`, `field "colour"`}},
+		{`{"threads": 2, "ops_per_sec": 15}`, `{"threads": 1, "ops_per_sec": 15}`, []string{`scaling`, `field "threads"`, "rise"}},
+		{`"ops_per_sec": 10`, `"ops_per_sec": 0`, []string{`scaling`, `field "ops_per_sec"`}},
+		{`"date": "2026-11-23", "currency"`, `"date": "", "currency"`, []string{`field "date"`, "missing"}},
+		{`"currency": "USD",`, `"currency": "USD", "extra": 1,`, []string{`field "extra"`}},
+		{`"nodes": [`, `"nodes": 7, "x": [`, []string{`field "nodes"`}},
+	}
+	for _, c := range cases {
+		if !strings.Contains(validCatalog, c.old) {
+			t.Fatalf("test case does not apply: %q", c.old)
+		}
+		bad := strings.Replace(validCatalog, c.old, c.new, 1)
+		_, err := ParseCatalog(strings.NewReader(bad))
+		if err == nil {
+			t.Errorf("%s → %s: accepted", c.old, c.new)
+			continue
+		}
+		if !errors.Is(err, ErrCatalog) {
+			t.Errorf("%v: not ErrCatalog", err)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s → %s: error %q lacks %q", c.old, c.new, err, w)
+			}
+		}
+	}
+	for _, junk := range []string{"", "[]", "{", `{"date":"2026-11-23"} trailing`, strings.Repeat(" ", maxCatalogBytes+1)} {
+		if _, err := ParseCatalog(strings.NewReader(junk)); err == nil {
+			t.Errorf("%.30q accepted", junk)
+		}
+	}
+}
+
+// TestReadBench reads what kura bench --json prints (loadgen's own types,
+// so a renamed JSON field breaks this test and not users).
+func TestReadBench(t *testing.T) {
+	res := loadgen.Result{
+		Target: "redis://127.0.0.1:6379", Command: "get", Ops: 10000, OpsPerSec: 50000,
+		Server: &loadgen.ServerReport{CPUSeconds: 0.05, CPUSecondsPer1kOps: 0.005, CPUCores: 0.25, NetInBytes: 300000, NetOutBytes: 1100000},
+	}
+	b, _ := json.Marshal(&res)
+	m, err := ReadBench(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !near(m.CPUSecondsPerOp, 5e-6) || !near(m.InBytesPerOp, 30) || !near(m.OutBytesPerOp, 110) || m.Command != "get" {
+		t.Errorf("measured %+v", m)
+	}
+	var w Workload
+	m.Apply(&w)
+	if w.CPUSecondsPerOp != m.CPUSecondsPerOp || w.OutBytesPerOp != 110 {
+		t.Errorf("Apply: %+v", w)
+	}
+	// What the user set wins.
+	w = Workload{OpsPerSecPerThread: 1000, ReadValueBytes: 5}
+	m.Apply(&w)
+	if w.CPUSecondsPerOp != 0 || w.OutBytesPerOp != 0 {
+		t.Errorf("Apply overrode the user's figures: %+v", w)
+	}
+
+	sweep := loadgen.SweepResult{Param: loadgen.SweepIOThreads}
+	for _, s := range []struct {
+		v   string
+		ops float64
+	}{{"4", 90000}, {"1", 50000}, {"2", 80000}} {
+		r := res
+		r.OpsPerSec = s.ops
+		sweep.Steps = append(sweep.Steps, loadgen.Step{Value: s.v, Result: &r})
+	}
+	b, _ = json.Marshal(&sweep)
+	m, err = ReadBench(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Scaling == nil || len(m.Scaling.Points) != 3 || m.Scaling.Points[0].Threads != 1 || !near(threadFactor(m.Scaling, 4), 1.8) {
+		t.Errorf("sweep curve: %+v", m.Scaling)
+	}
+
+	noServer := res
+	noServer.Server = nil
+	pipeSweep := sweep
+	pipeSweep.Param = loadgen.SweepPipeline
+	for _, v := range []any{noServer, loadgen.Result{Ops: 0, Server: res.Server}, pipeSweep, "text", 12} {
+		b, _ := json.Marshal(v)
+		if _, err := ReadBench(bytes.NewReader(b)); !errors.Is(err, ErrInput) {
+			t.Errorf("%s: err = %v, want ErrInput", b, err)
+		}
+	}
+}
+
+// TestReadScan reads a report in the documented kura.scan/v1 form
+// (docs/scan.md's example, extended to three patterns).
+func TestReadScan(t *testing.T) {
+	f, err := os.Open("testdata/scan-v1.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	s, err := ReadScan(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Keys != 100000 || s.MemoryBytes != 60200000 || s.MaxValueBytes != 1.3e6 || !s.Complete || len(s.ValueSizes) != 3 {
+		t.Fatalf("scan: %+v", s)
+	}
+	if last := s.ValueSizes[2]; last.MaxBytes != 1.3e6 || last.Keys != 10 {
+		t.Errorf("open-ended bucket: %+v", last)
+	}
+	// s2: 9 MB + 16.8 MB stored, the hash pattern 1.3 MB as it is, over
+	// 48.1 MB; zstd did not run on sess:*, which counts as it is.
+	if !near(s.CodecRatios["s2"], (9e6+16.8e6+1.3e6)/48.1e6) || !near(s.CodecRatios["zstd"], (7e6+16.8e6+1.3e6)/48.1e6) {
+		t.Errorf("codec ratios %v", s.CodecRatios)
+	}
+	w := Workload{Keys: 5}
+	s.Apply(&w)
+	if w.DataBytes != 60200000 || w.Keys != 5 || !near(w.AvgValueBytes, 481) || w.MaxValueBytes != 1.3e6 {
+		t.Errorf("Apply: %+v", w)
+	}
+	for _, bad := range []string{`{}`, `{"schema":"kura.scan/v2"}`, `{"schema":"kura.scan/v1","keys":-1}`,
+		`{"schema":"kura.scan/v1","histogram":[{"le":-5,"keys":1}]}`, `[`} {
+		if _, err := ReadScan(strings.NewReader(bad)); !errors.Is(err, ErrInput) {
+			t.Errorf("%s: err = %v", bad, err)
+		}
+	}
+}
+
+// TestReadCodecs reads a report in the kura.codecs/v1 form (FIXTURE sizes).
+func TestReadCodecs(t *testing.T) {
+	f, err := os.Open("testdata/codecs-v1.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	c, err := ReadCodecs(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Recommended != "zstd-3+dict-16K" || len(c.Bytes) != 3 {
+		t.Fatalf("codecs: %+v", c)
+	}
+	if r, err := c.Ratio("json", c.Recommended); err != nil || !near(r, 3894600.0/11684000) {
+		t.Errorf("json → recommended: %v %v", r, err)
+	}
+	if r, err := c.Ratio("msgpack+snappy", "zstd-3+dict-16K"); err != nil || !near(r, 3894600.0/6231200) {
+		t.Errorf("msgpack+snappy → zstd: %v %v", r, err)
+	}
+	if _, err := c.Ratio("gob", "json"); !errors.Is(err, ErrInput) || !strings.Contains(err.Error(), "json, msgpack+snappy") {
+		t.Errorf("unknown codec: %v", err)
+	}
+	for _, bad := range []string{`{}`, `{"schema":"kura.codecs/v2"}`, `{"schema":"kura.codecs/v1","results":[{"name":"a","bytes":1}]}`, `nope`} {
+		if _, err := ReadCodecs(strings.NewReader(bad)); !errors.Is(err, ErrInput) {
+			t.Errorf("%s: err = %v", bad, err)
+		}
+	}
+}

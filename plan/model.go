@@ -1,0 +1,908 @@
+package plan
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+)
+
+// HoursPerMonth is the month the monthly costs are computed over (the
+// 730 hours AWS's and Google's calculators use).
+const HoursPerMonth = 730
+
+// RESP framing the planner adds to each operation when no measured
+// bytes-per-operation are given: a GET request is "*2\r\n$3\r\nGET\r\n$N\r\n"
+// + key + "\r\n", a SET request one more bulk string, a bulk reply
+// "$N\r\n" + value + "\r\n", a SET reply "+OK\r\n".
+const (
+	respRequestBytes = 24
+	respBulkBytes    = 14
+	respReplyBytes   = 8
+	respOKBytes      = 5
+)
+
+// maxKeys bounds key counts: a quadrillion keys is beyond any cache, and
+// sums of bucket counts stay far from overflowing.
+const maxKeys = 1e15
+
+// DefaultNetworkCeiling is the share of a node's baseline bandwidth the
+// planner lets the peak use. It is kura's default, not a provider rule:
+// the remaining 20% absorbs traffic above the measured peak. Change it
+// with Rules.NetworkCeiling.
+const DefaultNetworkCeiling = 0.8
+
+// Workload is what the cache must hold and serve at peak.
+type Workload struct {
+	// DataBytes is what the data takes in memory, as Redis counts it
+	// (INFO used_memory, or the total of a scan). When zero it is
+	// Keys × (AvgValueBytes + KeyBytes), which leaves out Redis's
+	// per-key overhead.
+	DataBytes float64
+	// Keys is the number of keys; KeyBytes their average length.
+	Keys     int64
+	KeyBytes float64
+	// AvgValueBytes is the average value size as stored.
+	AvgValueBytes float64
+	// MaxValueBytes is the largest value, checked against every node's
+	// link. Zero skips the check.
+	MaxValueBytes float64
+	// ValueSizes is the value-size distribution, when a scan gave one.
+	// The value-size guard needs it to change memory and traffic; without
+	// it the guard only changes the largest value.
+	ValueSizes []SizeBucket
+
+	// ReadsPerSec and WritesPerSec are the peak rates over the whole
+	// cache.
+	ReadsPerSec  float64
+	WritesPerSec float64
+	// ReadValueBytes and WriteValueBytes are the value bytes one read
+	// returns and one write sends. Zero means AvgValueBytes.
+	ReadValueBytes  float64
+	WriteValueBytes float64
+	// InBytesPerOp and OutBytesPerOp, when set, are measured bytes the
+	// server received and sent per operation (kura bench --json), used
+	// instead of value sizes plus RESP framing.
+	InBytesPerOp  float64
+	OutBytesPerOp float64
+
+	// CPUSecondsPerOp is the engine's CPU per operation on one thread
+	// (kura bench: server cpu_seconds_per_1k_ops / 1000).
+	CPUSecondsPerOp float64
+	// OpsPerSecPerThread is the throughput one engine thread reaches when
+	// saturated; used when CPUSecondsPerOp is zero.
+	OpsPerSecPerThread float64
+	// Scaling is the throughput-versus-threads curve; nil uses the
+	// catalog's. Only its shape is used: throughput at N threads over
+	// throughput at one.
+	Scaling *Scaling
+
+	// Replicas per primary. Each replica is a node to pay for and
+	// receives every write from its primary.
+	Replicas int
+	// Growth is the expected growth of data and traffic as a fraction
+	// (0.3 plans for 30% more than today).
+	Growth float64
+	// LargeValuesPerSec is how often the largest value crosses the link
+	// at peak; it turns the largest-value check into a queue estimate.
+	LargeValuesPerSec float64
+	// Notes from whoever measured the inputs, printed with the plan.
+	Notes []string
+}
+
+// SizeBucket is one bar of a value-size distribution: Keys values of at
+// most MaxBytes each, Bytes in total.
+type SizeBucket struct {
+	MaxBytes float64
+	Keys     int64
+	Bytes    float64
+}
+
+// Rules override the providers' headroom rules for one plan. Zero fields
+// keep the catalog's.
+type Rules struct {
+	// ReservedMemoryPct replaces every node's reserved memory share when
+	// set.
+	ReservedMemoryPct *float64
+	// MemoryCeiling and CPUCeiling are fractions in (0, 1].
+	MemoryCeiling float64
+	CPUCeiling    float64
+	// NetworkCeiling is the usable fraction of baseline bandwidth;
+	// zero means DefaultNetworkCeiling.
+	NetworkCeiling float64
+}
+
+// WhatIf changes the workload before sizing.
+type WhatIf struct {
+	// CodecRatio is encoded bytes after the change over bytes before
+	// (0.33 for a codec that cuts bytes to a third). It scales the values
+	// in memory, on the wire and the largest value. Zero means no change.
+	CodecRatio float64
+	// CodecName says where the ratio came from, for the report
+	// ("json → zstd-3+dict-16K"); optional.
+	CodecName string
+	// MaxValueBytes is a value-size guard (kura.Options.MaxValueSize):
+	// values above it are not cached. Zero means no guard.
+	MaxValueBytes float64
+	// Threads sets the engine's thread count on every node type (Redis
+	// io-threads). Zero keeps each node's own.
+	Threads int
+}
+
+// Input is everything one plan needs besides the catalog.
+type Input struct {
+	Workload Workload
+	Rules    Rules
+	WhatIf   WhatIf
+	// Nodes restricts the plan to these node types; empty means all.
+	Nodes []string
+	// Prices add or replace hourly prices by node name (a price the user
+	// has and the catalog lacks).
+	Prices map[string]float64
+}
+
+// Constraint names what a node count is sized for.
+type Constraint int
+
+// The three constraints.
+const (
+	Memory Constraint = iota
+	CPU
+	Network
+)
+
+// String is the constraint's name as the reports print it.
+func (c Constraint) String() string {
+	switch c {
+	case Memory:
+		return "memory"
+	case CPU:
+		return "CPU"
+	case Network:
+		return "network"
+	}
+	return fmt.Sprintf("Constraint(%d)", int(c))
+}
+
+// Need is one constraint's answer for a node type.
+type Need struct {
+	// Checked is false when the catalog or the input lacks a figure;
+	// Why then says which.
+	Checked bool
+	Why     string
+	// Demand is what the workload asks (bytes, ops/s or bits/s) and
+	// PerNode what one primary offers under its ceiling.
+	Demand  float64
+	PerNode float64
+	// Nodes is the primaries this constraint alone needs.
+	Nodes int
+	// Utilisation is Demand over the planned primaries' capacity, as a
+	// fraction of the ceiling: 1 - Utilisation is the headroom left.
+	Utilisation float64
+}
+
+// Row is the plan for one node type.
+type Row struct {
+	Node     NodeType
+	Provider Provider
+	// Skipped, when set, says why the row could not be sized at all.
+	Skipped string
+	// Shards is the primaries; Nodes adds their replicas.
+	Shards int
+	Nodes  int
+	// Needs is indexed by Constraint.
+	Needs [3]Need
+	// Binding is the constraint that set Shards.
+	Binding Constraint
+	// Threads is the engine threads used for CPU; ThreadsAssumed is set
+	// when the catalog has none and one thread was assumed.
+	Threads        int
+	ThreadsAssumed bool
+	// Priced is false when no price is known; MonthlyCost is then zero.
+	// PriceFlag is set when the price came from Input.Prices rather than
+	// the catalog. HourlyPrice is one node's; MonthlyCost all nodes' for
+	// HoursPerMonth.
+	Priced      bool
+	PriceFlag   bool
+	HourlyPrice float64
+	MonthlyCost float64
+	// The rules the row was sized under: ceilings as fractions, reserved
+	// memory in percent.
+	MemoryCeil  float64
+	CPUCeil     float64
+	NetworkCeil float64
+	ReservedPct float64
+	// Largest is the largest value against this node's link; nil when
+	// there is no largest value or no baseline bandwidth.
+	Largest *LargeValue
+}
+
+// LargeValue is the largest value against one node's link.
+type LargeValue struct {
+	Bytes float64
+	// Seconds is one transfer at baseline bandwidth; BurstSeconds at
+	// burst (zero when the node has no burst figure).
+	Seconds      float64
+	BurstSeconds float64
+	// PerSecToSaturate is how many such transfers a second fill the
+	// baseline link.
+	PerSecToSaturate float64
+	// Utilisation is Workload.LargeValuesPerSec over PerSecToSaturate;
+	// above 1 the queue grows by Utilisation-1 seconds every second.
+	Utilisation float64
+}
+
+// Effective is the workload after growth and what-ifs: the numbers the
+// rows were sized for.
+type Effective struct {
+	// DataBytes, Keys and AvgValueBytes describe the data as sized.
+	DataBytes     float64
+	Keys          int64
+	AvgValueBytes float64
+	// MaxValueBytes is the largest value after the codec and the guard.
+	MaxValueBytes float64
+	// ReadsPerSec and WritesPerSec are the peak rates the cache serves.
+	ReadsPerSec  float64
+	WritesPerSec float64
+	// InBitsPerSec and OutBitsPerSec are what all primaries receive and
+	// send, replication included.
+	InBitsPerSec  float64
+	OutBitsPerSec float64
+	// CPUSecondsOp and OpsPerThread are the CPU figures given (one of
+	// them, or neither).
+	CPUSecondsOp float64
+	OpsPerThread float64
+	// Scaling is the thread curve used; ScalingDefault is set when it is
+	// the catalog's.
+	Scaling        *Scaling
+	ScalingDefault bool
+	Replicas       int
+	// GuardedKeys and GuardedBytes left the cache because of the
+	// value-size guard (bytes before the codec).
+	GuardedKeys  int64
+	GuardedBytes float64
+	// LargePerSec is the largest value's rate at peak.
+	LargePerSec float64
+	// The what-ifs applied: CodecRatio, GuardBytes, ThreadsWhatIf (zero:
+	// none).
+	CodecRatio    float64
+	CodecName     string
+	GuardBytes    float64
+	ThreadsWhatIf int
+	// MeasuredPerOp is set when network bytes came from a measurement
+	// rather than value sizes plus RESP framing.
+	MeasuredPerOp bool
+}
+
+// Plan is the answer: every node type sized, sorted by monthly cost
+// (unpriced rows after priced ones, rows that could not be sized last).
+type Plan struct {
+	Rows []Row
+	// Cheapest is the index in Rows of the cheapest priced row, or -1.
+	Cheapest int
+	// Why explains the cheapest choice in a sentence or two.
+	Why string
+	// Notes are the assumptions and gaps the reader must know about.
+	Notes     []string
+	Effective Effective
+	Catalog   *Catalog
+}
+
+// Ops is the peak operations per second.
+func (e Effective) Ops() float64 { return e.ReadsPerSec + e.WritesPerSec }
+
+// New sizes every node type of the catalog for the input.
+func New(cat *Catalog, in Input) (*Plan, error) {
+	if cat == nil {
+		return nil, fmt.Errorf("%w: no catalog", ErrInput)
+	}
+	if err := in.validate(cat); err != nil {
+		return nil, err
+	}
+	p := &Plan{Catalog: cat, Cheapest: -1}
+	p.Effective, p.Notes = effective(cat, in)
+	p.Notes = append(append([]string(nil), in.Workload.Notes...), p.Notes...)
+	want := map[string]bool{}
+	for _, n := range in.Nodes {
+		want[n] = true
+	}
+	for _, n := range cat.Nodes {
+		if len(want) > 0 && !want[n.Name] {
+			continue
+		}
+		if price, ok := in.Prices[n.Name]; ok {
+			n.PricePerHour, n.PricePerGBHour = price, 0
+		}
+		prov, _ := cat.Provider(n.Provider)
+		r := sizeRow(n, prov, in, p.Effective)
+		if _, ok := in.Prices[n.Name]; ok {
+			r.PriceFlag = true
+		}
+		p.Rows = append(p.Rows, r)
+	}
+	sort.SliceStable(p.Rows, func(i, j int) bool { return rowLess(p.Rows[i], p.Rows[j]) })
+	for i, r := range p.Rows {
+		if r.Skipped == "" && r.Priced {
+			p.Cheapest = i
+			break
+		}
+	}
+	p.Why = p.explain()
+	p.Notes = append(p.Notes, p.gaps()...)
+	return p, nil
+}
+
+func rowLess(a, b Row) bool {
+	ra, rb := rowRank(a), rowRank(b)
+	if ra != rb {
+		return ra < rb
+	}
+	if a.Priced && a.MonthlyCost != b.MonthlyCost {
+		return a.MonthlyCost < b.MonthlyCost
+	}
+	if !a.Priced && a.Skipped == "" && a.Nodes != b.Nodes {
+		return a.Nodes < b.Nodes
+	}
+	return a.Node.Name < b.Node.Name
+}
+
+func rowRank(r Row) int {
+	switch {
+	case r.Skipped != "":
+		return 2
+	case !r.Priced:
+		return 1
+	}
+	return 0
+}
+
+func (in Input) validate(cat *Catalog) error {
+	w := in.Workload
+	bad := func(field string, v any, rule string) error {
+		return fmt.Errorf("%w: %s = %v: %s", ErrInput, field, v, rule)
+	}
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{
+		{"data bytes", w.DataBytes}, {"key bytes", w.KeyBytes}, {"average value bytes", w.AvgValueBytes},
+		{"largest value bytes", w.MaxValueBytes}, {"reads per second", w.ReadsPerSec}, {"writes per second", w.WritesPerSec},
+		{"read value bytes", w.ReadValueBytes}, {"write value bytes", w.WriteValueBytes},
+		{"in bytes per op", w.InBytesPerOp}, {"out bytes per op", w.OutBytesPerOp},
+		{"CPU seconds per op", w.CPUSecondsPerOp}, {"ops per second per thread", w.OpsPerSecPerThread},
+		{"growth", w.Growth}, {"large values per second", w.LargeValuesPerSec},
+	} {
+		if f.v < 0 || math.IsNaN(f.v) || math.IsInf(f.v, 0) {
+			return bad(f.name, f.v, "must be a finite number, not negative")
+		}
+		if f.v > maxBytes {
+			return bad(f.name, f.v, "is beyond any cache (above 10^18)")
+		}
+	}
+	if w.Keys < 0 || w.Keys > maxKeys {
+		return bad("keys", w.Keys, "must be from 0 to 10^15")
+	}
+	if w.Replicas < 0 || w.Replicas > 100 {
+		return bad("replicas", w.Replicas, "must be from 0 to 100")
+	}
+	if w.Growth > 1000 {
+		return bad("growth", w.Growth, "is a fraction (0.3 = 30% more); above 1000 is a unit mix-up")
+	}
+	if w.CPUSecondsPerOp > 10 {
+		return bad("CPU seconds per op", w.CPUSecondsPerOp, "is above 10 s per operation: a unit mix-up?")
+	}
+	for i, b := range w.ValueSizes {
+		if b.MaxBytes < 0 || b.Keys < 0 || b.Keys > maxKeys || b.Bytes < 0 || b.Bytes > maxBytes || b.MaxBytes > maxBytes || math.IsNaN(b.MaxBytes) || math.IsNaN(b.Bytes) ||
+			math.IsInf(b.MaxBytes, 0) || math.IsInf(b.Bytes, 0) {
+			return bad(fmt.Sprintf("value size bucket %d", i+1), b, "must hold finite, non-negative numbers")
+		}
+	}
+	if w.Scaling != nil {
+		if err := w.Scaling.validate(); err != nil {
+			return fmt.Errorf("%w: thread scaling: %v", ErrInput, err)
+		}
+	}
+	r := in.Rules
+	for name, v := range map[string]float64{"memory ceiling": r.MemoryCeiling, "CPU ceiling": r.CPUCeiling, "network ceiling": r.NetworkCeiling} {
+		if v < 0 || v > 1 || math.IsNaN(v) {
+			return bad(name, v, "is a fraction in (0, 1]")
+		}
+	}
+	if r.ReservedMemoryPct != nil && (*r.ReservedMemoryPct < 0 || *r.ReservedMemoryPct >= 100 || math.IsNaN(*r.ReservedMemoryPct)) {
+		return bad("reserved memory percent", *r.ReservedMemoryPct, "must be from 0 to below 100")
+	}
+	wi := in.WhatIf
+	if wi.CodecRatio < 0 || wi.CodecRatio > 100 || math.IsNaN(wi.CodecRatio) {
+		return bad("codec ratio", wi.CodecRatio, "is encoded bytes after over before, such as 0.33")
+	}
+	if wi.MaxValueBytes < 0 || math.IsNaN(wi.MaxValueBytes) || wi.MaxValueBytes > maxBytes {
+		return bad("value-size guard", wi.MaxValueBytes, "must be a size in bytes")
+	}
+	if wi.Threads < 0 || wi.Threads > 1024 {
+		return bad("threads", wi.Threads, "must be from 0 (each node's own) to 1024")
+	}
+	for _, n := range in.Nodes {
+		if _, ok := cat.Node(n); !ok {
+			return fmt.Errorf("%w: node type %q is not in the catalog", ErrInput, n)
+		}
+	}
+	for n, price := range in.Prices {
+		if _, ok := cat.Node(n); !ok {
+			return fmt.Errorf("%w: price for %q: node type not in the catalog", ErrInput, n)
+		}
+		if !(price > 0) || price > 1e6 || math.IsInf(price, 0) {
+			return fmt.Errorf("%w: price for %q must be a positive hourly price, got %v", ErrInput, n, price)
+		}
+	}
+	if w.DataBytes == 0 && w.Keys == 0 && w.ReadsPerSec == 0 && w.WritesPerSec == 0 && w.MaxValueBytes == 0 {
+		return fmt.Errorf("%w: nothing to size: give the data size, the traffic or the largest value", ErrInput)
+	}
+	return nil
+}
+
+// effective applies growth and the what-ifs, in the order they happen:
+// the codec changes the encoded size, the guard then drops encoded
+// values above it.
+func effective(cat *Catalog, in Input) (Effective, []string) {
+	w := in.Workload
+	var notes []string
+	e := Effective{
+		Keys:          w.Keys,
+		AvgValueBytes: w.AvgValueBytes,
+		MaxValueBytes: w.MaxValueBytes,
+		Replicas:      w.Replicas,
+		CPUSecondsOp:  w.CPUSecondsPerOp,
+		OpsPerThread:  w.OpsPerSecPerThread,
+		Scaling:       w.Scaling,
+		LargePerSec:   w.LargeValuesPerSec,
+		CodecRatio:    in.WhatIf.CodecRatio,
+		CodecName:     in.WhatIf.CodecName,
+		GuardBytes:    in.WhatIf.MaxValueBytes,
+		ThreadsWhatIf: in.WhatIf.Threads,
+	}
+	if e.Scaling == nil && cat.Scaling != nil {
+		e.Scaling, e.ScalingDefault = cat.Scaling, true
+	}
+	keyBytes := w.KeyBytes
+	data := w.DataBytes
+	if data == 0 {
+		data = float64(w.Keys) * (w.AvgValueBytes + keyBytes)
+		if data > 0 {
+			notes = append(notes, "data size is keys × (value + key) bytes, without Redis's per-key overhead; give the data size from INFO used_memory for the real figure")
+		}
+	}
+	// The part of the data a codec or a guard can change: the values.
+	values := data
+	if w.Keys > 0 && w.AvgValueBytes > 0 {
+		values = math.Min(data, float64(w.Keys)*w.AvgValueBytes)
+	}
+	readVal, writeVal := w.ReadValueBytes, w.WriteValueBytes
+	if readVal == 0 {
+		readVal = w.AvgValueBytes
+	}
+	if writeVal == 0 {
+		writeVal = w.AvgValueBytes
+	}
+	inPerOp, outPerOp := w.InBytesPerOp, w.OutBytesPerOp
+	e.MeasuredPerOp = inPerOp > 0 || outPerOp > 0
+
+	// readShare is the share of operations still served by the cache.
+	readShare := 1.0
+	if r := in.WhatIf.CodecRatio; r > 0 && r != 1 {
+		if !(w.Keys > 0 && w.AvgValueBytes > 0) && data > 0 {
+			notes = append(notes, "codec ratio applied to the whole data size: without a key count and average value size keys and overhead cannot be told apart, so memory is underestimated")
+		}
+		data = data - values + values*r
+		values *= r
+		readVal *= r
+		writeVal *= r
+		e.AvgValueBytes *= r
+		e.MaxValueBytes *= r
+		inPerOp *= r
+		outPerOp *= r
+		if e.MeasuredPerOp {
+			notes = append(notes, "codec ratio applied to the measured bytes per operation, framing included (a slight underestimate)")
+		}
+		notes = append(notes, "codec ratio changes bytes, not CPU per operation: below about 1,500 bytes value size barely changes Redis's CPU cost")
+	}
+
+	if g := in.WhatIf.MaxValueBytes; g > 0 {
+		if len(w.ValueSizes) > 0 {
+			var keptKeys int64
+			var keptBytes, allBytes float64
+			var allKeys int64
+			for _, b := range w.ValueSizes {
+				avg := 0.0
+				if b.Keys > 0 {
+					avg = b.Bytes / float64(b.Keys)
+				}
+				if in.WhatIf.CodecRatio > 0 {
+					avg *= in.WhatIf.CodecRatio
+				}
+				allKeys += b.Keys
+				allBytes += b.Bytes
+				if avg > g {
+					e.GuardedKeys += b.Keys
+					e.GuardedBytes += b.Bytes
+					continue
+				}
+				keptKeys += b.Keys
+				keptBytes += b.Bytes
+			}
+			if allBytes > 0 && allKeys > 0 && e.GuardedKeys > 0 {
+				ratio := 1.0
+				if in.WhatIf.CodecRatio > 0 {
+					ratio = in.WhatIf.CodecRatio
+				}
+				dropped := e.GuardedBytes * ratio
+				data = math.Max(0, data-dropped)
+				oldAvg := allBytes / float64(allKeys)
+				newAvg := 0.0
+				if keptKeys > 0 {
+					newAvg = keptBytes / float64(keptKeys)
+				}
+				scale := newAvg / oldAvg
+				readVal *= scale
+				writeVal *= scale
+				inPerOp *= scale
+				outPerOp *= scale
+				e.AvgValueBytes *= scale
+				e.Keys -= e.GuardedKeys
+				// Reads of guarded keys miss and go to the database.
+				readShare = float64(keptKeys) / float64(allKeys)
+				notes = append(notes, fmt.Sprintf("value-size guard %s: %d keys (%s) are no longer cached; assuming operations spread evenly over keys, %.1f%% of reads and writes go to the database instead",
+					FormatBytes(g), e.GuardedKeys, FormatBytes(dropped), 100*(1-readShare)))
+			}
+		} else {
+			notes = append(notes, "value-size guard: without a value-size distribution it only changes the largest value; memory and traffic are unchanged")
+		}
+		if e.MaxValueBytes > g {
+			e.MaxValueBytes = g
+		}
+	}
+
+	grow := 1 + w.Growth
+	e.DataBytes = data * grow
+	e.Keys = int64(float64(e.Keys) * grow)
+	e.ReadsPerSec = w.ReadsPerSec * readShare * grow
+	e.WritesPerSec = w.WritesPerSec * readShare * grow
+	e.LargePerSec = w.LargeValuesPerSec * grow
+
+	// Network: what the primaries receive and send, replication included.
+	var in_, out float64
+	if e.MeasuredPerOp {
+		in_ = e.Ops() * inPerOp
+		out = e.Ops()*outPerOp + e.WritesPerSec*inPerOp*float64(w.Replicas)
+	} else {
+		req := respRequestBytes + keyBytes
+		in_ = e.ReadsPerSec*req + e.WritesPerSec*(req+respBulkBytes+writeVal)
+		out = e.ReadsPerSec*(respReplyBytes+readVal) + e.WritesPerSec*respOKBytes +
+			e.WritesPerSec*(req+respBulkBytes+writeVal)*float64(w.Replicas)
+	}
+	e.InBitsPerSec, e.OutBitsPerSec = 8*in_, 8*out
+	if w.Replicas > 0 {
+		notes = append(notes, "reads are sized on the primaries; replicas add cost and receive every write")
+	}
+	return e, notes
+}
+
+// threadFactor is throughput at t threads over throughput at one, from
+// the curve; flat beyond its last point.
+func threadFactor(s *Scaling, t int) float64 {
+	if s == nil || len(s.Points) == 0 || t <= 1 {
+		return 1
+	}
+	at := func(x float64) float64 {
+		pts := s.Points
+		if x <= float64(pts[0].Threads) {
+			return pts[0].OpsPerSec
+		}
+		for i := 1; i < len(pts); i++ {
+			if x <= float64(pts[i].Threads) {
+				a, b := pts[i-1], pts[i]
+				f := (x - float64(a.Threads)) / float64(b.Threads-a.Threads)
+				return a.OpsPerSec + f*(b.OpsPerSec-a.OpsPerSec)
+			}
+		}
+		return pts[len(pts)-1].OpsPerSec
+	}
+	return at(float64(t)) / at(1)
+}
+
+func sizeRow(n NodeType, prov Provider, in Input, e Effective) Row {
+	r := Row{Node: n, Provider: prov}
+	rules := in.Rules
+	r.ReservedPct = prov.ReservedMemoryPct
+	if n.ReservedMemoryPct != nil {
+		r.ReservedPct = *n.ReservedMemoryPct
+	}
+	if rules.ReservedMemoryPct != nil {
+		r.ReservedPct = *rules.ReservedMemoryPct
+	}
+	r.MemoryCeil = firstPositive(rules.MemoryCeiling, prov.MemoryCeiling, 1)
+	r.CPUCeil = firstPositive(rules.CPUCeiling, prov.CPUCeiling, 1)
+	r.NetworkCeil = firstPositive(rules.NetworkCeiling, DefaultNetworkCeiling)
+
+	// Memory.
+	mem := &r.Needs[Memory]
+	mem.Demand = e.DataBytes
+	switch {
+	case e.DataBytes == 0:
+		mem.Why = "no data size given"
+	case n.MemoryGiB == 0:
+		mem.Why = "memory not in the catalog"
+	default:
+		mem.Checked = true
+		mem.PerNode = n.MemoryGiB * (1 << 30) * (1 - r.ReservedPct/100) * r.MemoryCeil
+	}
+
+	// CPU.
+	r.Threads = n.Threads
+	if e.ThreadsWhatIf > 0 {
+		r.Threads = e.ThreadsWhatIf
+	}
+	if r.Threads == 0 {
+		r.Threads, r.ThreadsAssumed = 1, true
+	}
+	cpu := &r.Needs[CPU]
+	cpu.Demand = e.Ops()
+	perThread := e.OpsPerThread
+	if e.CPUSecondsOp > 0 {
+		perThread = 1 / e.CPUSecondsOp
+	}
+	switch {
+	case e.Ops() == 0:
+		cpu.Why = "no traffic given"
+	case perThread == 0:
+		cpu.Why = "no CPU cost per operation (give kura bench --json from your server, or --ops-per-thread)"
+	default:
+		cpu.Checked = true
+		cpu.PerNode = perThread * threadFactor(e.Scaling, r.Threads) * r.CPUCeil
+	}
+
+	// Network, at baseline.
+	net := &r.Needs[Network]
+	net.Demand = math.Max(e.InBitsPerSec, e.OutBitsPerSec)
+	switch {
+	case net.Demand == 0:
+		net.Why = "no traffic given"
+	case n.BaselineGbps == 0:
+		net.Why = "baseline bandwidth not in the catalog"
+	default:
+		net.Checked = true
+		net.PerNode = n.BaselineGbps * 1e9 * r.NetworkCeil
+	}
+
+	if e.DataBytes > 0 && n.MemoryGiB == 0 {
+		// Sizing by CPU or network alone would print a node count that
+		// cannot hold the data.
+		r.Skipped = "cannot be sized: memory_gib not in the catalog, and the data needs it"
+		r.Largest = largest(n, e)
+		return r
+	}
+
+	// The binding constraint is the one with the largest exact need.
+	best, bestRatio := -1, 0.0
+	for c := range r.Needs {
+		nd := &r.Needs[c]
+		if !nd.Checked {
+			continue
+		}
+		ratio := nd.Demand / nd.PerNode
+		nd.Nodes = max(1, int(math.Ceil(ratio-1e-9)))
+		if best < 0 || ratio > bestRatio {
+			best, bestRatio = c, ratio
+		}
+	}
+	if best < 0 {
+		var why []string
+		for c, nd := range r.Needs {
+			why = append(why, Constraint(c).String()+": "+nd.Why)
+		}
+		r.Skipped = "not sized (" + strings.Join(why, "; ") + ")"
+		r.Largest = largest(n, e)
+		return r
+	}
+	r.Binding = Constraint(best)
+	r.Shards = max(1, int(math.Ceil(bestRatio-1e-9)))
+	r.Nodes = r.Shards * (1 + e.Replicas)
+	for c := range r.Needs {
+		nd := &r.Needs[c]
+		if nd.Checked {
+			nd.Utilisation = nd.Demand / (float64(r.Shards) * nd.PerNode)
+		}
+	}
+	if price, ok := n.HourlyPrice(); ok {
+		r.Priced, r.HourlyPrice = true, price
+		r.MonthlyCost = price * HoursPerMonth * float64(r.Nodes)
+	}
+	r.Largest = largest(n, e)
+	return r
+}
+
+func largest(n NodeType, e Effective) *LargeValue {
+	if e.MaxValueBytes == 0 || n.BaselineGbps == 0 {
+		return nil
+	}
+	lv := &LargeValue{Bytes: e.MaxValueBytes}
+	lv.Seconds = e.MaxValueBytes * 8 / (n.BaselineGbps * 1e9)
+	lv.PerSecToSaturate = 1 / lv.Seconds
+	if n.BurstGbps > 0 {
+		lv.BurstSeconds = e.MaxValueBytes * 8 / (n.BurstGbps * 1e9)
+	}
+	lv.Utilisation = e.LargePerSec / lv.PerSecToSaturate
+	return lv
+}
+
+func firstPositive(v ...float64) float64 {
+	for _, x := range v {
+		if x > 0 {
+			return x
+		}
+	}
+	return 1
+}
+
+// explain says why the cheapest row wins.
+func (p *Plan) explain() string {
+	if p.Cheapest < 0 {
+		return "none of the node types planned has a price in the catalog, so there is no cheapest choice: give prices with --price NAME=HOURLY or a catalog file (kura plan --print-catalog shows the format)"
+	}
+	r := p.Rows[p.Cheapest]
+	var b strings.Builder
+	if n := p.pricedRows(); n == 1 {
+		fmt.Fprintf(&b, "%s × %d costs %s a month; it is the only node type with a price. ",
+			r.Node.Name, r.Nodes, money(p.Catalog.Currency, r.MonthlyCost))
+	} else {
+		fmt.Fprintf(&b, "%s × %d costs %s a month, the least of the %d priced node types. ",
+			r.Node.Name, r.Nodes, money(p.Catalog.Currency, r.MonthlyCost), n)
+	}
+	fmt.Fprintf(&b, "It is %s-bound: %s", r.Binding, r.bindingSentence())
+	var others []string
+	for c := range r.Needs {
+		nd := r.Needs[c]
+		if Constraint(c) == r.Binding {
+			continue
+		}
+		if !nd.Checked {
+			others = append(others, fmt.Sprintf("%s not checked (%s)", Constraint(c), nd.Why))
+			continue
+		}
+		others = append(others, fmt.Sprintf("%s uses %.0f%% of its ceiling", Constraint(c), 100*nd.Utilisation))
+	}
+	if len(others) > 0 {
+		b.WriteString("; " + strings.Join(others, ", "))
+	}
+	b.WriteString(".")
+	for _, q := range p.Rows[p.Cheapest+1:] {
+		if q.Priced && q.Skipped == "" {
+			fmt.Fprintf(&b, " Next: %s × %d at %s (%+.1f%%), %s-bound.", q.Node.Name, q.Nodes,
+				money(p.Catalog.Currency, q.MonthlyCost), 100*(q.MonthlyCost/r.MonthlyCost-1), q.Binding)
+			break
+		}
+	}
+	return b.String()
+}
+
+func (r Row) bindingSentence() string {
+	nd := r.Needs[r.Binding]
+	switch r.Binding {
+	case Memory:
+		return fmt.Sprintf("%s of data over %s usable per node (%.0f%% reserved, %.0f%% ceiling) needs %d", FormatBytes(nd.Demand), FormatGiB(nd.PerNode), r.ReservedPct, 100*r.MemoryCeil, nd.Nodes)
+	case CPU:
+		return fmt.Sprintf("%.0f ops/s over %.0f ops/s per node (%d thread(s), %.0f%% CPU ceiling) needs %d", nd.Demand, nd.PerNode, r.Threads, 100*r.CPUCeil, nd.Nodes)
+	default:
+		return fmt.Sprintf("%.2f Gbps over %.2f Gbps per node (%.0f%% of %g Gbps baseline) needs %d", nd.Demand/1e9, nd.PerNode/1e9, 100*r.NetworkCeil, r.Node.BaselineGbps, nd.Nodes)
+	}
+}
+
+func (p *Plan) pricedRows() int {
+	n := 0
+	for _, r := range p.Rows {
+		if r.Priced && r.Skipped == "" {
+			n++
+		}
+	}
+	return n
+}
+
+// gaps lists what the catalog and input did not give.
+func (p *Plan) gaps() []string {
+	var notes []string
+	var unpriced, nothreads, nonet []string
+	for _, r := range p.Rows {
+		if r.Skipped == "" && r.Needs[Network].Demand > 0 && !r.Needs[Network].Checked {
+			nonet = append(nonet, r.Node.Name)
+		}
+		if !r.Priced {
+			unpriced = append(unpriced, r.Node.Name)
+		}
+		if r.ThreadsAssumed && r.Needs[CPU].Checked {
+			nothreads = append(nothreads, r.Node.Name)
+		}
+	}
+	if len(unpriced) > 0 {
+		notes = append(notes, fmt.Sprintf("no public price found for %d of %d node types (%s): their cost is left empty; add prices with --price NAME=HOURLY or a catalog file",
+			len(unpriced), len(p.Rows), strings.Join(unpriced, ", ")))
+	}
+	for _, r := range p.Rows {
+		if r.Needs[CPU].Checked && r.Threads > 1 && threadFactor(p.Effective.Scaling, r.Threads) < 1 {
+			notes = append(notes, fmt.Sprintf("the thread curve gives less throughput at %d threads than at one (%.2f×): check how it was measured", r.Threads, threadFactor(p.Effective.Scaling, r.Threads)))
+			break
+		}
+	}
+	var overloaded []string
+	for _, r := range p.Rows {
+		if r.Largest != nil && r.Largest.Utilisation >= 1 {
+			overloaded = append(overloaded, r.Node.Name)
+		}
+	}
+	if len(overloaded) > 0 {
+		notes = append(notes, fmt.Sprintf("the largest value alone overloads the link of %s at %.3g a second: more nodes help only if those transfers are of different keys, since one key stays on one node",
+			strings.Join(overloaded, ", "), p.Effective.LargePerSec))
+	}
+	if len(nonet) > 0 {
+		notes = append(notes, fmt.Sprintf("network not checked for %s: baseline bandwidth not in the catalog", strings.Join(nonet, ", ")))
+	}
+	if len(nothreads) > 0 {
+		notes = append(notes, fmt.Sprintf("engine threads not in the catalog for %s: CPU sized for the single Redis main thread (set --threads for io-threads)", strings.Join(nothreads, ", ")))
+	}
+	e := p.Effective
+	if e.Scaling != nil && e.ScalingDefault && (e.ThreadsWhatIf > 1 || p.anyThreads()) {
+		notes = append(notes, "thread scaling from the catalog's curve: "+e.Scaling.Name)
+	}
+	return notes
+}
+
+func (p *Plan) anyThreads() bool {
+	for _, r := range p.Rows {
+		if r.Threads > 1 && r.Needs[CPU].Checked {
+			return true
+		}
+	}
+	return false
+}
+
+func money(currency string, v float64) string {
+	sym := currency + " "
+	if currency == "USD" {
+		sym = "$"
+	}
+	return sym + commas(v)
+}
+
+// commas prints v with two decimals and thousands separators.
+func commas(v float64) string {
+	s := fmt.Sprintf("%.2f", v)
+	intPart, frac, _ := strings.Cut(s, ".")
+	neg := strings.HasPrefix(intPart, "-")
+	intPart = strings.TrimPrefix(intPart, "-")
+	var b strings.Builder
+	for i, c := range intPart {
+		if i > 0 && (len(intPart)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	out := b.String() + "." + frac
+	if neg {
+		out = "-" + out
+	}
+	return out
+}
+
+// Money formats an amount in the catalog's currency, as the reports do.
+func (p *Plan) Money(v float64) string { return money(p.Catalog.Currency, v) }
+
+// Price formats an hourly price, keeping the digits providers publish
+// ($0.034, not $0.03).
+func (p *Plan) Price(v float64) string {
+	if v >= 100 {
+		return p.Money(v)
+	}
+	digits := strings.TrimRight(fmt.Sprintf("%.4f", v), "0")
+	if i := strings.IndexByte(digits, '.'); len(digits)-i < 3 {
+		digits += strings.Repeat("0", 3-(len(digits)-i))
+	}
+	return strings.TrimSuffix(p.Money(0), "0.00") + digits
+}
