@@ -5,14 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/kuracache/kura/internal/browsertest"
 	"github.com/kuracache/kura/internal/demo"
-	"github.com/kuracache/kura/internal/servers"
 )
 
 func required() bool { return os.Getenv("CI") == "true" || os.Getenv("KURA_REQUIRE_SERVERS") == "1" }
@@ -116,6 +115,9 @@ func TestDemoEndToEnd(t *testing.T) {
 		if c["kura.large_value_warnings"] != 1 {
 			t.Errorf("huge: %d size-guard warnings, want 1", c["kura.large_value_warnings"])
 		}
+		if c["scan.found_huge"] != 1 {
+			t.Errorf("huge: kura scan did not call out the 1.3 MB value (%d big values)", c["scan.big_values"])
+		}
 		if c["plain JSON string.bytes_up"] < 1_300_000 {
 			t.Errorf("huge: only %d bytes crossed the link for a 1.3 MB value", c["plain JSON string.bytes_up"])
 		}
@@ -157,22 +159,7 @@ func checkHTML(t *testing.T, rep *demo.Report) {
 		t.Fatal(err)
 	}
 	f.Close()
-	bin, err := servers.LookPath("chromium")
-	if err != nil {
-		if required() {
-			t.Fatalf("chromium is needed to check the HTML report (apt-get install -y chromium): %v", err)
-		}
-		t.Skipf("chromium not installed: %v", err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "--headless", "--no-sandbox", "--disable-gpu", "--user-data-dir="+t.TempDir(),
-		"--dump-dom", "file://"+path)
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("chromium: %v", err)
-	}
-	dom := string(out)
+	dom := browsertest.New(t).DOM(t, browsertest.FileURL(path))
 	charts := 0
 	for _, s := range rep.Scenarios {
 		if !strings.Contains(dom, `<section id="`+s.Name+`"`) {
