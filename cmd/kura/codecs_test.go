@@ -15,6 +15,7 @@ import (
 	"github.com/kuracache/kura/codec"
 	"github.com/kuracache/kura/codecfit"
 	"github.com/kuracache/kura/dictstore"
+	"github.com/kuracache/kura/internal/browsertest"
 	"github.com/kuracache/kura/internal/corpus"
 	"github.com/kuracache/kura/internal/proctest"
 	"github.com/kuracache/kura/internal/servers"
@@ -118,6 +119,19 @@ func TestCodecsFiles(t *testing.T) {
 	h, err := os.ReadFile(html)
 	if err != nil || !strings.Contains(string(h), `<svg id="pareto"`) {
 		t.Fatalf("HTML report: %v", err)
+	}
+	// The report as a person sees it: in headless Chromium the chart has
+	// a point per candidate, the recommended one marked, and the
+	// frontier drawn.
+	dom := browsertest.New(t).DOM(t, browsertest.FileURL(html))
+	if n := strings.Count(dom, "<circle"); n < 5 {
+		t.Errorf("rendered chart has %d points", n)
+	}
+	if !strings.Contains(dom, `class="point pareto chosen"`) && !strings.Contains(dom, `class="point chosen"`) {
+		t.Error("rendered chart does not mark the recommended candidate")
+	}
+	if !strings.Contains(dom, `class="frontier"`) || !strings.Contains(dom, `id="recommended">`+rep.Recommended) {
+		t.Errorf("rendered report lacks the frontier or the recommendation %q", rep.Recommended)
 	}
 	d, err := os.ReadFile(dict)
 	if err != nil || len(d) == 0 || !strings.Contains(rep.Recommended, "dict") {
