@@ -2,6 +2,10 @@ package main
 
 import (
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -9,60 +13,110 @@ import (
 )
 
 func newDemoCmd() *cobra.Command {
-	var cfg demo.Config
-	var skip001 bool
+	var (
+		only     []string
+		asJSON   bool
+		htmlFile string
+		quick    bool
+		seed     int64
+	)
 	cmd := &cobra.Command{
 		Use:   "demo",
-		Short: "Show, on this machine, the cache problems kura solves",
-		Long: `demo reproduces real cache problems on private servers and shows kura's answer.
+		Short: "Reproduce five real cache problems on this machine and show kura's answer",
+		Long: `demo reproduces, on this machine, five cache problems teams have met in
+production, each against a real PostgreSQL and real cache servers, and measures
+kura's answer next to the problem:
 
-Network bytes and value size (a Go service that swapped Gob for msgpack+snappy
-and cut Redis network bytes to about a third): it generates realistic Japanese and
-English news articles (10-20 KB of JSON each), reads them through a kura Cache
-with seven codecs side by side (JSON, encoding/gob, msgpack, msgpack+snappy as
-that service wrote it, kura's default, and kura with an S2 or zstd dictionary
-trained on other articles) and prints bytes stored per value, bytes the server
-sent, Fetch throughput and latency.
+  bytes   Network bytes and value size: articles read through Fetch from
+          PostgreSQL via Redis as JSON, gob, msgpack, msgpack+snappy, kura's
+          default and kura with trained S2 and zstd dictionaries.
+  login   Login with a cold cache: a user's items through three memcached behind
+          an emulated 0.5 ms round trip; per-key write-back vs kura's Index.
+  nodes   How many nodes: a bench sweep of thread counts on a private
+          redis-server, with an honest note on what a 2-core machine can show.
+  health  Health checks under load: a PING before every request through the
+          shared pool vs kura's per-node monitor, on a saturated server and
+          then a stalled one.
+  huge    One huge value on a small link: a 1.3 MB value over a link limited to
+          a small node's baseline bandwidth; the size guard; kura inspect.
 
-Without --redis it starts a private redis-server from PATH on a free loopback
-port and stops it afterwards; without redis-server it uses the in-process
-store and says so.
+It starts a private PostgreSQL (initdb), redis-server and three memcached on
+loopback ports and stops them at the end (` + "`make servers`" + ` installs them). A
+scenario whose server cannot start is skipped with the reason; nothing is
+replaced by an in-process stand-in. A scenario whose kura capability is not
+built yet says so.
 
-Writing misses back to memcached (a game backend writing a user's missed
-records back one key at a time): 5,000 inventory records written to three private memcached
-servers one Set at a time, then as one SetMany (quiet meta commands, one
-round trip per server), then read back with one FetchMany.`,
+Progress goes to stderr, one table per scenario to stdout, and an HTML report
+(charts, the commands that reproduce each number, the machine) to --html.`,
 		Example: `  kura demo
-  kura demo --redis redis://127.0.0.1:6379 --records 2000 --reads 50000
-  kura demo --memory`,
+  kura demo --only login
+  kura demo --only bytes,huge --html /tmp/report.html
+  kura demo --json > demo.json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg.Progress = cmd.ErrOrStderr()
-			res, err := demo.Run(cmd.Context(), cfg)
+			var names []string
+			for _, o := range only {
+				for _, n := range strings.Split(o, ",") {
+					if n = strings.TrimSpace(n); n != "" {
+						names = append(names, n)
+					}
+				}
+			}
+			cfg := demo.Config{Only: names, Seed: seed, Progress: cmd.ErrOrStderr(),
+				Command: "kura " + strings.Join(redactArgs(os.Args[1:]), " ")}
+			if quick {
+				cfg.Size = demo.SmallSize()
+			}
+			rep, err := demo.Run(cmd.Context(), cfg)
 			if err != nil {
 				return err
 			}
-			res.Print(cmd.OutOrStdout())
-			if skip001 {
-				return nil
+			if htmlFile != "" {
+				if err := writeFileWith(htmlFile, rep.WriteHTML); err != nil {
+					return fmt.Errorf("writing the HTML report: %w", err)
+				}
 			}
-			wb, err := demo.RunWriteBack(cmd.Context(), 3, 5000, cmd.ErrOrStderr())
-			if err != nil {
-				return fmt.Errorf("memcached write-back: %w", err)
+			out := cmd.OutOrStdout()
+			if asJSON {
+				return rep.WriteJSON(out)
 			}
-			wb.Print(cmd.OutOrStdout())
+			if err := rep.WriteText(out); err != nil {
+				return err
+			}
+			if htmlFile != "" {
+				fmt.Fprintf(out, "HTML report: %s\n", htmlFile)
+			}
 			return nil
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&cfg.RedisURL, "redis", "", "Redis URL to use (redis://[user:pass@]host:port); default: a private redis-server")
-	f.BoolVar(&cfg.InMemory, "memory", false, "use the in-process store instead of Redis")
-	f.IntVar(&cfg.Records, "records", 1000, "number of articles")
-	f.IntVar(&cfg.Reads, "reads", 20000, "Fetches per codec")
-	f.IntVar(&cfg.Concurrency, "concurrency", 16, "reading goroutines")
-	f.BoolVar(&skip001, "skip-memcached", false, "skip the memcached write-back scenario")
-	f.Int64Var(&cfg.Seed, "random-seed", 1, "random seed for the generated articles and the read order (same seed, same data)")
-	f.Int64Var(&cfg.Seed, "seed", 1, "deprecated: use --random-seed")
-	_ = f.MarkHidden("seed")
+	f.StringSliceVar(&only, "only", nil, "run only these scenarios: "+strings.Join(demo.Names(), ", "))
+	f.BoolVar(&asJSON, "json", false, "print the results as JSON on stdout instead of tables")
+	f.StringVar(&htmlFile, "html", defaultDemoHTML(), "write the HTML report here (default: in the system's temporary directory, outside any checkout); empty: none")
+	f.BoolVar(&quick, "quick", false, "reduced sizes (what the tests run): seconds per scenario, noisier numbers")
+	f.Int64Var(&seed, "random-seed", 1, "random seed of the data set (same seed, same data)")
 	return cmd
+}
+
+func defaultDemoHTML() string { return filepath.Join(os.TempDir(), "kura-demo.html") }
+
+// writeFileWith writes a file through write, replacing it only when write
+// succeeded.
+func writeFileWith(path string, write func(io.Writer) error) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".kura-demo-*.html")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if err := write(tmp); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
 }

@@ -1,50 +1,150 @@
 package demo
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"runtime"
+	"strings"
 	"text/tabwriter"
 	"time"
 )
 
-// Print writes the demo's table.
-func (r *Result) Print(w io.Writer) {
-	fmt.Fprintf(w, "\nNetwork bytes and value size: JSON vs gob vs msgpack+snappy vs kura (with and without a trained dictionary), %d articles (mean %.0f B as JSON), store: %s\n\n", r.Records, r.JSONBytes, r.Store)
-	var base *CodecResult
-	for i := range r.Codecs {
-		if r.Codecs[i].Codec == "json" {
-			base = &r.Codecs[i]
-		}
-	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "codec\tbytes/value\tvs JSON\twire bytes\tvs JSON\tFetch/s\tvs JSON\tp50\tp99\t")
-	for _, c := range r.Codecs {
-		ratio := func(a, b float64) string {
-			if base == nil || b == 0 {
-				return "-"
-			}
-			return fmt.Sprintf("%.2fx", a/b)
-		}
-		fmt.Fprintf(tw, "%s\t%.0f\t%s\t%s\t%s\t%.0f\t%s\t%s\t%s\t\n",
-			c.Codec, c.StoredBytes, ratio(c.StoredBytes, base.StoredBytes),
-			human(c.WireBytes), ratio(float64(c.WireBytes), float64(base.WireBytes)),
-			c.OpsPerSec, ratio(c.OpsPerSec, base.OpsPerSec),
-			round(c.P50), round(c.P99))
-	}
-	tw.Flush()
-	src := "the server's own total_net_output_bytes"
-	if len(r.Codecs) > 0 && !r.Codecs[0].WireFromServer {
-		src = "value bytes read (no server counter for this store)"
-	}
-	fmt.Fprintf(w, "\nwire bytes: sent by the server for %d Fetches per codec, from %s.\n", r.readCount(), src)
-	fmt.Fprintln(w, "In production, a Go service saw 14,602 B JSON -> 7,789 B msgpack+snappy (0.53x) and Redis network bytes down to about 1/3.")
+// Report is what a demo run showed, scenario by scenario.
+type Report struct {
+	// Command is how the run was started ("kura demo").
+	Command string  `json:"command"`
+	Machine Machine `json:"machine"`
+	// Servers lists the private servers the run used, and those that
+	// could not be started with the reason.
+	Servers   []string  `json:"servers"`
+	Started   time.Time `json:"started"`
+	Seconds   float64   `json:"seconds"`
+	Scenarios []Result  `json:"scenarios"`
 }
 
-func (r *Result) readCount() int {
-	if len(r.Codecs) == 0 {
-		return 0
+// Machine describes the computer the numbers were measured on.
+type Machine struct {
+	CPU       string  `json:"cpu"`
+	Cores     int     `json:"cores"`
+	OS        string  `json:"os"`
+	Kernel    string  `json:"kernel,omitempty"`
+	MemoryGiB float64 `json:"memory_gib,omitempty"`
+	Go        string  `json:"go"`
+}
+
+func (m Machine) String() string {
+	s := fmt.Sprintf("%s, %d cores", m.CPU, m.Cores)
+	if m.MemoryGiB > 0 {
+		s += fmt.Sprintf(", %.1f GiB RAM", m.MemoryGiB)
 	}
-	return r.Codecs[0].Reads
+	s += ", " + m.OS
+	if m.Kernel != "" {
+		s += " " + m.Kernel
+	}
+	return s + ", " + m.Go
+}
+
+func describeMachine() Machine {
+	m := Machine{CPU: "unknown CPU", Cores: runtime.NumCPU(), OS: runtime.GOOS + "/" + runtime.GOARCH, Go: runtime.Version()}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPU = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
+		var kb float64
+		if _, err := fmt.Sscanf(string(b), "MemTotal: %f kB", &kb); err == nil {
+			m.MemoryGiB = kb / (1 << 20)
+		}
+	}
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		m.Kernel = strings.TrimSpace(string(b))
+	}
+	if b, err := os.ReadFile("/etc/os-release"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "PRETTY_NAME="); ok {
+				m.OS = strings.Trim(v, `"`) + " " + runtime.GOARCH
+			}
+		}
+	}
+	return m
+}
+
+// WriteJSON writes the report as indented JSON.
+func (r *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// WriteText writes the terminal summary: one block and table per scenario.
+func (r *Report) WriteText(w io.Writer) error {
+	for _, s := range r.Scenarios {
+		fmt.Fprintf(w, "\n== %s [%s]\n", s.Title, s.Status)
+		fmt.Fprintf(w, "problem: %s\n", s.Problem)
+		if s.Status == Skipped || s.Status == NotBuilt {
+			fmt.Fprintf(w, "%s: %s\n", s.Status, s.Reason)
+			if len(s.Tables) == 0 {
+				continue
+			}
+		}
+		fmt.Fprintf(w, "kura:    %s\n", s.Answer)
+		for _, t := range s.Tables {
+			fmt.Fprintln(w)
+			if t.Title != "" {
+				fmt.Fprintln(w, t.Title)
+			}
+			tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+			fmt.Fprintln(tw, strings.Join(t.Columns, "\t")+"\t")
+			for _, row := range t.Rows {
+				fmt.Fprintln(tw, strings.Join(row, "\t")+"\t")
+			}
+			if err := tw.Flush(); err != nil {
+				return err
+			}
+		}
+		if len(s.Checks) > 0 {
+			fmt.Fprintln(w)
+			for _, c := range s.Checks {
+				mark := "ok"
+				if !c.Holds() {
+					mark = "NOT AS EXPECTED"
+				}
+				fmt.Fprintf(w, "  %-3s %s: %d -> %d\n", mark, c.What, c.Before, c.After)
+			}
+		}
+		for _, m := range s.Missing {
+			fmt.Fprintf(w, "  not built yet: %s\n", m)
+		}
+		for _, n := range s.Notes {
+			fmt.Fprintf(w, "  %s\n", n)
+		}
+		if len(s.Commands) > 0 {
+			fmt.Fprintf(w, "  reproduce: %s\n", strings.Join(s.Commands, "\n             "))
+		}
+	}
+	fmt.Fprintln(w, "\n== Summary")
+	for _, s := range r.Scenarios {
+		line := s.Headline
+		if line == "" {
+			line = s.Reason
+		}
+		fmt.Fprintf(w, "  %-34s %-14s %s\n", s.Title, "["+string(s.Status)+"]", line)
+	}
+	_, err := fmt.Fprintf(w, "\nran in %.0fs on %s\n", r.Seconds, r.Machine)
+	return err
+}
+
+func ratio(a, b float64) string {
+	if b == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2fx", a/b)
 }
 
 func human(n int64) string {
@@ -61,6 +161,8 @@ func human(n int64) string {
 
 func round(d time.Duration) string {
 	switch {
+	case d >= time.Second:
+		return d.Round(10 * time.Millisecond).String()
 	case d >= time.Millisecond:
 		return d.Round(10 * time.Microsecond).String()
 	default:
