@@ -341,6 +341,11 @@ export class Codec {
     return e.zstd;
   }
 
+  /** A negative ("not found") entry, as Go's Codec.EncodeNegative writes it (no fields). */
+  encodeNegative(): Buffer {
+    return encodeEntry('negative');
+  }
+
   /** Serializes v with the codec's serializer. */
   serialize(v: unknown): Uint8Array {
     switch (this.serializer) {

@@ -9,3 +9,7 @@ export { s2Encode, s2Decode, parseS2Dict, s2DictBytes, type S2Dict } from './s2.
 export { checkMsgPack, checkJSON, allocBound, MAX_DEPTH } from './check.js';
 export { zstdAvailable } from './zstd.js';
 export { ValueTooLargeError } from './errors.js';
+export { Cache, cacheDefaults, type CacheOptions, type CacheStats, type FetchOptions, type Loader, type ManyLoader, type Op } from './cache.js';
+export { RedisStore, type RedisStoreOptions } from './redis.js';
+export { HealthStore, NodeDownError, healthDefaults, type HealthOptions, type NodeState, type NodeStats, type Transition } from './health.js';
+export { NodeError, groupByNode, type Store, type SetItem, type Prober } from './store.js';
