@@ -72,6 +72,8 @@ export interface NodeStats {
   since: number;
   probes: number;
   probeFailures: number;
+  /** Probes actually sent (a round whose previous probe is unanswered sends none). */
+  probesSent: number;
   /** Last probe's latency (ms). */
   lastProbe: number;
   requestFailures: number;
@@ -95,6 +97,7 @@ class Node {
   okRun = 0;
   backoff: number;
   probes = 0;
+  probesSent = 0;
   probeFailures = 0;
   lastProbe = 0;
   requestFailures = 0;
@@ -204,6 +207,7 @@ class Node {
       return;
     }
     const start = performance.now();
+    this.probesSent++;
     const p = this.prober.ping();
     this.pending = p.then(
       () => {
@@ -243,6 +247,7 @@ class Node {
       state: this.state,
       since: this.since,
       probes: this.probes,
+      probesSent: this.probesSent,
       probeFailures: this.probeFailures,
       lastProbe: this.lastProbe,
       requestFailures: this.requestFailures,

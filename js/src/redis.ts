@@ -59,6 +59,11 @@ export class RedisStore implements Store {
       this.client = new Cluster(seeds, { redisOptions: { maxRetriesPerRequest: 1, ...opts.redisOptions } });
       this.owned = true;
     }
+    if (this.owned) {
+      // Connection errors surface as the failed commands' errors, which the
+      // Cache counts and reports through onError; a library prints nothing.
+      this.client.on('error', () => {});
+    }
   }
 
   /** True on a Redis Cluster. */
