@@ -354,7 +354,18 @@ export class Cache<V> {
    * nothing.
    */
   async fetch(key: string, loader: Loader<V>, opts: FetchOptions = {}): Promise<V | undefined> {
-    const m = await this.fetchMany([key], async (keys, signal) => {
+    opts.signal?.throwIfAborted();
+    // The hit path: one GET, no batching structures.
+    const node = this.store.nodeOf(key);
+    let b: Buffer | null | Error;
+    try {
+      b = (await abortable(withTimeout(this.store.getBatch(node, [key]), this.o.storeTimeout), opts.signal))[0];
+    } catch (err) {
+      if (opts.signal?.aborted) throw err;
+      if (err instanceof Timeout) this.store.timedOut?.(node, err);
+      b = err instanceof Error ? err : new Error(String(err));
+    }
+    const m = await this.resolve([key], [b], async (keys, signal) => {
       const v = await loader(keys[0], signal);
       const r = new Map<string, V>();
       if (v !== undefined) r.set(keys[0], v);
@@ -372,8 +383,13 @@ export class Cache<V> {
   async fetchMany(keys: readonly string[], loader: ManyLoader<V>, opts: FetchOptions = {}): Promise<Map<string, V>> {
     opts.signal?.throwIfAborted();
     const uniq = [...new Set(keys)];
-    const out = new Map<string, V>();
     const raw = await abortable(this.readRaw(uniq), opts.signal);
+    return this.resolve(uniq, raw, loader, opts);
+  }
+
+  /** Classifies what was read and loads the misses (one loader call, joining loads running here). */
+  private async resolve(uniq: string[], raw: (Buffer | null | Error)[], loader: ManyLoader<V>, opts: FetchOptions): Promise<Map<string, V>> {
+    const out = new Map<string, V>();
     const misses: string[] = [];
     const noWrite = new Set<string>();
     uniq.forEach((k, i) => {

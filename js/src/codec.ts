@@ -8,7 +8,8 @@
  * the same bytes fail with there.
  */
 
-import { Decoder, Encoder } from '@msgpack/msgpack';
+import { Encoder } from '@msgpack/msgpack';
+import { Unpackr } from 'msgpackr';
 import { FormatError } from './errors.js';
 import { readUvarint, pushUvarint, uvarintLen } from './varint.js';
 import { s2Decode, s2Encode, parseS2Dict, S2CorruptError, type S2Dict } from './s2.js';
@@ -291,8 +292,13 @@ export class Codec {
   private readonly level: number;
   private readonly dictId: number;
   private readonly dicts = new Map<number, DictEntry>();
+  // Writing: @msgpack/msgpack, which encodes integers beyond 32 bits as
+  // int64/uint64 (msgpackr writes them as float64, which Go's int fields
+  // refuse). Reading: msgpackr, about as fast as JSON.parse, with records
+  // and other extensions off so only standard msgpack is produced; Date is
+  // the timestamp extension (-1) both ways.
   private readonly enc = new Encoder({ ignoreUndefined: false });
-  private readonly dec = new Decoder();
+  private readonly dec = new Unpackr({ useRecords: false, mapsAsObjects: true, int64AsType: 'number' });
 
   constructor(opts: CodecOptions = {}) {
     this.serializer = opts.serializer ?? 'msgpack';
@@ -486,7 +492,7 @@ export class Codec {
       case 'msgpack':
         checkMsgPack(raw, allocBound(Math.min(raw.length, stored)));
         try {
-          return this.dec.decode(raw);
+          return this.dec.unpack(raw);
         } catch (err) {
           throw new FormatError('ErrDeserialize', `msgpack: ${(err as Error).message}`, { cause: err });
         }
