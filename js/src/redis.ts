@@ -164,8 +164,24 @@ export class RedisStore implements Store {
     r.on('error', () => {
       /* a probe connection's errors are the probe's failures */
     });
+    const connected = () =>
+      new Promise<void>((resolve, reject) => {
+        const onReady = () => {
+          r.off('error', onError);
+          resolve();
+        };
+        const onError = (err: Error) => {
+          r.off('ready', onReady);
+          reject(err);
+        };
+        r.once('ready', onReady);
+        r.once('error', onError);
+      });
     return {
       ping: async () => {
+        // Connecting is part of the probe (the monitor's timeout bounds it):
+        // a probe connection still coming up is not a failed node.
+        if (r.status !== 'ready') await connected();
         const pong = await r.ping();
         if (pong !== 'PONG') throw new Error(`unexpected reply ${pong}`);
       },

@@ -121,8 +121,10 @@ function suite(name, open) {
       let release;
       const gate = new Promise((r) => (release = r));
       const ac = new AbortController();
-      const p1 = c.fetch('ab:1', async () => { await gate; return 'v'; }, { signal: ac.signal });
-      await new Promise((r) => setTimeout(r, 10)); // p1's load has started
+      let started;
+      const loading = new Promise((r) => (started = r));
+      const p1 = c.fetch('ab:1', async () => { started(); await gate; return 'v'; }, { signal: ac.signal });
+      await loading; // p1's load is running: p2 joins it
       const p2 = c.fetch('ab:1', async () => 'other');
       await new Promise((r) => setTimeout(r, 20));
       ac.abort(new Error('caller gave up'));
@@ -246,8 +248,11 @@ describe('failures never reach a fetch caller', { skip }, () => {
       assert.ok(during.probeFailures >= 5, `probe failures ${during.probeFailures}`);
       assert.ok(during.probesSent - sentBefore <= 1, `probes sent during the stall: ${during.probesSent - sentBefore}`);
       assert.equal(during.state, 'down');
-      // And the server saw exactly the PINGs the monitor says it sent.
-      assert.equal(pingsAfter - pingsBefore, sentAfter - sentBefore);
+      // And the server saw the PINGs the monitor says it sent (give or take
+      // the one in flight while INFO was read: probes go on every 10 ms).
+      const seen = pingsAfter - pingsBefore;
+      const sent = sentAfter - sentBefore;
+      assert.ok(Math.abs(seen - sent) <= 1, `server saw ${seen} PINGs, monitor sent ${sent}`);
     } finally {
       watcher.disconnect();
       await hs.close();
