@@ -191,3 +191,31 @@ func freePort(t *testing.T) string {
 	_, port, _ := net.SplitHostPort(ln.Addr().String())
 	return port
 }
+
+// TestNamesOnlyFilesThatExist: every repository path the README links or
+// names in a command (docs/..., examples/..., cmd/...) is there.
+func TestNamesOnlyFilesThatExist(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, re := range []*regexp.Regexp{
+		regexp.MustCompile(`\]\(([\w./-]+)(?:#[^)]*)?\)`),                                                         // [text](path)
+		regexp.MustCompile(`(?:^|[\s(` + "`" + `])((?:docs|examples|cmd|internal|testdata|scripts)/[\w./-]*\w)`), // a path in prose or a command
+	} {
+		for _, m := range re.FindAllStringSubmatch(string(readme), -1) {
+			p := strings.TrimPrefix(m[1], "./")
+			if seen[p] {
+				continue
+			}
+			seen[p] = true
+			if _, err := os.Stat(filepath.Join("../..", p)); err != nil {
+				t.Errorf("README names %s, which does not exist", p)
+			}
+		}
+	}
+	if len(seen) < 10 {
+		t.Errorf("found only %d paths in the README: the patterns no longer match it", len(seen))
+	}
+}
