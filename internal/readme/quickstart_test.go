@@ -201,7 +201,7 @@ func TestNamesOnlyFilesThatExist(t *testing.T) {
 	}
 	seen := map[string]bool{}
 	for _, re := range []*regexp.Regexp{
-		regexp.MustCompile(`\]\(([\w./-]+)(?:#[^)]*)?\)`),                                                         // [text](path)
+		regexp.MustCompile(`\]\(([\w./-]+)(?:#[^)]*)?\)`),                                                        // [text](path)
 		regexp.MustCompile(`(?:^|[\s(` + "`" + `])((?:docs|examples|cmd|internal|testdata|scripts)/[\w./-]*\w)`), // a path in prose or a command
 	} {
 		for _, m := range re.FindAllStringSubmatch(string(readme), -1) {
