@@ -10,7 +10,7 @@
 
 import { Redis, Cluster, type RedisOptions, type ClusterNode } from 'ioredis';
 import calculateSlot from 'cluster-key-slot';
-import type { Prober, SetItem, Store } from './store.js';
+import type { FillItem, Leaser, Prober, SetItem, Store } from './store.js';
 
 /** Options of a RedisStore. */
 export interface RedisStoreOptions {
@@ -24,6 +24,19 @@ export interface RedisStoreOptions {
   redisOptions?: RedisOptions;
 }
 
+// The scripts of Go's store/redisstore/lease.go, byte for byte: a fill
+// stores ARGV[2] (PX ARGV[3] unless 0) only while the key still holds the
+// placeholder ARGV[1]; a release deletes only that placeholder.
+const FILL_SCRIPT = `
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+if ARGV[3] == '0' then redis.call('SET', KEYS[1], ARGV[2]) else redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3]) end
+return 1`;
+const RELEASE_SCRIPT = `
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+return redis.call('DEL', KEYS[1])`;
+
+const buf = (b: Uint8Array) => Buffer.from(b.buffer, b.byteOffset, b.byteLength);
+
 const addrOf = (host: string | undefined, port: number | undefined) => `${host ?? '127.0.0.1'}:${port ?? 6379}`;
 
 function splitAddr(a: string): { host: string; port: number } {
@@ -32,7 +45,7 @@ function splitAddr(a: string): { host: string; port: number } {
 }
 
 /** A Store on Redis (standalone or Cluster) over ioredis. */
-export class RedisStore implements Store {
+export class RedisStore implements Store, Leaser {
   readonly client: Redis | Cluster;
   private readonly owned: boolean;
   private readonly standaloneAddr?: string;
@@ -145,6 +158,47 @@ export class RedisStore implements Store {
     }
     const p = c.pipeline();
     for (const k of keys) p.del(k);
+    for (const [err] of (await p.exec()) ?? []) if (err) throw err;
+  }
+
+  private scripts(c: Redis): { kuraFill: (...a: unknown[]) => Promise<number>; kuraRelease: (...a: unknown[]) => Promise<number> } {
+    const r = c as unknown as { kuraFill?: unknown; defineCommand: Redis['defineCommand'] };
+    if (!r.kuraFill) {
+      r.defineCommand('kuraFill', { numberOfKeys: 1, lua: FILL_SCRIPT });
+      r.defineCommand('kuraRelease', { numberOfKeys: 1, lua: RELEASE_SCRIPT });
+    }
+    return c as never;
+  }
+
+  async tryLease(node: string, keys: string[], placeholder: Uint8Array, ttl: number): Promise<boolean[]> {
+    const c = this.conn(node);
+    const px = Math.max(1, Math.ceil(ttl));
+    const p = c.pipeline();
+    for (const k of keys) p.set(k, buf(placeholder), 'PX', px, 'NX');
+    const res = (await p.exec()) ?? [];
+    return res.map(([err, v]) => {
+      if (err) throw err;
+      return v === 'OK';
+    });
+  }
+
+  async fill(node: string, items: FillItem[]): Promise<boolean[]> {
+    const c = this.conn(node);
+    this.scripts(c);
+    const p = c.pipeline() as unknown as { kuraFill: (...a: unknown[]) => void; exec(): Promise<[Error | null, unknown][] | null> };
+    for (const it of items) p.kuraFill(it.key, buf(it.placeholder), buf(it.value), it.ttl > 0 ? String(Math.ceil(it.ttl)) : '0');
+    const res = (await p.exec()) ?? [];
+    return res.map(([err, v]) => {
+      if (err) throw err;
+      return Number(v) === 1;
+    });
+  }
+
+  async release(node: string, keys: string[], placeholder: Uint8Array): Promise<void> {
+    const c = this.conn(node);
+    this.scripts(c);
+    const p = c.pipeline() as unknown as { kuraRelease: (...a: unknown[]) => void; exec(): Promise<[Error | null, unknown][] | null> };
+    for (const k of keys) p.kuraRelease(k, buf(placeholder));
     for (const [err] of (await p.exec()) ?? []) if (err) throw err;
   }
 
