@@ -5,6 +5,10 @@
 //
 //	nodeinterop write ADDR PREFIX   # writes PREFIX+kind keys, prints {key: value}
 //	nodeinterop read ADDR PREFIX    # reads PREFIX+kind keys, prints {key: value|error}
+//	nodeinterop stampede ADDR KEY CALLERS SLEEPMS VALUE
+//	    # CALLERS goroutines Fetch KEY (leases on); the loader INCRs "loads:"+KEY,
+//	    # sleeps SLEEPMS and returns VALUE; prints {"values": [...], "fillsLost": n}
+//	nodeinterop invalidate ADDR KEY # Cache.Invalidate(KEY)
 package main
 
 import (
@@ -31,6 +35,19 @@ type Article struct {
 }
 
 func main() {
+	if len(os.Args) >= 3 && (os.Args[1] == "stampede" || os.Args[1] == "invalidate") {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		out, err := lease(ctx, os.Args[1:])
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "nodeinterop:", err)
+			os.Exit(1)
+		}
+		if err := json.NewEncoder(os.Stdout).Encode(out); err != nil {
+			os.Exit(1)
+		}
+		return
+	}
 	if len(os.Args) != 4 {
 		fmt.Fprintln(os.Stderr, "usage: nodeinterop write|read ADDR PREFIX")
 		os.Exit(2)
@@ -174,4 +191,66 @@ func run(ctx context.Context, cmd, addr, prefix string) (map[string]any, error) 
 		out[key] = v
 	}
 	return out, nil
+}
+
+// lease runs the lease commands: a stampede of Go callers on one key, or an
+// invalidation.
+func lease(ctx context.Context, args []string) (any, error) {
+	s, err := redisstore.New(ctx, redisstore.Options{Addrs: []string{args[1]}})
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	c, err := kura.New[string](s, kura.Options{})
+	if err != nil {
+		return nil, err
+	}
+	if c.Stats().Coordination != "leases" {
+		return nil, fmt.Errorf("coordination %q, want leases", c.Stats().Coordination)
+	}
+	key := args[2]
+	if args[0] == "invalidate" {
+		return map[string]bool{"ok": true}, c.Invalidate(ctx, key)
+	}
+	if len(args) != 6 {
+		return nil, fmt.Errorf("usage: stampede ADDR KEY CALLERS SLEEPMS VALUE")
+	}
+	var callers, sleep int
+	if _, err := fmt.Sscan(args[3], &callers); err != nil {
+		return nil, err
+	}
+	if _, err := fmt.Sscan(args[4], &sleep); err != nil {
+		return nil, err
+	}
+	value := args[5]
+	loader := func(ctx context.Context, k string) (string, error) {
+		cl := s.Client()
+		if err := cl.Do(ctx, cl.B().Incr().Key("loads:"+k).Build()).Error(); err != nil {
+			return "", err
+		}
+		time.Sleep(time.Duration(sleep) * time.Millisecond)
+		return value, nil
+	}
+	values := make([]string, callers)
+	errs := make([]string, callers)
+	done := make(chan int)
+	for i := 0; i < callers; i++ {
+		go func(i int) {
+			v, err := c.Fetch(ctx, key, time.Minute, loader)
+			values[i] = v
+			if err != nil {
+				errs[i] = err.Error()
+			}
+			done <- i
+		}(i)
+	}
+	for i := 0; i < callers; i++ {
+		<-done
+	}
+	for _, e := range errs {
+		if e != "" {
+			return nil, fmt.Errorf("fetch: %s", e)
+		}
+	}
+	return map[string]any{"values": values, "fillsLost": c.Stats().LeaseFillsLost}, nil
 }
