@@ -5,9 +5,10 @@
 //
 //	nodeinterop write ADDR PREFIX   # writes PREFIX+kind keys, prints {key: value}
 //	nodeinterop read ADDR PREFIX    # reads PREFIX+kind keys, prints {key: value|error}
-//	nodeinterop stampede ADDR KEY CALLERS SLEEPMS VALUE
+//	nodeinterop stampede ADDR KEY CALLERS SLEEPMS VALUE [PROCS]
 //	    # CALLERS goroutines Fetch KEY (leases on); the loader INCRs "loads:"+KEY,
-//	    # sleeps SLEEPMS and returns VALUE; prints {"values": [...], "fillsLost": n}
+//	    # sleeps SLEEPMS and returns VALUE; prints {"values": [...], "fillsLost": n}.
+//	    # With PROCS, first waits until PROCS processes have INCRed "ready:"+KEY.
 //	nodeinterop invalidate ADDR KEY # Cache.Invalidate(KEY)
 package main
 
@@ -212,8 +213,17 @@ func lease(ctx context.Context, args []string) (any, error) {
 	if args[0] == "invalidate" {
 		return map[string]bool{"ok": true}, c.Invalidate(ctx, key)
 	}
-	if len(args) != 6 {
-		return nil, fmt.Errorf("usage: stampede ADDR KEY CALLERS SLEEPMS VALUE")
+	if len(args) != 6 && len(args) != 7 {
+		return nil, fmt.Errorf("usage: stampede ADDR KEY CALLERS SLEEPMS VALUE [PROCS]")
+	}
+	if len(args) == 7 {
+		var procs int64
+		if _, err := fmt.Sscan(args[6], &procs); err != nil {
+			return nil, err
+		}
+		if err := barrier(ctx, s, "ready:"+key, procs); err != nil {
+			return nil, err
+		}
 	}
 	var callers, sleep int
 	if _, err := fmt.Sscan(args[3], &callers); err != nil {
@@ -253,4 +263,27 @@ func lease(ctx context.Context, args []string) (any, error) {
 		}
 	}
 	return map[string]any{"values": values, "fillsLost": c.Stats().LeaseFillsLost}, nil
+}
+
+// barrier INCRs counter and waits until it reaches n, so processes that
+// start at different speeds stampede together.
+func barrier(ctx context.Context, s *redisstore.Store, counter string, n int64) error {
+	cl := s.Client()
+	if err := cl.Do(ctx, cl.B().Incr().Key(counter).Build()).Error(); err != nil {
+		return err
+	}
+	for {
+		v, err := cl.Do(ctx, cl.B().Get().Key(counter).Build()).AsInt64()
+		if err != nil {
+			return err
+		}
+		if v >= n {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
 }
