@@ -8,6 +8,7 @@
  * the same bytes fail with there.
  */
 
+import { createHash } from 'node:crypto';
 import { Encoder } from '@msgpack/msgpack';
 import { Unpackr } from 'msgpackr';
 import { FormatError } from './errors.js';
@@ -48,7 +49,15 @@ export const CompressorId = { none: 0, s2: 1, zstd: 2, 's2-dict': 3 } as const;
 export type CompressorName = keyof typeof CompressorId;
 
 /** Field tags. */
-export const Tag = { schema: 0x01, written: 0x02, ttl: 0x03, cost: 0x04, token: 0x05, critical: 0x80 } as const;
+export const Tag = { schema: 0x01, written: 0x02, ttl: 0x03, cost: 0x04, token: 0x05, dictDigest: 0x06, critical: 0x80 } as const;
+
+/** Length of a dictionary digest (field 0x06): the first 128 bits of the dictionary's SHA-256. */
+export const DIGEST_LEN = 16;
+
+/** The digest a value carries for dictionary `d` (docs/FORMAT.md, "Dictionaries"). */
+export function dictDigest(d: Uint8Array): Uint8Array {
+  return new Uint8Array(createHash('sha256').update(d).digest().subarray(0, DIGEST_LEN));
+}
 
 /** Header fields of an entry. Absent fields are undefined. */
 export interface Fields {
@@ -62,6 +71,12 @@ export interface Fields {
   cost?: number;
   /** Lease holder's token. */
   token?: Uint8Array;
+  /**
+   * Digest of the dictionary the payload was compressed with (16 bytes).
+   * `encode` sets it on every value that names a dictionary; `decode`
+   * refuses a dictionary whose bytes do not hash to it.
+   */
+  dictDigest?: Uint8Array;
 }
 
 /** A parsed header. */
@@ -85,7 +100,7 @@ const fail = (code: ConstructorParameters<typeof FormatError>[0], why: string): 
 };
 
 function parseFields(b: Uint8Array, start: number, end: number, f: Fields): void {
-  const seen = new Uint8Array(Tag.token + 1);
+  const seen = new Uint8Array(Tag.dictDigest + 1);
   let i = start;
   while (i < end) {
     const tag = b[i];
@@ -95,7 +110,7 @@ function parseFields(b: Uint8Array, start: number, end: number, f: Fields): void
     if (l.value > end - ds) fail('ErrCorrupt', `field 0x${tag.toString(16)} claims ${l.value} bytes, ${end - ds} left`);
     const de = ds + l.value;
     i = de;
-    if (tag !== 0 && tag <= Tag.token) {
+    if (tag !== 0 && tag <= Tag.dictDigest) {
       if (seen[tag]) fail('ErrCorrupt', `field 0x${tag.toString(16)} twice`);
       seen[tag] = 1;
     }
@@ -129,6 +144,11 @@ function parseFields(b: Uint8Array, start: number, end: number, f: Fields): void
       }
       case Tag.token:
         f.token = b.slice(ds, de);
+        break;
+      case Tag.dictDigest:
+        if (de - ds !== DIGEST_LEN) fail('ErrCorrupt', `dictionary digest field of ${de - ds} bytes, want ${DIGEST_LEN}`);
+        if (b.subarray(ds, de).every((c) => c === 0)) fail('ErrCorrupt', 'dictionary digest field of zeros');
+        f.dictDigest = b.slice(ds, de);
         break;
       default:
         if (tag & Tag.critical) fail('ErrNotUnderstood', `critical field 0x${tag.toString(16)}`);
@@ -222,6 +242,10 @@ function fieldsBytes(f: Fields | undefined): number[] {
     pushUvarint(b, f.token.length);
     for (const c of f.token) b.push(c);
   }
+  if (f.dictDigest !== undefined && f.dictDigest.length === DIGEST_LEN) {
+    b.push(Tag.dictDigest, DIGEST_LEN);
+    for (const c of f.dictDigest) b.push(c);
+  }
   pushUvarint(out, b.length);
   for (const c of b) out.push(c);
   return out;
@@ -273,6 +297,7 @@ export interface Decoded<T = unknown> {
 
 interface DictEntry {
   bytes: Uint8Array;
+  digest?: Uint8Array;
   s2?: S2Dict | null;
   zstd?: ZstdDict;
 }
@@ -337,6 +362,11 @@ export class Codec {
     if (!this.dicts.has(id)) this.dicts.set(id, { bytes });
   }
 
+  private digestOf(e: DictEntry): Uint8Array {
+    if (!e.digest) e.digest = dictDigest(e.bytes);
+    return e.digest;
+  }
+
   private s2Dict(e: DictEntry): S2Dict | null {
     if (e.s2 === undefined) e.s2 = parseS2Dict(e.bytes) ?? null;
     return e.s2;
@@ -384,8 +414,10 @@ export class Codec {
     }
     const ser = SerializerId[this.serializer];
     const compId = CompressorId[this.compressor];
+    const plain = fields && fields.dictDigest ? { ...fields, dictDigest: undefined } : fields;
     if (compId !== 0 && payload.length >= this.minCompress) {
-      const hdr = valueHeader(fields, ser, compId, this.dictId, payload.length);
+      const withDict = this.dictId ? { ...plain, dictDigest: this.digestOf(this.dicts.get(this.dictId)!) } : plain;
+      const hdr = valueHeader(withDict, ser, compId, this.dictId, payload.length);
       const out = this.compress(payload);
       const saved = payload.length - out.length;
       const stored = hdr.length + out.length;
@@ -396,7 +428,7 @@ export class Codec {
         return b;
       }
     }
-    const hdr = valueHeader(fields, ser, 0, 0, payload.length);
+    const hdr = valueHeader(plain, ser, 0, 0, payload.length);
     const b = Buffer.allocUnsafe(hdr.length + payload.length);
     b.set(hdr, 0);
     b.set(payload, hdr.length);
@@ -462,6 +494,11 @@ export class Codec {
       if (h.dict !== 0) {
         de = this.dicts.get(h.dict);
         if (!de) fail('ErrUnknownDictionary', `dictionary ${h.dict}`);
+        const want = h.fields.dictDigest;
+        if (want && !Buffer.from(this.digestOf(de!)).equals(Buffer.from(want))) {
+          // A dictionary of other content under this id (a forgery of the short id): never used.
+          fail('ErrUnknownDictionary', `dictionary ${h.dict}: content does not match the value's digest`);
+        }
       } else if (h.compressor === 3) {
         fail('ErrCorrupt', 's2-dict without a dictionary');
       }
