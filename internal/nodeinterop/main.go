@@ -10,6 +10,9 @@
 //	    # sleeps SLEEPMS and returns VALUE; prints {"values": [...], "fillsLost": n}.
 //	    # With PROCS, first waits until PROCS processes have INCRed "ready:"+KEY.
 //	nodeinterop invalidate ADDR KEY # Cache.Invalidate(KEY)
+//	nodeinterop dictwrite ADDR PREFIX
+//	    # publishes a zstd and an S2 dictionary with dictstore and writes
+//	    # PREFIX+"zstd-dict" and PREFIX+"s2-dict" with them; prints {key: value}
 package main
 
 import (
@@ -22,6 +25,7 @@ import (
 
 	"github.com/kuracache/kura"
 	"github.com/kuracache/kura/codec"
+	"github.com/kuracache/kura/dictstore"
 	"github.com/kuracache/kura/store/redisstore"
 )
 
@@ -36,6 +40,19 @@ type Article struct {
 }
 
 func main() {
+	if len(os.Args) == 4 && os.Args[1] == "dictwrite" {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		out, err := dictWrite(ctx, os.Args[2], os.Args[3])
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "nodeinterop:", err)
+			os.Exit(1)
+		}
+		if err := json.NewEncoder(os.Stdout).Encode(out); err != nil {
+			os.Exit(1)
+		}
+		return
+	}
 	if len(os.Args) >= 3 && (os.Args[1] == "stampede" || os.Args[1] == "invalidate") {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
@@ -286,4 +303,59 @@ func barrier(ctx context.Context, s *redisstore.Store, counter string, n int64) 
 		case <-time.After(2 * time.Millisecond):
 		}
 	}
+}
+
+// dictWrite publishes trained dictionaries the way a Go fleet does
+// (dictstore) and writes one value with each, for a Node reader that has
+// none of them.
+func dictWrite(ctx context.Context, addr, prefix string) (map[string]any, error) {
+	s, err := redisstore.New(ctx, redisstore.Options{Addrs: []string{addr}})
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	reg, err := dictstore.New(dictstore.Options{Store: s})
+	if err != nil {
+		return nil, err
+	}
+	var samples [][]byte
+	for i := 0; i < 300; i++ {
+		samples = append(samples, []byte(fmt.Sprintf(`{"id":%d,"name":"記事 article %d","tags":["金利","yen"],"body":"The yen weakened as the central bank held rates. 日銀は金利を据え置いた。 %d"}`, i, i, i*7)))
+	}
+	zd, _, err := codec.TrainContentDictionary(samples, 2048)
+	if err != nil {
+		return nil, err
+	}
+	sd, _, err := codec.TrainS2Dictionary(samples, 2048)
+	if err != nil {
+		return nil, err
+	}
+	v := Article{ID: 7, Name: "記事 article 7", Tags: []string{"金利", "yen"}, At: time.Date(2026, 11, 24, 22, 0, 0, 0, time.UTC),
+		Body: "The yen weakened as the central bank held rates. 日銀は金利を据え置いた。 49"}
+	out := map[string]any{}
+	for _, w := range []struct {
+		name string
+		comp codec.Compressor
+		dict []byte
+	}{{"zstd-dict", codec.Zstd(3), zd}, {"s2-dict", codec.S2(), sd}} {
+		if _, err := reg.Publish(ctx, w.dict); err != nil {
+			return nil, err
+		}
+		cd, err := codec.New(codec.Options{Compressor: w.comp, MinCompressSize: -1, MinSavings: -1, DictionarySource: reg})
+		if err != nil {
+			return nil, err
+		}
+		if _, err := cd.SetDictionary(w.dict); err != nil {
+			return nil, err
+		}
+		c, err := kura.New[Article](s, kura.Options{Codec: cd})
+		if err != nil {
+			return nil, err
+		}
+		if err := c.Set(ctx, prefix+w.name, v, time.Minute); err != nil {
+			return nil, err
+		}
+		out[prefix+w.name] = v
+	}
+	return out, nil
 }

@@ -10,7 +10,7 @@
  */
 
 import { randomBytes } from 'node:crypto';
-import { Codec, encodeEntry, type Fields, type Header } from './codec.js';
+import { Codec, dictDigest, dictionaryID, encodeEntry, parseHeader, type Fields, type Header } from './codec.js';
 import { FormatError } from './errors.js';
 import { fingerprint } from './schema.js';
 import { groupByNode, isLeaser, type FillItem, type Leaser, type SetItem, type Store } from './store.js';
@@ -141,7 +141,8 @@ interface Flight<V> {
 type Read<V> =
   | { kind: 'hit'; value: V }
   | { kind: 'negative' }
-  | { kind: 'miss'; write: boolean; held?: boolean; prev?: Buffer };
+  | { kind: 'miss'; write: boolean; held?: boolean; prev?: Buffer }
+  | { kind: 'dict'; id: number; digest?: Uint8Array };
 
 class Timeout extends Error {
   override name = 'TimeoutError';
@@ -189,6 +190,9 @@ export class Cache<V> {
   private readonly codec: Codec;
   private readonly o: Required<Pick<CacheOptions<V>, 'ttl' | 'negativeTtl' | 'ttlJitter' | 'maxValueSize' | 'warnValueSize' | 'storeTimeout' | 'loadTimeout' | 'schemaGrace' | 'leaseTtl' | 'leaseWait'>>;
   private readonly leaser?: Leaser;
+  private readonly dictReader?: { readDictionary(id: number, maxSize: number): Promise<Buffer[]> };
+  private readonly deadDicts = new Set<number>();
+  private dictLookups = 0;
   private readonly schemaFp?: number;
   private readonly flights = new Map<string, Flight<V>>();
   private readonly c = {
@@ -225,6 +229,7 @@ export class Cache<V> {
     if (mode !== 'auto' && mode !== 'off') throw new Error(`kura: options.leases: ${String(mode)}; want 'auto' or 'off'`);
     const wrapperHas = (store as { hasLeases?: boolean }).hasLeases;
     if (mode === 'auto' && isLeaser(store) && wrapperHas !== false) this.leaser = store;
+    if (typeof (store as { readDictionary?: unknown }).readDictionary === 'function') this.dictReader = store as never;
     if (opts.schema !== undefined) this.schemaFp = fingerprint(opts.schema);
   }
 
@@ -301,6 +306,15 @@ export class Cache<V> {
       }
       value = d.value;
     } catch (err) {
+      if (err instanceof FormatError && err.code === 'ErrUnknownDictionary' && this.dictReader && this.dictLookups === 0) {
+        // A dictionary the codec does not hold (yet): the caller looks it up in the store and classifies again.
+        try {
+          const h0 = parseHeader(b);
+          if (h0.dict !== 0 && !this.deadDicts.has(h0.dict)) return { kind: 'dict', id: h0.dict, digest: h0.fields.dictDigest };
+        } catch {
+          /* fall through: counted below */
+        }
+      }
       this.c.misses++;
       if (err instanceof FormatError && err.notUnderstood) {
         // A newer writer's entry: never overwrite it.
@@ -428,8 +442,20 @@ export class Cache<V> {
     const noWrite = new Set<string>();
     const held = new Set<string>();
     const prev = new Map<string, Buffer>();
+    const reads = uniq.map((k, i) => this.classify(k, raw[i]));
+    if (reads.some((r) => r.kind === 'dict')) {
+      await this.loadDictionaries(reads.flatMap((r) => (r.kind === 'dict' ? [r] : [])));
+      this.dictLookups++;
+      try {
+        uniq.forEach((k, i) => {
+          if (reads[i].kind === 'dict') reads[i] = this.classify(k, raw[i]);
+        });
+      } finally {
+        this.dictLookups--;
+      }
+    }
     uniq.forEach((k, i) => {
-      const r = this.classify(k, raw[i]);
+      const r = reads[i];
       if (r.kind === 'hit') out.set(k, r.value);
       else if (r.kind === 'miss') {
         misses.push(k);
@@ -516,6 +542,38 @@ export class Cache<V> {
     });
     for (const k of keys) this.flights.set(k, flight);
     return flight.result;
+  }
+
+  /**
+   * Looks dictionaries up in the store (Go's dictstore keys), keeping a copy
+   * only if its content id is the envelope's id and, when the value names
+   * one, its digest is the value's. An id not found is not asked for again
+   * for 10 s.
+   */
+  private async loadDictionaries(wanted: { id: number; digest?: Uint8Array }[]): Promise<void> {
+    const reader = this.dictReader!;
+    await Promise.all(
+      wanted.map(async ({ id, digest }) => {
+        if (this.codec.hasDictionary(id, digest)) return;
+        let found = false;
+        try {
+          const copies = await withTimeout(reader.readDictionary(id, 1 << 20), this.o.storeTimeout);
+          for (const d of copies) {
+            if (dictionaryID(d) !== id) continue;
+            if (digest && !Buffer.from(dictDigest(d)).equals(Buffer.from(digest))) continue;
+            this.codec.addDictionary(id, d);
+            found = true;
+            break;
+          }
+        } catch (err) {
+          this.report('get', `dictionary ${id}`, err);
+        }
+        if (!found) {
+          this.deadDicts.add(id);
+          setTimeout(() => this.deadDicts.delete(id), 10_000).unref();
+        }
+      }),
+    );
   }
 
   /** Tries to take leases on keys: which were won, which are held by another caller, which failed. */
@@ -699,7 +757,16 @@ export class Cache<V> {
   async get(key: string): Promise<V | undefined> {
     const node = this.store.nodeOf(key);
     const [b] = await withTimeout(this.store.getBatch(node, [key]), this.o.storeTimeout);
-    const r = this.classify(key, b);
+    let r = this.classify(key, b);
+    if (r.kind === 'dict') {
+      await this.loadDictionaries([r]);
+      this.dictLookups++;
+      try {
+        r = this.classify(key, b);
+      } finally {
+        this.dictLookups--;
+      }
+    }
     return r.kind === 'hit' ? r.value : undefined;
   }
 

@@ -54,6 +54,13 @@ export const Tag = { schema: 0x01, written: 0x02, ttl: 0x03, cost: 0x04, token: 
 /** Length of a dictionary digest (field 0x06): the first 128 bits of the dictionary's SHA-256. */
 export const DIGEST_LEN = 16;
 
+/** A dictionary's content-derived id: the first 28 bits of its SHA-256, 0 becoming 1 (Go: codec.DictionaryID). */
+export function dictionaryID(d: Uint8Array): number {
+  const sum = createHash('sha256').update(d).digest();
+  const id = sum.readUInt32BE(0) >>> 4;
+  return id === 0 ? 1 : id;
+}
+
 /** The digest a value carries for dictionary `d` (docs/FORMAT.md, "Dictionaries"). */
 export function dictDigest(d: Uint8Array): Uint8Array {
   return new Uint8Array(createHash('sha256').update(d).digest().subarray(0, DIGEST_LEN));
@@ -357,9 +364,19 @@ export class Codec {
     if (this.compressor === 'zstd' && !zstdAvailable()) throw new Error('kura: codec: zstd is not available in this process');
   }
 
-  /** Adds a dictionary for reading (e.g. one loaded from the store). */
+  /** Adds a dictionary for reading (e.g. one loaded from the store), replacing one of other content under the id. */
   addDictionary(id: number, bytes: Uint8Array): void {
-    if (!this.dicts.has(id)) this.dicts.set(id, { bytes });
+    const e = this.dicts.get(id);
+    if (e && Buffer.from(e.bytes).equals(Buffer.from(bytes))) return;
+    if (id === this.dictId) throw new Error(`kura: codec: dictionary ${id} is the one this codec writes with; it cannot be replaced`);
+    this.dicts.set(id, { bytes });
+  }
+
+  /** Reports whether the codec holds dictionary id (with the given digest, when one is given). */
+  hasDictionary(id: number, digest?: Uint8Array): boolean {
+    const e = this.dicts.get(id);
+    if (!e) return false;
+    return !digest || Buffer.from(this.digestOf(e)).equals(Buffer.from(digest));
   }
 
   private digestOf(e: DictEntry): Uint8Array {

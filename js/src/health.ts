@@ -369,6 +369,12 @@ export class HealthStore implements Store, Leaser {
     return this.guard(node, keys.length, () => l.release(node, keys, placeholder));
   }
 
+  /** Reads published dictionaries through the wrapped store (Cache uses it when present). */
+  readDictionary(id: number, maxSize: number): Promise<Buffer[]> {
+    const r = (this.inner as { readDictionary?: (id: number, max: number) => Promise<Buffer[]> }).readDictionary;
+    return r ? r.call(this.inner, id, maxSize) : Promise.resolve([]);
+  }
+
   /** Reports whether the wrapped store has leases (so the wrapper offers them only then). */
   get hasLeases(): boolean {
     return isLeaser(this.inner);

@@ -202,6 +202,41 @@ export class RedisStore implements Store, Leaser {
     for (const [err] of (await p.exec()) ?? []) if (err) throw err;
   }
 
+  /**
+   * The keys a dictionary is published under, as Go's dictstore and
+   * redisstore.NodeKeys name them: "kura:dict:" + the id in 8 hex digits on
+   * a standalone server; on a Cluster "{kura:dict:XXXXXXXX#n}" for each
+   * master, n the smallest whose slot that master owns.
+   */
+  dictionaryKeys(id: number): string[] {
+    const key = `kura:dict:${(id >>> 0).toString(16).padStart(8, '0')}`;
+    if (!(this.client instanceof Cluster)) return [key];
+    const slots = this.client.slots;
+    const masters = new Set(this.nodes());
+    const byMaster = new Map<string, string>();
+    for (let n = 0; byMaster.size < masters.size && n < 64 * masters.size + 1024; n++) {
+      const k = `{${key}#${n}}`;
+      const a = slots[calculateSlot(k)]?.[0];
+      if (a && !byMaster.has(a)) byMaster.set(a, k);
+    }
+    return [...masters].sort().flatMap((a) => (byMaster.has(a) ? [byMaster.get(a)!] : []));
+  }
+
+  /** Reads the published copies of dictionary id, each at most maxSize+1 bytes (GETRANGE). */
+  async readDictionary(id: number, maxSize: number): Promise<Buffer[]> {
+    const out: Buffer[] = [];
+    for (const k of this.dictionaryKeys(id)) {
+      const c = this.client instanceof Cluster ? this.conn(this.nodeOf(k)) : this.client;
+      try {
+        const v = await c.getrangeBuffer(k, 0, maxSize);
+        if (v && v.length > 0 && v.length <= maxSize) out.push(v);
+      } catch {
+        // A server that does not answer holds no copy we can use.
+      }
+    }
+    return out;
+  }
+
   prober(node: string): Prober {
     // One connection per node, apart from the application's: no pool to wait
     // for, no pipeline of application commands to queue behind. No offline
