@@ -17,7 +17,7 @@ const example = `
 import { Cache, RedisStore, HealthStore } from '@kuracache/kura';
 
 const redis = new RedisStore({ addr: process.env.REDIS_ADDR });
-const store = new HealthStore(redis);
+const store = new HealthStore(redis, { probeTimeout: 2000 }); // the docs use the defaults; a test machine shared with other builds can take 200 ms to answer a PING
 const users = new Cache(store, { name: 'users', ttl: 60_000, ttlJitter: 0.1 });
 
 let loads = 0;
