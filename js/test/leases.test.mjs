@@ -58,7 +58,7 @@ test('a stampede of 2 Go and 2 Node processes on one cold key makes exactly one 
 });
 
 test('an invalidate from Go voids a Node fill in flight; the next Node caller loads again', { skip }, async () => {
-  const c = new Cache(store, { ttl: 60_000 });
+  const c = new Cache(store, { ttl: 60_000, storeTimeout: 5000 });
   let version = 1;
   let started;
   const loading = new Promise((r) => (started = r));
@@ -75,7 +75,7 @@ test('an invalidate from Go voids a Node fill in flight; the next Node caller lo
 });
 
 test('an invalidate from Node voids a Go fill in flight', { skip }, async () => {
-  const c = new Cache(store, { ttl: 60_000 });
+  const c = new Cache(store, { ttl: 60_000, storeTimeout: 5000 });
   const go = goStampede('inv:node', 1, 600, 'stale-from-go', 1);
   // Wait until Go holds the lease (its placeholder is under the key).
   const until = Date.now() + 10_000;
