@@ -96,7 +96,7 @@ const reader = (key, leases) => run(process.execPath, [path.join(jsDir, 'test', 
 // reads and the invalidations.
 async function history(key, leases) {
   await raw.set(`src:${key}`, '1');
-  const c = new Cache(store, { leases });
+  const c = new Cache(store, { leases, storeTimeout: 5000 });
   const readers = [reader(key, leases), reader(key, leases)];
   const invals = [];
   // Start once both reader processes are reading (Node starts in ~0.3-2 s here).
