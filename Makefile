@@ -5,7 +5,7 @@ TEST_TIMEOUT ?= 25m
 BENCH     ?= .
 BENCHTIME ?= 1s
 
-.PHONY: all demo test test-short soak lint bench servers build fuzz redis-up redis-down
+.PHONY: all demo test test-node test-short soak lint bench servers build fuzz redis-up redis-down
 
 all: lint test
 
@@ -43,6 +43,12 @@ demo: servers
 ## test: install the servers, then run every test (race detector on) against them
 test: servers
 	KURA_REQUIRE_SERVERS=1 $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
+	$(MAKE) test-node
+
+## test-node: the Node package (js/): npm ci, then the Node test runner on private servers, with Go <-> Node checks
+test-node:
+	$(GO) build -o js/.build/nodeinterop ./internal/nodeinterop
+	cd js && npm ci --no-audit --no-fund && KURA_REQUIRE_SERVERS=1 npm test
 
 ## soak: the full-size race, fault and soak runs (results in BENCHMARKS.md)
 soak: servers
