@@ -173,6 +173,7 @@ func checkHTML(t *testing.T, rep *demo.Report) {
 	if !strings.Contains(dom, rep.Machine.CPU) {
 		t.Error("the report does not say which machine it ran on")
 	}
+	checkLayout(t, rep)
 }
 
 // timedLog logs each progress line with the time since the start, so a
