@@ -7,7 +7,7 @@ import (
 	"math"
 	"strings"
 
-	"github.com/kuracache/kura/plan"
+	"github.com/kuracache/kura/internal/units"
 )
 
 // WriteHTML writes the report as one self-contained HTML page: per
@@ -142,7 +142,7 @@ func truncate(s string, n int) string {
 // them), and a count of 1 with the singular ("1 node", "1 row").
 func valueWithUnit(v float64, unit string) string {
 	if rest, ok := strings.CutPrefix(unit, "bytes"); ok {
-		return strings.TrimSpace(plan.FormatBytes(v) + rest)
+		return strings.TrimSpace(units.FormatBytes(v) + rest)
 	}
 	if v == 1 {
 		unit = singular(unit)

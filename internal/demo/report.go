@@ -10,7 +10,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/kuracache/kura/plan"
+	"github.com/kuracache/kura/internal/units"
 )
 
 // Report is what a demo run showed, scenario by scenario.
@@ -152,7 +152,7 @@ func ratio(a, b float64) string {
 // human prints a size with the one byte formatter every kura command
 // uses (decimal units: 1.3 MB), so a size in the prose and in the tables
 // reads the same.
-func human(n int64) string { return plan.FormatBytes(float64(n)) }
+func human(n int64) string { return units.FormatBytes(float64(n)) }
 
 func round(d time.Duration) string {
 	switch {
