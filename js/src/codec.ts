@@ -8,7 +8,9 @@
  * the same bytes fail with there.
  */
 
-import { Decoder, Encoder } from '@msgpack/msgpack';
+import { createHash } from 'node:crypto';
+import { Encoder } from '@msgpack/msgpack';
+import { Unpackr } from 'msgpackr';
 import { FormatError } from './errors.js';
 import { readUvarint, pushUvarint, uvarintLen } from './varint.js';
 import { s2Decode, s2Encode, parseS2Dict, S2CorruptError, type S2Dict } from './s2.js';
@@ -47,7 +49,22 @@ export const CompressorId = { none: 0, s2: 1, zstd: 2, 's2-dict': 3 } as const;
 export type CompressorName = keyof typeof CompressorId;
 
 /** Field tags. */
-export const Tag = { schema: 0x01, written: 0x02, ttl: 0x03, cost: 0x04, token: 0x05, critical: 0x80 } as const;
+export const Tag = { schema: 0x01, written: 0x02, ttl: 0x03, cost: 0x04, token: 0x05, dictDigest: 0x06, critical: 0x80 } as const;
+
+/** Length of a dictionary digest (field 0x06): the first 128 bits of the dictionary's SHA-256. */
+export const DIGEST_LEN = 16;
+
+/** A dictionary's content-derived id: the first 28 bits of its SHA-256, 0 becoming 1 (Go: codec.DictionaryID). */
+export function dictionaryID(d: Uint8Array): number {
+  const sum = createHash('sha256').update(d).digest();
+  const id = sum.readUInt32BE(0) >>> 4;
+  return id === 0 ? 1 : id;
+}
+
+/** The digest a value carries for dictionary `d` (docs/FORMAT.md, "Dictionaries"). */
+export function dictDigest(d: Uint8Array): Uint8Array {
+  return new Uint8Array(createHash('sha256').update(d).digest().subarray(0, DIGEST_LEN));
+}
 
 /** Header fields of an entry. Absent fields are undefined. */
 export interface Fields {
@@ -61,6 +78,12 @@ export interface Fields {
   cost?: number;
   /** Lease holder's token. */
   token?: Uint8Array;
+  /**
+   * Digest of the dictionary the payload was compressed with (16 bytes).
+   * `encode` sets it on every value that names a dictionary; `decode`
+   * refuses a dictionary whose bytes do not hash to it.
+   */
+  dictDigest?: Uint8Array;
 }
 
 /** A parsed header. */
@@ -84,7 +107,7 @@ const fail = (code: ConstructorParameters<typeof FormatError>[0], why: string): 
 };
 
 function parseFields(b: Uint8Array, start: number, end: number, f: Fields): void {
-  const seen = new Uint8Array(Tag.token + 1);
+  const seen = new Uint8Array(Tag.dictDigest + 1);
   let i = start;
   while (i < end) {
     const tag = b[i];
@@ -94,7 +117,7 @@ function parseFields(b: Uint8Array, start: number, end: number, f: Fields): void
     if (l.value > end - ds) fail('ErrCorrupt', `field 0x${tag.toString(16)} claims ${l.value} bytes, ${end - ds} left`);
     const de = ds + l.value;
     i = de;
-    if (tag !== 0 && tag <= Tag.token) {
+    if (tag !== 0 && tag <= Tag.dictDigest) {
       if (seen[tag]) fail('ErrCorrupt', `field 0x${tag.toString(16)} twice`);
       seen[tag] = 1;
     }
@@ -128,6 +151,11 @@ function parseFields(b: Uint8Array, start: number, end: number, f: Fields): void
       }
       case Tag.token:
         f.token = b.slice(ds, de);
+        break;
+      case Tag.dictDigest:
+        if (de - ds !== DIGEST_LEN) fail('ErrCorrupt', `dictionary digest field of ${de - ds} bytes, want ${DIGEST_LEN}`);
+        if (b.subarray(ds, de).every((c) => c === 0)) fail('ErrCorrupt', 'dictionary digest field of zeros');
+        f.dictDigest = b.slice(ds, de);
         break;
       default:
         if (tag & Tag.critical) fail('ErrNotUnderstood', `critical field 0x${tag.toString(16)}`);
@@ -221,6 +249,10 @@ function fieldsBytes(f: Fields | undefined): number[] {
     pushUvarint(b, f.token.length);
     for (const c of f.token) b.push(c);
   }
+  if (f.dictDigest !== undefined && f.dictDigest.length === DIGEST_LEN) {
+    b.push(Tag.dictDigest, DIGEST_LEN);
+    for (const c of f.dictDigest) b.push(c);
+  }
   pushUvarint(out, b.length);
   for (const c of b) out.push(c);
   return out;
@@ -272,6 +304,7 @@ export interface Decoded<T = unknown> {
 
 interface DictEntry {
   bytes: Uint8Array;
+  digest?: Uint8Array;
   s2?: S2Dict | null;
   zstd?: ZstdDict;
 }
@@ -291,8 +324,13 @@ export class Codec {
   private readonly level: number;
   private readonly dictId: number;
   private readonly dicts = new Map<number, DictEntry>();
+  // Writing: @msgpack/msgpack, which encodes integers beyond 32 bits as
+  // int64/uint64 (msgpackr writes them as float64, which Go's int fields
+  // refuse). Reading: msgpackr, about as fast as JSON.parse, with records
+  // and other extensions off so only standard msgpack is produced; Date is
+  // the timestamp extension (-1) both ways.
   private readonly enc = new Encoder({ ignoreUndefined: false });
-  private readonly dec = new Decoder();
+  private readonly dec = new Unpackr({ useRecords: false, mapsAsObjects: true, int64AsType: 'number' });
 
   constructor(opts: CodecOptions = {}) {
     this.serializer = opts.serializer ?? 'msgpack';
@@ -326,9 +364,24 @@ export class Codec {
     if (this.compressor === 'zstd' && !zstdAvailable()) throw new Error('kura: codec: zstd is not available in this process');
   }
 
-  /** Adds a dictionary for reading (e.g. one loaded from the store). */
+  /** Adds a dictionary for reading (e.g. one loaded from the store), replacing one of other content under the id. */
   addDictionary(id: number, bytes: Uint8Array): void {
-    if (!this.dicts.has(id)) this.dicts.set(id, { bytes });
+    const e = this.dicts.get(id);
+    if (e && Buffer.from(e.bytes).equals(Buffer.from(bytes))) return;
+    if (id === this.dictId) throw new Error(`kura: codec: dictionary ${id} is the one this codec writes with; it cannot be replaced`);
+    this.dicts.set(id, { bytes });
+  }
+
+  /** Reports whether the codec holds dictionary id (with the given digest, when one is given). */
+  hasDictionary(id: number, digest?: Uint8Array): boolean {
+    const e = this.dicts.get(id);
+    if (!e) return false;
+    return !digest || Buffer.from(this.digestOf(e)).equals(Buffer.from(digest));
+  }
+
+  private digestOf(e: DictEntry): Uint8Array {
+    if (!e.digest) e.digest = dictDigest(e.bytes);
+    return e.digest;
   }
 
   private s2Dict(e: DictEntry): S2Dict | null {
@@ -378,8 +431,10 @@ export class Codec {
     }
     const ser = SerializerId[this.serializer];
     const compId = CompressorId[this.compressor];
+    const plain = fields && fields.dictDigest ? { ...fields, dictDigest: undefined } : fields;
     if (compId !== 0 && payload.length >= this.minCompress) {
-      const hdr = valueHeader(fields, ser, compId, this.dictId, payload.length);
+      const withDict = this.dictId ? { ...plain, dictDigest: this.digestOf(this.dicts.get(this.dictId)!) } : plain;
+      const hdr = valueHeader(withDict, ser, compId, this.dictId, payload.length);
       const out = this.compress(payload);
       const saved = payload.length - out.length;
       const stored = hdr.length + out.length;
@@ -390,7 +445,7 @@ export class Codec {
         return b;
       }
     }
-    const hdr = valueHeader(fields, ser, 0, 0, payload.length);
+    const hdr = valueHeader(plain, ser, 0, 0, payload.length);
     const b = Buffer.allocUnsafe(hdr.length + payload.length);
     b.set(hdr, 0);
     b.set(payload, hdr.length);
@@ -456,6 +511,11 @@ export class Codec {
       if (h.dict !== 0) {
         de = this.dicts.get(h.dict);
         if (!de) fail('ErrUnknownDictionary', `dictionary ${h.dict}`);
+        const want = h.fields.dictDigest;
+        if (want && !Buffer.from(this.digestOf(de!)).equals(Buffer.from(want))) {
+          // A dictionary of other content under this id (a forgery of the short id): never used.
+          fail('ErrUnknownDictionary', `dictionary ${h.dict}: content does not match the value's digest`);
+        }
       } else if (h.compressor === 3) {
         fail('ErrCorrupt', 's2-dict without a dictionary');
       }
@@ -486,7 +546,7 @@ export class Codec {
       case 'msgpack':
         checkMsgPack(raw, allocBound(Math.min(raw.length, stored)));
         try {
-          return this.dec.decode(raw);
+          return this.dec.unpack(raw);
         } catch (err) {
           throw new FormatError('ErrDeserialize', `msgpack: ${(err as Error).message}`, { cause: err });
         }

@@ -112,6 +112,27 @@ test('vectors: a Node writer produces the same envelope (exact) or the same head
   }
 });
 
+test('vectors: dictionary values from before the digest field still decode', () => {
+  assert.ok(vectors.pre_digest.length > 0);
+  for (const v of vectors.pre_digest) {
+    const got = codecFor(v.options).decode(hex(v.hex));
+    assert.deepEqual(got.value, expectedValue(v), v.name);
+    assert.equal(got.header.fields.dictDigest, undefined, v.name);
+  }
+});
+
+test('vectors: a forged dictionary with the same 28-bit id is refused by its digest', () => {
+  assert.ok(vectors.forged_dictionary.length > 0);
+  for (const v of vectors.forged_dictionary) {
+    const real = new Codec({ compressor: 'zstd', dictionaries: new Map([[v.dictionary, hex(v.real_dictionary_hex)]]) });
+    assert.deepEqual(real.decode(hex(v.hex)).value, v.value, v.name);
+    const forged = new Codec({ compressor: 'zstd', dictionaries: new Map([[v.dictionary, hex(v.forged_dictionary_hex)]]) });
+    assert.throws(() => forged.decode(hex(v.hex)), (e) => e.code === v.error, v.name);
+    // Without the digest, the forgery decodes: the attack the field stops.
+    assert.deepEqual(forged.decode(hex(v.pre_digest_hex)).value, v.forged_value, `${v.name}: pre-digest`);
+  }
+});
+
 test('malformed and not-understood entries fail with the Go sentinel', () => {
   const c = new Codec();
   for (const v of vectors.malformed) {
