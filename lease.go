@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/kuracache/kura/codec"
+	"github.com/kuracache/kura/internal/readthrough"
 	"github.com/kuracache/kura/store"
 )
 
@@ -91,6 +92,12 @@ func (c *Cache[V]) Invalidate(ctx context.Context, keys ...string) error {
 	}
 	c.l1Drop(keys...)
 	defer c.l1Drop(keys...)
+	if !readthrough.Faults.JoinAfterInvalidate.Load() {
+		for _, k := range keys {
+			c.group.Forget(k)
+			c.holders.Forget(k)
+		}
+	}
 	start := time.Now()
 	err = c.leaser.Invalidate(ctx, keys, c.opts.StaleWhileRevalidate)
 	c.stats.since(OpDeleteMany, start)
