@@ -3,9 +3,11 @@ package history
 import (
 	"cmp"
 	"fmt"
+	"hash/maphash"
 	"maps"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -21,22 +23,28 @@ import (
 //     Invalidate voids every load made before it; a read returns a load
 //     that no Invalidate voided; a load reads the source's current
 //     version.
-//   - Window > 0 (stale-while-revalidate, or an L1 bounded by
-//     MaxStaleness): the same, for the invalidations that ended at least
-//     Window before R started (R may be served the previous value for at
-//     most Window): the model is unchanged and each read's interval
-//     starts Window earlier.
-//   - Tracked (an L1 over a store whose server reports changes): besides
-//     the values the Leases model allows, R in process p may return a
-//     value that p's L1 read from the store (a Tracked op) unless p has
-//     handled a report of a change of k (or a flush) since that read.
+//   - Window > 0 (stale-while-revalidate): the same, for the
+//     invalidations that ended at least Window before R started (R may be
+//     served the previous value for at most Window): the model keeps, per
+//     Invalidate, the loads it voided and the time it ended, and a read
+//     may return one of them if that Invalidate ended less than Window
+//     before the read started.
+//   - L1 (an L1 in front of the store): R in process p may also return a
+//     value that p's L1 read from the store (a Tracked op T, itself a
+//     store read held to the property) when T ended before R did and
+//     either (Staleness > 0, docs/l1.md's MaxStaleness) T ended at most
+//     Staleness before R started, or (Staleness == 0: the server reports
+//     changes) p handled no report of a change of k, and no flush,
+//     between the end of T and the start of R.
 //   - !Leases (leases off, or a store without them): R never returns a
 //     value the source never held: a version the source had reached when
 //     R returned, made by a real load of that key.
 type Property struct {
-	Leases  bool
-	Window  time.Duration
-	Tracked bool
+	Leases    bool
+	Window    time.Duration
+	L1        bool
+	Staleness time.Duration
+
 }
 
 func (p Property) String() string {
@@ -49,8 +57,11 @@ func (p Property) String() string {
 	if p.Window > 0 {
 		parts = append(parts, fmt.Sprintf("previous value allowed for %v", p.Window))
 	}
-	if p.Tracked {
-		parts = append(parts, "L1 value allowed until its process handles a report")
+	switch {
+	case p.L1 && p.Staleness > 0:
+		parts = append(parts, fmt.Sprintf("an L1 value allowed for %v after its store read", p.Staleness))
+	case p.L1:
+		parts = append(parts, "an L1 value allowed until its process handles a report of the key")
 	}
 	return strings.Join(parts, "; ")
 }
@@ -64,7 +75,9 @@ type Result struct {
 	// returned a value whose load had ended before that Invalidate began
 	// (with Tracked, whether from the store or the L1).
 	AfterInvalidate, Stale int
-	// Unknown reports that the checker timed out on some key.
+	// Partitions counts the reads and loads checked one by one.
+	Partitions int
+	// Unknown reports that the checker timed out on some partition.
 	Unknown bool
 	// Failures holds, per key that broke the property, a readable
 	// account and the history around the first violation.
@@ -74,50 +87,44 @@ type Result struct {
 // OK reports whether the history satisfies the property.
 func (r Result) OK() bool { return !r.Unknown && len(r.Failures) == 0 }
 
-// state is the model's state for one key. The sets are strings so that
-// states compare with ==: cur is "|id|id|" (loads since the last
-// Invalidate), l1 is "p=|id|;p=|id|" (per process, the loads its L1 read
-// from the store since its last report), canonically sorted.
+// state is the model's state for one key. cur, the loads made since the
+// last Invalidate, is a string "|id|id|" so that states compare with ==.
 type state struct {
 	src int64
 	cur string
-	l1  string
+	// prev (Window > 0) lists the recent invalidations as
+	// "end:|id|id|;...": the loads each one voided and when it ended.
+	prev string
+}
+
+var seed = maphash.MakeSeed()
+
+// input is an operation as the model sees it: l1 marks a read that its
+// process's L1 can explain (see Property), decided from the Tracked and
+// Report operations before the check.
+type input struct {
+	op Op
+	l1 bool
 }
 
 func has(set, id string) bool { return strings.Contains(set, "|"+id+"|") }
 
+// add returns set with id, sorted: equal sets are equal strings, so the
+// checker's cache of visited states works.
 func add(set, id string) string {
 	if has(set, id) {
 		return set
 	}
+	ids := append(strings.Split(strings.Trim(set, "|"), "|"), id)
 	if set == "" {
-		set = "|"
+		ids = ids[1:]
 	}
-	return set + id + "|"
+	slices.Sort(ids)
+	return "|" + strings.Join(ids, "|") + "|"
 }
 
-func parseL1(s string) map[string]string {
-	m := map[string]string{}
-	for _, part := range strings.Split(s, ";") {
-		if p, set, ok := strings.Cut(part, "="); ok {
-			m[p] = set
-		}
-	}
-	return m
-}
-
-func formatL1(m map[string]string) string {
-	var parts []string
-	for _, p := range slices.Sorted(maps.Keys(m)) {
-		if m[p] != "" {
-			parts = append(parts, p+"="+m[p])
-		}
-	}
-	return strings.Join(parts, ";")
-}
-
-func (p Property) step(st state, op Op) (bool, state) {
-	proc := fmt.Sprint(op.Proc)
+func (p Property) step(st state, in input) (bool, state) {
+	op := in.op
 	switch op.Kind {
 	case Write:
 		if op.Ver != st.src+1 {
@@ -126,6 +133,9 @@ func (p Property) step(st state, op Op) (bool, state) {
 		st.src = op.Ver
 	case Invalidate:
 		if p.Leases {
+			if p.Window > 0 {
+				st.prev += fmt.Sprintf(";%d:%s", op.End, st.cur)
+			}
 			st.cur = ""
 		}
 	case Load:
@@ -135,52 +145,64 @@ func (p Property) step(st state, op Op) (bool, state) {
 		if p.Leases {
 			st.cur = add(st.cur, op.Load)
 		}
-	case Tracked:
+	case Tracked, Read: // a store read for an L1 is held to the property too
 		if op.Load == "" {
 			return true, st
 		}
 		if !p.Leases {
 			return op.Ver <= st.src, st
 		}
-		if !has(st.cur, op.Load) {
-			return false, st
-		}
-		m := parseL1(st.l1)
-		m[proc] = add(m[proc], op.Load)
-		st.l1 = formatL1(m)
-	case Report:
-		m := parseL1(st.l1)
-		delete(m, proc)
-		st.l1 = formatL1(m)
-	case Read:
-		if !p.Leases {
-			return op.Ver <= st.src, st
-		}
-		if has(st.cur, op.Load) {
-			return true, st
-		}
-		return p.Tracked && has(parseL1(st.l1)[proc], op.Load), st
+		return has(st.cur, op.Load) || in.l1 || p.recent(st.prev, op), st
 	}
 	return true, st
 }
 
-func (p Property) model() porcupine.Model {
+// recent reports whether read r may return a load voided by an
+// Invalidate that ended less than Window before r started.
+func (p Property) recent(prev string, r Op) bool {
+	for _, e := range strings.Split(prev, ";") {
+		end, set, ok := strings.Cut(e, ":")
+		if !ok {
+			continue
+		}
+		if t, _ := strconv.ParseInt(end, 10, 64); t >= r.Start-int64(p.Window) && has(set, r.Load) {
+			return true
+		}
+	}
+	return false
+}
+
+func (p Property) model(src int64) porcupine.Model {
 	return porcupine.Model{
-		Init: func() any { return state{} },
+		Init: func() any { return state{src: src} },
 		Step: func(s, in, _ any) (bool, any) {
-			return p.step(s.(state), in.(Op))
+			return p.step(s.(state), in.(input))
 		},
-		Equal:             func(a, b any) bool { return a.(state) == b.(state) },
-		DescribeOperation: func(in, _ any) string { return describe(in.(Op), 0) },
+		Equal: func(a, b any) bool { return a.(state) == b.(state) },
+		Hash: func(s any) uint64 {
+			st := s.(state)
+			return uint64(st.src)*1_000_003 ^ maphash.String(seed, st.cur) ^ maphash.String(seed, st.prev)*31
+		},
+		DescribeOperation: func(in, _ any) string { return describe(in.(input).op, 0) },
 		DescribeState: func(s any) string {
 			st := s.(state)
-			return fmt.Sprintf("source v%d, valid loads %s, L1 %s", st.src, st.cur, st.l1)
+			return fmt.Sprintf("source v%d, valid loads %s, recently voided %s", st.src, st.cur, st.prev)
 		},
 	}
 }
 
-// Check checks ops against p, key by key, giving the checker at most
-// timeout per key.
+// Check checks ops against p.
+//
+// The property is per read: it relates one read to the invalidations and
+// writes of its key and to the load it returned, not reads to each other
+// (a read that overlaps an Invalidate may return the old value even after
+// another read has returned the new one: the docs allow it, a
+// linearizable register would not). So each read is checked on its own,
+// with porcupine, against the model: the partition of a read holds the
+// read, its load, and the writes and invalidations of its key that
+// overlap them, from the source version they start at. Each load is
+// checked the same way against the source (it read a version the source
+// held). A partition gets at most timeout.
 func Check(ops []Op, p Property, timeout time.Duration) Result {
 	var res Result
 	res.Ops = len(ops)
@@ -209,33 +231,152 @@ func Check(ops []Op, p Property, timeout time.Duration) Result {
 			f.Key = key
 			kops = append(kops, f)
 		}
-		after, stale, first := p.count(kops)
+		explained := p.explained(kops)
+		after, stale, _ := p.count(kops, explained)
 		res.AfterInvalidate += after
 		res.Stale += stale
 		if msg := p.orphans(kops); msg != "" {
 			res.Failures = append(res.Failures, fmt.Sprintf("key %s: %s", key, msg))
 			continue
 		}
-		hist := make([]porcupine.Operation, len(kops))
-		for i, op := range kops {
-			call := op.Start
-			if op.Kind == Read {
-				call -= int64(p.Window)
-			}
-			hist[i] = porcupine.Operation{ClientId: op.Proc*1000 + op.Client, Input: op, Call: call, Return: op.End}
+		res.checkKey(p, key, kops, explained, timeout, base)
+	}
+	return res
+}
+
+// checkKey checks every read and load of one key, each in its partition.
+func (res *Result) checkKey(p Property, key string, ops []Op, explained []bool, timeout time.Duration, base int64) {
+	loads := map[string]Op{}
+	var changes []Op // writes and invalidations, by start
+	for _, op := range ops {
+		switch op.Kind {
+		case Load:
+			loads[op.Load] = op
+		case Write, Invalidate:
+			changes = append(changes, op)
 		}
-		r, info := porcupine.CheckOperationsVerbose(p.model(), hist, timeout)
-		switch r {
+	}
+	slices.SortFunc(changes, func(a, b Op) int { return cmp.Compare(a.Start, b.Start) })
+	var failed []Op
+	var first []Op
+	for i, op := range ops {
+		var part []Op
+		switch {
+		case op.Kind == Load:
+			part = []Op{op}
+		case (op.Kind == Read || op.Kind == Tracked) && op.Load != "" && !explained[i]:
+			part = []Op{op}
+			if p.Leases {
+				part = append(part, loads[op.Load])
+			}
+		default:
+			continue
+		}
+		lo, hi := part[0].Start, part[0].End
+		for _, x := range part {
+			lo, hi = min(lo, x.Start), max(hi, x.End)
+		}
+		var src int64
+		for _, c := range changes {
+			switch {
+			case c.End < lo:
+				if c.Kind == Write {
+					src = max(src, c.Ver)
+				}
+			case c.Start <= hi:
+				part = append(part, c)
+			}
+		}
+		hist := make([]porcupine.Operation, len(part))
+		for j, x := range part {
+			hist[j] = porcupine.Operation{ClientId: j, Input: input{op: x}, Call: x.Start, Return: x.End}
+		}
+		res.Partitions++
+		switch porcupine.CheckOperationsTimeout(p.model(src), hist, timeout) {
 		case porcupine.Ok:
 			continue
 		case porcupine.Unknown:
 			res.Unknown = true
-			res.Failures = append(res.Failures, fmt.Sprintf("key %s: the checker timed out after %v on %d operations", key, timeout, len(kops)))
+		}
+		failed = append(failed, op)
+		if first == nil || op.Start < first[0].Start {
+			first = part
+		}
+	}
+	if len(failed) == 0 {
+		return
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "key %s: %d operations break %q (times in ms after the first operation of the run); the first:\n", key, len(failed), p)
+	x := first[0]
+	switch x.Kind {
+	case Load:
+		fmt.Fprintf(&b, "  a load read v%d, a version the source did not hold while it ran\n", x.Ver)
+	default:
+		l := loads[x.Load]
+		fmt.Fprintf(&b, "  p%d/g%d's %s at %s ms returned v%d of load %s, which read the source at %s-%s ms; no order of these operations within their intervals allows it:\n",
+			x.Proc, x.Client, x.Via, strings.TrimSpace(ms(x.Start, base)), x.Ver, x.Load,
+			strings.TrimSpace(ms(l.Start, base)), strings.TrimSpace(ms(l.End, base)))
+	}
+	if len(first) > 40 {
+		first = append(first[:2], first[len(first)-38:]...)
+	}
+	b.WriteString(Format(first, base))
+	res.Failures = append(res.Failures, b.String())
+}
+
+// explained marks the reads of ops (one key) that their process's L1 can
+// explain: it read the same load from the store (Tracked) before the
+// read returned, and kept it until the read began (see Property).
+func (p Property) explained(ops []Op) []bool {
+	out := make([]bool, len(ops))
+	if !p.L1 {
+		return out
+	}
+	type pl struct {
+		proc int
+		load string
+	}
+	tracked := map[pl][]Op{}
+	reports := map[int][]Op{}
+	for _, op := range ops {
+		switch op.Kind {
+		case Tracked:
+			if op.Load != "" {
+				tracked[pl{op.Proc, op.Load}] = append(tracked[pl{op.Proc, op.Load}], op)
+			}
+		case Report:
+			reports[op.Proc] = append(reports[op.Proc], op)
+		}
+	}
+	for i, r := range ops {
+		if r.Kind != Read {
 			continue
 		}
-		res.Failures = append(res.Failures, p.explain(key, kops, first, info, base))
+		for _, t := range tracked[pl{r.Proc, r.Load}] {
+			if t.End > r.End {
+				continue
+			}
+			if p.Staleness > 0 {
+				if t.End+int64(p.Staleness) >= r.Start {
+					out[i] = true
+				}
+				continue
+			}
+			dropped := false
+			for _, rep := range reports[r.Proc] {
+				if rep.Start > t.End && rep.End < r.Start {
+					dropped = true
+					break
+				}
+			}
+			if !dropped {
+				out[i] = true
+				break
+			}
+		}
 	}
-	return res
+	return out
 }
 
 // orphans reports reads of values that no load of the key produced.
@@ -259,8 +400,9 @@ func (p Property) orphans(ops []Op) string {
 
 // count counts the reads that started Window after an Invalidate ended,
 // and those of them served a load that ended before that Invalidate
-// began; first is the first such stale read (zero Op if none).
-func (p Property) count(ops []Op) (after, stale int, first Op) {
+// began; first is the first such stale read that no L1 explains (zero Op
+// if none): a definite violation of the leases property.
+func (p Property) count(ops []Op, explained []bool) (after, stale int, first Op) {
 	var invs []Op
 	loads := map[string]Op{}
 	for _, op := range ops {
@@ -280,7 +422,7 @@ func (p Property) count(ops []Op) (after, stale int, first Op) {
 			latest[i] = max(latest[i], latest[i-1])
 		}
 	}
-	for _, op := range ops {
+	for i, op := range ops {
 		if op.Kind != Read {
 			continue
 		}
@@ -292,7 +434,7 @@ func (p Property) count(ops []Op) (after, stale int, first Op) {
 		after++
 		if l, ok := loads[op.Load]; ok && l.End < latest[n-1] {
 			stale++
-			if first.Kind == 0 || op.Start < first.Start {
+			if !explained[i] && (first.Kind == 0 || op.Start < first.Start) {
 				first = op
 			}
 		}
@@ -300,81 +442,3 @@ func (p Property) count(ops []Op) (after, stale int, first Op) {
 	return after, stale, first
 }
 
-// explain describes a violation on key for a person: the first read that
-// was served a value loaded before an Invalidate that had ended, with the
-// operations around it; or, when no single read shows it (the model
-// failed elsewhere), the operations where the checker's longest partial
-// linearization stopped.
-func (p Property) explain(key string, ops []Op, first Op, info porcupine.LinearizationInfo, base int64) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "key %s: the history breaks %q (times in ms after the first operation of the run)\n", key, p)
-	var from, to int64
-	if first.Kind == Read {
-		loads := map[string]Op{}
-		var inv Op
-		for _, op := range ops {
-			if op.Kind == Load {
-				loads[op.Load] = op
-			}
-			if op.Kind == Invalidate && op.End < first.Start-int64(p.Window) && op.Start > inv.Start {
-				inv = op
-			}
-		}
-		l := loads[first.Load]
-		fmt.Fprintf(&b, "  the read by p%d/g%d at %s ms returned v%d, read from the source by load %s at %s-%s ms,\n  before the Invalidate that ran %s-%s ms (ended before the read began)\n",
-			first.Proc, first.Client, strings.TrimSpace(ms(first.Start, base)), first.Ver, first.Load,
-			strings.TrimSpace(ms(l.Start, base)), strings.TrimSpace(ms(l.End, base)),
-			strings.TrimSpace(ms(inv.Start, base)), strings.TrimSpace(ms(inv.End, base)))
-		from, to = min(l.Start, inv.Start), first.End
-	} else {
-		// The first operation that no partial linearization reached.
-		done := map[int]bool{}
-		parts := info.PartialLinearizations()
-		if len(parts) > 0 {
-			longest := []int{}
-			for _, lin := range parts[0] {
-				if len(lin) > len(longest) {
-					longest = lin
-				}
-			}
-			for _, i := range longest {
-				done[i] = true
-			}
-		}
-		idx := slices.Collect(func(yield func(int) bool) {
-			for i := range ops {
-				if !yield(i) {
-					return
-				}
-			}
-		})
-		slices.SortFunc(idx, func(i, j int) int { return cmp.Compare(ops[i].Start, ops[j].Start) })
-		for _, i := range idx {
-			if !done[i] {
-				fmt.Fprintf(&b, "  no order of the operations explains: %s\n", describe(ops[i], base))
-				from, to = ops[i].Start-int64(5*time.Millisecond)-int64(p.Window), ops[i].End
-				break
-			}
-		}
-	}
-	var window []Op
-	for _, op := range ops {
-		if op.End >= from && op.Start <= to && (op.Kind != Read || op.Start >= to-int64(2*time.Millisecond)) {
-			window = append(window, op)
-		}
-	}
-	if len(window) > 40 { // keep the writes, invalidations and loads
-		var keep []Op
-		for _, op := range window {
-			if op.Kind != Read || op.Start >= to-int64(time.Millisecond) {
-				keep = append(keep, op)
-			}
-		}
-		window = keep
-		if len(window) > 40 {
-			window = window[len(window)-40:]
-		}
-	}
-	b.WriteString(Format(window, base))
-	return b.String()
-}

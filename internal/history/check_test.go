@@ -65,7 +65,7 @@ func TestStaleCount(t *testing.T) {
 	if r.AfterInvalidate != 1 || r.Stale != 1 || r.Reads != 1 {
 		t.Fatalf("after=%d stale=%d reads=%d, want 1 1 1", r.AfterInvalidate, r.Stale, r.Reads)
 	}
-	if !strings.Contains(r.Failures[0], "returned v0, read from the source by load a") {
+	if !strings.Contains(r.Failures[0], "returned v0 of load a, which read the source at 0.000-1.000 ms") {
 		t.Fatalf("the failure does not name the stale read:\n%s", r.Failures[0])
 	}
 }
@@ -93,7 +93,7 @@ func TestLeasesOff(t *testing.T) {
 }
 
 func TestTrackedL1(t *testing.T) {
-	p := Property{Leases: true, Tracked: true}
+	p := Property{Leases: true, L1: true}
 	base := []Op{
 		op(Load, 1, 0, 1, 0, "a"),
 		op(Tracked, 2, 1.2, 1.5, 0, "a"),
@@ -104,6 +104,20 @@ func TestTrackedL1(t *testing.T) {
 	ok := append(append([]Op{}, base...), op(Read, 2, 6, 7, 0, "a"))
 	if r := Check(ok, p, time.Second); !r.OK() {
 		t.Fatalf("an L1 hit before its process handled the report failed:\n%s", r.Failures)
+	}
+	// With a staleness bound instead of reports: 4.5 ms after the store read.
+	ps := Property{Leases: true, L1: true, Staleness: 5 * time.Millisecond}
+	if r := Check(ok, ps, time.Second); !r.OK() {
+		t.Fatalf("an L1 hit 4.5 ms after its store read, bound 5 ms, failed:\n%s", r.Failures)
+	}
+	ps.Staleness = 4 * time.Millisecond
+	if r := Check(ok, ps, time.Second); r.OK() {
+		t.Fatal("an L1 hit 4.5 ms after its store read passed a 4 ms bound")
+	}
+	// A store read for the L1 is itself held to the property.
+	late := []Op{op(Load, 1, 0, 1, 0, "a"), op(Write, 0, 2, 3, 1, ""), op(Invalidate, 0, 4, 5, 0, ""), op(Tracked, 2, 6, 6.5, 0, "a"), op(Read, 2, 6.6, 7, 0, "a")}
+	if r := Check(late, p, time.Second); r.OK() {
+		t.Fatal("an L1 store read of a value invalidated before it began passed")
 	}
 	// Another process never read it into its L1.
 	other := append(append([]Op{}, base...), op(Read, 3, 6, 7, 0, "a"))
@@ -134,5 +148,29 @@ func TestOverlappingLoads(t *testing.T) {
 	}
 	if r := Check(ops, Property{Leases: true}, time.Second); !r.OK() {
 		t.Fatalf("two loads of the same version, read in turn, failed:\n%s", r.Failures)
+	}
+}
+
+func TestAddSorted(t *testing.T) {
+	if a, b := add(add("", "x"), "a"), add(add("", "a"), "x"); a != b || a != "|a|x|" {
+		t.Fatalf("add is not canonical: %q %q", a, b)
+	}
+}
+
+// TestPerReadNotRegister: a read that overlaps an Invalidate returns the
+// old value although another read, which ended before it began, already
+// returned the new one. The docs allow it (the Invalidate had not
+// returned); a linearizable register would not.
+func TestPerReadNotRegister(t *testing.T) {
+	ops := []Op{
+		op(Load, 1, 0, 1, 0, "a"),
+		op(Write, 0, 2, 3, 1, ""),
+		op(Invalidate, 0, 4, 20, 0, ""),
+		op(Load, 2, 6, 7, 1, "b"),
+		op(Read, 2, 5, 8, 1, "b"),
+		op(Read, 3, 9, 10, 0, "a"),
+	}
+	if r := Check(ops, Property{Leases: true}, time.Second); !r.OK() {
+		t.Fatalf("the docs allow this history:\n%s", r.Failures)
 	}
 }
