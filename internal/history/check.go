@@ -44,7 +44,6 @@ type Property struct {
 	Window    time.Duration
 	L1        bool
 	Staleness time.Duration
-
 }
 
 func (p Property) String() string {
@@ -441,4 +440,3 @@ func (p Property) count(ops []Op, explained []bool) (after, stale int, first Op)
 	}
 	return after, stale, first
 }
-

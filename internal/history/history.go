@@ -70,8 +70,8 @@ func (k Kind) String() string {
 type Op struct {
 	Kind Kind `json:"k"`
 	// Proc is the process, Client the goroutine within it.
-	Proc   int `json:"p"`
-	Client int `json:"c"`
+	Proc   int    `json:"p"`
+	Client int    `json:"c"`
 	Key    string `json:"key,omitempty"`
 	// Start and End are wall-clock unix nanoseconds.
 	Start int64 `json:"s"`

@@ -4,9 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"math/rand/v2"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -132,7 +132,7 @@ type report struct {
 	// and MinWrites: the parent then stops the group.
 	Written  bool
 	Combo    string
-	OpsFile  string // the history, as JSON, in args.Dir
+	OpsFile  string       // the history, as JSON, in args.Dir
 	Ops      []history.Op `json:"-"`
 	Calls    map[string]int64
 	Bypassed map[string]int64

@@ -6,7 +6,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
-		"time"
+	"time"
 
 	"github.com/kuracache/kura/codec"
 	"github.com/kuracache/kura/internal/history"
