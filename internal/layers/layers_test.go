@@ -15,7 +15,8 @@ const module = "github.com/kuracache/kura"
 // The written layer order, lowest first. A package may import (outside
 // its tests) only packages of its own layer or a lower one:
 //
-//	internal helpers -> codec, store -> store/* -> dictstore -> root
+//	internal helpers -> codec, store -> store/* -> dictstore
+//	-> the root's mechanisms (internal/readthrough, internal/l1) -> root
 //	-> kuraprom -> tools -> cmd/kura, the demo and the examples
 //
 // Paths are relative to the module; a trailing "/..." covers a subtree.
@@ -28,6 +29,7 @@ var layers = []struct {
 	{"codec, store", []string{"codec/...", "store"}},
 	{"store/*", []string{"store/memcache/...", "store/redisstore", "store/memstore", "store/health", "store/storeurl"}},
 	{"dictstore", []string{"dictstore"}},
+	{"root mechanisms", []string{"internal/readthrough", "internal/l1"}},
 	{"root", []string{""}},
 	{"kuraprom", []string{"kuraprom"}},
 	{"tools", []string{"inspect", "scan", "codecfit", "plan/...", "loadgen", "ui"}},

@@ -46,6 +46,7 @@ func combos(backend string) []combo {
 		}
 		return out
 	case "redis", "cluster":
+		out = append(out, combo{Backend: backend, Leases: true, Hot: true})
 		for _, leases := range []bool{true, false} {
 			for _, l1 := range []string{"", "tracking"} {
 				for _, h := range []bool{false, true} {
@@ -57,6 +58,7 @@ func combos(backend string) []combo {
 			}
 		}
 	case "memcached":
+		out = append(out, combo{Backend: backend, Leases: true, Hot: true})
 		for _, leases := range []bool{true, false} {
 			for _, l1 := range []string{"", "staleness"} {
 				for _, h := range []bool{false, true} {
@@ -74,13 +76,17 @@ func combos(backend string) []combo {
 }
 
 // faults are the injected faults: each must make the checker report a
-// violation on the combination it runs in.
-func faults(backend string) []combo {
-	switch backend {
-	case "redis", "cluster", "memcached":
-		return []combo{{Backend: backend, Leases: true, Fault: "unleased-fill"}}
+// violation on the combination it runs in. The store-level fault runs
+// beside the other combinations; a pipeline fault (process-wide) runs in
+// processes of its own.
+func faults(backend, pipelineFault string) []combo {
+	switch {
+	case backend == "memstore":
+		return nil
+	case pipelineFault != "":
+		return []combo{{Backend: backend, Leases: true, Hot: true, Fault: pipelineFault}}
 	}
-	return nil
+	return []combo{{Backend: backend, Leases: true, Fault: "unleased-fill"}}
 }
 
 // knownViolations are the combinations whose guarantee the read path does
@@ -122,17 +128,24 @@ func TestHistories(t *testing.T) {
 	t.Cleanup(func() { printSummary(t) })
 	for _, backend := range []string{"redis", "cluster", "memcached", "memstore"} {
 		// One backend at a time: the machine is small and shared.
-		t.Run(backend, func(t *testing.T) { run(t, backend, addrs[backend], db.Addr) })
+		t.Run(backend, func(t *testing.T) {
+			run(t, backend, addrs[backend], db.Addr, append(combos(backend), faults(backend, "")...), "")
+		})
+	}
+	// The pipeline's own fault, in processes of its own.
+	for _, backend := range []string{"redis", "memcached"} {
+		t.Run(backend+"/join-after-invalidate", func(t *testing.T) {
+			run(t, backend, addrs[backend], db.Addr, faults(backend, "join-after-invalidate"), "join-after-invalidate")
+		})
 	}
 }
 
-func run(t *testing.T, backend string, addrs []string, db string) {
+func run(t *testing.T, backend string, addrs []string, db string, cs []combo, fault string) {
 	procs, readers, keys, dur := sizes()
 	if backend == "memstore" {
 		procs = 1 // the store lives in the process: one process shares it
 	}
-	cs := append(combos(backend), faults(backend)...)
-	a := args{Addrs: addrs, DB: db, Run: "rc" + strconv.FormatInt(time.Now().UnixNano()%1e9, 36), Combos: cs, MinWrites: 10,
+	a := args{Fault: fault, Addrs: addrs, DB: db, Run: "rc" + strconv.FormatInt(time.Now().UnixNano()%1e9, 36), Combos: cs, MinWrites: 10,
 		Duration: dur, Readers: readers, Keys: keys, LoaderDelay: 5 * time.Millisecond, WriterPause: 2 * time.Millisecond, Dir: t.TempDir()}
 	g := proctest.Start(t, "hist", procs, a, proctest.Options{Timeout: dur + 90*time.Second})
 	if err := g.Go(); err != nil {

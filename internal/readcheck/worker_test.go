@@ -18,6 +18,7 @@ import (
 	"github.com/kuracache/kura/codec"
 	"github.com/kuracache/kura/internal/history"
 	"github.com/kuracache/kura/internal/proctest"
+	"github.com/kuracache/kura/internal/readthrough"
 	"github.com/kuracache/kura/store"
 	"github.com/kuracache/kura/store/health"
 	"github.com/kuracache/kura/store/memcache"
@@ -39,7 +40,13 @@ type combo struct {
 	Fault string
 	// LoaderDelay, if set, replaces args.LoaderDelay.
 	LoaderDelay time.Duration
+	// Hot is the scenario of the reproduction: one key, many
+	// readers per process, Fetch only, and a writer that does not pause.
+	Hot bool
 }
+
+// hotReaders is the number of readers per process of a Hot combination.
+const hotReaders = 20
 
 // indexReads reports whether the combination reads through an Index.
 // Not with early refresh yet: the background refresh of an id list runs
@@ -71,6 +78,9 @@ func (c combo) Name() string {
 	}
 	if c.Early > 0 {
 		n += "/early-refresh"
+	}
+	if c.Hot {
+		n += "/hot-key"
 	}
 	if c.Fault != "" {
 		n += "/fault:" + c.Fault
@@ -121,6 +131,9 @@ type args struct {
 	// combination gets at least: on a loaded machine Duration alone may
 	// leave a combination without any.
 	MinWrites int64
+	// Fault is a fault of the pipeline switched on in every child
+	// (readthrough.Faults, process-wide): "" or "join-after-invalidate".
+	Fault string
 	// Dir is where each child writes its histories (too large for the
 	// report pipe under load).
 	Dir string
@@ -334,14 +347,17 @@ func (s *subject) read(client int, via string, start int64, vals ...history.Valu
 // reader reads until ctx ends, through each API in turn.
 func (s *subject) reader(ctx context.Context, client int) {
 	rng := rand.New(rand.NewPCG(uint64(s.proc), uint64(client)))
-	n := s.a.Keys
+	n := s.keys()
 	for i := 0; ctx.Err() == nil; i++ {
 		id := rng.IntN(n)
 		key := s.keyed.Key(id)
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		start := history.Now()
 		kind := i % 4
-		if kind == 3 && !s.c.indexReads() {
+		switch {
+		case s.c.Hot:
+			kind = 0
+		case kind == 3 && !s.c.indexReads():
 			kind = i % 3
 		}
 		switch kind {
@@ -385,15 +401,31 @@ func (s *subject) reader(ctx context.Context, client int) {
 			s.read(client, "Index", start, got...)
 		}
 		cancel()
-		time.Sleep(time.Duration(rng.IntN(500)) * time.Microsecond)
+		if !s.c.Hot {
+			time.Sleep(time.Duration(rng.IntN(500)) * time.Microsecond)
+		}
 	}
+}
+
+func (s *subject) keys() int {
+	if s.c.Hot {
+		return 1
+	}
+	return s.a.Keys
+}
+
+func (s *subject) readers() int {
+	if s.c.Hot {
+		return hotReaders
+	}
+	return s.a.Readers
 }
 
 // writer changes the source and invalidates, until ctx ends.
 func (s *subject) writer(ctx context.Context) {
 	rng := rand.New(rand.NewPCG(uint64(s.proc), 99))
 	for ctx.Err() == nil {
-		key := s.keyed.Key(rng.IntN(s.a.Keys))
+		key := s.keyed.Key(rng.IntN(s.keys()))
 		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
 		start := history.Now()
 		ver, err := s.db.Do(wctx, s.db.B().Incr().Key(s.srcKey(key)).Build()).AsInt64()
@@ -414,7 +446,7 @@ func (s *subject) writer(ctx context.Context) {
 		} else {
 			s.rec.Add(history.Op{Kind: history.Invalidate, Proc: s.proc, Client: -3, Key: key, Start: start, End: end})
 		}
-		if s.a.WriterPause > 0 {
+		if s.a.WriterPause > 0 && !s.c.Hot {
 			time.Sleep(time.Duration(rng.Int64N(int64(s.a.WriterPause))))
 		}
 	}
@@ -433,6 +465,13 @@ func histWorker(ctx context.Context, ch *proctest.Child) error {
 	var a args
 	if err := ch.Args(&a); err != nil {
 		return err
+	}
+	switch a.Fault {
+	case "":
+	case "join-after-invalidate":
+		readthrough.Faults.JoinAfterInvalidate.Store(true)
+	default:
+		return fmt.Errorf("unknown fault %q", a.Fault)
 	}
 	db, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{a.DB}, DisableCache: true})
 	if err != nil {
@@ -463,7 +502,7 @@ func histWorker(ctx context.Context, ch *proctest.Child) error {
 		if ch.Index == 0 {
 			wg.Go(func() { s.writer(ctx) })
 		}
-		for r := 0; r < a.Readers; r++ {
+		for r := 0; r < s.readers(); r++ {
 			wg.Go(func() { s.reader(ctx, r) })
 		}
 	}

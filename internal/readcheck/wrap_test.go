@@ -65,8 +65,8 @@ type layer struct {
 	rec    *history.Recorder
 	proc   int
 	decode *codec.Codec
-	// plainL1: the L1 reads the store with Get and GetMany (no server
-	// reports), so those reads are recorded as the L1's.
+	// plainL1: the L1 reads the store with Get, GetMany and LeaseGet (no
+	// server reports), so the values they find are recorded as the L1's.
 	plainL1 bool
 }
 
@@ -160,7 +160,19 @@ func (l *layer) leaser() store.Leaser {
 func (l *layer) CanLease() bool { return l.leaser() != nil }
 
 func (l *layer) LeaseGet(ctx context.Context, keys []string, o store.LeaseOptions) ([]store.LeaseResult, error) {
-	return l.leaser().LeaseGet(l.enter(ctx, "LeaseGet"), keys, o)
+	start := history.Now()
+	rs, err := l.leaser().LeaseGet(l.enter(ctx, "LeaseGet"), keys, o)
+	if l.plainL1 && len(rs) == len(keys) { // the values found may fill the L1
+		var ks []string
+		var vs [][]byte
+		for i, r := range rs {
+			if r.Value != nil {
+				ks, vs = append(ks, keys[i]), append(vs, r.Value)
+			}
+		}
+		l.tracked(ks, vs, err, start)
+	}
+	return rs, err
 }
 
 func (l *layer) Fill(ctx context.Context, fills []store.Fill) error {
