@@ -114,8 +114,10 @@ func (c combo) ttl() time.Duration {
 
 // args are a worker's arguments.
 type args struct {
-	Addrs  []string // redis:// URL, or memcached host:ports
-	DB     string   // the source of truth: a standalone Redis host:port
+	// Addrs are the servers per backend: a redis:// URL, or memcached
+	// host:ports.
+	Addrs  map[string][]string
+	DB     string // the source of truth: a standalone Redis host:port
 	Run    string
 	Combos []combo
 	// Duration is how long the readers and the writer run.
@@ -162,9 +164,9 @@ func openBase(ctx context.Context, a args, c combo) (store.Store, error) {
 		if c.L1 == "tracking" {
 			o.Tracking = redisstore.Tracking{Enabled: true}
 		}
-		return redisstore.NewFromURL(ctx, a.Addrs[0], o)
+		return redisstore.NewFromURL(ctx, a.Addrs[c.Backend][0], o)
 	case "memcached":
-		return memcache.New(ctx, memcache.Options{Servers: a.Addrs, MaxIdleConns: 64})
+		return memcache.New(ctx, memcache.Options{Servers: a.Addrs[c.Backend], MaxIdleConns: 64})
 	case "memstore":
 		return memstore.New(memstore.Options{})
 	}
