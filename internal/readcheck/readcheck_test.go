@@ -54,6 +54,10 @@ func combos(backend string) []combo {
 					}
 				}
 			}
+			// An L1 over Redis without Tracking, bounded by MaxStaleness
+			// (its health and early-refresh variants are those of
+			// memcached's L1, which runs them all).
+			out = append(out, combo{Backend: backend, Leases: leases, L1: "staleness"})
 		}
 	case "memcached":
 		for _, leases := range []bool{true, false} {
