@@ -42,6 +42,7 @@ var harness = []string{
 	"internal/servers", "internal/servertest", "internal/proctest", "internal/faults",
 	"internal/leaserace", "internal/l1proc", "internal/browsertest", "internal/readme",
 	"internal/history", "internal/readcheck", "internal/layers", "store/storetest",
+	"internal/nodeinterop", // the Go side of the Node package's cross-language tests
 }
 
 // harnessUsers may import harness packages outside tests.
