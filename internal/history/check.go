@@ -74,8 +74,9 @@ type Result struct {
 	// returned a value whose load had ended before that Invalidate began
 	// (with Tracked, whether from the store or the L1).
 	AfterInvalidate, Stale int
-	// Partitions counts the reads and loads checked one by one.
-	Partitions int
+	// Partitions counts the reads and loads checked one by one; Broken
+	// those that break the property.
+	Partitions, Broken int
 	// Unknown reports that the checker timed out on some partition.
 	Unknown bool
 	// Failures holds, per key that broke the property, a readable
@@ -304,6 +305,7 @@ func (res *Result) checkKey(p Property, key string, ops []Op, explained, definit
 			first = part
 		}
 	}
+	res.Broken += len(failed)
 	if len(failed) == 0 {
 		return
 	}
