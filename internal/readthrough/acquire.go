@@ -57,6 +57,7 @@ func (p *Pipeline[V]) acquireLease(ctx context.Context, b *budget, s *slot[V], t
 			g.Forget(s.key)
 		}
 	}
+	asked := time.Now()
 	v, res, err := g.Do(ctx, s.key, p.cfg.LoadTimeout, func(lctx context.Context) (V, error) {
 		return p.leaseLoad(lctx, b, s.key, ttl, loader, s.r, s.class)
 	}, func() {
@@ -65,10 +66,35 @@ func (p *Pipeline[V]) acquireLease(ctx context.Context, b *budget, s *slot[V], t
 			p.release(ctx, s.r.Lease) // not reached unless the fault is on
 		}
 	})
-	if errors.Is(err, errVoided) && res == flight.Led { // started before the lease
+	var nf *unfilled
+	switch {
+	case res == flight.Led && errors.Is(err, errVoided): // started before the lease
 		return v, nil
+	case errors.As(err, &nf) && (res == flight.Led || !nf.began.Before(asked) || Faults.JoinAfterInvalidate.Load()):
+		return v, nf.err
+	case nf != nil:
+		// A load nothing checked (no lease, no fill) that began before
+		// this caller asked: an Invalidate may lie in between.
+		return v, errVoided
 	}
 	return v, err
+}
+
+// unfilled is the result of a load written nowhere (fail open, a store
+// failure, an entry to keep): no lease vouches for it, so only callers
+// that asked before the load began may share it.
+type unfilled struct {
+	began time.Time
+	err   error // the loader's
+}
+
+func (u *unfilled) Error() string { return "kura: internal: an unchecked load" }
+
+// loadUnfilled is loadNoFill inside a shared flight.
+func (p *Pipeline[V]) loadUnfilled(ctx context.Context, key string, loader Loader[V]) (V, error) {
+	began := time.Now()
+	v, err := p.loadNoFill(ctx, key, loader)
+	return v, &unfilled{began: began, err: err}
 }
 
 // leaseLoad is the body of a lease flight: load under the lease, or wait
@@ -89,12 +115,12 @@ func (p *Pipeline[V]) leaseLoad(ctx context.Context, b *budget, key string, ttl 
 			if r.Won {
 				p.release(ctx, r.Lease)
 			}
-			return p.loadNoFill(ctx, key, loader)
+			return p.loadUnfilled(ctx, key, loader)
 		case corrupt:
 			// Undecodable bytes under no lease: remove them so the next
 			// read takes a lease.
 			if err := p.leaser.Invalidate(ctx, []string{key}, 0); err != nil {
-				return p.loadNoFill(ctx, key, loader)
+				return p.loadUnfilled(ctx, key, loader)
 			}
 			delay = 0
 		case wait:
@@ -112,19 +138,25 @@ func (p *Pipeline[V]) leaseLoad(ctx context.Context, b *budget, key string, ttl 
 			left := p.cfg.LeaseWait - time.Since(start)
 			if left <= 0 || sleep(ctx, jittered(min(delay, left))) != nil {
 				p.st.LeaseFailOpen.Add(1)
-				return p.loadNoFill(ctx, key, loader)
+				return p.loadUnfilled(ctx, key, loader)
 			}
 			delay = max(min(2*delay, maxPoll), time.Millisecond)
 		case hit:
-			return p.loadNoFill(ctx, key, loader) // not reached
+			return p.loadUnfilled(ctx, key, loader) // not reached
 		}
+		// A poll is not this caller's own store work: waiting is bounded
+		// by LeaseWait, each poll by a StoreTimeout of its own.
 		var one [1]slot[V]
 		one[0].key = key
-		p.leaseRead(ctx, b, one[:], nil, false)
+		pb := p.newBudget()
+		p.leaseRead(ctx, &pb, one[:], nil, false)
+		if len(pb.keep) > 0 {
+			b.keepEntry(key, pb.keep[key])
+		}
 		s := &one[0]
 		if s.failed {
 			p.st.LeaseFailOpen.Add(1)
-			return p.loadNoFill(ctx, key, loader)
+			return p.loadUnfilled(ctx, key, loader)
 		}
 		if s.class == hit {
 			if s.refresh {
@@ -223,6 +255,112 @@ func (p *Pipeline[V]) loadOne(ctx context.Context, b *budget, key string, ttl ti
 	return v, err, refused
 }
 
+// fillItem is one write-back: under lease when there is one.
+type fillItem struct {
+	key   string
+	data  []byte
+	ttl   time.Duration // jittered already
+	lease *store.Lease
+}
+
+// fill writes items back in one call (op names it): conditional on their
+// leases when they have them, within the call's budget b. Failures are
+// absorbed: the caller already has its value. A write over an entry the
+// lookup marked to keep is skipped; so is a write with no budget left
+// (counted in BudgetSkips). filled reports that every lease was spent
+// (the store took the fill, or refused it); refused that the store
+// refused a fill because its lease was lost.
+func (p *Pipeline[V]) fill(ctx context.Context, b *budget, items []fillItem, op Op) (filled, refused bool) {
+	items = p.unkept(b, items)
+	if len(items) == 0 {
+		return true, false
+	}
+	if b.exhausted() {
+		p.st.BudgetSkips.Add(uint64(len(items)))
+		return false, false
+	}
+	sctx, st := b.bound(ctx, nil)
+	defer b.charge(st)
+	if items[0].lease == nil || Faults.FillIgnoresLease.Load() {
+		return p.write(sctx, items, op), false
+	}
+	fills := make([]store.Fill, len(items))
+	for i, it := range items {
+		fills[i] = store.Fill{Lease: *it.lease, Value: it.data, TTL: it.ttl}
+	}
+	start := time.Now()
+	err := p.leaser.Fill(sctx, fills)
+	p.st.Since(op, start)
+	if err == nil {
+		return true, false
+	}
+	var be *store.BatchError
+	if !errors.As(err, &be) {
+		p.st.StoreErrs.Add(uint64(len(fills)))
+		p.report(op, "", err)
+		return false, false
+	}
+	filled = true
+	for _, ke := range be.Errors {
+		if errors.Is(ke.Err, store.ErrNotStored) {
+			p.st.LeaseLost.Add(1)
+			refused = true
+			continue
+		}
+		filled = false
+		p.st.StoreErrs.Add(1)
+		p.report(op, ke.Key, ke.Err)
+	}
+	return filled, refused
+}
+
+// unkept drops the items whose entry the lookup marked to keep.
+func (p *Pipeline[V]) unkept(b *budget, items []fillItem) []fillItem {
+	if b == nil || len(b.keep) == 0 {
+		return items
+	}
+	out := items[:0:0]
+	for _, it := range items {
+		if !b.kept(it.key, p.st) {
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+// write is the plain write-back: one Set, or one batch. The L1 drops the
+// keys before and after, so this process never reads its old values.
+func (p *Pipeline[V]) write(ctx context.Context, items []fillItem, op Op) bool {
+	if len(items) == 1 && op == OpSet {
+		it := items[0]
+		p.DropL1(it.key)
+		defer p.DropL1(it.key)
+		start := time.Now()
+		err := p.store.Set(ctx, it.key, it.data, it.ttl)
+		p.st.Since(OpSet, start)
+		if err != nil {
+			p.st.StoreErrs.Add(1)
+			p.report(OpSet, it.key, err)
+		}
+		return err == nil
+	}
+	batch := make([]store.Item, len(items))
+	for i, it := range items {
+		batch[i] = store.Item{Key: it.key, Value: it.data, TTL: it.ttl}
+	}
+	err := p.SetMany(ctx, batch)
+	var be *store.BatchError
+	switch {
+	case errors.As(err, &be):
+		for _, ke := range be.Errors {
+			p.report(OpSetMany, ke.Key, ke.Err)
+		}
+	case err != nil:
+		p.report(OpSetMany, "", err)
+	}
+	return err == nil
+}
+
 // refreshFields are what XFetch needs to decide an early refresh on Redis.
 func (p *Pipeline[V]) refreshFields(start time.Time, ttl, cost time.Duration) codec.Fields {
 	if p.cfg.EarlyRefresh > 0 && ttl > 0 {
@@ -270,8 +408,8 @@ func (p *Pipeline[V]) releaseMany(ctx context.Context, leases []store.Lease) {
 		return
 	}
 	b := p.newBudget()
-	sctx, done := b.ctx(context.WithoutCancel(ctx))
-	defer done()
+	sctx, st := b.bound(context.WithoutCancel(ctx), nil)
+	defer b.charge(st)
 	if err := p.leaser.Release(sctx, leases); err != nil {
 		p.countBatchErr(err, len(leases))
 		op := OpDeleteMany

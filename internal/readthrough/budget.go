@@ -13,6 +13,7 @@ import (
 type budget struct {
 	left      time.Duration
 	unlimited bool
+	used      bool // a store call was bounded already
 	// keep holds keys whose entry must not be overwritten by this call's
 	// fill: entries from a newer writer (ErrNotUnderstood), and recent
 	// entries of another type (the value is true for those, counted in
@@ -46,21 +47,44 @@ func (b *budget) kept(key string, st *Counters) bool {
 // exhausted reports whether no time is left for another store call.
 func (b *budget) exhausted() bool { return !b.unlimited && b.left <= 0 }
 
-// ctx returns ctx bounded by what is left; done charges the time used. A
-// caller's deadline that comes first needs no timer of ours.
-func (b *budget) ctx(ctx context.Context) (context.Context, func()) {
-	if b.unlimited {
-		return ctx, noop
-	}
-	start := time.Now()
-	if dl, ok := ctx.Deadline(); ok && dl.Sub(start) <= b.left {
-		return ctx, func() { b.left -= time.Since(start) }
-	}
-	ctx, cancel := context.WithTimeout(ctx, b.left)
-	return ctx, func() {
-		cancel()
-		b.left -= time.Since(start)
-	}
+// stop is what charge needs of a bounded store call.
+type stop struct {
+	start  time.Time
+	cancel context.CancelFunc
 }
 
-func noop() {}
+// bound returns ctx bounded by what is left of the budget, for one store
+// call; pass the stop to charge when the call returns. It creates no
+// timer and no context when ctx's own deadline comes first, nor for the
+// first store call of a read whose ctx has no Done channel (a shared tick
+// of clk bounds it: see clock); other calls get a context.WithTimeout.
+func (b *budget) bound(ctx context.Context, clk *clock) (context.Context, stop) {
+	if b.unlimited {
+		return ctx, stop{}
+	}
+	s := stop{start: time.Now()}
+	first := !b.used
+	b.used = true
+	if dl, ok := ctx.Deadline(); ok && dl.Sub(s.start) <= b.left {
+		return ctx, s
+	}
+	if first && clk != nil && ctx.Done() == nil && b.left > 0 {
+		t := clk.at(s.start, b.left)
+		if ctx == context.Background() {
+			return &t.bg, s
+		}
+		return &tickCtx{Context: ctx, t: t}, s
+	}
+	ctx, s.cancel = context.WithTimeout(ctx, b.left)
+	return ctx, s
+}
+
+// charge ends a bounded store call and takes its time from the budget.
+func (b *budget) charge(s stop) {
+	if s.cancel != nil {
+		s.cancel()
+	}
+	if !b.unlimited {
+		b.left -= time.Since(s.start)
+	}
+}

@@ -74,6 +74,8 @@ type Pipeline[V any] struct {
 	hub waitHub
 	// refreshing holds the keys a FetchMany early refresh reloads.
 	refreshing refreshSet
+	// clock bounds the first store call of reads (see budget.bound).
+	clock clock
 }
 
 // New returns the pipeline over s.
@@ -261,8 +263,8 @@ func (p *Pipeline[V]) read(ctx context.Context, b *budget, slots []slot[V]) {
 		}
 		return
 	}
-	sctx, done := b.ctx(ctx)
-	defer done()
+	sctx, st := b.bound(ctx, &p.clock)
+	defer b.charge(st)
 	if len(slots) == 1 {
 		s := &slots[0]
 		tok, track := p.beginL1(s.key)
@@ -339,6 +341,132 @@ func (p *Pipeline[V]) classify(b *budget, s *slot[V], data []byte, err error, op
 		p.report(op, s.key, derr)
 	default:
 		p.report(op, s.key, derr)
+	}
+}
+
+// leaseRead is the lookup of a store with leases: one LeaseGet for the
+// keys of slots at idx (all of them when idx is nil), which reads them and
+// takes a lease on every key that holds nothing, then classify.
+func (p *Pipeline[V]) leaseRead(ctx context.Context, b *budget, slots []slot[V], idx []int, early bool) {
+	n := len(slots)
+	if idx != nil {
+		n = len(idx)
+	}
+	at := func(j int) *slot[V] {
+		if idx != nil {
+			return &slots[idx[j]]
+		}
+		return &slots[j]
+	}
+	op := OpGetMany
+	if n == 1 {
+		op = OpGet
+	}
+	fail := func(j int, err error) {
+		s := at(j)
+		s.failed, s.class = true, noFill
+		p.st.StoreErrs.Add(1)
+		p.st.Misses.Add(1)
+		p.report(op, s.key, err)
+	}
+	if b.exhausted() {
+		p.st.BudgetSkips.Add(uint64(n))
+		for j := range n {
+			s := at(j)
+			s.failed, s.class = true, noFill
+			p.st.Misses.Add(1)
+		}
+		return
+	}
+	keys := make([]string, n)
+	for j := range n {
+		keys[j] = at(j).key
+	}
+	opts := store.LeaseOptions{TTL: p.cfg.LeaseTTL, Placeholder: LeaseEntry()}
+	if early {
+		opts.Recache = p.cfg.EarlyRefresh
+	}
+	sctx, st := b.bound(ctx, &p.clock)
+	start := time.Now()
+	res, err := p.leaser.LeaseGet(sctx, keys, opts)
+	p.st.Since(op, start)
+	b.charge(st)
+	if err == nil && len(res) != n {
+		err = fmt.Errorf("kura: store returned %d lease results for %d keys", len(res), n)
+	}
+	var failed map[string]error
+	if err != nil {
+		var be *store.BatchError
+		if !errors.As(err, &be) || len(res) != n {
+			if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+				p.st.BudgetSkips.Add(uint64(n)) // the read spent the budget
+			}
+			for j := range n {
+				fail(j, err)
+			}
+			return
+		}
+		failed = be.Failed()
+	}
+	for j := range n {
+		if ferr, ok := failed[keys[j]]; ok {
+			fail(j, ferr)
+			continue
+		}
+		p.classifyLease(b, at(j), res[j], early)
+	}
+}
+
+// classifyLease is classify for a lease read, decoding the value when
+// there is one to serve.
+func (p *Pipeline[V]) classifyLease(b *budget, s *slot[V], r store.LeaseResult, early bool) {
+	s.r = r
+	placeholder := r.Value != nil && IsPlaceholder(r.Value)
+	if r.Value != nil && !placeholder && (!r.Stale || p.cfg.StaleWhileRevalidate > 0) {
+		e, err := p.found(s.key, r.Value)
+		switch {
+		case err == nil:
+			if r.Stale {
+				p.st.StaleServed.Add(1)
+			}
+			s.e, s.class = e, hit
+			// Early refresh (memcached's R flag) or a stale value under
+			// stale-while-revalidate: serve it, reload behind. A store
+			// without the R flag (Redis) hands out the value's own bytes
+			// as its version: refresh (XFetch) on condition that the
+			// value did not change meanwhile.
+			s.refresh = r.Won || (early && p.cfg.EarlyRefresh > 0 && r.Lease.Token != nil &&
+				xfetch(e.fields, time.Now(), p.cfg.EarlyRefresh))
+			return
+		case errors.Is(err, codec.ErrNotUnderstood):
+			// A newer writer's entry: never overwrite it.
+			p.report(OpGet, s.key, err)
+			b.keepEntry(s.key, false)
+			s.class = noFill
+			return
+		case e.keep:
+			// A recent value of another type (a rolling deploy).
+			p.st.SchemaKept.Add(1)
+			p.report(OpGet, s.key, err)
+			s.class = noFill
+			return
+		default:
+			p.report(OpGet, s.key, err)
+			s.class = corrupt
+			if r.Won {
+				s.class = won
+			}
+			return
+		}
+	}
+	p.st.Misses.Add(1)
+	switch {
+	case placeholder, r.Held:
+		s.class = wait
+	case r.Won:
+		s.class = won
+	default:
+		s.class = noFill
 	}
 }
 
