@@ -52,8 +52,8 @@ func (c *calls) bypass(method, why string) {
 // that reached bottom without them went around a wrapper. Both implement
 // every capability the Cache looks for, finding it on what they wrap the
 // way a transparent wrapper does, so that neither is ever gone around
-// itself; with the health wrapper in between, whatever the Cache finds
-// around health shows at bottom.
+// itself; with the health wrapper in between, a call that goes around
+// health shows at bottom.
 type layer struct {
 	inner  store.Store
 	top    bool
@@ -77,6 +77,8 @@ var (
 	_ store.Leaser       = (*layer)(nil)
 	_ store.LeaseCapable = (*layer)(nil)
 	_ store.Tracker      = (*layer)(nil)
+	_ store.NodeLocator  = (*layer)(nil)
+	_ store.NodeProber   = (*layer)(nil)
 )
 
 const healthPkg = "github.com/kuracache/kura/store/health."
@@ -115,6 +117,29 @@ func onStack(pkg string) bool {
 }
 
 func (l *layer) Unwrap() store.Store { return l.inner }
+
+// NodeOf, Nodes and ProbeNode let the health wrapper above see the nodes
+// (store.Find does not look through a wrapper for an interface).
+func (l *layer) NodeOf(key string) string {
+	if n, ok := store.Find[store.NodeLocator](l.inner); ok {
+		return n.NodeOf(key)
+	}
+	return ""
+}
+
+func (l *layer) Nodes() []string {
+	if p, ok := store.Find[store.NodeProber](l.inner); ok {
+		return p.Nodes()
+	}
+	return nil
+}
+
+func (l *layer) ProbeNode(ctx context.Context, addr string) error {
+	if p, ok := store.Find[store.NodeProber](l.inner); ok {
+		return p.ProbeNode(ctx, addr)
+	}
+	return errors.New("readcheck: the wrapped store has no nodes")
+}
 
 func (l *layer) Get(ctx context.Context, key string) ([]byte, error) {
 	start := history.Now()
