@@ -295,7 +295,7 @@ func (l *layer) Subscribe(fn func(keys []string)) func() {
 
 // unleasedFill is the injected fault "a fill that ignores the lease": its
 // Fill writes every value unconditionally, so a load that an Invalidate
-// overtook is cached all the same. It writes 40 ms late, as a slow
+// overtook is cached all the same. It writes 60 ms late, as a slow
 // network would, so that most fills land after an Invalidate.
 type unleasedFill struct {
 	store.Store
@@ -313,7 +313,7 @@ func (u unleasedFill) LeaseGet(ctx context.Context, keys []string, o store.Lease
 }
 
 func (u unleasedFill) Fill(ctx context.Context, fills []store.Fill) error {
-	time.Sleep(40 * time.Millisecond)
+	time.Sleep(60 * time.Millisecond)
 	items := make([]store.Item, len(fills))
 	for i, f := range fills {
 		items[i] = store.Item{Key: f.Lease.Key, Value: f.Value, TTL: f.TTL}
