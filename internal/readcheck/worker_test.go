@@ -154,7 +154,6 @@ type report struct {
 	Sample   []string
 	Errors   int64
 	ErrShown string
-	Stats    kura.Stats
 }
 
 func openBase(ctx context.Context, a args, c combo) (store.Store, error) {
@@ -330,6 +329,12 @@ func (s *subject) loadMany(ctx context.Context, keys []string, client int) (map[
 	return out, nil
 }
 
+func (s *subject) errShown() string {
+	s.errMu.Lock()
+	defer s.errMu.Unlock()
+	return s.errShow
+}
+
 func (s *subject) fail(err error) {
 	s.errs.Add(1)
 	s.errMu.Lock()
@@ -458,7 +463,7 @@ func (s *subject) report() report {
 	s.bottom.mu.Lock()
 	defer s.bottom.mu.Unlock()
 	return report{Combo: s.c.Name(), Ops: s.rec.Ops(), Calls: s.bottom.n, Bypassed: s.bottom.bypassed,
-		Sample: s.bottom.sample, Errors: s.errs.Load(), ErrShown: s.errShow, Stats: s.cache.Stats()}
+		Sample: s.bottom.sample, Errors: s.errs.Load(), ErrShown: s.errShown()}
 }
 
 // histWorker runs every combination of its arguments at once: child 0
