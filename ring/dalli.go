@@ -100,11 +100,16 @@ func (r *Dalli) Nodes() []Node { return cloneNodes(r.nodes) }
 // Mode implements Ring.
 func (r *Dalli) Mode() Mode { return ModeDalli }
 
-// crc32String is Zlib.crc32 of the key's bytes without allocating.
+// crc32String is Zlib.crc32 (IEEE) of the key's bytes, byte by byte
+// from the table: crc32.ChecksumIEEE would make a short key escape to the
+// heap on every lookup.
 func crc32String(key string) uint32 {
-	var buf [256]byte
-	if len(key) <= len(buf) {
-		return crc32.ChecksumIEEE(append(buf[:0], key...))
+	if len(key) > 256 {
+		return crc32.ChecksumIEEE([]byte(key))
 	}
-	return crc32.ChecksumIEEE([]byte(key))
+	crc := ^uint32(0)
+	for i := 0; i < len(key); i++ {
+		crc = crc32.IEEETable[byte(crc)^key[i]] ^ crc>>8
+	}
+	return ^crc
 }

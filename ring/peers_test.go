@@ -121,6 +121,32 @@ func compare(t *testing.T, label string, r Ring, keys []string, peer []int) {
 	}
 }
 
+// peerRemap logs the share of keys the peer itself moved when one server
+// joined n (configs i and i+1 of owners hold n and n+1 servers, the first
+// n the same), next to the ideal 1/(n+1). BENCHMARKS.md quotes it.
+// Only the "user:N:item" keys count: the tagged ones move in clumps.
+func peerRemap(t *testing.T, label string, keys []string, owners [][]int) {
+	t.Helper()
+	line := ""
+	for _, n := range []int{1, 2, 3, 5, 8, 12, 23} {
+		if n >= len(owners) {
+			break
+		}
+		moved, total := 0, 0
+		for k := range owners[n-1] {
+			if !strings.HasPrefix(keys[k], "user:") {
+				continue
+			}
+			total++
+			if owners[n-1][k] != owners[n][k] {
+				moved++
+			}
+		}
+		line += fmt.Sprintf(" %d->%d %.3f/%.3f", n, n+1, float64(moved)/float64(total), 1/float64(n+1))
+	}
+	t.Logf("peer remap, %s (moved/ideal):%s", label, line)
+}
+
 // need finds a tool a peer check runs; missing it fails under CI and
 // make test, and skips elsewhere.
 func need(t *testing.T, name string) string {
@@ -175,6 +201,7 @@ func runOwners(t *testing.T, cmd *exec.Cmd, configs []string) [][]int {
 // and no command is sent.
 func TestAgreesWithGoRedisRing(t *testing.T) {
 	keys := testKeys(keyCount(), true)
+	var owners [][]int
 	for n := 1; n <= maxServers; n++ {
 		addrs := map[string]string{}
 		nodes := make([]Node, n)
@@ -203,7 +230,9 @@ func TestAgreesWithGoRedisRing(t *testing.T) {
 			t.Fatal(err)
 		}
 		compare(t, fmt.Sprintf("go-redis Ring, %d shards", n), r, keys, peer)
+		owners = append(owners, peer)
 	}
+	peerRemap(t, "go-redis Ring", keys, owners)
 }
 
 // TestAgreesWithLibmemcached builds a small C program on libmemcached
@@ -248,6 +277,7 @@ func TestAgreesWithLibmemcached(t *testing.T) {
 	for i := range configs {
 		compare(t, labels[i], rings[i], keys, got[i])
 	}
+	peerRemap(t, "libmemcached ketama", keys, got[:maxServers])
 }
 
 // fleet is the loopback memcached servers the dalli and twemproxy checks
@@ -337,6 +367,8 @@ func TestAgreesWithRuby(t *testing.T) {
 	for i := range configs {
 		compare(t, labels[i], rings[i], keys, got[i])
 	}
+	peerRemap(t, "dalli", keys, got[:maxServers])
+	peerRemap(t, "redis-rb Redis::Distributed", keys, got[2*maxServers:])
 }
 
 // TestAgreesWithTwemproxy runs Debian's nutcracker on loopback in front of
