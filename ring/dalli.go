@@ -113,3 +113,25 @@ func crc32String(key string) uint32 {
 	}
 	return ^crc
 }
+
+// FailoverOwner is where dalli (failover: true, its default) puts key
+// while some servers are down: up reports whether the server at an index
+// is alive. dalli tries the key's own server, then rehashes "0key",
+// "1key", ... up to 20 tries; ok is false when all 20 land on dead
+// servers (dalli raises "No server available").
+func (r *Dalli) FailoverOwner(key string, up func(int) bool) (owner int, ok bool) {
+	if r.c.points == nil {
+		return 0, up(0)
+	}
+	if len(key) > 250 {
+		key = dalliKey(key)
+	}
+	h := crc32String(key)
+	for try := 0; try < 20; try++ {
+		if o := r.c.floor(h); up(o) {
+			return o, true
+		}
+		h = crc32String(strconv.Itoa(try) + key)
+	}
+	return 0, false
+}

@@ -235,6 +235,61 @@ func TestAgreesWithGoRedisRing(t *testing.T) {
 	peerRemap(t, "go-redis Ring", keys, owners)
 }
 
+// TestGoRedisRingDropsDownShard checks what go-redis's Ring does while a
+// shard is down: its heartbeat drops the shard and the keys move to the
+// rendezvous ring of the live shards (NewRendezvous without it). The down
+// shard is a loopback port nothing listens on.
+func TestGoRedisRingDropsDownShard(t *testing.T) {
+	keys := testKeys(keyCount(), true)
+	dead, err := servers.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addrs := map[string]string{}
+	var all, alive []Node
+	for i := 0; i < 5; i++ {
+		name := fmt.Sprintf("shard-%d", i)
+		rd := servertest.Redis(t, servers.RedisConfig{})
+		addr := rd.Addr
+		if i == 3 {
+			addr = fmt.Sprintf("127.0.0.1:%d", dead)
+		} else {
+			alive = append(alive, Node{ID: name})
+		}
+		addrs[name] = addr
+		all = append(all, Node{ID: name})
+	}
+	rg := redis.NewRing(&redis.RingOptions{Addrs: addrs, HeartbeatFrequency: 20 * time.Millisecond})
+	defer rg.Close()
+	healthy, _ := NewRendezvous(all)
+	without, _ := NewRendezvous(alive)
+	deadline := time.Now().Add(30 * time.Second)
+	for rg.Len() != 4 {
+		if time.Now().After(deadline) {
+			t.Fatalf("go-redis Ring still counts %d live shards", rg.Len())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	moved := 0
+	for _, k := range keys {
+		c, err := rg.GetShardClientForKey(k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := addrs[alive[without.Owner(k)].ID]
+		if got := c.Options().Addr; got != want {
+			t.Fatalf("go-redis Ring with shard-3 down put %q on %s, want %s", k, got, want)
+		}
+		if healthy.Owner(k) == 3 {
+			moved++
+		}
+	}
+	if moved == 0 {
+		t.Fatal("no key belonged to the down shard")
+	}
+	t.Logf("go-redis Ring with 1 of 5 shards down: %d of %d keys moved to live shards, each where the ring of the live shards says", moved, len(keys))
+}
+
 // TestAgreesWithLibmemcached builds a small C program on libmemcached
 // (Debian's libmemcached-dev) that asks memcached_generate_hash in
 // weighted ketama mode, and compares.
@@ -363,10 +418,48 @@ func TestAgreesWithRuby(t *testing.T) {
 		configs, rings = append(configs, strings.Join(line, " ")), append(rings, r)
 		labels = append(labels, fmt.Sprintf("redis-rb Redis::Distributed, %d nodes", n))
 	}
+	// While a server is down, dalli rehashes its keys onto the others:
+	// server 2 of 6 is a loopback port nothing listens on.
+	deadPort, err := servers.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	downNodes := make([]Node, 6)
+	downLine := []string{"dalli"}
+	for i := range downNodes {
+		addr := addrs[i]
+		if i == 2 {
+			addr = fmt.Sprintf("127.0.0.1:%d", deadPort)
+		}
+		host, port, _ := net.SplitHostPort(addr)
+		p, _ := strconv.Atoi(port)
+		downNodes[i] = Node{ID: DalliID(host, p)}
+		downLine = append(downLine, addr+":1")
+	}
+	downRing, err := NewDalli(downNodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	configs = append(configs, strings.Join(downLine, " "))
 	got := runOwners(t, exec.Command(rb, "testdata/ruby_owner.rb", writeKeys(t, keys)), configs)
-	for i := range configs {
+	for i := range rings {
 		compare(t, labels[i], rings[i], keys, got[i])
 	}
+	failover := got[len(got)-1]
+	moved := 0
+	for i, k := range keys {
+		want, ok := downRing.FailoverOwner(k, func(o int) bool { return o != 2 })
+		if !ok || failover[i] != want {
+			t.Fatalf("dalli with server 2 down put %q on %d, FailoverOwner says %d (%v)", k, failover[i], want, ok)
+		}
+		if downRing.Owner(k) == 2 {
+			moved++
+		}
+	}
+	if moved == 0 {
+		t.Fatal("no key belonged to the dead server: the failover check compared nothing")
+	}
+	t.Logf("dalli with 1 of 6 servers down: %d of %d keys rehashed onto live servers, each where FailoverOwner says", moved, len(keys))
 	peerRemap(t, "dalli", keys, got[:maxServers])
 	peerRemap(t, "redis-rb Redis::Distributed", keys, got[2*maxServers:])
 }
