@@ -87,9 +87,15 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 		return nil, err
 	}
 	s := &Store{ring: r, addrs: append([]string(nil), opts.Servers...), byAddr: map[string]int{}}
+	firstHost, _, _ := net.SplitHostPort(opts.Servers[0])
 	for i, a := range opts.Servers {
 		o := opts.Redis
 		o.Addrs = []string{a}
+		if o.TLS != nil && (o.TLS.ServerName == "" || o.TLS.ServerName == firstHost) {
+			// each shard's certificate names its own host
+			o.TLS = o.TLS.Clone()
+			o.TLS.ServerName, _, _ = net.SplitHostPort(a)
+		}
 		sh, err := redisstore.New(ctx, o)
 		if err != nil {
 			_ = s.Close()
