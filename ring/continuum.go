@@ -46,11 +46,10 @@ func (c *continuum) ceil(h uint32) int {
 // floor returns the owner of the last point at or before h, wrapping to the
 // last point (dalli, redis-rb). Among equal points it takes the last one.
 func (c *continuum) floor(h uint32) int {
-	i, found := slices.BinarySearch(c.points, h+1)
-	if h == ^uint32(0) {
-		i, found = len(c.points), false
+	i := len(c.points) // every point is <= the largest hash
+	if h != ^uint32(0) {
+		i, _ = slices.BinarySearch(c.points, h+1)
 	}
-	_ = found
 	if i == 0 {
 		i = len(c.points)
 	}
