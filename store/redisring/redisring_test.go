@@ -4,13 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
 	"github.com/kuracache/kura/internal/servers"
+	"github.com/kuracache/kura/kuraprom"
 	"github.com/kuracache/kura/internal/servertest"
 	"github.com/kuracache/kura/ring"
 	"github.com/kuracache/kura/store"
@@ -189,6 +192,47 @@ func TestDownShardFailsOnlyItsKeys(t *testing.T) {
 			if !onDown && string(vals[i]) != k {
 				t.Fatalf("round %d: %s on a live shard read %q", round, k, vals[i])
 			}
+		}
+	}
+	checkShardStats(t, hs, addrs, addrs[1])
+}
+
+// checkShardStats: the breaker's Stats and kura's Prometheus collector
+// have one entry per shard, by address, and only the down shard is
+// counted failing.
+func checkShardStats(t *testing.T, hs *health.Store, addrs []string, down string) {
+	t.Helper()
+	st := hs.Stats()
+	if len(st.Nodes) != len(addrs) {
+		t.Fatalf("health.Stats has %d nodes, want one per shard (%d)", len(st.Nodes), len(addrs))
+	}
+	for _, n := range st.Nodes {
+		if !slices.Contains(addrs, n.Addr) {
+			t.Fatalf("health.Stats names %s, not a shard", n.Addr)
+		}
+		if failing := n.RequestFailures > 0 || n.State != health.Up; failing != (n.Addr == down) {
+			t.Errorf("shard %s: state %v, %d request failures (down shard: %s)", n.Addr, n.State, n.RequestFailures, down)
+		}
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(kuraprom.NewHealthCollector("sessions", hs))
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "node" {
+					seen[l.GetValue()] = true
+				}
+			}
+		}
+	}
+	for _, a := range addrs {
+		if !seen[a] {
+			t.Errorf("no kura_node_* series labelled node=%q", a)
 		}
 	}
 }
