@@ -13,8 +13,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/kuracache/kura/internal/servers"
-	"github.com/kuracache/kura/kuraprom"
 	"github.com/kuracache/kura/internal/servertest"
+	"github.com/kuracache/kura/kuraprom"
 	"github.com/kuracache/kura/ring"
 	"github.com/kuracache/kura/store"
 	"github.com/kuracache/kura/store/health"
