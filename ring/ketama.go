@@ -36,22 +36,35 @@ func LibmemcachedID(host string, port int) string {
 
 // NewKetama builds the libmemcached weighted ketama ring.
 func NewKetama(nodes []Node) (*Ketama, error) {
-	ws, total, err := check(nodes, true)
+	c, err := ketamaContinuum(nodes, func(d float64) int {
+		// libmemcached: floor(pct * 160 / 4 * (float)n + 1e-10), the
+		// sum in double.
+		return int(math.Floor(d))
+	})
 	if err != nil {
 		return nil, err
 	}
+	return &Ketama{nodes: cloneNodes(nodes), c: c}, nil
+}
+
+// ketamaContinuum lays out libketama's points: for each node, pct (a C
+// float) = weight/total, and digests(float64(pct*160/4*float(n)) + 1e-10)
+// MD5 digests of "ID-k". libmemcached and twemproxy floor that sum
+// differently.
+func ketamaContinuum(nodes []Node, digests func(float64) int) (continuum, error) {
+	ws, total, err := check(nodes, true)
+	if err != nil {
+		return continuum{}, err
+	}
 	var pts []point
 	for i, n := range nodes {
-		// libmemcached: floor((float)(pct * 160 / 4 * (float)n + 1e-10)),
-		// pct a float; the sum is done in double.
 		pct := float32(ws[i]) / float32(total)
-		digests := int(math.Floor(float64(pct*160/4*float32(len(nodes))) + 0.0000000001))
-		pts = appendKetamaPoints(pts, n.ID, digests, int32(i))
+		pts = appendKetamaPoints(pts, n.ID, digests(float64(pct*160/4*float32(len(nodes)))+0.0000000001), int32(i))
 	}
 	if len(pts) == 0 {
-		return nil, ErrNoNodes
+		return continuum{}, ErrNoNodes
 	}
-	return &Ketama{nodes: cloneNodes(nodes), c: build(pts)}, nil
+	return build(pts), nil
 }
 
 // appendKetamaPoints adds the 4·digests points of the node id.
@@ -129,21 +142,15 @@ func NewTwemproxy(nodes []Node, h TwemproxyHash, hashTag string) (*Twemproxy, er
 	if hashTag != "" && len(hashTag) != 2 {
 		return nil, errHashTag(hashTag)
 	}
-	ws, total, err := check(nodes, true)
+	c, err := ketamaContinuum(nodes, func(d float64) int {
+		// nc_ketama.c: floorf(pct * 160 / 4 * (float)n + 1e-10): the
+		// double sum goes back to float before the floor.
+		return int(math.Floor(float64(float32(d))))
+	})
 	if err != nil {
 		return nil, err
 	}
-	var pts []point
-	for i, n := range nodes {
-		// nc_ketama.c: floorf((float)(pct * 160 / 4 * (float)n + 1e-10)).
-		pct := float32(ws[i]) / float32(total)
-		f := float32(float64(pct*160/4*float32(len(nodes))) + 0.0000000001)
-		pts = appendKetamaPoints(pts, n.ID, int(math.Floor(float64(f))), int32(i))
-	}
-	if len(pts) == 0 {
-		return nil, ErrNoNodes
-	}
-	r := &Twemproxy{nodes: cloneNodes(nodes), hash: h, c: build(pts)}
+	r := &Twemproxy{nodes: cloneNodes(nodes), hash: h, c: c}
 	if hashTag != "" {
 		r.tag = [2]byte{hashTag[0], hashTag[1]}
 	}

@@ -33,7 +33,7 @@ func keyCount() int {
 	if os.Getenv("KURA_SOAK") != "" {
 		return 100000
 	}
-	return 3000
+	return 2000
 }
 
 // testKeys mixes plain keys, hash tags of every shape the peers treat

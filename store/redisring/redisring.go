@@ -312,69 +312,36 @@ func (s *Store) fanout(op string, g [][]int, keyAt func(int) string, fn func(sha
 	return be.Err()
 }
 
-func pick(keys []string, idx []int) []string {
-	out := make([]string, len(idx))
+func pick[T any](xs []T, idx []int) []T {
+	out := make([]T, len(idx))
 	for j, i := range idx {
-		out[j] = keys[i]
+		out[j] = xs[i]
 	}
 	return out
 }
 
-// GetMany implements store.BatchGetter: one MGET pipeline per shard, all
+// write sends each shard its part of xs (placed by key) with fn, all
 // shards at once.
-func (s *Store) GetMany(ctx context.Context, keys []string) ([][]byte, error) {
+func write[T any](s *Store, op string, xs []T, key func(T) string, fn func(sh *redisstore.Store, part []T) error) error {
 	if len(s.shards) == 1 {
-		return s.shards[0].GetMany(ctx, keys)
+		return fn(s.shards[0], xs)
 	}
-	out := make([][]byte, len(keys))
-	g := s.groups(len(keys), func(i int) string { return keys[i] })
-	err := s.fanout("get", g, func(i int) string { return keys[i] }, func(sh int, idx []int) error {
-		vals, err := s.shards[sh].GetMany(ctx, pick(keys, idx))
-		for j, i := range idx {
-			if j < len(vals) {
-				out[i] = vals[j]
-			}
-		}
-		return err
-	})
-	return out, err
-}
-
-// SetMany implements store.BatchSetter.
-func (s *Store) SetMany(ctx context.Context, items []store.Item) error {
-	if len(s.shards) == 1 {
-		return s.shards[0].SetMany(ctx, items)
-	}
-	key := func(i int) string { return items[i].Key }
-	return s.fanout("set", s.groups(len(items), key), key, func(sh int, idx []int) error {
-		part := make([]store.Item, len(idx))
-		for j, i := range idx {
-			part[j] = items[i]
-		}
-		return s.shards[sh].SetMany(ctx, part)
+	k := func(i int) string { return key(xs[i]) }
+	return s.fanout(op, s.groups(len(xs), k), k, func(sh int, idx []int) error {
+		return fn(s.shards[sh], pick(xs, idx))
 	})
 }
 
-// DeleteMany implements store.BatchDeleter.
-func (s *Store) DeleteMany(ctx context.Context, keys []string) error {
+// read is write for the calls that answer one result per key, aligned
+// with keys.
+func read[R any](s *Store, op string, keys []string, fn func(sh *redisstore.Store, part []string) ([]R, error)) ([]R, error) {
 	if len(s.shards) == 1 {
-		return s.shards[0].DeleteMany(ctx, keys)
+		return fn(s.shards[0], keys)
 	}
-	key := func(i int) string { return keys[i] }
-	return s.fanout("delete", s.groups(len(keys), key), key, func(sh int, idx []int) error {
-		return s.shards[sh].DeleteMany(ctx, pick(keys, idx))
-	})
-}
-
-// LeaseGet implements store.Leaser, per shard.
-func (s *Store) LeaseGet(ctx context.Context, keys []string, opts store.LeaseOptions) ([]store.LeaseResult, error) {
-	if len(s.shards) == 1 {
-		return s.shards[0].LeaseGet(ctx, keys, opts)
-	}
-	out := make([]store.LeaseResult, len(keys))
-	key := func(i int) string { return keys[i] }
-	err := s.fanout("lease", s.groups(len(keys), key), key, func(sh int, idx []int) error {
-		res, err := s.shards[sh].LeaseGet(ctx, pick(keys, idx), opts)
+	out := make([]R, len(keys))
+	k := func(i int) string { return keys[i] }
+	err := s.fanout(op, s.groups(len(keys), k), k, func(sh int, idx []int) error {
+		res, err := fn(s.shards[sh], pick(keys, idx))
 		for j, i := range idx {
 			if j < len(res) {
 				out[i] = res[j]
@@ -385,43 +352,57 @@ func (s *Store) LeaseGet(ctx context.Context, keys []string, opts store.LeaseOpt
 	return out, err
 }
 
+func self(k string) string          { return k }
+func itemKey(it store.Item) string  { return it.Key }
+func fillKey(f store.Fill) string   { return f.Lease.Key }
+func leaseKey(l store.Lease) string { return l.Key }
+
+// GetMany implements store.BatchGetter: one MGET pipeline per shard, all
+// shards at once.
+func (s *Store) GetMany(ctx context.Context, keys []string) ([][]byte, error) {
+	return read(s, "get", keys, func(sh *redisstore.Store, part []string) ([][]byte, error) {
+		return sh.GetMany(ctx, part)
+	})
+}
+
+// SetMany implements store.BatchSetter.
+func (s *Store) SetMany(ctx context.Context, items []store.Item) error {
+	return write(s, "set", items, itemKey, func(sh *redisstore.Store, part []store.Item) error {
+		return sh.SetMany(ctx, part)
+	})
+}
+
+// DeleteMany implements store.BatchDeleter.
+func (s *Store) DeleteMany(ctx context.Context, keys []string) error {
+	return write(s, "delete", keys, self, func(sh *redisstore.Store, part []string) error {
+		return sh.DeleteMany(ctx, part)
+	})
+}
+
+// LeaseGet implements store.Leaser, per shard.
+func (s *Store) LeaseGet(ctx context.Context, keys []string, opts store.LeaseOptions) ([]store.LeaseResult, error) {
+	return read(s, "lease", keys, func(sh *redisstore.Store, part []string) ([]store.LeaseResult, error) {
+		return sh.LeaseGet(ctx, part, opts)
+	})
+}
+
 // Fill implements store.Leaser.
 func (s *Store) Fill(ctx context.Context, fills []store.Fill) error {
-	if len(s.shards) == 1 {
-		return s.shards[0].Fill(ctx, fills)
-	}
-	key := func(i int) string { return fills[i].Lease.Key }
-	return s.fanout("fill", s.groups(len(fills), key), key, func(sh int, idx []int) error {
-		part := make([]store.Fill, len(idx))
-		for j, i := range idx {
-			part[j] = fills[i]
-		}
-		return s.shards[sh].Fill(ctx, part)
+	return write(s, "fill", fills, fillKey, func(sh *redisstore.Store, part []store.Fill) error {
+		return sh.Fill(ctx, part)
 	})
 }
 
 // Release implements store.Leaser.
 func (s *Store) Release(ctx context.Context, leases []store.Lease) error {
-	if len(s.shards) == 1 {
-		return s.shards[0].Release(ctx, leases)
-	}
-	key := func(i int) string { return leases[i].Key }
-	return s.fanout("release", s.groups(len(leases), key), key, func(sh int, idx []int) error {
-		part := make([]store.Lease, len(idx))
-		for j, i := range idx {
-			part[j] = leases[i]
-		}
-		return s.shards[sh].Release(ctx, part)
+	return write(s, "release", leases, leaseKey, func(sh *redisstore.Store, part []store.Lease) error {
+		return sh.Release(ctx, part)
 	})
 }
 
 // Invalidate implements store.Leaser: each key on the shard that owns it.
 func (s *Store) Invalidate(ctx context.Context, keys []string, stale time.Duration) error {
-	if len(s.shards) == 1 {
-		return s.shards[0].Invalidate(ctx, keys, stale)
-	}
-	key := func(i int) string { return keys[i] }
-	return s.fanout("invalidate", s.groups(len(keys), key), key, func(sh int, idx []int) error {
-		return s.shards[sh].Invalidate(ctx, pick(keys, idx), stale)
+	return write(s, "invalidate", keys, self, func(sh *redisstore.Store, part []string) error {
+		return sh.Invalidate(ctx, part, stale)
 	})
 }
