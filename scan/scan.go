@@ -25,6 +25,7 @@ import (
 	"github.com/kuracache/kura/internal/redact"
 	"github.com/kuracache/kura/store"
 	"github.com/kuracache/kura/store/memcache"
+	"github.com/kuracache/kura/store/redisring"
 	"github.com/kuracache/kura/store/redisstore"
 )
 
@@ -45,7 +46,7 @@ const (
 
 // ErrUnsupportedStore is matched by Run's error for a store it cannot walk
 // (only Redis, Redis Cluster and memcached can be scanned).
-var ErrUnsupportedStore = errors.New("kura: scan needs a Redis, Redis Cluster or memcached store")
+var ErrUnsupportedStore = errors.New("kura: scan needs a Redis, Redis Cluster, sharded Redis (redis+ring://) or memcached store")
 
 // Options configures Run. The zero value works.
 type Options struct {
@@ -278,7 +279,15 @@ func Run(ctx context.Context, st store.Store, opts Options) (*Report, error) {
 		walkers []walker
 		kind    string
 	)
-	if rs, ok := store.Find[*redisstore.Store](st); ok {
+	if rr, ok := store.Find[*redisring.Store](st); ok {
+		// Standalone servers sharded on the client: every shard's keys.
+		kind = "redis-ring"
+		for i := 0; i < rr.Shards() && err == nil; i++ {
+			var ws []walker
+			ws, err = redisWalkers(ctx, rr.Shard(i), opts)
+			walkers = append(walkers, ws...)
+		}
+	} else if rs, ok := store.Find[*redisstore.Store](st); ok {
 		kind = "redis"
 		if rs.IsCluster() {
 			kind = "redis-cluster"

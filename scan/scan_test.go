@@ -150,6 +150,8 @@ func targets(t *testing.T) []target {
 		{"redis", r.URL(), true},
 		{"cluster", "redis://" + strings.Join(cl.Addrs(), ","), true},
 		{"memcached", "memcached://" + mc[0].Addr + "," + mc[1].Addr + "," + mc[2].Addr, false},
+		{"redis-ring", "redis+ring://" + servertest.Redis(t, servers.RedisConfig{}).Addr + "," +
+			servertest.Redis(t, servers.RedisConfig{}).Addr + "," + servertest.Redis(t, servers.RedisConfig{}).Addr, false},
 	}
 }
 

@@ -11,6 +11,18 @@ have redis-cli || need+=(redis-tools)
 have memcached || need+=(memcached)
 have memcaslap || need+=(libmemcached-tools)
 ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || need+=(postgresql)
+# the peers the ring tests (ring/) check key placement against: Ruby's dalli
+# and redis-rb, libmemcached (a C driver built by the test), twemproxy
+have ruby || need+=(ruby)
+if have ruby; then
+  ruby -e "require 'dalli'" >/dev/null 2>&1 || need+=(ruby-dalli)
+  ruby -e "require 'redis/distributed'" >/dev/null 2>&1 || need+=(ruby-redis)
+else
+  need+=(ruby-dalli ruby-redis)
+fi
+have cc || need+=(gcc)
+[ -f /usr/include/libmemcached/memcached.h ] || need+=(libmemcached-dev)
+have nutcracker || need+=(nutcracker)
 # headless browser for the HTML tests (internal/browsertest: kura ui, reports)
 have chromium || have chromium-browser || need+=(chromium)
 
@@ -28,6 +40,6 @@ apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 # Debian starts the packaged services; the tests run private instances, so
 # stop the system ones to keep their ports and CPU free.
-for svc in redis-server memcached postgresql; do
+for svc in redis-server memcached postgresql nutcracker; do
   (command -v systemctl >/dev/null && systemctl stop "$svc" 2>/dev/null) || service "$svc" stop >/dev/null 2>&1 || true
 done

@@ -1,17 +1,18 @@
 package memcache
 
 import (
-	"crypto/md5"
-	"encoding/binary"
 	"fmt"
+	"net"
 	"slices"
 	"strconv"
+
+	"github.com/kuracache/kura/ring"
 )
 
-// Ring maps keys to servers with ketama consistent hashing, laid out as
-// libketama does so other ketama clients (libmemcached in ketama
-// compatibility mode, pylibmc, spymemcached's KETAMA_HASH) place keys on
-// the same servers:
+// Ring maps keys to servers. By default it is libketama's ketama (package
+// ring's [ring.Ketama]) with each server's address string, "host:port", as
+// its identity on the ring, so other libketama clients place keys on the
+// same servers:
 //
 //   - each server gets floor(40·n·w/Σw) MD5 digests of "addr-k" (n
 //     servers, w its weight, Σw the total), k = 0, 1, ...; every digest
@@ -21,34 +22,37 @@ import (
 //     belongs to the first point at or after that value, wrapping around.
 //
 // Adding an (n+1)th server moves about 1/(n+1) of the keys, all of them to
-// the new server. The address string is the server's identity on the
-// ring: "localhost:11211" and "127.0.0.1:11211" are different servers.
+// the new server. "localhost:11211" and "127.0.0.1:11211" are different
+// servers. Options.Ring selects another peer's ring (libmemcached,
+// twemproxy, dalli: see docs/rings.md), identities formed as that peer
+// forms them.
 //
 // A Ring is immutable and safe for concurrent use.
 type Ring struct {
-	addrs  []string
-	points []uint32
-	owner  []int32
+	addrs []string
+	r     ring.Ring
 }
 
-// NewRing builds the ring for addrs with weights (nil means all 1).
+// NewRing builds the default (libketama) ring for addrs with weights (nil
+// means all 1).
 func NewRing(addrs []string, weights []int) (*Ring, error) {
+	return newRing(addrs, weights, "", "")
+}
+
+// newRing builds the ring of mode ("" for libketama with "host:port"
+// identities).
+func newRing(addrs []string, weights []int, mode ring.Mode, hashTag string) (*Ring, error) {
 	if len(addrs) == 0 {
 		return nil, fmt.Errorf("memcache: no servers")
 	}
 	if weights != nil && len(weights) != len(addrs) {
 		return nil, fmt.Errorf("memcache: Options.Weights has %d entries for %d Servers", len(weights), len(addrs))
 	}
-	total := 0
-	seen := map[string]bool{}
+	nodes := make([]ring.Node, len(addrs))
 	for i, a := range addrs {
 		if a == "" {
 			return nil, fmt.Errorf("memcache: Options.Servers[%d] is empty", i)
 		}
-		if seen[a] {
-			return nil, fmt.Errorf("memcache: Options.Servers lists %q twice", a)
-		}
-		seen[a] = true
 		w := 1
 		if weights != nil {
 			w = weights[i]
@@ -56,67 +60,50 @@ func NewRing(addrs []string, weights []int) (*Ring, error) {
 		if w <= 0 {
 			return nil, fmt.Errorf("memcache: Options.Weights[%d] = %d, must be positive", i, w)
 		}
-		total += w
-	}
-	type point struct {
-		v     uint32
-		owner int32
-	}
-	var pts []point
-	n := len(addrs)
-	for i, a := range addrs {
-		w := 1
-		if weights != nil {
-			w = weights[i]
+		id, err := memcachedID(a, mode)
+		if err != nil {
+			return nil, err
 		}
-		hashes := 40 * n * w / total
-		for k := 0; k < hashes; k++ {
-			d := md5.Sum([]byte(a + "-" + strconv.Itoa(k)))
-			for h := 0; h < 4; h++ {
-				pts = append(pts, point{binary.LittleEndian.Uint32(d[h*4:]), int32(i)})
-			}
-		}
+		nodes[i] = ring.Node{ID: id, Weight: w}
 	}
-	slices.SortFunc(pts, func(x, y point) int {
-		if x.v != y.v {
-			if x.v < y.v {
-				return -1
-			}
-			return 1
-		}
-		return int(x.owner - y.owner)
-	})
-	r := &Ring{addrs: slices.Clone(addrs), points: make([]uint32, len(pts)), owner: make([]int32, len(pts))}
-	for i, p := range pts {
-		r.points[i], r.owner[i] = p.v, p.owner
+	var r ring.Ring
+	var err error
+	switch mode {
+	case "":
+		r, err = ring.NewKetama(nodes)
+	case ring.ModeKetama, ring.ModeTwemproxy, ring.ModeTwemproxyFNV, ring.ModeDalli:
+		r, err = ring.New(mode, nodes, ring.Options{HashTag: hashTag})
+	default:
+		return nil, fmt.Errorf("memcache: Options.Ring %q is not a memcached client's ring (ketama, twemproxy, twemproxy-fnv1a, dalli)", mode)
 	}
-	if len(pts) == 0 {
-		return nil, fmt.Errorf("memcache: weights leave no server on the ring")
+	if err != nil {
+		return nil, fmt.Errorf("memcache: %w", err)
 	}
-	return r, nil
+	return &Ring{addrs: slices.Clone(addrs), r: r}, nil
+}
+
+// memcachedID is the identity mode's peer hashes for the server at addr.
+func memcachedID(addr string, mode ring.Mode) (string, error) {
+	switch mode {
+	case "", ring.ModeDalli:
+		return addr, nil
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", fmt.Errorf("memcache: server %q: %w", addr, err)
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil {
+		return "", fmt.Errorf("memcache: server %q: bad port", addr)
+	}
+	return ring.LibmemcachedID(host, p), nil
 }
 
 // Servers returns the addresses in configuration order.
 func (r *Ring) Servers() []string { return slices.Clone(r.addrs) }
 
 // Index returns the position in Servers of the server owning key.
-func (r *Ring) Index(key string) int {
-	// Hash from a stack buffer: []byte(key) escapes into md5 and would
-	// allocate for every key longer than 32 bytes.
-	var buf [256]byte
-	var d [md5.Size]byte
-	if len(key) <= len(buf) {
-		d = md5.Sum(append(buf[:0], key...))
-	} else {
-		d = md5.Sum([]byte(key))
-	}
-	h := binary.LittleEndian.Uint32(d[:4])
-	i, _ := slices.BinarySearch(r.points, h)
-	if i == len(r.points) {
-		i = 0
-	}
-	return int(r.owner[i])
-}
+func (r *Ring) Index(key string) int { return r.r.Owner(key) }
 
 // Server returns the address of the server owning key.
 func (r *Ring) Server(key string) string { return r.addrs[r.Index(key)] }

@@ -1,6 +1,8 @@
 package memcache
 
 import (
+	"github.com/kuracache/kura/ring"
+
 	"context"
 	"errors"
 	"fmt"
@@ -35,6 +37,17 @@ type Options struct {
 	// Weights gives each server a share of the keys proportional to its
 	// weight, aligned with Servers. If nil, every server weighs 1.
 	Weights []int
+	// Ring selects the ring that places keys, to agree with the other
+	// clients on the same servers (docs/rings.md): "" (the default) is
+	// libketama with "host:port" identities, as kura always placed keys;
+	// ring.ModeKetama is libmemcached's weighted ketama (the host alone
+	// on port 11211), ring.ModeTwemproxy and ring.ModeTwemproxyFNV are
+	// twemproxy's ketama with hash md5 or fnv1a_64, ring.ModeDalli is
+	// Ruby's dalli.
+	Ring ring.Mode
+	// HashTag is twemproxy's hash_tag for the twemproxy rings ("{}");
+	// "" hashes whole keys.
+	HashTag string
 	// DialTimeout bounds connecting to a server. If zero, it defaults to 1s.
 	DialTimeout time.Duration
 	// ReadTimeout is how long a read may wait for the next bytes (an idle
@@ -90,7 +103,7 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 			return nil, fmt.Errorf("memcache: Options.Servers[%d] = %q: want host:port: %v", i, a, err)
 		}
 	}
-	ring, err := NewRing(opts.Servers, opts.Weights)
+	ring, err := newRing(opts.Servers, opts.Weights, opts.Ring, opts.HashTag)
 	if err != nil {
 		return nil, err
 	}

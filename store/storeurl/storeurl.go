@@ -5,6 +5,9 @@
 //	redis://host1:port1,host2:port2                 Redis Cluster seeds
 //	rediss://...                                    the same over TLS
 //	memcached://host1:port1[,host2:port2...]        a memcached pool (ketama consistent hashing)
+//	redis+ring://host1:port1,host2:port2[/db][?ring=go-redis&weights=2,1&names=a,b&hashtag={}]
+//	                                                standalone Redis servers sharded on the client
+//	                                                (store/redisring; rediss+ring:// over TLS)
 //	mem://                                          an in-process store (tests, demos)
 //
 // Errors and String never show a password.
@@ -21,9 +24,11 @@ import (
 	"strings"
 
 	"github.com/kuracache/kura/internal/redact"
+	"github.com/kuracache/kura/ring"
 	"github.com/kuracache/kura/store"
 	"github.com/kuracache/kura/store/memcache"
 	"github.com/kuracache/kura/store/memstore"
+	"github.com/kuracache/kura/store/redisring"
 	"github.com/kuracache/kura/store/redisstore"
 )
 
@@ -38,6 +43,9 @@ const (
 	Redis     Kind = "redis"
 	Memcached Kind = "memcached"
 	Memory    Kind = "mem"
+	// RedisRing is standalone Redis servers sharded on the client side
+	// (redis+ring://), never a Cluster.
+	RedisRing Kind = "redis+ring"
 )
 
 // Target is a parsed store URL.
@@ -55,6 +63,13 @@ type Target struct {
 	Cluster bool
 	// URL is the URL as given; it may hold a password: print Redacted.
 	URL string
+	// Ring, Weights, Names and HashTag are a RedisRing's placement: the
+	// ring= (default go-redis), weights=, names= (the node identities)
+	// and hashtag= parameters.
+	Ring    ring.Mode
+	Weights []int
+	Names   []string
+	HashTag string
 }
 
 // Redacted returns the URL with its password masked.
@@ -106,9 +121,9 @@ func parse(raw string, allowMem bool) (Target, error) {
 	bad := func(format string, a ...any) error {
 		return fmt.Errorf("%w %q: %s", ErrBadURL, hide(raw), fmt.Sprintf(format, a...))
 	}
-	schemes := "redis://, rediss:// or memcached://"
+	schemes := "redis://, rediss://, redis+ring:// or memcached://"
 	if allowMem {
-		schemes = "redis://, rediss://, memcached:// or mem://"
+		schemes = "redis://, rediss://, redis+ring://, memcached:// or mem://"
 	}
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok {
@@ -124,6 +139,10 @@ func parse(raw string, allowMem bool) (Target, error) {
 		t.Kind = Redis
 	case "rediss":
 		t.Kind, t.TLS = Redis, true
+	case "redis+ring":
+		t.Kind = RedisRing
+	case "rediss+ring":
+		t.Kind, t.TLS = RedisRing, true
 	case "memcached", "memcache":
 		t.Kind, defPort = Memcached, "11211"
 	case "mem", "memory":
@@ -175,6 +194,12 @@ func parse(raw string, allowMem bool) (Target, error) {
 			return Target{}, bad("bad query: %v", err)
 		}
 		for k := range q {
+			if t.Kind == RedisRing {
+				if err := t.ringParam(k, q[k]); err != nil {
+					return Target{}, bad("%v", err)
+				}
+				continue
+			}
 			if k != "addr" {
 				// Every command and the library read a URL the same way,
 				// so an option one of them would ignore is refused.
@@ -204,6 +229,17 @@ func parse(raw string, allowMem bool) (Target, error) {
 	if t.Kind == Redis && len(t.Addrs) > 1 {
 		t.Cluster = true
 	}
+	if t.Kind == RedisRing {
+		if t.Weights != nil && len(t.Weights) != len(t.Addrs) {
+			return Target{}, bad("weights= lists %d weights for %d servers", len(t.Weights), len(t.Addrs))
+		}
+		if t.Names != nil && len(t.Names) != len(t.Addrs) {
+			return Target{}, bad("names= lists %d names for %d servers", len(t.Names), len(t.Addrs))
+		}
+		if _, err := redisring.NewRing(t.RedisRingOptions()); err != nil {
+			return Target{}, bad("%v", err)
+		}
+	}
 	if t.Cluster && t.DB != 0 {
 		return Target{}, bad("Redis Cluster has only database 0")
 	}
@@ -225,6 +261,46 @@ func (t Target) RedisOptions() redisstore.Options {
 		host, _, _ := net.SplitHostPort(t.Addrs[0])
 		o.TLS = &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12}
 	}
+	return o
+}
+
+// ringParam reads one query parameter of a redis+ring:// URL.
+func (t *Target) ringParam(k string, v []string) error {
+	if len(v) != 1 {
+		return fmt.Errorf("parameter %q given %d times", k, len(v))
+	}
+	switch k {
+	case "ring":
+		t.Ring = ring.Mode(v[0])
+	case "weights":
+		for _, w := range strings.Split(v[0], ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(w))
+			if err != nil || n <= 0 || n > 1<<20 {
+				return fmt.Errorf("weights=%s: each weight is a positive whole number", v[0])
+			}
+			t.Weights = append(t.Weights, n)
+		}
+	case "names":
+		t.Names = strings.Split(v[0], ",")
+	case "hashtag":
+		t.HashTag = v[0]
+	default:
+		return fmt.Errorf("unknown parameter %q; redis+ring:// takes ring=, weights=, names= and hashtag=", k)
+	}
+	return nil
+}
+
+// RedisRingOptions returns the redisring options a RedisRing Target names.
+func (t Target) RedisRingOptions() redisring.Options {
+	o := redisring.Options{
+		Servers: append([]string(nil), t.Addrs...),
+		Weights: t.Weights,
+		Ring:    t.Ring,
+		IDs:     t.Names,
+		HashTag: t.HashTag,
+		Redis:   t.RedisOptions(),
+	}
+	o.Redis.Addrs = nil
 	return o
 }
 
@@ -256,6 +332,8 @@ func OpenTarget(ctx context.Context, t Target) (store.Store, error) {
 		s, err = memcache.New(ctx, t.MemcacheOptions())
 	case Redis:
 		s, err = redisstore.New(ctx, t.RedisOptions())
+	case RedisRing:
+		s, err = redisring.New(ctx, t.RedisRingOptions())
 	default:
 		return nil, fmt.Errorf("%w: Target.Kind %q", ErrBadURL, t.Kind)
 	}

@@ -15,19 +15,29 @@ import (
 )
 
 func TestParse(t *testing.T) {
+	ring, err := storeurl.Parse("redis+ring://h1:1,h2:2")
+	if err != nil || ring.Kind != storeurl.RedisRing || ring.Cluster {
+		t.Errorf("redis+ring:// parsed as %+v, %v: want a ring, never a Cluster", ring, err)
+	}
 	for in, want := range map[string][]string{
-		"redis://127.0.0.1:6379":         {"127.0.0.1:6379"},
-		"redis://:pw@h1:1,h2:2/0":        {"h1:1", "h2:2"},
-		"rediss://u:pw@h1":               {"h1:6379"},
-		"memcached://a:11211,b:11212, c": {"a:11211", "b:11212", "c:11211"},
-		"memcached://[::1]:11211":        {"[::1]:11211"},
+		"redis://127.0.0.1:6379":                                   {"127.0.0.1:6379"},
+		"redis://:pw@h1:1,h2:2/0":                                  {"h1:1", "h2:2"},
+		"rediss://u:pw@h1":                                         {"h1:6379"},
+		"memcached://a:11211,b:11212, c":                           {"a:11211", "b:11212", "c:11211"},
+		"memcached://[::1]:11211":                                  {"[::1]:11211"},
+		"redis+ring://h1:1,h2:2,h3":                                {"h1:1", "h2:2", "h3:6379"},
+		"rediss+ring://:pw@h1:1,h2:2/3?ring=redis-rb":              {"h1:1", "h2:2"},
+		"redis+ring://h1:1,h2:2?ring=ketama&weights=2,1&names=a,b": {"h1:1", "h2:2"},
 	} {
 		got, err := storeurl.Parse(in)
 		if err != nil || !slices.Equal(got.Addrs, want) {
 			t.Errorf("Parse(%q) = %v, %v; want %v", in, got.Addrs, err, want)
 		}
 	}
-	for _, bad := range []string{"", "127.0.0.1:6379", "http://x", "redis://", "redis://:s3cret@", "memcached://u:s3cret@h"} {
+	for _, bad := range []string{"", "127.0.0.1:6379", "http://x", "redis://", "redis://:s3cret@", "memcached://u:s3cret@h",
+		"redis+ring://:s3cret@h1,h2?ring=modulo", "redis+ring://h1,h2?weights=1", "redis+ring://h1,h2?weights=2,1",
+		"redis+ring://h1,h2?ring=ketama&weights=0,1", "redis+ring://h1,h2?names=a", "redis+ring://h1,h1", "redis+ring://h1,h2?addr=h3",
+		"redis+ring://h1,h2?ring=twemproxy&hashtag={"} {
 		_, err := storeurl.Parse(bad)
 		if !errors.Is(err, storeurl.ErrBadURL) {
 			t.Errorf("Parse(%q) = %v, want ErrBadURL", bad, err)
@@ -52,6 +62,7 @@ func TestOpen(t *testing.T) {
 		"redis://" + cl.Nodes[0].Addr + "," + cl.Nodes[1].Addr + "," + cl.Nodes[2].Addr,
 		"memcached://" + mc[0].Addr + "," + mc[1].Addr,
 		"mem://",
+		"redis+ring://" + r.Addr + "," + servertest.Redis(t, servers.RedisConfig{}).Addr + "?ring=redis-rb",
 	}
 	ctx := context.Background()
 	for _, u := range urls {
@@ -80,7 +91,8 @@ func TestOpen(t *testing.T) {
 // that never shows the password.
 func FuzzParse(f *testing.F) {
 	for _, s := range []string{"redis://u:s3cret@h:1/2", "rediss://:s3cret@h1,h2", "memcached://a,b:5", "mem://", "redis://h:1?addr=h2:2",
-		"redis://s3cret@", "redis://u:s3cret%zz@h", "memcached://u:s3cret@h", "redis://[::1]:6379/0", "redis://] 0"} {
+		"redis://s3cret@", "redis://u:s3cret%zz@h", "memcached://u:s3cret@h", "redis://[::1]:6379/0", "redis://] 0",
+		"redis+ring://:s3cret@h1,h2?ring=ketama&weights=2,1", "redis+ring://h1,h2?names=a,b&hashtag={}&ring=twemproxy"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

@@ -1,0 +1,408 @@
+// Package redisring is a kura store over N standalone Redis (or Valkey)
+// servers sharded on the client side: the topology of go-redis's Ring and
+// redis-rb's Redis::Distributed, where each server holds the keys a
+// consistent-hash ring gives it and no server knows of the others.
+//
+// Keys are placed by one of package ring's algorithms, chosen to agree key
+// for key with the other clients on the same servers (Options.Ring; see
+// docs/rings.md). A batch is split by shard and sent as one pipeline per
+// shard, to all shards at once. Each shard is a redisstore.Store, so
+// leases, Invalidate and the single-key operations are Redis's own per
+// shard. The Store names each shard as a node (store.NodeLocator and
+// store.NodeProber), so the breaker of package store/health fails one
+// shard's keys fast (the Cache loads them from the source) while the
+// other shards keep serving: unlike go-redis's Ring and dalli, keys are
+// never moved to another shard during an outage.
+//
+// Its URL form is redis+ring://host1:port,host2:port?ring=go-redis (see
+// store/storeurl), which cannot be read as a Cluster's redis://h1,h2.
+package redisring
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/kuracache/kura/ring"
+	"github.com/kuracache/kura/store"
+	"github.com/kuracache/kura/store/redisstore"
+)
+
+// ErrOptions reports options New cannot use.
+var ErrOptions = errors.New("kura: bad redisring options")
+
+// Options configure a Store. Only Servers is required.
+type Options struct {
+	// Servers are the Redis addresses, "host:port", one per shard.
+	Servers []string
+	// Weights gives each server a share of the keys, aligned with
+	// Servers; nil means all 1. Only the rings whose peer has weights
+	// accept them (ketama, twemproxy, dalli).
+	Weights []int
+	// Ring is the placement (package ring). "" means ring.ModeRendezvous,
+	// go-redis v9's Ring.
+	Ring ring.Mode
+	// IDs are the node identities the ring hashes, aligned with Servers,
+	// as the peer names them: go-redis's shard names (the keys of
+	// RingOptions.Addrs), redis-rb's node ids. nil means each peer's
+	// default for the address: "host:port" for go-redis and dalli,
+	// "redis://host:port/DB" for redis-rb, libmemcached's form for the
+	// ketama rings.
+	IDs []string
+	// HashTag is the hash_tag of the twemproxy rings ("{}"); the other
+	// rings treat tags as their peer does.
+	HashTag string
+	// Redis holds what every shard's connection uses (credentials, DB,
+	// TLS, timeouts, tracking). Its Addrs must be empty.
+	Redis redisstore.Options
+}
+
+// Store is a store.Store over sharded standalone Redis servers.
+type Store struct {
+	ring   ring.Ring
+	addrs  []string
+	shards []*redisstore.Store
+	byAddr map[string]int
+}
+
+var (
+	_ store.Store         = (*Store)(nil)
+	_ store.Batcher       = (*Store)(nil)
+	_ store.Leaser        = (*Store)(nil)
+	_ store.NodeLocator   = (*Store)(nil)
+	_ store.NodeProber    = (*Store)(nil)
+	_ store.Pinger        = (*Store)(nil)
+	_ store.MaxValueSizer = (*Store)(nil)
+)
+
+// New connects to every server; it fails, naming the server, when one
+// cannot be reached.
+func New(ctx context.Context, opts Options) (*Store, error) {
+	r, err := NewRing(opts)
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{ring: r, addrs: append([]string(nil), opts.Servers...), byAddr: map[string]int{}}
+	firstHost, _, _ := net.SplitHostPort(opts.Servers[0])
+	for i, a := range opts.Servers {
+		o := opts.Redis
+		o.Addrs = []string{a}
+		if o.TLS != nil && (o.TLS.ServerName == "" || o.TLS.ServerName == firstHost) {
+			// each shard's certificate names its own host
+			o.TLS = o.TLS.Clone()
+			o.TLS.ServerName, _, _ = net.SplitHostPort(a)
+		}
+		sh, err := redisstore.New(ctx, o)
+		if err != nil {
+			_ = s.Close()
+			return nil, fmt.Errorf("redisring: shard %d (%s): %w", i, a, err)
+		}
+		s.shards = append(s.shards, sh)
+		s.byAddr[a] = i
+	}
+	return s, nil
+}
+
+// NewRing builds the ring New would place keys with, without connecting:
+// for tools that only need to know where keys live.
+func NewRing(opts Options) (ring.Ring, error) {
+	if len(opts.Servers) == 0 {
+		return nil, fmt.Errorf("%w: no Servers", ErrOptions)
+	}
+	if len(opts.Redis.Addrs) != 0 {
+		return nil, fmt.Errorf("%w: Redis.Addrs must be empty (use Servers)", ErrOptions)
+	}
+	if opts.Weights != nil && len(opts.Weights) != len(opts.Servers) {
+		return nil, fmt.Errorf("%w: %d Weights for %d Servers", ErrOptions, len(opts.Weights), len(opts.Servers))
+	}
+	if opts.IDs != nil && len(opts.IDs) != len(opts.Servers) {
+		return nil, fmt.Errorf("%w: %d IDs for %d Servers", ErrOptions, len(opts.IDs), len(opts.Servers))
+	}
+	mode := opts.Ring
+	if mode == "" {
+		mode = ring.ModeRendezvous
+	}
+	seen := map[string]bool{}
+	nodes := make([]ring.Node, len(opts.Servers))
+	for i, a := range opts.Servers {
+		if seen[a] {
+			return nil, fmt.Errorf("%w: server %q listed twice", ErrOptions, a)
+		}
+		seen[a] = true
+		host, port, err := net.SplitHostPort(a)
+		p, perr := strconv.Atoi(port)
+		if err != nil || perr != nil || host == "" || p <= 0 || p > 65535 {
+			return nil, fmt.Errorf("%w: server %q is not host:port", ErrOptions, a)
+		}
+		id := ""
+		if opts.IDs != nil {
+			id = opts.IDs[i]
+		} else {
+			switch mode {
+			case ring.ModeDistributed:
+				id = ring.RedisRbID(host, p, opts.Redis.DB)
+			case ring.ModeKetama, ring.ModeTwemproxy, ring.ModeTwemproxyFNV:
+				id = ring.LibmemcachedID(host, p)
+			default:
+				id = a
+			}
+		}
+		nodes[i] = ring.Node{ID: id}
+		if opts.Weights != nil {
+			nodes[i].Weight = opts.Weights[i]
+			if opts.Weights[i] <= 0 {
+				return nil, fmt.Errorf("%w: Weights[%d] = %d, must be positive", ErrOptions, i, opts.Weights[i])
+			}
+		}
+	}
+	r, err := ring.New(mode, nodes, ring.Options{HashTag: opts.HashTag})
+	if err != nil {
+		return nil, fmt.Errorf("redisring: %w", err)
+	}
+	return r, nil
+}
+
+// Ring returns the ring that places keys.
+func (s *Store) Ring() ring.Ring { return s.ring }
+
+// Shard returns the store of the shard at index i (in Servers order).
+func (s *Store) Shard(i int) *redisstore.Store { return s.shards[i] }
+
+// Shards returns the number of shards.
+func (s *Store) Shards() int { return len(s.shards) }
+
+func (s *Store) of(key string) *redisstore.Store { return s.shards[s.ring.Owner(key)] }
+
+// Get implements store.Store.
+func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
+	return s.of(key).Get(ctx, key)
+}
+
+// Set implements store.Store.
+func (s *Store) Set(ctx context.Context, key string, value []byte, ttl time.Duration) error {
+	return s.of(key).Set(ctx, key, value, ttl)
+}
+
+// Delete implements store.Store.
+func (s *Store) Delete(ctx context.Context, key string) error {
+	return s.of(key).Delete(ctx, key)
+}
+
+// Close closes every shard.
+func (s *Store) Close() error {
+	var errs []error
+	for _, sh := range s.shards {
+		if err := sh.Close(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Ping pings every shard at once; the error names the shards that failed.
+func (s *Store) Ping(ctx context.Context) error {
+	errs := make([]error, len(s.shards))
+	var wg sync.WaitGroup
+	for i, sh := range s.shards {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := sh.Ping(ctx); err != nil {
+				errs[i] = store.NodeErr(s.addrs[i], err)
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// MaxValueSize is the smallest limit of the shards.
+func (s *Store) MaxValueSize() int {
+	m := 0
+	for _, sh := range s.shards {
+		if v := sh.MaxValueSize(); v > 0 && (m == 0 || v < m) {
+			m = v
+		}
+	}
+	return m
+}
+
+// NodeOf returns the address of the shard that owns key.
+func (s *Store) NodeOf(key string) string { return s.addrs[s.ring.Owner(key)] }
+
+// Nodes returns every shard's address, in Servers order.
+func (s *Store) Nodes() []string { return append([]string(nil), s.addrs...) }
+
+// ProbeNode pings the shard at addr on its probe connection.
+func (s *Store) ProbeNode(ctx context.Context, addr string) error {
+	i, ok := s.byAddr[addr]
+	if !ok {
+		return &store.NodeError{Addr: addr, Err: fmt.Errorf("redisring: %s is not a shard", addr)}
+	}
+	return s.shards[i].ProbeNode(ctx, addr)
+}
+
+// groups splits indexes 0..n-1 by the shard owning key(i). Most batches
+// touch every shard, so the slices are sized for an even spread.
+func (s *Store) groups(n int, key func(int) string) [][]int {
+	g := make([][]int, len(s.shards))
+	for i := 0; i < n; i++ {
+		o := s.ring.Owner(key(i))
+		if g[o] == nil {
+			g[o] = make([]int, 0, n/len(s.shards)+4)
+		}
+		g[o] = append(g[o], i)
+	}
+	return g
+}
+
+// fanout runs fn for every shard with indexes, all at once (inline when
+// only one shard has any), and merges the per-shard errors into one
+// *store.BatchError for op.
+func (s *Store) fanout(op string, g [][]int, keyAt func(int) string, fn func(shard int, idx []int) error) error {
+	active := 0
+	for _, idx := range g {
+		if len(idx) > 0 {
+			active++
+		}
+	}
+	errs := make([]error, len(g))
+	if active <= 1 {
+		for sh, idx := range g {
+			if len(idx) > 0 {
+				errs[sh] = fn(sh, idx)
+			}
+		}
+	} else {
+		var wg sync.WaitGroup
+		for sh, idx := range g {
+			if len(idx) == 0 {
+				continue
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[sh] = fn(sh, idx)
+			}()
+		}
+		wg.Wait()
+	}
+	be := &store.BatchError{Op: op}
+	for sh, err := range errs {
+		if err == nil {
+			continue
+		}
+		keys := make([]string, len(g[sh]))
+		for j, i := range g[sh] {
+			keys[j] = keyAt(i)
+		}
+		var b *store.BatchError
+		if errors.As(err, &b) {
+			be.Merge(err, keys)
+			continue
+		}
+		for _, k := range keys {
+			be.AddNode(k, s.addrs[sh], err)
+		}
+	}
+	return be.Err()
+}
+
+func pick[T any](xs []T, idx []int) []T {
+	out := make([]T, len(idx))
+	for j, i := range idx {
+		out[j] = xs[i]
+	}
+	return out
+}
+
+// write sends each shard its part of xs (placed by key) with fn, all
+// shards at once.
+func write[T any](s *Store, op string, xs []T, key func(T) string, fn func(sh *redisstore.Store, part []T) error) error {
+	if len(s.shards) == 1 {
+		return fn(s.shards[0], xs)
+	}
+	k := func(i int) string { return key(xs[i]) }
+	return s.fanout(op, s.groups(len(xs), k), k, func(sh int, idx []int) error {
+		return fn(s.shards[sh], pick(xs, idx))
+	})
+}
+
+// read is write for the calls that answer one result per key, aligned
+// with keys.
+func read[R any](s *Store, op string, keys []string, fn func(sh *redisstore.Store, part []string) ([]R, error)) ([]R, error) {
+	if len(s.shards) == 1 {
+		return fn(s.shards[0], keys)
+	}
+	out := make([]R, len(keys))
+	k := func(i int) string { return keys[i] }
+	err := s.fanout(op, s.groups(len(keys), k), k, func(sh int, idx []int) error {
+		res, err := fn(s.shards[sh], pick(keys, idx))
+		for j, i := range idx {
+			if j < len(res) {
+				out[i] = res[j]
+			}
+		}
+		return err
+	})
+	return out, err
+}
+
+func self(k string) string          { return k }
+func itemKey(it store.Item) string  { return it.Key }
+func fillKey(f store.Fill) string   { return f.Lease.Key }
+func leaseKey(l store.Lease) string { return l.Key }
+
+// GetMany implements store.BatchGetter: one MGET pipeline per shard, all
+// shards at once.
+func (s *Store) GetMany(ctx context.Context, keys []string) ([][]byte, error) {
+	return read(s, "get", keys, func(sh *redisstore.Store, part []string) ([][]byte, error) {
+		return sh.GetMany(ctx, part)
+	})
+}
+
+// SetMany implements store.BatchSetter.
+func (s *Store) SetMany(ctx context.Context, items []store.Item) error {
+	return write(s, "set", items, itemKey, func(sh *redisstore.Store, part []store.Item) error {
+		return sh.SetMany(ctx, part)
+	})
+}
+
+// DeleteMany implements store.BatchDeleter.
+func (s *Store) DeleteMany(ctx context.Context, keys []string) error {
+	return write(s, "delete", keys, self, func(sh *redisstore.Store, part []string) error {
+		return sh.DeleteMany(ctx, part)
+	})
+}
+
+// LeaseGet implements store.Leaser, per shard.
+func (s *Store) LeaseGet(ctx context.Context, keys []string, opts store.LeaseOptions) ([]store.LeaseResult, error) {
+	return read(s, "lease", keys, func(sh *redisstore.Store, part []string) ([]store.LeaseResult, error) {
+		return sh.LeaseGet(ctx, part, opts)
+	})
+}
+
+// Fill implements store.Leaser.
+func (s *Store) Fill(ctx context.Context, fills []store.Fill) error {
+	return write(s, "fill", fills, fillKey, func(sh *redisstore.Store, part []store.Fill) error {
+		return sh.Fill(ctx, part)
+	})
+}
+
+// Release implements store.Leaser.
+func (s *Store) Release(ctx context.Context, leases []store.Lease) error {
+	return write(s, "release", leases, leaseKey, func(sh *redisstore.Store, part []store.Lease) error {
+		return sh.Release(ctx, part)
+	})
+}
+
+// Invalidate implements store.Leaser: each key on the shard that owns it.
+func (s *Store) Invalidate(ctx context.Context, keys []string, stale time.Duration) error {
+	return write(s, "invalidate", keys, self, func(sh *redisstore.Store, part []string) error {
+		return sh.Invalidate(ctx, part, stale)
+	})
+}
