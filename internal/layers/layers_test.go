@@ -25,7 +25,7 @@ var layers = []struct {
 	pkgs []string
 }{
 	{"internal helpers", []string{"internal/flight", "internal/slot", "internal/redact", "internal/hexfile",
-		"internal/cputime", "internal/corpus", "internal/results"}},
+		"internal/cputime", "internal/corpus", "internal/results", "internal/units"}},
 	{"codec, store", []string{"codec/...", "store"}},
 	{"store/*", []string{"store/memcache/...", "store/redisstore", "store/memstore", "store/health", "store/storeurl"}},
 	{"dictstore", []string{"dictstore"}},
