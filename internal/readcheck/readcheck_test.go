@@ -182,7 +182,7 @@ func run(t *testing.T, addrs map[string][]string, db string, cs []combo, fault s
 	if cs[0].Backend == "memstore" {
 		procs = 1 // the store lives in the process: one process shares it
 	}
-	if (cs[0].Backend == "memstore" || cs[0].Hot) && !soak() {
+	if (cs[0].Backend == "memstore" || cs[0].Hot && cs[0].Fault == "") && !soak() {
 		dur /= 2 // fast operations: half the time gives thousands
 	}
 	a := args{Fault: fault, Addrs: addrs, DB: db, Run: "rc" + strconv.FormatInt(time.Now().UnixNano()%1e9, 36), Combos: cs, MinWrites: 10,
