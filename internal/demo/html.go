@@ -41,7 +41,7 @@ section{background:#fff;border:1px solid #dde3ea;border-radius:10px;padding:18px
 .problem{margin:6px 0}.answer{margin:6px 0;color:#0b4f8a}
 table{border-collapse:collapse;margin:10px 0;font-size:13px;max-width:100%}
 th,td{border-bottom:1px solid #e6e9ee;padding:4px 8px;text-align:right}
-@media (max-width:700px){th,td{overflow-wrap:break-word;padding:3px 3px}td{overflow-wrap:anywhere}table{font-size:11px}
+@media (max-width:700px){th,td{overflow-wrap:anywhere;padding:3px 3px}table{font-size:11px}
 table.summary,table.summary tbody,table.summary tr,table.summary td,table.summary th{display:block}table.summary tr:first-child{display:none}table.summary td{border:0;padding:2px 6px}table.summary tr{border-bottom:1px solid #e6e9ee;padding:4px 0}}
 th:first-child,td:first-child{text-align:left}
 caption{text-align:left;font-weight:600;padding:4px 0}
