@@ -836,7 +836,11 @@ func (r Row) bindingSentence() string {
 	case Memory:
 		return fmt.Sprintf("%s of data over %s usable per node (%.0f%% reserved, %.0f%% ceiling) needs %d", FormatBytes(nd.Demand), FormatGiB(nd.PerNode), r.ReservedPct, 100*r.MemoryCeil, nd.Nodes)
 	case CPU:
-		return fmt.Sprintf("%.0f ops/s over %.0f ops/s per node (%d thread(s), %.0f%% CPU ceiling) needs %d", nd.Demand, nd.PerNode, r.Threads, 100*r.CPUCeil, nd.Nodes)
+		threads := "1 thread"
+		if r.Threads != 1 {
+			threads = fmt.Sprintf("%d threads", r.Threads)
+		}
+		return fmt.Sprintf("%.0f ops/s over %.0f ops/s per node (%s, %.0f%% CPU ceiling) needs %d", nd.Demand, nd.PerNode, threads, 100*r.CPUCeil, nd.Nodes)
 	default:
 		return fmt.Sprintf("%.2f Gbps over %.2f Gbps per node (%.0f%% of %g Gbps baseline) needs %d", nd.Demand/1e9, nd.PerNode/1e9, 100*r.NetworkCeil, r.Node.BaselineGbps, nd.Nodes)
 	}
