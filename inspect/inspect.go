@@ -85,7 +85,7 @@ type Report struct {
 	Truncated bool   `json:"truncated,omitempty"`
 	Prefix    []byte `json:"prefix,omitempty"`
 	// MaskUnmatched lists the Options.Mask names that matched no field of
-	// the value (a typo, or a value that does not have them).
+	// a value that has named fields (a typo, or a value without them).
 	MaskUnmatched []string `json:"mask_unmatched,omitempty"`
 }
 
@@ -186,7 +186,7 @@ func Bytes(key string, raw []byte, opts Options) Report {
 	} else {
 		describeForeign(&r, raw, opts, m, 0)
 	}
-	if r.Value != nil && len(opts.Mask) > 0 {
+	if m.fields && len(opts.Mask) > 0 {
 		r.MaskUnmatched = m.unmatched(opts.Mask)
 	}
 	return r
@@ -195,8 +195,9 @@ func Bytes(key string, raw []byte, opts Options) Report {
 // masker replaces the values of fields named in a mask, matching names
 // case-insensitively, and remembers which names matched.
 type masker struct {
-	names []string
-	hit   []bool
+	names  []string
+	hit    []bool
+	fields bool // the value had named fields to match
 }
 
 func newMasker(names []string) *masker {
@@ -211,6 +212,7 @@ func (m *masker) match(k string) bool {
 	if m == nil {
 		return false
 	}
+	m.fields = true
 	matched := false
 	for i, n := range m.names {
 		if n != "" && strings.EqualFold(n, k) {
