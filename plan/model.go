@@ -393,6 +393,14 @@ func (in Input) validate(cat *Catalog) error {
 	if w.Growth > 1000 {
 		return bad("growth", w.Growth, "is a fraction (0.3 = 30% more); above 1000 is a unit mix-up")
 	}
+	// Figures a count of nodes is divided by: a tiny one would overflow
+	// it (1e-300 ops per thread sized "1 node at 10^300 %").
+	if w.OpsPerSecPerThread != 0 && w.OpsPerSecPerThread < 1 {
+		return bad("ops per second per thread", w.OpsPerSecPerThread, "must be 0 (not known) or at least 1")
+	}
+	if w.CPUSecondsPerOp != 0 && w.CPUSecondsPerOp < 1e-9 {
+		return bad("CPU seconds per op", w.CPUSecondsPerOp, "must be 0 (not known) or at least 1 ns (1e-9)")
+	}
 	if w.CPUSecondsPerOp > 10 {
 		return bad("CPU seconds per op", w.CPUSecondsPerOp, "is above 10 s per operation: a unit mix-up?")
 	}
