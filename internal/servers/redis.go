@@ -2,6 +2,7 @@ package servers
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -24,6 +25,12 @@ type RedisConfig struct {
 	Cluster bool
 	// Args are extra "--name value" arguments passed through verbatim.
 	Args []string
+	// Host is the loopback address to listen on; "" means 127.0.0.1.
+	// Port, when not 0, is the port to take (no retry on another one):
+	// with Host 127.0.0.2 it lets a test bring a server up "at a new
+	// address under the same name".
+	Host string
+	Port int
 }
 
 // Redis is a running private redis-server.
@@ -53,9 +60,10 @@ func StartRedis(ctx context.Context, cfg RedisConfig) (*Redis, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := retryPort(func(port int) (*Proc, error) {
+	host := cmp.Or(cfg.Host, "127.0.0.1")
+	p, err := onPort(cfg.Port, func(port int) (*Proc, error) {
 		args := []string{
-			"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+			"--port", strconv.Itoa(port), "--bind", host,
 			"--save", "", "--appendonly", "no", "--dir", "{dir}",
 			"--daemonize", "no", "--protected-mode", "no", "--loglevel", "warning",
 		}
@@ -70,7 +78,7 @@ func StartRedis(ctx context.Context, cfg RedisConfig) (*Redis, error) {
 				"--cluster-node-timeout", "5000")
 		}
 		args = append(args, cfg.Args...)
-		return startReady(ctx, "redis-server", bin, args, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
+		return startReady(ctx, "redis-server", bin, args, net.JoinHostPort(host, strconv.Itoa(port)),
 			func(ctx context.Context, p *Proc) error {
 				s, err := RedisDo(ctx, p.Addr, cfg.Password, "PING")
 				if err == nil && s != "PONG" {

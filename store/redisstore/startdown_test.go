@@ -1,0 +1,306 @@
+package redisstore_test
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/kuracache/kura"
+	"github.com/kuracache/kura/internal/servers"
+	"github.com/kuracache/kura/internal/servertest"
+	"github.com/kuracache/kura/store"
+	"github.com/kuracache/kura/store/health"
+	"github.com/kuracache/kura/store/redisstore"
+)
+
+// loader counts its calls and returns "v:"+key.
+type loader struct{ calls atomic.Int64 }
+
+func (l *loader) load(_ context.Context, key string) (string, error) {
+	l.calls.Add(1)
+	return "v:" + key, nil
+}
+
+func (l *loader) loadMany(_ context.Context, keys []string) (map[string]string, error) {
+	l.calls.Add(int64(len(keys)))
+	out := make(map[string]string, len(keys))
+	for _, k := range keys {
+		out[k] = "v:" + k
+	}
+	return out, nil
+}
+
+// wrapHealth optionally puts store/health in front of s.
+func wrapHealth(t *testing.T, s store.Store, withHealth bool) store.Store {
+	if !withHealth {
+		return s
+	}
+	hs, err := health.New(s, health.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = hs.Close() })
+	return hs
+}
+
+// checkServesFromLoader checks that a Cache on s, whose servers are not
+// reachable, answers Fetch and FetchMany with the loader's values and no
+// error.
+func checkServesFromLoader(t *testing.T, c *kura.Cache[string], l *loader) {
+	t.Helper()
+	ctx := context.Background()
+	v, err := c.Fetch(ctx, "k1", time.Minute, l.load)
+	if err != nil || v != "v:k1" {
+		t.Fatalf("Fetch with the server down = %q, %v; want the loader's value and no error", v, err)
+	}
+	m, err := c.FetchMany(ctx, []string{"k2", "k3"}, time.Minute, l.loadMany)
+	if err != nil || m["k2"] != "v:k2" || m["k3"] != "v:k3" {
+		t.Fatalf("FetchMany with the server down = %v, %v; want the loader's values and no error", m, err)
+	}
+}
+
+// waitHits waits until a Fetch of a fresh key is answered by the store on
+// its second call (the first one loaded and wrote it).
+func waitHits(t *testing.T, c *kura.Cache[string], l *loader) {
+	t.Helper()
+	ctx := context.Background()
+	n := 0
+	servertest.Eventually(t, "hits after the server came up", func() error {
+		n++
+		key := "after:" + strconv.Itoa(n)
+		if _, err := c.Fetch(ctx, key, time.Minute, l.load); err != nil {
+			return err
+		}
+		before := l.calls.Load()
+		v, err := c.Fetch(ctx, key, time.Minute, l.load)
+		if err != nil {
+			return err
+		}
+		if l.calls.Load() != before || v != "v:"+key {
+			return fmt.Errorf("second Fetch of %s loaded again (%q)", key, v)
+		}
+		return nil
+	})
+}
+
+func newCache(t *testing.T, s store.Store) *kura.Cache[string] {
+	t.Helper()
+	c, err := kura.New[string](s, kura.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// TestStartRefused starts a Store while its server is down (refused), and
+// brings the server up afterwards on the same address: the Store is
+// created, requests go to the loader, and hits resume without a restart.
+func TestStartRefused(t *testing.T) {
+	for _, withHealth := range []bool{false, true} {
+		t.Run(fmt.Sprintf("health=%v", withHealth), func(t *testing.T) {
+			r := servertest.Redis(t, servers.RedisConfig{})
+			r.Kill()
+			s := open(t, r.URL(), redisstore.Options{})
+			_, err := s.Get(context.Background(), "k")
+			if !errors.Is(err, store.ErrNotConnected) {
+				t.Fatalf("Get with the server down = %v, want ErrNotConnected", err)
+			}
+			if ne := store.AsNodeError(err); ne == nil || ne.Addr != r.Addr {
+				t.Fatalf("Get's error %v does not name the server %s", err, r.Addr)
+			}
+			if st := s.ConnStats(); st.Connected || st.ConnectFailures == 0 {
+				t.Fatalf("ConnStats with the server down = %+v, want not connected and a failed attempt", st)
+			}
+			l := &loader{}
+			c := newCache(t, wrapHealth(t, s, withHealth))
+			checkServesFromLoader(t, c, l)
+			if err := r.Restart(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			waitHits(t, c, l)
+			st := s.ConnStats()
+			if !st.Connected || len(st.Nodes) == 0 || st.Nodes[0].Reconnects == 0 {
+				t.Fatalf("ConnStats after the server came up = %+v, want connected and a reconnect", st)
+			}
+		})
+	}
+}
+
+// TestStartStalled starts a Store while its server accepts connections but
+// never answers (SIGSTOP): the constructor does not wait, a Fetch waits at
+// most its StoreTimeout and returns the loader's value, and hits resume
+// once the server continues.
+func TestStartStalled(t *testing.T) {
+	for _, withHealth := range []bool{false, true} {
+		t.Run(fmt.Sprintf("health=%v", withHealth), func(t *testing.T) {
+			r := servertest.Redis(t, servers.RedisConfig{})
+			if err := r.Pause(); err != nil {
+				t.Fatal(err)
+			}
+			resumed := false
+			t.Cleanup(func() {
+				if !resumed {
+					_ = r.Resume()
+				}
+			})
+			s := open(t, r.URL(), redisstore.Options{})
+			l := &loader{}
+			c := newCache(t, wrapHealth(t, s, withHealth))
+			checkServesFromLoader(t, c, l)
+			if s.ConnStats().Connected {
+				t.Fatal("connected to a stopped server")
+			}
+			resumed = true
+			if err := r.Resume(); err != nil {
+				t.Fatal(err)
+			}
+			waitHits(t, c, l)
+		})
+	}
+}
+
+// TestStartBlockingDialer: a dial that blocks until the test ends keeps
+// neither the constructors nor Close from returning, and a Fetch is
+// answered by the loader.
+func TestStartBlockingDialer(t *testing.T) {
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) }) // runs after the stores' Close
+	var dials atomic.Int64
+	block := func(o *rueidis.ClientOption) {
+		o.DialCtxFn = func(context.Context, string, *net.Dialer, *tls.Config) (net.Conn, error) {
+			dials.Add(1)
+			<-release // ignores its context on purpose
+			return nil, errors.New("released")
+		}
+	}
+	opts := redisstore.Options{Addrs: []string{"127.0.0.1:6379"}, Configure: block}
+	s1, err := redisstore.New(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2, err := redisstore.NewFromURL(context.Background(), "redis://127.0.0.1:6379", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, s := range []*redisstore.Store{s1, s2} {
+		l := &loader{}
+		c := newCache(t, wrapHealth(t, s, i == 1))
+		checkServesFromLoader(t, c, l)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
+		_, err := s.Get(ctx, "k")
+		cancel()
+		if !errors.Is(err, store.ErrNotConnected) {
+			t.Fatalf("Get while the dial blocks = %v, want ErrNotConnected", err)
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if dials.Load() == 0 {
+		t.Fatal("the blocking dialer was never called")
+	}
+}
+
+// TestStartUnresolvable starts a Store whose server's name does not
+// resolve yet; once it does, the Store connects.
+func TestStartUnresolvable(t *testing.T) {
+	r := servertest.Redis(t, servers.RedisConfig{})
+	_, port, _ := net.SplitHostPort(r.Addr)
+	res := servertest.NewResolver()
+	addr := net.JoinHostPort("cache.kura.test", port)
+	s := open(t, "redis://"+addr, redisstore.Options{Resolver: res})
+	l := &loader{}
+	c := newCache(t, wrapHealth(t, s, true))
+	checkServesFromLoader(t, c, l)
+	st := s.ConnStats()
+	if st.Connected || len(st.Nodes) != 1 || st.Nodes[0].Addr != addr || st.Nodes[0].ResolveFailures == 0 {
+		t.Fatalf("ConnStats with an unresolvable name = %+v, want a failed lookup of %s", st, addr)
+	}
+	res.Set("cache.kura.test", "127.0.0.1")
+	waitHits(t, c, l)
+	if st := s.ConnStats(); !st.Connected || st.Nodes[0].Resolved != r.Addr {
+		t.Fatalf("ConnStats after the name resolved = %+v, want connected to %s", st, r.Addr)
+	}
+}
+
+// TestAddressMoves: the server behind a name is replaced by one at another
+// address (127.0.0.1 -> 127.0.0.2, same port), as a managed service does
+// on failover. The reconnect looks the name up again and writes land on
+// the new server.
+func TestAddressMoves(t *testing.T) {
+	a := servertest.Redis(t, servers.RedisConfig{})
+	_, port, _ := net.SplitHostPort(a.Addr)
+	p, _ := strconv.Atoi(port)
+	b := servertest.Redis(t, servers.RedisConfig{Host: "127.0.0.2", Port: p})
+	res := servertest.NewResolver()
+	res.Set("cache.kura.test", "127.0.0.1")
+	addr := net.JoinHostPort("cache.kura.test", port)
+	s := open(t, "redis://"+addr, redisstore.Options{Resolver: res})
+	ctx := context.Background()
+	if err := s.Set(ctx, "before", []byte("a"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := a.Do(ctx, "GET", "before"); err != nil || v != "a" {
+		t.Fatalf("GET before on the first server = %q, %v", v, err)
+	}
+	res.Set("cache.kura.test", "127.0.0.2")
+	a.Kill()
+	servertest.Eventually(t, "a write after the move", func() error {
+		return s.Set(ctx, "after", []byte("b"), 0)
+	})
+	if v, err := b.Do(ctx, "GET", "after"); err != nil || v != "b" {
+		t.Fatalf("GET after on the new server = %q, %v", v, err)
+	}
+	st := s.ConnStats()
+	var n store.NodeConnStats
+	for _, x := range st.Nodes {
+		if x.Addr == addr {
+			n = x
+		}
+	}
+	if n.AddrChanges == 0 || n.Resolved != b.Addr {
+		t.Fatalf("ConnStats after the move = %+v, want an address change to %s", st, b.Addr)
+	}
+}
+
+// TestClusterStartsLater starts a Store on the seeds of a Redis Cluster
+// whose nodes are all down; when they come up, the Store finds out it is
+// a Cluster and serves every slot.
+func TestClusterStartsLater(t *testing.T) {
+	cl := servertest.RedisCluster(t)
+	for _, n := range cl.Nodes {
+		n.Kill()
+	}
+	s := open(t, cl.URL(), redisstore.Options{})
+	l := &loader{}
+	c := newCache(t, wrapHealth(t, s, true))
+	checkServesFromLoader(t, c, l)
+	if s.IsCluster() {
+		t.Fatal("a store that never connected says it is a Cluster")
+	}
+	for _, n := range cl.Nodes {
+		if err := n.Restart(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx := context.Background()
+	servertest.Eventually(t, "writes to every master", func() error {
+		items := make([]store.Item, 64)
+		for i := range items {
+			items[i] = store.Item{Key: "k" + strconv.Itoa(i), Value: []byte("v")}
+		}
+		return s.SetMany(ctx, items)
+	})
+	if !s.IsCluster() {
+		t.Fatal("Cluster not detected once its nodes answered")
+	}
+	waitHits(t, c, l)
+}
