@@ -27,6 +27,11 @@ import (
 // Dialer opens TCP connections to host:port addresses. The zero value is
 // not usable; use New.
 type Dialer struct {
+	// NoResolve hands the address to the dial function as it is (a
+	// custom dialer that resolves, or needs the name for TLS); the
+	// connections are still counted.
+	NoResolve bool
+
 	resolver store.Resolver
 	dial     func(ctx context.Context, network, addr string) (net.Conn, error)
 
@@ -100,7 +105,7 @@ func (d *Dialer) connect(ctx context.Context, n *node, network, addr string) (ne
 	if err != nil {
 		return nil, "", err
 	}
-	if net.ParseIP(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")) != nil {
+	if d.NoResolve || net.ParseIP(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")) != nil {
 		nc, err := d.dial(ctx, network, addr)
 		return nc, addr, err
 	}

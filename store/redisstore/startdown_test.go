@@ -13,92 +13,12 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/kuracache/kura"
 	"github.com/kuracache/kura/internal/servers"
 	"github.com/kuracache/kura/internal/servertest"
+	"github.com/kuracache/kura/internal/startdown"
 	"github.com/kuracache/kura/store"
-	"github.com/kuracache/kura/store/health"
 	"github.com/kuracache/kura/store/redisstore"
 )
-
-// loader counts its calls and returns "v:"+key.
-type loader struct{ calls atomic.Int64 }
-
-func (l *loader) load(_ context.Context, key string) (string, error) {
-	l.calls.Add(1)
-	return "v:" + key, nil
-}
-
-func (l *loader) loadMany(_ context.Context, keys []string) (map[string]string, error) {
-	l.calls.Add(int64(len(keys)))
-	out := make(map[string]string, len(keys))
-	for _, k := range keys {
-		out[k] = "v:" + k
-	}
-	return out, nil
-}
-
-// wrapHealth optionally puts store/health in front of s.
-func wrapHealth(t *testing.T, s store.Store, withHealth bool) store.Store {
-	if !withHealth {
-		return s
-	}
-	hs, err := health.New(s, health.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = hs.Close() })
-	return hs
-}
-
-// checkServesFromLoader checks that a Cache on s, whose servers are not
-// reachable, answers Fetch and FetchMany with the loader's values and no
-// error.
-func checkServesFromLoader(t *testing.T, c *kura.Cache[string], l *loader) {
-	t.Helper()
-	ctx := context.Background()
-	v, err := c.Fetch(ctx, "k1", time.Minute, l.load)
-	if err != nil || v != "v:k1" {
-		t.Fatalf("Fetch with the server down = %q, %v; want the loader's value and no error", v, err)
-	}
-	m, err := c.FetchMany(ctx, []string{"k2", "k3"}, time.Minute, l.loadMany)
-	if err != nil || m["k2"] != "v:k2" || m["k3"] != "v:k3" {
-		t.Fatalf("FetchMany with the server down = %v, %v; want the loader's values and no error", m, err)
-	}
-}
-
-// waitHits waits until a Fetch of a fresh key is answered by the store on
-// its second call (the first one loaded and wrote it).
-func waitHits(t *testing.T, c *kura.Cache[string], l *loader) {
-	t.Helper()
-	ctx := context.Background()
-	n := 0
-	servertest.Eventually(t, "hits after the server came up", func() error {
-		n++
-		key := "after:" + strconv.Itoa(n)
-		if _, err := c.Fetch(ctx, key, time.Minute, l.load); err != nil {
-			return err
-		}
-		before := l.calls.Load()
-		v, err := c.Fetch(ctx, key, time.Minute, l.load)
-		if err != nil {
-			return err
-		}
-		if l.calls.Load() != before || v != "v:"+key {
-			return fmt.Errorf("second Fetch of %s loaded again (%q)", key, v)
-		}
-		return nil
-	})
-}
-
-func newCache(t *testing.T, s store.Store) *kura.Cache[string] {
-	t.Helper()
-	c, err := kura.New[string](s, kura.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
 
 // TestStartRefused starts a Store while its server is down (refused), and
 // brings the server up afterwards on the same address: the Store is
@@ -119,13 +39,13 @@ func TestStartRefused(t *testing.T) {
 			if st := s.ConnStats(); st.Connected || st.ConnectFailures == 0 {
 				t.Fatalf("ConnStats with the server down = %+v, want not connected and a failed attempt", st)
 			}
-			l := &loader{}
-			c := newCache(t, wrapHealth(t, s, withHealth))
-			checkServesFromLoader(t, c, l)
+			l := &startdown.Loader{}
+			c := startdown.Cache(t, startdown.Health(t, s, withHealth))
+			startdown.ServesFromLoader(t, c, l)
 			if err := r.Restart(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			waitHits(t, c, l)
+			startdown.WaitHits(t, c, l)
 			st := s.ConnStats()
 			if !st.Connected || len(st.Nodes) == 0 || st.Nodes[0].Reconnects == 0 {
 				t.Fatalf("ConnStats after the server came up = %+v, want connected and a reconnect", st)
@@ -152,9 +72,9 @@ func TestStartStalled(t *testing.T) {
 				}
 			})
 			s := open(t, r.URL(), redisstore.Options{})
-			l := &loader{}
-			c := newCache(t, wrapHealth(t, s, withHealth))
-			checkServesFromLoader(t, c, l)
+			l := &startdown.Loader{}
+			c := startdown.Cache(t, startdown.Health(t, s, withHealth))
+			startdown.ServesFromLoader(t, c, l)
 			if s.ConnStats().Connected {
 				t.Fatal("connected to a stopped server")
 			}
@@ -162,7 +82,7 @@ func TestStartStalled(t *testing.T) {
 			if err := r.Resume(); err != nil {
 				t.Fatal(err)
 			}
-			waitHits(t, c, l)
+			startdown.WaitHits(t, c, l)
 		})
 	}
 }
@@ -191,9 +111,9 @@ func TestStartBlockingDialer(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, s := range []*redisstore.Store{s1, s2} {
-		l := &loader{}
-		c := newCache(t, wrapHealth(t, s, i == 1))
-		checkServesFromLoader(t, c, l)
+		l := &startdown.Loader{}
+		c := startdown.Cache(t, startdown.Health(t, s, i == 1))
+		startdown.ServesFromLoader(t, c, l)
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Millisecond)
 		_, err := s.Get(ctx, "k")
 		cancel()
@@ -217,15 +137,15 @@ func TestStartUnresolvable(t *testing.T) {
 	res := servertest.NewResolver()
 	addr := net.JoinHostPort("cache.kura.test", port)
 	s := open(t, "redis://"+addr, redisstore.Options{Resolver: res})
-	l := &loader{}
-	c := newCache(t, wrapHealth(t, s, true))
-	checkServesFromLoader(t, c, l)
+	l := &startdown.Loader{}
+	c := startdown.Cache(t, startdown.Health(t, s, true))
+	startdown.ServesFromLoader(t, c, l)
 	st := s.ConnStats()
 	if st.Connected || len(st.Nodes) != 1 || st.Nodes[0].Addr != addr || st.Nodes[0].ResolveFailures == 0 {
 		t.Fatalf("ConnStats with an unresolvable name = %+v, want a failed lookup of %s", st, addr)
 	}
 	res.Set("cache.kura.test", "127.0.0.1")
-	waitHits(t, c, l)
+	startdown.WaitHits(t, c, l)
 	if st := s.ConnStats(); !st.Connected || st.Nodes[0].Resolved != r.Addr {
 		t.Fatalf("ConnStats after the name resolved = %+v, want connected to %s", st, r.Addr)
 	}
@@ -280,9 +200,9 @@ func TestClusterStartsLater(t *testing.T) {
 		n.Kill()
 	}
 	s := open(t, cl.URL(), redisstore.Options{})
-	l := &loader{}
-	c := newCache(t, wrapHealth(t, s, true))
-	checkServesFromLoader(t, c, l)
+	l := &startdown.Loader{}
+	c := startdown.Cache(t, startdown.Health(t, s, true))
+	startdown.ServesFromLoader(t, c, l)
 	if s.IsCluster() {
 		t.Fatal("a store that never connected says it is a Cluster")
 	}
@@ -302,5 +222,5 @@ func TestClusterStartsLater(t *testing.T) {
 	if !s.IsCluster() {
 		t.Fatal("Cluster not detected once its nodes answered")
 	}
-	waitHits(t, c, l)
+	startdown.WaitHits(t, c, l)
 }
