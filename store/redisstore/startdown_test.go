@@ -11,11 +11,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/rueidis"
 
 	"github.com/kuracache/kura/internal/servers"
 	"github.com/kuracache/kura/internal/servertest"
 	"github.com/kuracache/kura/internal/startdown"
+	"github.com/kuracache/kura/kuraprom"
 	"github.com/kuracache/kura/store"
 	"github.com/kuracache/kura/store/redisstore"
 )
@@ -138,16 +140,43 @@ func TestStartUnresolvable(t *testing.T) {
 	addr := net.JoinHostPort("cache.kura.test", port)
 	s := open(t, "redis://"+addr, redisstore.Options{Resolver: res})
 	l := &startdown.Loader{}
-	c := startdown.Cache(t, startdown.Health(t, s, true))
+	hs := startdown.Health(t, s, true)
+	c := startdown.Cache(t, hs)
 	startdown.ServesFromLoader(t, c, l)
 	st := s.ConnStats()
 	if st.Connected || len(st.Nodes) != 1 || st.Nodes[0].Addr != addr || st.Nodes[0].ResolveFailures == 0 {
 		t.Fatalf("ConnStats with an unresolvable name = %+v, want a failed lookup of %s", st, addr)
 	}
+	// An operator sees it through the health wrapper, in Prometheus.
+	cr, ok := store.Find[store.ConnReporter](hs)
+	if !ok {
+		t.Fatal("ConnReporter not found through the health wrapper")
+	}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(kuraprom.NewConnCollector("sessions", cr))
+	connected := func() float64 {
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() == "kura_store_connected" {
+				return mf.GetMetric()[0].GetGauge().GetValue()
+			}
+		}
+		t.Fatal("no kura_store_connected")
+		return 0
+	}
+	if v := connected(); v != 0 {
+		t.Fatalf("kura_store_connected = %v before the name resolved", v)
+	}
 	res.Set("cache.kura.test", "127.0.0.1")
 	startdown.WaitHits(t, c, l)
 	if st := s.ConnStats(); !st.Connected || st.Nodes[0].Resolved != r.Addr {
 		t.Fatalf("ConnStats after the name resolved = %+v, want connected to %s", st, r.Addr)
+	}
+	if v := connected(); v != 1 {
+		t.Fatalf("kura_store_connected = %v once connected", v)
 	}
 }
 
