@@ -658,6 +658,13 @@ func TestProbeConnection(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			tp := mk(t)
 			defer tp.inner.Close()
+			// The store connects in the background: let it, so that
+			// only the probes' connection is counted.
+			cr, ok := store.Find[store.ConnReporter](tp.inner)
+			if !ok {
+				t.Fatal("no ConnReporter")
+			}
+			waitFor(t, "the store to connect", func() bool { return cr.ConnStats().Connected })
 			before := tp.proxy.Stats()
 			hs, err := health.New(tp.inner, testOpts())
 			must(t, err)

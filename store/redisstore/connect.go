@@ -119,6 +119,7 @@ func (s *Store) tryConnect(ctx context.Context) error {
 		return fmt.Errorf("redisstore: %w", store.ErrClosed)
 	}
 	s.cur.Store(cn)
+	close(s.up)
 	s.mu.Unlock()
 	if cn.cluster {
 		s.refreshSlots(ctx, cn)
@@ -193,6 +194,30 @@ func (s *Store) notConnected(why error) error {
 		return err
 	}
 	return &store.NodeError{Addr: s.seeds[0], Err: err}
+}
+
+// WaitConnected waits until the Store has connected, for tools that need
+// the server itself (Client, IsCluster) rather than a cache in front of a
+// loader. It fails with an error matching store.ErrNotConnected (and why
+// the last attempt failed) when ctx ends first, or store.ErrClosed.
+func (s *Store) WaitConnected(ctx context.Context) error {
+	select {
+	case <-s.up:
+		return nil
+	case <-s.bgCtx.Done():
+		return fmt.Errorf("redisstore: %w", store.ErrClosed)
+	case <-ctx.Done():
+	}
+	select {
+	case <-s.up:
+		return nil
+	default:
+	}
+	var last error
+	if p := s.lastErr.Load(); p != nil {
+		last = *p
+	}
+	return s.notConnected(errors.Join(ctx.Err(), last))
 }
 
 // ConnStats reports whether the Store has connected, its background

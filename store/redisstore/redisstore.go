@@ -109,6 +109,7 @@ type Store struct {
 	co           rueidis.ClientOption
 	dialer       *redial.Dialer // nil for NewFromClient
 	first        chan struct{}
+	up           chan struct{} // closed once connected
 	lastErr      atomic.Pointer[error]
 	attempts     atomic.Uint64
 	attemptFails atomic.Uint64
@@ -219,6 +220,7 @@ func NewFromClient(c rueidis.Client) *Store {
 	s := newStore(nil, false)
 	s.cur.Store(newConn(c))
 	close(s.first)
+	close(s.up)
 	if s.IsCluster() {
 		s.refreshSlotsAsync() // for the addresses in error messages
 	}
@@ -226,7 +228,7 @@ func NewFromClient(c rueidis.Client) *Store {
 }
 
 func newStore(seeds []string, owned bool) *Store {
-	s := &Store{owned: owned, seeds: seeds, first: make(chan struct{})}
+	s := &Store{owned: owned, seeds: seeds, first: make(chan struct{}), up: make(chan struct{})}
 	s.maxValue.Store(DefaultMaxValueSize)
 	s.bgCtx, s.bgCancel = context.WithCancel(context.Background())
 	return s
@@ -328,7 +330,8 @@ func (cn *conn) readMaxValue(ctx context.Context) (int, error) {
 // Client returns the underlying rueidis client, for commands the store
 // does not cover. On a Store still connecting in the background it waits
 // for the first attempt to end; it returns nil when the Store has not
-// connected (the servers were down: see Options.FailFast).
+// connected (the servers were down: see Options.FailFast, or call
+// WaitConnected first).
 func (s *Store) Client() rueidis.Client {
 	<-s.first
 	if cn := s.cur.Load(); cn != nil {
