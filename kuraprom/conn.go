@@ -18,7 +18,7 @@ type ConnCollector struct {
 	name string
 	src  store.ConnReporter
 
-	connected, attempts, attemptFails, resolved       *prometheus.Desc
+	connected, attempts, attemptFails, resolved        *prometheus.Desc
 	dials, dialFails, reconnects, lookups, lookupFails *prometheus.Desc
 	changes                                            *prometheus.Desc
 }
