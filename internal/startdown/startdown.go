@@ -8,12 +8,16 @@ package startdown
 import (
 	"context"
 	"fmt"
+	"net"
+	"slices"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/kuracache/kura"
+	"github.com/kuracache/kura/internal/servers"
 	"github.com/kuracache/kura/internal/servertest"
 	"github.com/kuracache/kura/store"
 	"github.com/kuracache/kura/store/health"
@@ -102,4 +106,170 @@ func Cache(t *testing.T, s store.Store) *kura.Cache[string] {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// Result is what Measure saw.
+type Result struct {
+	// Fetches and Errors count the callers' Fetch calls and those that
+	// returned an error (the target is 0).
+	Fetches, Errors int64
+	// FetchesDown and LoadsDown count Fetch calls and loader calls made
+	// before the server came up.
+	FetchesDown, LoadsDown int64
+	// FirstHit is the time from the server's first answer (up returned)
+	// to the first Fetch answered by the store without the loader.
+	FirstHit time.Duration
+}
+
+// Measure runs callers goroutines that each Fetch one of keys keys every
+// interval from c, whose store's server is down, for down; then calls up
+// (which returns once the server answers) and runs until the first hit
+// plus a little, or a minute at most.
+func Measure(c *kura.Cache[string], callers, keys int, interval, down time.Duration, up func() error) (Result, error) {
+	var (
+		res          Result
+		loads        atomic.Int64
+		fetches      atomic.Int64
+		errs         atomic.Int64
+		isUp         atomic.Bool
+		upAt         atomic.Int64 // unix nanos
+		firstHit     atomic.Int64 // unix nanos
+		stop         = make(chan struct{})
+		wg           sync.WaitGroup
+		loadsAtUp    int64
+		fetchesAtUp  int64
+		hitSeen      = make(chan struct{})
+		hitSeenOnce  sync.Once
+		ctx          = context.Background()
+		upErr        error
+		measureLimit = time.Minute
+	)
+	for i := 0; i < callers; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			key := "measure:" + strconv.Itoa(i%keys)
+			t := time.NewTicker(interval)
+			defer t.Stop()
+			for {
+				select {
+				case <-stop:
+					return
+				case <-t.C:
+				}
+				loaded := false
+				_, err := c.Fetch(ctx, key, time.Minute, func(context.Context, string) (string, error) {
+					loaded = true
+					loads.Add(1)
+					return "v:" + key, nil
+				})
+				fetches.Add(1)
+				if err != nil {
+					errs.Add(1)
+				}
+				if !loaded && err == nil && isUp.Load() {
+					if firstHit.CompareAndSwap(0, time.Now().UnixNano()) {
+						hitSeenOnce.Do(func() { close(hitSeen) })
+					}
+				}
+			}
+		}()
+	}
+	time.Sleep(down)
+	loadsAtUp, fetchesAtUp = loads.Load(), fetches.Load()
+	if upErr = up(); upErr == nil {
+		upAt.Store(time.Now().UnixNano())
+		isUp.Store(true)
+		select {
+		case <-hitSeen:
+			time.Sleep(100 * time.Millisecond)
+		case <-time.After(measureLimit):
+		}
+	}
+	close(stop)
+	wg.Wait()
+	res.Fetches, res.Errors = fetches.Load(), errs.Load()
+	res.FetchesDown, res.LoadsDown = fetchesAtUp, loadsAtUp
+	if h := firstHit.Load(); h != 0 {
+		res.FirstHit = time.Duration(h - upAt.Load())
+	} else if upErr == nil {
+		upErr = fmt.Errorf("no hit within %v of the server coming up", measureLimit)
+	}
+	return res, upErr
+}
+
+// Scenarios are the three starts the measurements cover.
+var Scenarios = []string{"refused", "stalled", "unresolvable"}
+
+// Bench runs Measure b.N times, each on a fresh store made by open with
+// its server down as scenario says (open returns the store and the
+// function that brings the server up), and reports the errors callers
+// saw, the share of Fetch calls that loaded while the server was down,
+// and the median time from the server's first answer to the first hit.
+func Bench(b *testing.B, withHealth bool, open func(b *testing.B) (store.Store, func() error)) {
+	var errs, fetchesDown, loadsDown int64
+	var hits []time.Duration
+	for i := 0; i < b.N; i++ {
+		s, up := open(b)
+		var st store.Store = s
+		if withHealth {
+			hs, err := health.New(s, health.Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			st = hs
+		}
+		c, err := kura.New[string](st, kura.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		r, err := Measure(c, 64, 16, 10*time.Millisecond, 500*time.Millisecond, up)
+		if err != nil {
+			b.Fatal(err)
+		}
+		errs += r.Errors
+		fetchesDown += r.FetchesDown
+		loadsDown += r.LoadsDown
+		hits = append(hits, r.FirstHit)
+		if hs, ok := st.(*health.Store); ok {
+			_ = hs.Close()
+		}
+		_ = s.Close()
+	}
+	slices.Sort(hits)
+	b.ReportMetric(float64(errs), "errors")
+	b.ReportMetric(float64(fetchesDown)/float64(b.N), "fetches-down/run")
+	b.ReportMetric(float64(loadsDown)/float64(b.N), "loads-down/run")
+	b.ReportMetric(float64(hits[len(hits)/2])/float64(time.Millisecond), "ms-to-first-hit")
+	b.ReportMetric(0, "ns/op")
+}
+
+// Down takes the server p down as scenario says ("refused": killed;
+// "stalled": SIGSTOP; "unresolvable": its name, the returned addr,
+// resolves to nothing through the returned resolver) and returns the
+// address to give the store, its resolver, and the function that brings
+// the server up (returning once it answers).
+func Down(tb testing.TB, scenario string, p *servers.Proc) (addr string, res *servertest.Resolver, up func() error) {
+	_, port, _ := net.SplitHostPort(p.Addr)
+	const name = "cache.kura.test"
+	addr = net.JoinHostPort(name, port)
+	res = servertest.NewResolver()
+	res.Set(name, "127.0.0.1")
+	switch scenario {
+	case "refused":
+		p.Kill()
+		up = func() error { return p.Restart(context.Background()) }
+	case "stalled":
+		if err := p.Pause(); err != nil {
+			tb.Fatal(err)
+		}
+		tb.Cleanup(func() { _ = p.Resume() })
+		up = p.Resume
+	case "unresolvable":
+		res.Unset(name)
+		up = func() error { res.Set(name, "127.0.0.1"); return nil }
+	default:
+		tb.Fatalf("unknown scenario %q", scenario)
+	}
+	return addr, res, up
 }

@@ -16,12 +16,16 @@ import (
 
 // Back-off between background connection attempts of a Store started with
 // its servers down: it doubles from connectBackoffMin to
-// connectBackoffMax, so a server that comes up is used within about half a
-// second, and one that stays down costs two dials (or name lookups) a
-// second.
+// connectBackoffMax, so an idle Store whose server stays down costs two
+// dials (or name lookups) a second. A request that finds the Store not
+// connected starts the next attempt early, but not sooner than
+// connectKickGap after the last one: under traffic a server that comes up
+// is used within about connectKickGap, at a cost of at most 20 attempts a
+// second however many callers there are.
 const (
 	connectBackoffMin = 10 * time.Millisecond
 	connectBackoffMax = 500 * time.Millisecond
+	connectKickGap    = 50 * time.Millisecond
 )
 
 // dialOptions routes every connection of co through the Store's dialer:
@@ -144,25 +148,55 @@ func (s *Store) connectLoop() {
 		if err == nil || s.bgCtx.Err() != nil {
 			return
 		}
+		ended := time.Now()
 		t := time.NewTimer(backoff)
 		select {
 		case <-s.bgCtx.Done():
 			t.Stop()
 			return
 		case <-t.C:
+		case <-s.kick:
+			t.Stop()
+			if wait := connectKickGap - time.Since(ended); wait > 0 {
+				t.Reset(wait)
+				select {
+				case <-s.bgCtx.Done():
+					t.Stop()
+					return
+				case <-t.C:
+				}
+			}
 		}
 		backoff = min(2*backoff, connectBackoffMax)
 	}
 }
 
+// kickConnect asks the connection loop for an early attempt.
+func (s *Store) kickConnect() {
+	select {
+	case s.kick <- struct{}{}:
+	default:
+	}
+}
+
+// firstWaitMax is how long after New requests still wait for the first
+// connection attempt (see waitFirst).
+const firstWaitMax = time.Second
+
 // waitFirst is ready's slow path, on a Store not connected yet: a request
-// waits for the first connection attempt (a server that is up is used by
-// the first request as before), bounded by its ctx; after that, requests
-// fail at once until an attempt in the background succeeds.
+// made in the first second waits for the first connection attempt (a
+// server that is up is used by the first requests as before), bounded by
+// its ctx; after that, and once that attempt failed, requests fail at once
+// until an attempt in the background succeeds. (The first attempt against
+// a stalled server lasts up to the dial timeout; requests stop waiting for
+// it after a second.)
 func (s *Store) waitFirst(ctx context.Context) (*conn, error) {
 	select {
 	case <-s.first:
 	default:
+		if time.Since(s.created) > firstWaitMax {
+			break
+		}
 		select {
 		case <-s.first:
 		case <-ctx.Done():
@@ -175,6 +209,7 @@ func (s *Store) waitFirst(ctx context.Context) (*conn, error) {
 	if s.closed.Load() {
 		return nil, fmt.Errorf("redisstore: %w", store.ErrClosed)
 	}
+	s.kickConnect()
 	var last error
 	if p := s.lastErr.Load(); p != nil {
 		last = *p

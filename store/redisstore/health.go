@@ -70,7 +70,19 @@ func (s *Store) Nodes() []string {
 // commands. The client is opened on the first probe with the Store's
 // options (credentials, TLS, dialer). A Store from NewFromClient has no
 // options to copy; it probes through the application's client.
+//
+// On a Store that has not connected yet, a probe starts a connection
+// attempt and waits for it (within ctx): the node is not up for the Store
+// until the Store's own client has connected, so a probe that succeeded
+// on its own connection would let requests through only to fail.
 func (s *Store) ProbeNode(ctx context.Context, addr string) error {
+	if s.cur.Load() == nil && !s.closed.Load() {
+		s.kickConnect()
+		select {
+		case <-s.up:
+		case <-ctx.Done():
+		}
+	}
 	cn, err := s.ready(ctx)
 	if err != nil {
 		return &store.NodeError{Addr: addr, Err: err}

@@ -110,6 +110,8 @@ type Store struct {
 	dialer       *redial.Dialer // nil for NewFromClient
 	first        chan struct{}
 	up           chan struct{} // closed once connected
+	kick         chan struct{} // a request found the Store not connected
+	created      time.Time
 	lastErr      atomic.Pointer[error]
 	attempts     atomic.Uint64
 	attemptFails atomic.Uint64
@@ -228,7 +230,7 @@ func NewFromClient(c rueidis.Client) *Store {
 }
 
 func newStore(seeds []string, owned bool) *Store {
-	s := &Store{owned: owned, seeds: seeds, first: make(chan struct{}), up: make(chan struct{})}
+	s := &Store{owned: owned, seeds: seeds, first: make(chan struct{}), up: make(chan struct{}), kick: make(chan struct{}, 1), created: time.Now()}
 	s.maxValue.Store(DefaultMaxValueSize)
 	s.bgCtx, s.bgCancel = context.WithCancel(context.Background())
 	return s
