@@ -1,6 +1,7 @@
 package memcache
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -65,7 +66,18 @@ type Options struct {
 	// that is down only fails the requests for its keys (a Cache sends
 	// them to the loader) until it answers.
 	FailFast bool
+	// StartWait is how long New waits (within ctx) for the servers'
+	// first answers, which tell their item size limits, before returning
+	// with the servers that have not answered still being tried: a pool
+	// that is up is fully known when New returns, a refused or
+	// unresolvable server does not delay it, a stalled one delays it by
+	// StartWait. If zero, DefaultStartWait (500 ms); negative does not
+	// wait.
+	StartWait time.Duration
 }
+
+// DefaultStartWait is Options.StartWait when left at zero.
+const DefaultStartWait = 500 * time.Millisecond
 
 // Store is a kura store.Store over a pool of memcached servers, with keys
 // placed by ketama consistent hashing and batches sent as quiet meta
@@ -154,12 +166,24 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 	// is down has its limit read by its first connection instead.
 	bg, cancel := context.WithCancel(context.Background())
 	s.bgCancel = cancel
+	var wg sync.WaitGroup
 	for _, cl := range s.clients {
-		go func() {
+		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(bg, dialTimeout+time.Second)
 			defer cancel()
 			_ = cl.Noop(ctx)
-		}()
+		})
+	}
+	if wait := cmp.Or(opts.StartWait, DefaultStartWait); wait > 0 {
+		done := make(chan struct{})
+		go func() { wg.Wait(); close(done) }()
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		select {
+		case <-done:
+		case <-t.C:
+		case <-ctx.Done():
+		}
 	}
 	return s, nil
 }

@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -28,6 +29,9 @@ const DefaultMaxValueSize = 512 << 20
 // requires some and none were given. Check the user and password in the URL
 // or in Options.Username and Options.Password.
 var ErrAuth = errors.New("kura: redis authentication failed")
+
+// DefaultStartWait is Options.StartWait when left at zero.
+const DefaultStartWait = 500 * time.Millisecond
 
 // DefaultMaxFlushDelay is Options.MaxFlushDelay when left at zero.
 const DefaultMaxFlushDelay = 20 * time.Microsecond
@@ -78,13 +82,21 @@ type Options struct {
 	Tracking Tracking
 	// FailFast makes New and NewFromURL connect before they return and
 	// fail when no seed answers within ctx and DialTimeout (or the
-	// credentials are refused). The zero value starts without waiting
-	// for the network: the Store connects in the background (see
+	// credentials are refused). The zero value starts even when the
+	// servers are down: the Store connects in the background (see
 	// "Starting with the servers down" in the package documentation),
 	// so a process that starts while Redis is down or restarting still
 	// gets a Store, whose requests fail (and a Cache's go to the loader)
 	// until a seed answers.
 	FailFast bool
+	// StartWait is how long New and NewFromURL wait (within ctx) for the
+	// first connection attempt before returning a Store that goes on
+	// connecting in the background: a server that is up is connected
+	// when New returns, a refused port or a name that does not resolve
+	// returns at once, and only a server that accepts but does not
+	// answer (or a dial that hangs) makes New wait this long. If zero,
+	// DefaultStartWait (500 ms); negative does not wait at all.
+	StartWait time.Duration
 	// Resolver looks up the seeds' host names on every new connection, so
 	// a name that moves to another address (a managed service's failover
 	// or node replacement) is followed on the next reconnect. If nil,
@@ -289,6 +301,15 @@ func open(ctx context.Context, co rueidis.ClientOption, opts Options) (*Store, e
 		return s, nil
 	}
 	go s.connectLoop()
+	if wait := cmp.Or(opts.StartWait, DefaultStartWait); wait > 0 {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		select {
+		case <-s.first:
+		case <-t.C:
+		case <-ctx.Done():
+		}
+	}
 	return s, nil
 }
 
