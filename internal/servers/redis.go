@@ -132,6 +132,14 @@ func (c *RedisCluster) Stop() {
 // on, joins them with `redis-cli --cluster create` and waits until every
 // node reports cluster_state:ok.
 func StartRedisCluster(ctx context.Context, masters int) (*RedisCluster, error) {
+	return StartRedisClusterAt(ctx, "", make([]int, masters))
+}
+
+// StartRedisClusterAt is StartRedisCluster with one master per port on
+// the loopback address host ("" means 127.0.0.1; a port of 0 is a free
+// one): a Cluster "at a new address" with the same ports as another.
+func StartRedisClusterAt(ctx context.Context, host string, ports []int) (*RedisCluster, error) {
+	masters := len(ports)
 	if masters < 3 {
 		return nil, fmt.Errorf("servers: a Redis Cluster needs at least 3 masters, got %d", masters)
 	}
@@ -141,7 +149,12 @@ func StartRedisCluster(ctx context.Context, masters int) (*RedisCluster, error) 
 	}
 	c := &RedisCluster{}
 	for i := 0; i < masters; i++ {
-		n, err := StartRedis(ctx, RedisConfig{Cluster: true})
+		cfg := RedisConfig{Cluster: true, Host: host, Port: ports[i]}
+		if host != "" {
+			// Nodes reach each other from their own address, and say so.
+			cfg.Args = []string{"--cluster-announce-ip", host, "--bind-source-addr", host}
+		}
+		n, err := StartRedis(ctx, cfg)
 		if err != nil {
 			c.Stop()
 			return nil, err

@@ -253,3 +253,57 @@ func TestClusterStartsLater(t *testing.T) {
 	}
 	startdown.WaitHits(t, c, l)
 }
+
+// TestClusterSeedMoves: the whole Cluster behind a seed name is replaced
+// by one at another address (127.0.0.1 -> 127.0.0.2, same ports). When
+// the old masters are gone, the slot-map refresh reaches the new Cluster
+// through the seed's name, looked up again, and writes land there.
+func TestClusterSeedMoves(t *testing.T) {
+	a := servertest.RedisCluster(t)
+	ports := make([]int, len(a.Nodes))
+	for i, n := range a.Nodes {
+		ports[i] = n.Port()
+	}
+	b := servertest.RedisClusterAt(t, "127.0.0.2", ports)
+	res := servertest.NewResolver()
+	res.Set("cluster.kura.test", "127.0.0.1")
+	seed := net.JoinHostPort("cluster.kura.test", strconv.Itoa(ports[0]))
+	s := open(t, "redis://"+seed, redisstore.Options{Resolver: res})
+	ctx := context.Background()
+	items := make([]store.Item, 64)
+	for i := range items {
+		items[i] = store.Item{Key: "k" + strconv.Itoa(i), Value: []byte("v")}
+	}
+	if err := s.SetMany(ctx, items); err != nil {
+		t.Fatal(err)
+	}
+	if !s.IsCluster() {
+		t.Fatal("Cluster not detected")
+	}
+	res.Set("cluster.kura.test", "127.0.0.2")
+	for _, n := range a.Nodes {
+		n.Kill()
+	}
+	servertest.Eventually(t, "writes to the moved Cluster", func() error { return s.SetMany(ctx, items) })
+	total := 0
+	for _, n := range b.Nodes {
+		v, err := n.Do(ctx, "DBSIZE")
+		if err != nil {
+			t.Fatal(err)
+		}
+		k, _ := strconv.Atoi(v)
+		total += k
+	}
+	if total != len(items) {
+		t.Fatalf("the new Cluster holds %d keys, want %d", total, len(items))
+	}
+	for _, n := range s.ConnStats().Nodes {
+		if n.Addr == seed {
+			if n.AddrChanges == 0 || n.Resolved != net.JoinHostPort("127.0.0.2", strconv.Itoa(ports[0])) {
+				t.Fatalf("seed %+v: want an address change to 127.0.0.2", n)
+			}
+			return
+		}
+	}
+	t.Fatalf("no ConnStats for the seed %s: %+v", seed, s.ConnStats())
+}
