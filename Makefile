@@ -5,7 +5,7 @@ TEST_TIMEOUT ?= 25m
 BENCH     ?= .
 BENCHTIME ?= 1s
 
-.PHONY: all demo test test-short soak lint bench servers build fuzz
+.PHONY: all demo test test-node test-short soak lint bench servers build fuzz redis-up redis-down
 
 all: lint test
 
@@ -16,6 +16,26 @@ servers:
 build:
 	$(GO) build ./...
 
+## redis-up: start a redis-server for the README's quick start on 127.0.0.1:$(REDIS_PORT)
+## (default 6379; no persistence); redis-down stops it
+REDIS_PORT ?= 6379
+REDIS_PIDFILE = $(or $(TMPDIR),/tmp)/kura-redis-$(REDIS_PORT).pid
+redis-up:
+	@command -v redis-server >/dev/null || bash scripts/install-servers.sh
+	@if [ -f $(REDIS_PIDFILE) ] && kill -0 $$(cat $(REDIS_PIDFILE)) 2>/dev/null; then \
+	  echo "redis-server already runs on 127.0.0.1:$(REDIS_PORT) (make redis-down stops it)"; exit 0; fi; \
+	redis-server --bind 127.0.0.1 --port $(REDIS_PORT) --save '' --appendonly no \
+	  --daemonize yes --pidfile $(REDIS_PIDFILE) --logfile $(or $(TMPDIR),/tmp)/kura-redis-$(REDIS_PORT).log && \
+	for i in $$(seq 50); do redis-cli -p $(REDIS_PORT) ping >/dev/null 2>&1 && break; sleep 0.1; done; \
+	redis-cli -p $(REDIS_PORT) ping >/dev/null && echo "redis-server runs on 127.0.0.1:$(REDIS_PORT) (make redis-down stops it)"
+
+redis-down:
+	@pid=$$(cat $(REDIS_PIDFILE) 2>/dev/null); \
+	if [ -n "$$pid" ] && kill $$pid 2>/dev/null; then \
+	  for i in $$(seq 50); do kill -0 $$pid 2>/dev/null || break; sleep 0.1; done; \
+	  rm -f $(REDIS_PIDFILE); echo "redis-server on 127.0.0.1:$(REDIS_PORT) stopped"; \
+	else echo "no redis-server started by make redis-up on port $(REDIS_PORT)"; rm -f $(REDIS_PIDFILE); fi
+
 ## demo: replay the field reports on this machine
 demo: servers
 	$(GO) run ./cmd/kura demo
@@ -23,6 +43,12 @@ demo: servers
 ## test: install the servers, then run every test (race detector on) against them
 test: servers
 	KURA_REQUIRE_SERVERS=1 $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
+	$(MAKE) test-node
+
+## test-node: the Node package (js/): npm ci, then the Node test runner on private servers, with Go <-> Node checks
+test-node:
+	$(GO) build -o js/.build/nodeinterop ./internal/nodeinterop
+	cd js && npm ci --no-audit --no-fund && KURA_REQUIRE_SERVERS=1 npm test
 
 ## soak: the full-size race, fault and soak runs (results in BENCHMARKS.md)
 soak: servers

@@ -1,10 +1,12 @@
 package codec
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
 	"sync"
+	"time"
 )
 
 // Defaults chosen by measurement; docs/benchmarks/codec.md has the numbers.
@@ -104,6 +106,21 @@ type Options struct {
 	// DefaultMaxDictionaries (16). Dictionaries and every dictionary
 	// passed to SetDictionary are kept regardless.
 	MaxDictionaries int
+
+	// DictionaryRecheck bounds how long a dictionary from
+	// DictionarySource is used for values that carry no dictionary
+	// digest (written before digests existed) before the source is asked
+	// again; values with a digest are checked against it on every
+	// decode. If 0, it defaults to DefaultDictionaryRecheck (1 minute);
+	// if negative, a held dictionary is never re-asked.
+	DictionaryRecheck time.Duration
+
+	// RequireDictionaryDigest refuses (as ErrDictionaryMismatch) every
+	// value that names a dictionary without its digest. Set it once no
+	// writer of the cache predates digests: a forged dictionary with a
+	// matching 28-bit id then changes no value at all. If false, such
+	// values decode with the dictionary that matches their id.
+	RequireDictionaryDigest bool
 }
 
 // Codec encodes values into kura envelopes and decodes them. It is safe
@@ -112,6 +129,7 @@ type Codec struct {
 	ser         Serializer
 	comp        Compressor
 	dictID      uint32
+	dictDigest  DictDigest
 	minCompress int
 	minSavings  float64
 	maxDecoded  int
@@ -241,11 +259,12 @@ func New(opts Options) (*Codec, error) {
 		}
 		c.comp = comp
 		c.dictID = opts.Dictionary
+		c.dictDigest = DigestOf(d)
 	}
 	// The decoders are built now so a bad dictionary fails New, not the
 	// first read.
 	var err error
-	if c.dicts, err = newDictionaries(opts.Dictionaries, opts.DictionarySource, opts.MaxDictionaries); err != nil {
+	if c.dicts, err = newDictionaries(opts.Dictionaries, opts.DictionarySource, opts.MaxDictionaries, opts.DictionaryRecheck, opts.RequireDictionaryDigest); err != nil {
 		return nil, fmt.Errorf("kura: codec: Dictionaries: %w", err)
 	}
 	return c, nil
@@ -255,7 +274,7 @@ func New(opts Options) (*Codec, error) {
 func (c *Codec) Serializer() Serializer { return c.ser }
 
 // Compressor returns the compressor Encode tries.
-func (c *Codec) Compressor() Compressor { comp, _ := c.encoding(); return comp }
+func (c *Codec) Compressor() Compressor { comp, _, _ := c.encoding(); return comp }
 
 // MaxDecodedSize returns the effective decode limit in bytes.
 func (c *Codec) MaxDecodedSize() int { return c.maxDecoded }
@@ -299,9 +318,13 @@ func (c *Codec) EncodeWith(dst []byte, v any, f Fields) ([]byte, Header, error) 
 	}
 	start := len(dst)
 	h := Header{Version: Version, Serializer: c.ser.ID(), RawLen: len(payload), Fields: f}
-	comp, dictID := c.encoding()
+	h.Fields.DictDigest = DictDigest{} // set below, only with a dictionary
+	comp, dictID, digest := c.encoding()
 	if id := comp.ID(); id != IDNone && len(payload) >= c.minCompress {
 		h.Compressor, h.Dict = id, dictID
+		if dictID != 0 {
+			h.Fields.DictDigest = digest
+		}
 		dst = AppendHeader(dst, h)
 		h.Len = len(dst) - start
 		out, err := comp.Compress(dst, payload)
@@ -317,6 +340,7 @@ func (c *Codec) EncodeWith(dst []byte, v any, f Fields) ([]byte, Header, error) 
 		}
 		dst = out[:start]
 		h.Compressor, h.Dict = IDNone, 0
+		h.Fields.DictDigest = DictDigest{}
 	}
 	dst = AppendHeader(dst, h)
 	h.Len = len(dst) - start
@@ -341,15 +365,23 @@ func (c *Codec) EncodeNegative(dst []byte) []byte {
 // must not overwrite); every other error matches ErrMalformed. data is
 // not retained.
 func (c *Codec) Decode(data []byte, v any) (Header, error) {
+	return c.DecodeContext(context.Background(), data, v)
+}
+
+// DecodeContext is Decode whose dictionary lookup (a value naming a
+// dictionary this Codec does not hold, asked of a DictionarySource that
+// implements ContextSource) ends when ctx is done. Nothing else in a
+// decode waits.
+func (c *Codec) DecodeContext(ctx context.Context, data []byte, v any) (Header, error) {
 	h, err := ParseHeader(data)
 	if err != nil || h.Kind != KindValue {
 		return h, err
 	}
-	return c.decodeValue(h, data, v)
+	return c.decodeValue(ctx, h, data, v)
 }
 
 // decodeValue decodes the value entry data, whose header h is parsed.
-func (c *Codec) decodeValue(h Header, data []byte, v any) (Header, error) {
+func (c *Codec) decodeValue(ctx context.Context, h Header, data []byte, v any) (Header, error) {
 	var err error
 	ser := c.sers[h.Serializer]
 	if ser == nil {
@@ -384,7 +416,7 @@ func (c *Codec) decodeValue(h Header, data []byte, v any) (Header, error) {
 	bp := getBuf()
 	var raw []byte
 	if h.Dict != 0 {
-		raw, err = c.decodeWithDictionary(h, comp, (*bp)[:0], payload)
+		raw, err = c.decodeWithDictionary(ctx, h, comp, (*bp)[:0], payload)
 		if errors.Is(err, ErrUnknownDictionary) {
 			putBuf(bp, raw)
 			return h, err

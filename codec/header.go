@@ -77,12 +77,17 @@ func (k Kind) String() string {
 // be understood by a reader to use the entry; other unknown tags are
 // skipped.
 const (
-	TagSchema   byte = 0x01
-	TagWritten  byte = 0x02
-	TagTTL      byte = 0x03
-	TagCost     byte = 0x04
-	TagToken    byte = 0x05
-	TagCritical byte = 0x80
+	TagSchema  byte = 0x01
+	TagWritten byte = 0x02
+	TagTTL     byte = 0x03
+	TagCost    byte = 0x04
+	TagToken   byte = 0x05
+	// TagDictDigest carries the first DigestLen bytes of the SHA-256 of
+	// the dictionary a value was compressed with (docs/FORMAT.md,
+	// "Dictionaries"): the short dictionary id finds the dictionary, the
+	// digest proves it is the one the writer used.
+	TagDictDigest byte = 0x06
+	TagCritical   byte = 0x80
 
 	// MaxFieldsLen bounds the field section a reader accepts. Fields are
 	// a few dozen bytes; anything larger is a hostile length claim.
@@ -109,10 +114,16 @@ type Fields struct {
 	Cost time.Duration
 	// Token identifies a lease holder (tag 0x05). Empty when absent.
 	Token string
+	// DictDigest is the digest of the dictionary the payload was
+	// compressed with (tag 0x06): Encode sets it on every value that
+	// names a dictionary, and Decode refuses a dictionary whose bytes do
+	// not hash to it. Zero when absent (values written before the field
+	// existed, and values without a dictionary).
+	DictDigest DictDigest `json:",omitzero"`
 }
 
 func (f *Fields) empty() bool {
-	return !f.HasSchema && f.Written.IsZero() && f.TTL <= 0 && f.Cost <= 0 && f.Token == ""
+	return !f.HasSchema && f.Written.IsZero() && f.TTL <= 0 && f.Cost <= 0 && f.Token == "" && f.DictDigest.IsZero()
 }
 
 // appendFields appends the field section (its uvarint length, then each
@@ -145,6 +156,10 @@ func appendFields(dst []byte, f *Fields) []byte {
 		b = binary.AppendUvarint(b, uint64(len(f.Token)))
 		b = append(b, f.Token...)
 	}
+	if !f.DictDigest.IsZero() {
+		b = append(b, TagDictDigest, DigestLen)
+		b = append(b, f.DictDigest[:]...)
+	}
 	dst = binary.AppendUvarint(dst, uint64(len(b)))
 	return append(dst, b...)
 }
@@ -160,7 +175,7 @@ func uvarintLen(x uint64) int {
 
 // parseFields decodes a field section body.
 func parseFields(b []byte, f *Fields) error {
-	var seen [TagToken + 1]bool
+	var seen [TagDictDigest + 1]bool
 	for len(b) > 0 {
 		tag := b[0]
 		l, n := binary.Uvarint(b[1:])
@@ -172,7 +187,7 @@ func parseFields(b []byte, f *Fields) error {
 		}
 		data := b[1+n : 1+n+int(l)]
 		b = b[1+n+int(l):]
-		if tag <= TagToken && tag != 0 {
+		if tag <= TagDictDigest && tag != 0 {
 			if seen[tag] {
 				return fmt.Errorf("%w: field %#02x twice", ErrCorrupt, tag)
 			}
@@ -219,6 +234,14 @@ func parseFields(b []byte, f *Fields) error {
 			}
 		case TagToken:
 			f.Token = string(data)
+		case TagDictDigest:
+			if len(data) != DigestLen {
+				return fmt.Errorf("%w: dictionary digest field of %d bytes, want %d", ErrCorrupt, len(data), DigestLen)
+			}
+			copy(f.DictDigest[:], data)
+			if f.DictDigest.IsZero() {
+				return fmt.Errorf("%w: dictionary digest field of zeros", ErrCorrupt)
+			}
 		default:
 			if tag&TagCritical != 0 {
 				return fmt.Errorf("%w: critical field %#02x", ErrNotUnderstood, tag)

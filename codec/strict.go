@@ -2,6 +2,7 @@ package codec
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -133,14 +134,20 @@ func (jsonSerializer) UnmarshalStrict(data []byte, v any) error {
 // reader's type has a field the writer's did not), and if it fails the
 // error matches ErrSchemaMismatch.
 func (c *Codec) DecodeSchema(data []byte, v any, schema uint32) (Header, error) {
+	return c.DecodeSchemaContext(context.Background(), data, v, schema)
+}
+
+// DecodeSchemaContext is DecodeSchema whose dictionary lookup ends when
+// ctx is done (see DecodeContext).
+func (c *Codec) DecodeSchemaContext(ctx context.Context, data []byte, v any, schema uint32) (Header, error) {
 	h, err := ParseHeader(data)
 	if err != nil || h.Kind != KindValue {
 		return h, err
 	}
 	if h.Fields.HasSchema && h.Fields.Schema == schema {
-		return c.decodeValue(h, data, v) // the honest path: Decode's cost and a compare
+		return c.decodeValue(ctx, h, data, v) // the honest path: Decode's cost and a compare
 	}
-	h, err = c.decodeValue(h, data, strictDest{v})
+	h, err = c.decodeValue(ctx, h, data, strictDest{v})
 	if err != nil && errors.Is(err, ErrDeserialize) {
 		err = fmt.Errorf("%w: %w", ErrSchemaMismatch, err)
 	}

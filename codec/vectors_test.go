@@ -53,6 +53,26 @@ type vector struct {
 	ExactPayload bool `json:"exact_payload"`
 }
 
+// forgedVector is a value written with dictionary Real and a forgery of
+// it with the same 28-bit content id (testdata/hostile/forged-dictionary.json).
+type forgedVector struct {
+	Name       string          `json:"name"`
+	Note       string          `json:"note"`
+	Dictionary uint32          `json:"dictionary"`
+	RealHex    string          `json:"real_dictionary_hex"`
+	ForgedHex  string          `json:"forged_dictionary_hex"`
+	Digest     DictDigest      `json:"digest"` // of the real dictionary
+	Value      json.RawMessage `json:"value"`  // Hex decoded with the real dictionary
+	Hex        string          `json:"hex"`    // written with the real dictionary, with its digest
+	// Error is what decoding Hex with the forged dictionary gives.
+	Error string `json:"error"`
+	// PreDigestHex is Hex without the digest field, as a writer from
+	// before digests wrote it; with the forged dictionary it decodes to
+	// ForgedValue: the attack the digest stops.
+	PreDigestHex string          `json:"pre_digest_hex"`
+	ForgedValue  json.RawMessage `json:"forged_value"`
+}
+
 type malformedVector struct {
 	Name  string `json:"name"`
 	Hex   string `json:"hex"`
@@ -64,7 +84,11 @@ type vectorFile struct {
 	Vectors []vector `json:"vectors"`
 	// Version1 are entries written by format version 1, which every
 	// reader keeps decoding.
-	Version1  []vector          `json:"version1"`
+	Version1 []vector `json:"version1"`
+	// PreDigest are dictionary values written before the dictionary
+	// digest field (tag 0x06), which every reader keeps decoding.
+	PreDigest []vector          `json:"pre_digest"`
+	Forged    []forgedVector    `json:"forged_dictionary"`
 	Malformed []malformedVector `json:"malformed"`
 	// NotUnderstood are well-formed entries a reader of this version must
 	// treat as a miss and not overwrite (ErrNotUnderstood).
@@ -102,10 +126,13 @@ func vectorInputs() []vector {
 		{Name: "msgpack-record-zstd3", Kind: "record", Value: recJSON, Options: with(func(o *vectorOptions) { o.Compressor, o.Level = "zstd", 3 })},
 		{Name: "msgpack-record-zstd-dict5", Kind: "record", Value: recJSON, Options: with(func(o *vectorOptions) {
 			o.Compressor, o.Level, o.Dictionary, o.DictionaryHex = "zstd", 3, 5, dict
-		}), Note: "raw-content dictionary id 5; the zstd frame names dictionary 5 too"},
+		}), Note: "raw-content dictionary id 5 (the zstd frame names none: raw dictionaries are written as zstd id 0); the digest field names the dictionary's content"},
 		{Name: "msgpack-record-zstd-dict300", Kind: "record", Value: recJSON, Options: with(func(o *vectorOptions) {
 			o.Compressor, o.Level, o.Dictionary, o.DictionaryHex = "zstd", 3, 300, dict
 		}), Note: "dictionary id 300 takes a two-byte uvarint"},
+		{Name: "msgpack-record-zstd-content-dict", Kind: "record", Value: recJSON, Options: with(func(o *vectorOptions) {
+			o.Compressor, o.Level, o.Dictionary, o.DictionaryHex = "zstd", 3, DictionaryID(vectorRaw), dict
+		}), Note: "content-derived dictionary id (28 bits of the SHA-256, 4 bytes of uvarint) and the dictionary's 128-bit digest in field 0x06, as dictstore readers and writers use them"},
 		{Name: "json-record-none", Kind: "record", Value: recJSON, Options: with(func(o *vectorOptions) { o.Serializer, o.Compressor = "json", "none" })},
 		{Name: "json-record-s2", Kind: "record", Value: recJSON, Options: with(func(o *vectorOptions) { o.Serializer = "json" })},
 		{Name: "raw-string-none", Kind: "string", Value: str("user:42 → 東京"), Options: with(func(o *vectorOptions) { o.Serializer, o.Compressor = "raw", "none" })},
@@ -259,6 +286,53 @@ func version1Vectors(t *testing.T) []vector {
 	return v1
 }
 
+// preDigestVectors returns the dictionary values written before the
+// digest field to keep in the file: the ones already there, or (once)
+// the file's dictionary vectors, which were written without it.
+func preDigestVectors(t *testing.T) []vector {
+	raw, err := os.ReadFile(vectorsFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var old vectorFile
+	if err := json.Unmarshal(raw, &old); err != nil {
+		t.Fatal(err)
+	}
+	if len(old.PreDigest) > 0 {
+		return old.PreDigest
+	}
+	var pre []vector
+	for _, v := range old.Vectors {
+		if v.Header.Dict != 0 && v.Header.Fields.DictDigest.IsZero() {
+			pre = append(pre, v)
+		}
+	}
+	return pre
+}
+
+func forgedVectors(t *testing.T) []forgedVector {
+	p := loadForgery(t)
+	honest := adminUser{Name: "alice", Email: "alice@example.com", Note: "n"}
+	val, _, err := dictWriter(t, p.Real).Encode(nil, honest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pre := stripDigest(t, val)
+	var forged adminUser
+	if _, err := mustNew(t, Options{Dictionaries: map[uint32][]byte{p.ID: p.Forged}}).Decode(pre, &forged); err != nil || !forged.Admin {
+		t.Fatalf("forgery: %+v, %v", forged, err)
+	}
+	hv, _ := json.Marshal(honest)
+	fv, _ := json.Marshal(forged)
+	return []forgedVector{{
+		Name: "admin-false-forged-true", Dictionary: p.ID, Digest: DigestOf(p.Real),
+		Note:    "a msgpack map {Name, Email, Admin, Note} (Go struct field order) compressed with zstd and a raw-content dictionary; the forgery has the same 28-bit id and turns Admin false into true. A reader holding the forgery under the id must refuse Hex (the digest differs) and would decode PreDigestHex to ForgedValue.",
+		RealHex: hex.EncodeToString(p.Real), ForgedHex: hex.EncodeToString(p.Forged),
+		Value: hv, Hex: hex.EncodeToString(val), Error: "ErrUnknownDictionary",
+		PreDigestHex: hex.EncodeToString(pre), ForgedValue: fv,
+	}}
+}
+
 func TestVectors(t *testing.T) {
 	if *update {
 		f := vectorFile{
@@ -266,6 +340,8 @@ func TestVectors(t *testing.T) {
 			Malformed:     malformedVectors(),
 			NotUnderstood: notUnderstoodVectors(),
 			Version1:      version1Vectors(t),
+			PreDigest:     preDigestVectors(t),
+			Forged:        forgedVectors(t),
 		}
 		for _, v := range vectorInputs() {
 			b, h := encodeVector(t, v)
@@ -364,6 +440,51 @@ func TestVectors(t *testing.T) {
 			// Version1, byte for byte.
 			if got := AppendHeader(nil, h); !bytes.Equal(got, b[:h.Len]) {
 				t.Errorf("AppendHeader(v1) = % x, want % x", got, b[:h.Len])
+			}
+		})
+	}
+	if len(f.PreDigest) == 0 || len(f.Forged) == 0 {
+		t.Fatal("no pre-digest or forged-dictionary vectors")
+	}
+	for _, v := range f.PreDigest {
+		t.Run("pre-digest/"+v.Name, func(t *testing.T) {
+			b, err := hex.DecodeString(v.Hex)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, mk := vectorValue(t, v)
+			dst, wantV := mk()
+			h, err := vectorCodec(t, v.Options).Decode(b, dst)
+			if err != nil || h.Dict == 0 || !h.Fields.DictDigest.IsZero() {
+				t.Fatalf("Decode = %+v, %v", h, err)
+			}
+			if got := reflect.ValueOf(dst).Elem().Interface(); !reflect.DeepEqual(got, wantV) {
+				t.Errorf("decoded %#v, want %#v", got, wantV)
+			}
+		})
+	}
+	for _, v := range f.Forged {
+		t.Run("forged/"+v.Name, func(t *testing.T) {
+			real, _ := hex.DecodeString(v.RealHex)
+			forged, _ := hex.DecodeString(v.ForgedHex)
+			val, _ := hex.DecodeString(v.Hex)
+			pre, _ := hex.DecodeString(v.PreDigestHex)
+			if DictionaryID(real) != v.Dictionary || DictionaryID(forged) != v.Dictionary || DigestOf(real) != v.Digest {
+				t.Fatal("the vector's dictionaries do not have its id and digest")
+			}
+			var want, wantForged, got adminUser
+			_ = json.Unmarshal(v.Value, &want)
+			_ = json.Unmarshal(v.ForgedValue, &wantForged)
+			if _, err := mustNew(t, Options{Dictionaries: map[uint32][]byte{v.Dictionary: real}}).Decode(val, &got); err != nil || got != want {
+				t.Fatalf("with the real dictionary: %+v, %v", got, err)
+			}
+			withForged := mustNew(t, Options{Dictionaries: map[uint32][]byte{v.Dictionary: forged}})
+			if _, err := withForged.Decode(val, new(adminUser)); !errors.Is(err, ErrDictionaryMismatch) || v.Error != "ErrUnknownDictionary" {
+				t.Fatalf("with the forged dictionary: %v, want ErrDictionaryMismatch", err)
+			}
+			got = adminUser{}
+			if _, err := withForged.Decode(pre, &got); err != nil || got != wantForged {
+				t.Fatalf("pre-digest value with the forged dictionary: %+v, %v; want %+v", got, err, wantForged)
 			}
 		})
 	}

@@ -8,8 +8,9 @@
 // [NodeKeyer]), on the one server otherwise. A reader's codec.Codec asks
 // the [Registry] (its codec.Options.DictionarySource) for an id it meets
 // in a value and does not hold; the Registry reads the reserved keys once,
-// checks that the bytes hash to the id (ids are content-derived, so the
-// bytes behind an id never change), and keeps the dictionary in process.
+// checks that the bytes hash to the id and to the digest the value
+// carries (codec.DictDigest: a forged dictionary is never used for such a
+// value), and keeps the dictionary in process.
 // A lookup waits at most Options.FetchTimeout, and an id that could not be
 // found is answered "unknown" for Options.NegativeTTL without asking the
 // servers again: the value is a miss, never a crash or a stall.
@@ -19,8 +20,15 @@
 // they published there: [Registry.Republish] checks every node key and
 // writes back what is missing; [Registry.Run] does it periodically.
 //
-// The package holds no global state and starts no goroutine: a lookup runs
-// on the goroutine of the first caller that needs it.
+// The package holds no global state. A lookup runs on a goroutine of its
+// own, bounded by Options.FetchTimeout, so that every caller waits only as
+// long as its own context allows.
+//
+// Hostile keys: anybody who can write to the servers can write the
+// reserved keys. A value that names its dictionary's digest (every value
+// written by this version) is decoded only with the bytes of that digest,
+// so a forged dictionary changes no value; a key larger than
+// Options.MaxSize is never read past it (Redis, memcached).
 package dictstore
 
 import (
@@ -52,6 +60,7 @@ const (
 	DefaultMaxDictionaries = 32
 	DefaultMaxSize         = 1 << 20
 	DefaultCheckInterval   = 30 * time.Second
+	DefaultRecheck         = time.Minute
 )
 
 // ErrNotPublished is matched by the error for a dictionary id no server
@@ -93,6 +102,15 @@ type Options struct {
 	// CheckInterval is the period of Run's re-publishing. If 0, it
 	// defaults to DefaultCheckInterval (30s).
 	CheckInterval time.Duration
+
+	// Recheck bounds how long a dictionary read from the servers is
+	// trusted for values that carry no digest (written before digests)
+	// before the servers are read again: if they now hold other bytes
+	// with the same id, the id is refused for such values from then on
+	// (Stats.Conflicts). Values with a digest are matched against it on
+	// every lookup. If 0, it defaults to DefaultRecheck (1 minute); if
+	// negative, a held dictionary is never re-read.
+	Recheck time.Duration
 }
 
 // Stats counts what a Registry did. Counters only grow.
@@ -110,6 +128,11 @@ type Stats struct {
 	// Republished counts node keys Republish wrote back after finding
 	// them missing (evicted) or wrong.
 	Republished uint64
+	// Conflicts counts ids for which two different contents were found
+	// (a held dictionary and other bytes on a server, or two servers):
+	// a forgery of the 28-bit id, or a genuine collision. Such an id is
+	// refused for values without a digest.
+	Conflicts uint64
 	// Held is the number of dictionaries in process now.
 	Held int
 }
@@ -123,19 +146,33 @@ type Registry struct {
 	dicts     map[uint32]*held
 	clock     uint64
 	fetched   int
-	negative  map[uint32]time.Time
-	flights   map[uint32]*flight
+	negative  map[lookupKey]time.Time
+	flights   map[lookupKey]*flight
+	conflicts map[uint32]bool
 	published []uint32
 
-	lookups, failures, negHits, mismatches, republished atomic.Uint64
+	lookups, failures, negHits, mismatches, republished, conflicted atomic.Uint64
 }
 
-var _ codec.DictionarySource = (*Registry)(nil)
+// lookupKey names a lookup: an id, and the digest the value carries (zero
+// for values without one).
+type lookupKey struct {
+	id     uint32
+	digest codec.DictDigest
+}
+
+var (
+	_ codec.DictionarySource = (*Registry)(nil)
+	_ codec.DigestSource     = (*Registry)(nil)
+	_ codec.ContextSource    = (*Registry)(nil)
+)
 
 type held struct {
-	d      []byte
-	pinned bool // given to Publish or Hold
-	used   uint64
+	d       []byte
+	digest  codec.DictDigest
+	pinned  bool // given to Publish or Hold
+	used    uint64
+	checked time.Time // when the servers last vouched for d (fetched ones)
 }
 
 type flight struct {
@@ -176,11 +213,15 @@ func New(opts Options) (*Registry, error) {
 	if opts.CheckInterval == 0 {
 		opts.CheckInterval = DefaultCheckInterval
 	}
+	if opts.Recheck == 0 {
+		opts.Recheck = DefaultRecheck
+	}
 	return &Registry{
-		opts:     opts,
-		dicts:    map[uint32]*held{},
-		negative: map[uint32]time.Time{},
-		flights:  map[uint32]*flight{},
+		opts:      opts,
+		dicts:     map[uint32]*held{},
+		negative:  map[lookupKey]time.Time{},
+		flights:   map[lookupKey]*flight{},
+		conflicts: map[uint32]bool{},
 	}, nil
 }
 
@@ -219,21 +260,39 @@ func (r *Registry) Hold(d []byte) (uint32, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.holdLocked(id, slices.Clone(d), true)
-	delete(r.negative, id)
+	for k := range r.negative {
+		if k.id == id {
+			delete(r.negative, k)
+		}
+	}
 	return id, nil
 }
 
 func (r *Registry) holdLocked(id uint32, d []byte, pinned bool) {
 	r.clock++
+	digest := codec.DigestOf(d)
 	if h, ok := r.dicts[id]; ok {
-		h.used = r.clock
-		if pinned && !h.pinned {
-			h.pinned = true
+		if h.digest == digest {
+			h.used = r.clock
+			h.checked = time.Now()
+			if pinned && !h.pinned {
+				h.pinned = true
+				r.fetched--
+			}
+			return
+		}
+		if h.pinned && !pinned {
+			return // what this process publishes or ships wins
+		}
+		// Other bytes under the same id: two contents exist, so the id
+		// alone no longer says which one a value was written with.
+		r.conflictLocked(id)
+		delete(r.dicts, id)
+		if !h.pinned {
 			r.fetched--
 		}
-		return
 	}
-	r.dicts[id] = &held{d: d, pinned: pinned, used: r.clock}
+	r.dicts[id] = &held{d: d, digest: digest, pinned: pinned, used: r.clock, checked: time.Now()}
 	if pinned {
 		return
 	}
@@ -341,7 +400,7 @@ func (r *Registry) Republish(ctx context.Context) (int, error) {
 			errs = append(errs, fmt.Errorf("dictionary %08x: %w", p.id, err))
 			continue
 		}
-		vals, err := store.GetMany(ctx, r.opts.Store, keys)
+		vals, _, err := r.getBounded(ctx, keys) // a hostile key is not read whole
 		if err != nil && !isBatchErr(err) {
 			errs = append(errs, fmt.Errorf("dictionary %08x: %w", p.id, err))
 			continue
@@ -396,99 +455,171 @@ func (r *Registry) Run(ctx context.Context, onError func(error)) error {
 	}
 }
 
-// Dictionary returns the dictionary with content id id: from process
-// memory, or read once from the servers (one lookup per id at a time,
-// bounded by Options.FetchTimeout, failures remembered for
-// Options.NegativeTTL). Errors match codec.ErrUnknownDictionary. It
-// implements codec.DictionarySource.
+// Dictionary returns the dictionary with content id id, for a value that
+// carries no digest: from process memory, or read from the servers (one
+// lookup per id at a time, bounded by Options.FetchTimeout, failures
+// remembered for Options.NegativeTTL), and read again after
+// Options.Recheck. An id for which two contents were seen is refused
+// (codec.ErrDictionaryMismatch) unless this process published or holds
+// it. Errors match codec.ErrUnknownDictionary. It implements
+// codec.DictionarySource.
 func (r *Registry) Dictionary(id uint32) ([]byte, error) {
+	return r.DictionaryContext(context.Background(), id, codec.DictDigest{})
+}
+
+// DictionaryDigest returns the bytes of dictionary id whose digest is
+// digest: the held ones if they match, otherwise read from the servers
+// (a held dictionary of another digest is never returned). It implements
+// codec.DigestSource.
+func (r *Registry) DictionaryDigest(id uint32, digest codec.DictDigest) ([]byte, error) {
+	return r.DictionaryContext(context.Background(), id, digest)
+}
+
+// DictionaryContext is Dictionary (zero digest) or DictionaryDigest that
+// returns when ctx is done: the caller waits at most until its deadline
+// (a Fetch's budget), while the lookup itself goes on, bounded by
+// Options.FetchTimeout, for the callers that can wait. It implements
+// codec.ContextSource.
+func (r *Registry) DictionaryContext(ctx context.Context, id uint32, digest codec.DictDigest) ([]byte, error) {
+	key := lookupKey{id, digest}
+	now := time.Now()
 	r.mu.Lock()
 	if h, ok := r.dicts[id]; ok {
 		r.clock++
 		h.used = r.clock
-		r.mu.Unlock()
-		return h.d, nil
+		switch {
+		case !digest.IsZero() && h.digest == digest:
+			r.mu.Unlock()
+			return h.d, nil
+		case digest.IsZero() && h.pinned:
+			r.mu.Unlock()
+			return h.d, nil
+		case digest.IsZero() && r.conflicts[id]:
+			// Refused below.
+		case digest.IsZero() && (r.opts.Recheck < 0 || now.Sub(h.checked) < r.opts.Recheck):
+			r.mu.Unlock()
+			return h.d, nil
+		}
+		// A digest the held bytes do not have, or a re-check is due.
 	}
-	if until, ok := r.negative[id]; ok {
-		if time.Now().Before(until) {
+	if digest.IsZero() && r.conflicts[id] {
+		r.mu.Unlock()
+		return nil, fmt.Errorf("%w: dictionary %08x: two contents share this id; values without a digest that name it are refused", codec.ErrDictionaryMismatch, id)
+	}
+	if until, ok := r.negative[key]; ok {
+		if now.Before(until) {
 			r.mu.Unlock()
 			r.negHits.Add(1)
 			return nil, fmt.Errorf("%w: dictionary %08x (looked up recently)", ErrNotPublished, id)
 		}
-		delete(r.negative, id)
+		delete(r.negative, key)
 	}
-	f, ok := r.flights[id]
+	f, ok := r.flights[key]
 	if !ok {
 		f = &flight{done: make(chan struct{})}
-		r.flights[id] = f
-		r.mu.Unlock()
-		r.fetch(id, f)
-		return f.d, f.err
+		r.flights[key] = f
+		// The lookup runs on its own goroutine, bounded by FetchTimeout,
+		// so that a caller with a shorter deadline can leave without
+		// cancelling it for the others.
+		go r.fetch(key, f)
 	}
 	r.mu.Unlock()
-	// The flight ends within FetchTimeout (its context), so this wait is
-	// bounded; a caller never waits for more than one lookup.
-	<-f.done
-	return f.d, f.err
+	select {
+	case <-f.done:
+		return f.d, f.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("%w: dictionary %08x: %w", codec.ErrUnknownDictionary, id, ctx.Err())
+	}
 }
 
 // fetch reads id's node keys and settles the flight.
-func (r *Registry) fetch(id uint32, f *flight) {
+func (r *Registry) fetch(key lookupKey, f *flight) {
 	r.lookups.Add(1)
 	ctx, cancel := context.WithTimeout(context.Background(), r.opts.FetchTimeout)
 	defer cancel()
-	d, err := r.read(ctx, id)
+	d, err := r.read(ctx, key)
 	r.mu.Lock()
-	delete(r.flights, id)
+	delete(r.flights, key)
 	if err != nil {
-		r.failures.Add(1)
-		if r.opts.NegativeTTL > 0 {
-			r.negative[id] = time.Now().Add(r.opts.NegativeTTL)
-			if len(r.negative) > 4096 {
-				r.pruneNegativeLocked()
+		if h, ok := r.dicts[key.id]; ok && key.digest.IsZero() && !errors.Is(err, codec.ErrDictionaryMismatch) {
+			// A re-check that found nothing (evicted, a store error):
+			// nothing contradicts the held bytes. Keep them; ask again
+			// after another Recheck.
+			h.checked = time.Now()
+			d, err = h.d, nil
+		} else {
+			r.failures.Add(1)
+			if r.opts.NegativeTTL > 0 {
+				r.negative[key] = time.Now().Add(r.opts.NegativeTTL)
+				if len(r.negative) > 4096 {
+					r.pruneNegativeLocked()
+				}
 			}
 		}
 	} else {
-		r.holdLocked(id, d, false)
+		r.holdLocked(key.id, d, false)
+		if key.digest.IsZero() && r.conflicts[key.id] {
+			d, err = nil, fmt.Errorf("%w: dictionary %08x: the servers hold other bytes than this process held under this id", codec.ErrDictionaryMismatch, key.id)
+		}
 	}
 	r.mu.Unlock()
 	f.d, f.err = d, err
 	close(f.done)
 }
 
+// conflictLocked records that two contents were seen under id.
+func (r *Registry) conflictLocked(id uint32) {
+	if !r.conflicts[id] {
+		r.conflicts[id] = true
+		r.conflicted.Add(1)
+	}
+}
+
 func (r *Registry) pruneNegativeLocked() {
 	now := time.Now()
-	for id, until := range r.negative {
+	for k, until := range r.negative {
 		if now.After(until) {
-			delete(r.negative, id)
+			delete(r.negative, k)
 		}
 	}
 }
 
-// read returns the first node key's bytes that hash to id.
-func (r *Registry) read(ctx context.Context, id uint32) ([]byte, error) {
+// read returns the first node key's bytes that hash to the id (and to
+// the digest, when the lookup has one). No key is read past
+// Options.MaxSize bytes when the store can read a prefix
+// (store.PrefixReader: Redis GETRANGE, memcached's size check); others
+// are read whole and refused above it.
+func (r *Registry) read(ctx context.Context, key lookupKey) ([]byte, error) {
+	id := key.id
 	keys, err := r.nodeKeys(ctx, id)
 	if err != nil {
 		return nil, fmt.Errorf("%w: dictionary %08x: %w", codec.ErrUnknownDictionary, id, err)
 	}
-	vals, err := store.GetMany(ctx, r.opts.Store, keys)
+	vals, oversize, err := r.getBounded(ctx, keys)
 	if err != nil && !isBatchErr(err) {
 		return nil, fmt.Errorf("%w: dictionary %08x: %w", codec.ErrUnknownDictionary, id, err)
 	}
-	mismatch := false
+	mismatch := oversize
+	var found []byte
 	for _, v := range vals {
 		if v == nil {
 			continue
 		}
-		if len(v) > r.opts.MaxSize {
+		if len(v) > r.opts.MaxSize || codec.CheckDictionaryDigest(id, key.digest, v) != nil {
 			mismatch = true
 			continue
 		}
-		if codec.CheckDictionary(id, v) != nil {
-			mismatch = true
-			continue
+		if found == nil {
+			found = v
+		} else if string(found) != string(v) {
+			// Two servers hold two contents that both hash to the id.
+			r.mu.Lock()
+			r.conflictLocked(id)
+			r.mu.Unlock()
 		}
-		return v, nil
+	}
+	if found != nil {
+		return found, nil
 	}
 	if mismatch {
 		r.mismatches.Add(1)
@@ -500,6 +631,40 @@ func (r *Registry) read(ctx context.Context, id uint32) ([]byte, error) {
 	return nil, fmt.Errorf("%w: dictionary %08x on %d key(s)", ErrNotPublished, id, len(keys))
 }
 
+// getBounded reads keys, none past MaxSize+1 bytes when the store can
+// read a prefix; oversize reports a key larger than MaxSize (left nil).
+func (r *Registry) getBounded(ctx context.Context, keys []string) (vals [][]byte, oversize bool, err error) {
+	pr, ok := store.Find[store.PrefixReader](r.opts.Store)
+	if !ok {
+		vals, err = store.GetMany(ctx, r.opts.Store, keys)
+		return vals, false, err
+	}
+	vals = make([][]byte, len(keys))
+	failed := 0
+	for i, k := range keys {
+		b, size, gerr := pr.GetPrefix(ctx, k, r.opts.MaxSize+1)
+		switch {
+		case errors.Is(gerr, store.ErrNotFound):
+		case gerr != nil:
+			failed++
+			if err == nil {
+				err = gerr
+			}
+		case size > int64(r.opts.MaxSize):
+			oversize = true
+		default:
+			vals[i] = b
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	if failed > 0 && failed < len(keys) {
+		err = nil // the other keys answered
+	}
+	return vals, oversize, err
+}
+
 // Stats returns a snapshot of the counters.
 func (r *Registry) Stats() Stats {
 	r.mu.Lock()
@@ -507,6 +672,6 @@ func (r *Registry) Stats() Stats {
 	r.mu.Unlock()
 	return Stats{
 		Lookups: r.lookups.Load(), LookupFailures: r.failures.Load(), NegativeHits: r.negHits.Load(),
-		Mismatches: r.mismatches.Load(), Republished: r.republished.Load(), Held: n,
+		Mismatches: r.mismatches.Load(), Republished: r.republished.Load(), Conflicts: r.conflicted.Load(), Held: n,
 	}
 }

@@ -8,8 +8,9 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"syscall"
 	"time"
+
+	"github.com/kuracache/kura/store/storeurl"
 )
 
 // conn is one load connection: a buffered reader that counts bytes, and a
@@ -75,29 +76,14 @@ func dial(ctx context.Context, s *settings, addr string) (*conn, error) {
 	return c, nil
 }
 
+// dialError words a failed dial as every kura command does
+// (storeurl.DialError), with the bench flags that fix a TLS trust problem.
 func dialError(t Target, addr string, err error) error {
-	var hint string
-	switch {
-	case errors.Is(err, syscall.ECONNREFUSED):
-		hint = "nothing listens there; start the server or fix host:port"
-	case errors.Is(err, os.ErrDeadlineExceeded), errors.Is(err, context.DeadlineExceeded):
-		hint = "no answer in time; check the address, a firewall, or raise --timeout"
-	default:
-		var dnsErr *net.DNSError
-		var recErr tls.RecordHeaderError
-		var certErr *tls.CertificateVerificationError
-		switch {
-		case errors.As(err, &certErr):
-			hint = "trust its CA with --tls-ca FILE, or skip verification with --insecure"
-		case errors.As(err, &dnsErr):
-			hint = "the host name does not resolve; fix the target URL"
-		case errors.As(err, &recErr):
-			hint = "the server does not speak TLS there; use redis:// instead of rediss://"
-		default:
-			hint = "check the target URL"
-		}
+	var certErr *tls.CertificateVerificationError
+	if errors.As(err, &certErr) {
+		return fmt.Errorf("cannot connect to %s at %s: %v (trust its CA with --tls-ca FILE, or skip verification with --insecure)", t.Kind, addr, rootCause(err))
 	}
-	return fmt.Errorf("cannot connect to %s at %s: %v (%s)", t.Kind, addr, rootCause(err), hint)
+	return storeurl.DialError(storeurl.Kind(t.Kind), addr, err)
 }
 
 // rootCause drops net.OpError's "dial tcp ...:" prefix, which repeats the
@@ -153,7 +139,7 @@ func (c *conn) redisHandshake(t Target) error {
 		_, err := c.redisDo(args...)
 		var re respError
 		if errors.As(err, &re) {
-			return fmt.Errorf("redis at %s refused the credentials (%s); check the user and password in the URL (redis://user:password@host:port) or --user/--password", c.addr, re)
+			return storeurl.AuthError(c.addr, re.Error(), err)
 		}
 		if err != nil {
 			return fmt.Errorf("redis at %s: AUTH failed: %v", c.addr, rootCause(err))
@@ -163,7 +149,7 @@ func (c *conn) redisHandshake(t Target) error {
 	var re respError
 	if errors.As(err, &re) {
 		if re.prefix() == "NOAUTH" {
-			return fmt.Errorf("redis at %s needs a password; put it in the URL (redis://:PASSWORD@%s) or pass --password", c.addr, c.addr)
+			return storeurl.AuthError(c.addr, re.Error(), err)
 		}
 		return fmt.Errorf("redis at %s answered PING with an error: %s", c.addr, re)
 	}

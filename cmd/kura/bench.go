@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"runtime"
 	"strings"
 	"time"
@@ -15,12 +16,13 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/kuracache/kura/loadgen"
+	"github.com/kuracache/kura/store/storeurl"
 )
 
 // benchFlags holds the flags shared by `bench` and `bench sweep`.
 type benchFlags struct {
 	cfg      loadgen.Config
-	uri      string
+	url      string
 	command  string
 	dist     string
 	jsonOut  bool
@@ -53,7 +55,7 @@ from each request's intended send time: the numbers a user would see.
 
 Coming from redis-benchmark:
   redis-benchmark           kura bench
-  -h HOST -p PORT / -u URI  redis://HOST:PORT (first argument) or -u URI
+  -h HOST -p PORT / -u URI  redis://HOST:PORT (first argument) or -u URL / --url URL
   -a PASSWORD --user USER   -a PASSWORD --user USER, or redis://USER:PASSWORD@HOST:PORT
   -c 50                     -c 50 / --connections 50
   -P 16                     -P 16 / --pipeline 16
@@ -132,7 +134,8 @@ func newBenchCmd() *cobra.Command {
 // --data-size take comma-separated lists and are registered by the sweep.
 func (bf *benchFlags) register(f *pflag.FlagSet, sweep bool) {
 	c := &bf.cfg
-	f.StringVarP(&bf.uri, "uri", "u", "", "target URL (instead of the first argument)")
+	addURLFlag(f, &bf.url, urlHelp+" (default redis://127.0.0.1:6379)")
+	deprecatedAlias(f, "url", "uri")
 	f.StringVar(&c.User, "user", "", "Redis ACL user (overrides the URL)")
 	f.StringVarP(&c.Password, "password", "a", "", "Redis password (overrides the URL)")
 	f.BoolVar(&c.Cluster, "cluster", false, "require Redis Cluster mode (it is detected without this flag)")
@@ -169,12 +172,16 @@ func (bf *benchFlags) register(f *pflag.FlagSet, sweep bool) {
 // config maps flags and arguments onto a loadgen.Config.
 func (bf *benchFlags) config(cmd *cobra.Command, args []string) (loadgen.Config, error) {
 	c := bf.cfg
-	c.Target = bf.uri
-	if len(args) > 0 && strings.Contains(args[0], "://") {
-		if c.Target != "" {
-			return c, fmt.Errorf("give the target once: as the first argument or with --uri, not both")
+	target, args, err := takeURL(bf.url, args, false)
+	if err != nil {
+		return c, err
+	}
+	if target != "" {
+		// The same parser and the same words as every other command.
+		if _, err := storeurl.ParseServer(target); err != nil {
+			return c, err
 		}
-		c.Target, args = args[0], args[1:]
+		c.Target = target
 	}
 	if len(args) > 0 {
 		if looksLikeAddr(args[0]) {
@@ -239,10 +246,31 @@ func (bf *benchFlags) output(w io.Writer, res *loadgen.Result) error {
 	return res.WriteText(w)
 }
 
-// flagError keeps pflag's message and says where the flags are listed.
+// flagError says what a flag takes, in words, and where the flags are
+// listed.
 func flagError(cmd *cobra.Command, err error) error {
-	return fmt.Errorf("%s: %v (see kura %s --help)", cmd.Name(), err, cmd.CommandPath()[len("kura "):])
+	msg := err.Error()
+	if m := badFlagValue.FindStringSubmatch(msg); m != nil {
+		want := "a valid value"
+		if fl := cmd.Flags().Lookup(strings.TrimPrefix(m[2], "--")); fl != nil {
+			switch t := fl.Value.Type(); {
+			case strings.HasPrefix(t, "int"), strings.HasPrefix(t, "uint"):
+				want = "a whole number"
+			case strings.HasPrefix(t, "float"):
+				want = "a number"
+			case t == "duration":
+				want = "a duration such as 500ms, 10s or 1m30s"
+			case t == "bool":
+				want = "true or false"
+			}
+		}
+		msg = fmt.Sprintf("%s %q: want %s", m[2], m[1], want)
+	}
+	return fmt.Errorf("%s (see %s --help)", msg, cmd.CommandPath())
 }
+
+// badFlagValue matches pflag's message for a value its type cannot parse.
+var badFlagValue = regexp.MustCompile(`^invalid argument "(.*)" for "(?:-[^,]+, )?(--[^"]+)" flag`)
 
 // checkWritable fails before a long run, not after, when an output file
 // cannot be created.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/kuracache/kura/internal/redact"
 	"github.com/kuracache/kura/loadgen"
+	"github.com/kuracache/kura/store/storeurl"
 )
 
 func newBenchSweepCmd() *cobra.Command {
@@ -114,7 +115,7 @@ only while cores are free.`,
 	f.StringVarP(&sizes, "data-size", "d", "100", "value size, or a list to sweep: 100,1000,10000 (ranges allowed, weights not)")
 	f.StringVar(&threads, "io-threads", "", "server threads to sweep on a private server kura starts: 1,2,4")
 	f.StringVar(&server, "server", "redis", "with --io-threads: which server to start, redis or memcached")
-	f.StringVar(&htmlFile, "html", defaultSweepHTML(), "write the HTML report here (default: in the system's temporary directory, outside any checkout)")
+	f.StringVar(&htmlFile, "html", defaultSweepHTML(), "write the HTML report to this file (outside any checkout by default)")
 	return cmd
 }
 
@@ -170,8 +171,13 @@ func redactArgs(args []string) []string {
 			out[i] = "-a" + redact.Mask
 		default:
 			out[i] = redact.URL(a)
-			if u, ok := strings.CutPrefix(a, "--uri="); ok {
-				out[i] = "--uri=" + redact.URL(u)
+			if strings.Contains(a, "://") {
+				out[i] = storeurl.Redact(a)
+			}
+			for _, p := range []string{"--url=", "--uri=", "-u="} {
+				if u, ok := strings.CutPrefix(a, p); ok {
+					out[i] = p + storeurl.Redact(u)
+				}
 			}
 		}
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -13,8 +12,6 @@ import (
 	"github.com/kuracache/kura/codec"
 	"github.com/kuracache/kura/codecfit"
 	"github.com/kuracache/kura/dictstore"
-	"github.com/kuracache/kura/internal/redact"
-	"github.com/kuracache/kura/store/storeurl"
 )
 
 func newCodecsCmd() *cobra.Command {
@@ -91,7 +88,7 @@ where readers built with a dictstore.Registry find it.`,
 				values = append(values, vs...)
 			}
 			if url != "" {
-				st, err := storeurl.Open(ctx, url)
+				st, target, err := openStore(ctx, url)
 				if err != nil {
 					return err
 				}
@@ -104,10 +101,10 @@ where readers built with a dictstore.Registry find it.`,
 				if err != nil {
 					return err
 				}
-				progress(fmt.Sprintf("sampling %d values from %s", samples, redact.URL(url)))
+				progress(fmt.Sprintf("sampling %d values from %s", samples, target.Redacted()))
 				vs, ss, err := codecfit.SampleStore(ctx, st, codecfit.SampleOptions{Prefix: prefix, N: samples, Codec: cd})
 				if err != nil {
-					return fmt.Errorf("sample %s: %w", redact.URL(url), err)
+					return fmt.Errorf("sample %s: %w", target.Redacted(), err)
 				}
 				progress(fmt.Sprintf("listed %d keys, read %d values (%d kura, %d JSON, %d other), skipped %d",
 					ss.Listed, ss.Read, ss.Kura, ss.JSON, ss.Raw, ss.Skipped))
@@ -138,7 +135,7 @@ where readers built with a dictstore.Registry find it.`,
 				if target == "" {
 					target = url
 				}
-				st, err := storeurl.Open(ctx, target)
+				st, pt, err := openStore(ctx, target)
 				if err != nil {
 					return err
 				}
@@ -151,7 +148,7 @@ where readers built with a dictstore.Registry find it.`,
 				if err != nil {
 					return err
 				}
-				progress(fmt.Sprintf("published dictionary %08x under %s on every server of %s", id, reg.Key(id), redact.URL(target)))
+				progress(fmt.Sprintf("published dictionary %08x under %s on every server of %s", id, reg.Key(id), pt.Redacted()))
 			}
 			if asJSON {
 				return codecfit.WriteJSON(out, rep)
@@ -160,7 +157,7 @@ where readers built with a dictstore.Registry find it.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&url, "url", "", "sample values from a live server: redis://host:port, redis://h1:p1,h2:p2 (Cluster), memcached://h1:p1,h2:p2")
+	addURLFlag(f, &url, "sample values from a live cache: redis://[user:password@]host:port[/db], rediss://... (TLS), redis://h1:p1,h2:p2 (Cluster) or memcached://h1:p1[,h2:p2]")
 	f.StringVar(&prefix, "prefix", "", "with --url, only keys starting with this prefix (one kind of value)")
 	f.IntVar(&samples, "samples", 1000, "with --url, the number of values sampled")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON (schema kura.codecs/v1)")
@@ -168,7 +165,7 @@ where readers built with a dictstore.Registry find it.`,
 	f.StringVar(&dictOut, "dict-out", "", "write the recommended dictionary to this file")
 	f.BoolVar(&publish, "publish", false, "publish the recommended dictionary on every server of --url (or --publish-url)")
 	f.StringVar(&publishURL, "publish-url", "", "where --publish puts the dictionary, if not --url")
-	f.StringSliceVar(&dictSizes, "dict-sizes", []string{"4K", "16K", "64K"}, "dictionary sizes to train")
+	f.StringSliceVar(&dictSizes, "dict-sizes", []string{"4KiB", "16KiB", "64KiB"}, "dictionary sizes to train (KiB = 1,024 B, K and KB = 1,000 B; at most 16MiB)")
 	f.DurationVar(&minTime, "min-time", 200*time.Millisecond, "how long each encode and decode measurement runs at least")
 	f.BoolVarP(&quiet, "quiet", "q", false, "no progress on stderr")
 	return cmd
@@ -177,19 +174,11 @@ where readers built with a dictstore.Registry find it.`,
 func parseSizes(ss []string) ([]int, error) {
 	var out []int
 	for _, s := range ss {
-		t := strings.ToUpper(strings.TrimSpace(s))
-		mult := 1
-		switch {
-		case strings.HasSuffix(t, "K"):
-			mult, t = 1<<10, strings.TrimSuffix(t, "K")
-		case strings.HasSuffix(t, "M"):
-			mult, t = 1<<20, strings.TrimSuffix(t, "M")
+		n, err := parseSize(s)
+		if err != nil || n < 1 || n > 16<<20 {
+			return nil, fmt.Errorf("--dict-sizes: %q is not a size from 1 byte to 16MiB, such as 16KiB", s)
 		}
-		var n int
-		if _, err := fmt.Sscanf(t, "%d", &n); err != nil || n <= 0 || n*mult > 16<<20 || fmt.Sprint(n) != t {
-			return nil, fmt.Errorf("--dict-sizes: %q is not a size like 16K (1 byte to 16M)", s)
-		}
-		out = append(out, n*mult)
+		out = append(out, int(n))
 	}
 	return out, nil
 }

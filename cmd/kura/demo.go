@@ -92,7 +92,7 @@ Progress goes to stderr, one table per scenario to stdout, and an HTML report
 	f := cmd.Flags()
 	f.StringSliceVar(&only, "only", nil, "run only these scenarios: "+strings.Join(demo.Names(), ", "))
 	f.BoolVar(&asJSON, "json", false, "print the results as JSON on stdout instead of tables")
-	f.StringVar(&htmlFile, "html", defaultDemoHTML(), "write the HTML report here (default: in the system's temporary directory, outside any checkout); empty: none")
+	f.StringVar(&htmlFile, "html", defaultDemoHTML(), "write the HTML report to this file, outside any checkout by default; --html= for none")
 	f.BoolVar(&quick, "quick", false, "reduced sizes (what the tests run): seconds per scenario, noisier numbers")
 	f.Int64Var(&seed, "random-seed", 1, "random seed of the data set (same seed, same data)")
 	return cmd

@@ -2,8 +2,10 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
@@ -15,9 +17,10 @@ import (
 
 func newInspectCmd() *cobra.Command {
 	var (
-		asJSON bool
-		raw    bool
-		mask   []string
+		asJSON   bool
+		rawValue bool
+		mask     []string
+		url      string
 	)
 	cmd := &cobra.Command{
 		Use:   "inspect URL KEY...",
@@ -34,10 +37,23 @@ redis://host1:port1,host2:port2 (Cluster), or memcached://host1:port1,host2:port
 		Example: `  kura inspect redis://127.0.0.1:6379 article:1 article:2
   kura inspect memcached://10.0.0.1:11211,10.0.0.2:11211 user:42 --mask email,phone
   kura inspect redis://127.0.0.1:6379 article:1 --json`,
-		Args: cobra.MinimumNArgs(2),
+		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			st, err := storeurl.Open(ctx, args[0])
+			raw, keys, err := takeURL(url, args, true)
+			switch {
+			case err != nil:
+				return err
+			case raw == "":
+				return errors.New("no cache and no key: give the cache's URL and the keys to decode, such as kura inspect redis://127.0.0.1:6379 article:1")
+			}
+			if _, err := storeurl.ParseServer(raw); err != nil {
+				return err
+			}
+			if len(keys) == 0 {
+				return fmt.Errorf("no key to decode: name one or more after the URL, such as kura inspect %s article:1", storeurl.Redact(raw))
+			}
+			st, _, err := openStore(ctx, raw)
 			if err != nil {
 				return err
 			}
@@ -45,29 +61,45 @@ redis://host1:port1,host2:port2 (Cluster), or memcached://host1:port1,host2:port
 			opts := inspect.Options{Mask: mask}
 			out := cmd.OutOrStdout()
 			var reports []inspect.Report
-			for _, key := range args[1:] {
+			var missing []string
+			for _, key := range keys {
 				r, err := inspect.Key(ctx, st, key, opts)
 				if err != nil {
 					return fmt.Errorf("inspect %q: %w", key, err)
 				}
 				reports = append(reports, r)
+				if !r.Found {
+					missing = append(missing, strconv.Quote(key))
+				}
 			}
 			if asJSON {
 				enc := json.NewEncoder(out)
 				enc.SetIndent("", "  ")
-				return enc.Encode(reports)
-			}
-			for i, r := range reports {
-				if i > 0 {
-					fmt.Fprintln(out)
+				if err := enc.Encode(reports); err != nil {
+					return err
 				}
-				printReport(out, r, raw)
+			} else {
+				for i, r := range reports {
+					if i > 0 {
+						fmt.Fprintln(out)
+					}
+					printReport(out, r, rawValue)
+				}
+			}
+			if len(missing) > 0 {
+				// Like ls or grep: a key that is not there is a failure a
+				// script can see.
+				if len(keys) == 1 {
+					return fmt.Errorf("key %s not found", missing[0])
+				}
+				return fmt.Errorf("%d of %d keys not found: %s", len(missing), len(keys), strings.Join(missing, ", "))
 			}
 			return nil
 		},
 	}
+	addURLFlag(cmd.Flags(), &url, urlHelp)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the reports as JSON")
-	cmd.Flags().BoolVar(&raw, "raw", false, "print the decoded value compact, on one line, instead of indented")
+	cmd.Flags().BoolVar(&rawValue, "raw", false, "print the decoded value compact, on one line, instead of indented")
 	cmd.Flags().StringSliceVar(&mask, "mask", nil, "field names whose values are shown as *** (personal data)")
 	return cmd
 }

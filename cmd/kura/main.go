@@ -21,9 +21,9 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	root := newRootCmd()
-	if err := root.ExecuteContext(ctx); err != nil {
+	if cmd, err := root.ExecuteContextC(ctx); err != nil {
 		// One line, no stack trace: the message says what to do.
-		fmt.Fprintln(os.Stderr, "kura:", err)
+		fmt.Fprintln(os.Stderr, errorLine(cmd, err))
 		if errors.Is(err, context.Canceled) {
 			os.Exit(130)
 		}
@@ -42,6 +42,8 @@ command holds the tools around it.`,
 		SilenceErrors: true,
 		Version:       version(),
 	}
+	// Every command words a bad flag the same way.
+	root.SetFlagErrorFunc(flagError)
 	root.AddCommand(newPlanCmd())
 	root.AddCommand(newDemoCmd())
 	root.AddCommand(newBenchCmd())

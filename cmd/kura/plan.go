@@ -35,7 +35,7 @@ many a second fill it.
 
 What-ifs: --codec-ratio (a codec that changes the bytes in memory and on the
 wire, network bytes: gob vs msgpack+snappy), --max-value-size (a value-size
-guard that cuts the tail), --threads (io-threads on every node).
+guard that cuts the tail), --io-threads (server I/O threads on every node).
 
 The catalog holds facts only. A figure that was not found in a public source
 (many prices) is left empty: plan says which constraint or cost it could not
@@ -65,7 +65,7 @@ const planExample = `  # 120 GB of data, 150k reads and 20k writes a second at p
   kura plan --scan scan.json --reads 90000 --writes 9000 --bench get.json --codec zstd
 
   # a 1.3 MB value written 15 times a second: which links carry it
-  kura plan --max-value 1.3MB --writes 15 --write-size 1.3MB --large-per-sec 15
+  kura plan --largest-value 1.3MB --writes 15 --write-size 1.3MB --large-per-sec 15
 
   # your own price for a node type (0.50 is a placeholder), and an HTML
   # report with charts
@@ -149,7 +149,8 @@ func newPlanCmd() *cobra.Command {
 	f.Int64Var(&pf.keys, "keys", 0, "number of keys")
 	f.StringVar(&pf.keySize, "key-size", "", "average key length, such as 40")
 	f.StringVar(&pf.valueSize, "value-size", "", "average value size as stored, such as 2KB")
-	f.StringVar(&pf.maxValue, "max-value", "", "largest value, checked against every node's link, such as 1.3MB")
+	f.StringVar(&pf.maxValue, "largest-value", "", "the largest value you store, checked against every node's link, such as 1.3MB")
+	deprecatedAlias(f, "largest-value", "max-value")
 	f.Float64Var(&pf.reads, "reads", 0, "peak reads per second over the whole cache")
 	f.Float64Var(&pf.writes, "writes", 0, "peak writes per second over the whole cache")
 	f.StringVar(&pf.readSize, "read-size", "", "value bytes one read returns (default --value-size)")
@@ -164,13 +165,14 @@ func newPlanCmd() *cobra.Command {
 	f.Float64Var(&pf.memCeil, "memory-ceiling", 0, "fraction of usable memory the data may fill (default: the provider's rule)")
 	f.Float64Var(&pf.cpuCeil, "cpu-ceiling", 0, "fraction of engine CPU a primary may use at peak (default: the provider's rule)")
 	f.Float64Var(&pf.netCeil, "network-ceiling", 0, "fraction of baseline bandwidth the peak may use (default 0.8)")
-	f.Float64Var(&pf.reserved, "reserved-memory", 0, "percent of node memory reserved for backups and failover (default: the catalog's)")
+	f.Float64Var(&pf.reserved, "reserved-memory", 0, "fraction of node memory reserved for backups and failover, such as 0.25 (default: the catalog's)")
 	f.Float64Var(&pf.codecRatio, "codec-ratio", 0, "what-if: encoded bytes after a codec change over bytes before, such as 0.33")
 	f.StringVar(&pf.codecsFile, "codecs", "", "kura codecs --json output: the what-if codec ratio from its measured sizes")
 	f.StringVar(&pf.codec, "codec", "", "what-if: with --codecs, the candidate to move to (default: its recommendation); with --scan, the compressor whose estimate to use (s2, zstd)")
 	f.StringVar(&pf.codecFrom, "codec-from", "json", "with --codecs: the candidate the values are stored as today")
 	f.StringVar(&pf.guard, "max-value-size", "", "what-if: value-size guard (kura Options.MaxValueSize); larger values are not cached")
-	f.IntVar(&pf.threads, "threads", 0, "what-if: engine threads (io-threads) on every node type")
+	f.IntVar(&pf.threads, "io-threads", 0, "what-if: server I/O threads (io-threads) on every node type")
+	deprecatedAlias(f, "io-threads", "threads")
 	f.StringVar(&pf.catalogFile, "catalog", "", "node catalog JSON to use instead of kura's (see --print-catalog)")
 	f.BoolVar(&pf.printCatalog, "print-catalog", false, "print kura's node catalog as JSON and exit")
 	f.StringArrayVar(&pf.nodes, "node", nil, "only this node type (repeat for more)")
@@ -205,7 +207,7 @@ func (pf *planFlags) input(cmd *cobra.Command) (plan.Input, error) {
 		dst  *float64
 	}{
 		{"data", pf.data, &w.DataBytes}, {"key-size", pf.keySize, &w.KeyBytes}, {"value-size", pf.valueSize, &w.AvgValueBytes},
-		{"max-value", pf.maxValue, &w.MaxValueBytes}, {"read-size", pf.readSize, &w.ReadValueBytes},
+		{"largest-value", pf.maxValue, &w.MaxValueBytes}, {"read-size", pf.readSize, &w.ReadValueBytes},
 		{"write-size", pf.writeSize, &w.WriteValueBytes}, {"max-value-size", pf.guard, &in.WhatIf.MaxValueBytes},
 	}
 	for _, s := range sizes {
@@ -223,11 +225,20 @@ func (pf *planFlags) input(cmd *cobra.Command) (plan.Input, error) {
 	w.Replicas, w.Growth = pf.replicas, pf.growth
 	in.Rules = plan.Rules{MemoryCeiling: pf.memCeil, CPUCeiling: pf.cpuCeil, NetworkCeiling: pf.netCeil}
 	if cmd.Flags().Changed("reserved-memory") {
-		r := pf.reserved
+		// A fraction like every other ceiling flag; the catalog keeps a
+		// percent, as the providers publish it.
+		if pf.reserved < 0 || pf.reserved >= 1 {
+			hint := ""
+			if pf.reserved >= 1 && pf.reserved < 100 {
+				hint = fmt.Sprintf(" (%g%% is %g)", pf.reserved, pf.reserved/100)
+			}
+			return in, fmt.Errorf("--reserved-memory %g: give a fraction from 0 to below 1, such as 0.25%s", pf.reserved, hint)
+		}
+		r := pf.reserved * 100
 		in.Rules.ReservedMemoryPct = &r
 	}
 	in.WhatIf.CodecRatio, in.WhatIf.Threads = pf.codecRatio, pf.threads
-	for _, name := range []string{"codec-ratio", "threads", "memory-ceiling", "cpu-ceiling", "network-ceiling", "ops-per-thread", "cpu-us-per-op"} {
+	for _, name := range []string{"codec-ratio", "io-threads", "memory-ceiling", "cpu-ceiling", "network-ceiling", "ops-per-thread", "cpu-us-per-op"} {
 		if fl := cmd.Flags().Lookup(name); cmd.Flags().Changed(name) && (fl.Value.String() == "0" || fl.Value.String() == "0.0") {
 			return in, fmt.Errorf("--%s 0 has no meaning; give a positive value or leave the flag out", name)
 		}

@@ -36,7 +36,7 @@ var planScenarios = []struct {
 	{"codec-after", []string{"--reads", "51584", "--read-size", "13441", "--node", "cache.m7g.2xlarge", "--node", "cache.m7g.4xlarge", "--codec-ratio", "0.3333"}},
 	// A 1.3 MB value written 15 times a second (the rate is a labelled
 	// test value: the field report gives none).
-	{"large-value", []string{"--max-value", "1.3MB", "--writes", "15", "--write-size", "1.3MB", "--large-per-sec", "15",
+	{"large-value", []string{"--largest-value", "1.3MB", "--writes", "15", "--write-size", "1.3MB", "--large-per-sec", "15",
 		"--node", "cache.t2.small", "--node", "cache.m7g.large", "--node", "cache.c7gn.large"}},
 }
 
@@ -171,7 +171,7 @@ func TestPlanArgs(t *testing.T) {
 		{[]string{"plan", "--data", "1GB", "--price", "cache.t2.small=-1"}, "positive"},
 		{[]string{"plan", "--data", "1GB", "--codec-ratio", "0"}, "--codec-ratio 0"},
 		{[]string{"plan", "--data", "1GB", "--memory-ceiling", "1.5"}, "memory ceiling"},
-		{[]string{"plan", "--data", "1GB", "--reserved-memory", "100"}, "reserved memory"},
+		{[]string{"plan", "--data", "1GB", "--reserved-memory", "1"}, "--reserved-memory"},
 		{[]string{"plan", "--data", "1GB", "--scaling", "1:x"}, "--scaling"},
 		{[]string{"plan", "--data", "1GB", "--scaling", "2:5,1:3,1:4"}, "rise"},
 		{[]string{"plan", "--data", "1GB", "--ops-per-thread", "5", "--cpu-us-per-op", "3"}, "not both"},
@@ -228,7 +228,7 @@ func TestPlanFromBench(t *testing.T) {
 	}
 	html := filepath.Join(dir, "plan.html")
 	out, stderr, err = kura(t, "plan", "--bench", benchFile, "--data", "40GB", "--reads", "200000", "--writes", "20000",
-		"--max-value", "1.3MB", "--price", "cache.r7g.xlarge=0.5", "--html", html)
+		"--largest-value", "1.3MB", "--price", "cache.r7g.xlarge=0.5", "--html", html)
 	if err != nil {
 		t.Fatalf("plan: %v\n%s", err, stderr)
 	}
@@ -261,7 +261,7 @@ func TestPlanFromSweep(t *testing.T) {
 	if err := os.WriteFile(file, []byte(out), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, stderr, err = kura(t, "plan", "--bench", file, "--data", "10GB", "--reads", "100000", "--threads", "2", "--node", "cache.r7g.large")
+	out, stderr, err = kura(t, "plan", "--bench", file, "--data", "10GB", "--reads", "100000", "--io-threads", "2", "--node", "cache.r7g.large")
 	if err != nil {
 		t.Fatalf("plan: %v\n%s", err, stderr)
 	}

@@ -12,7 +12,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kuracache/kura/scan"
-	"github.com/kuracache/kura/store/storeurl"
 )
 
 func newScanCmd() *cobra.Command {
@@ -23,6 +22,7 @@ func newScanCmd() *cobra.Command {
 		asJSON    bool
 		quiet     bool
 		noSave    bool
+		url       string
 	)
 	cmd := &cobra.Command{
 		Use:   "scan URL",
@@ -46,9 +46,17 @@ else $XDG_STATE_HOME/kura/results, else ~/.local/state/kura/results) unless
   kura scan redis://10.0.0.1:6379,10.0.0.2:6379 --rate 5000 --json > scan.json
   kura scan memcached://10.0.0.1:11211,10.0.0.2:11211 --big 100KB --bandwidth 250Mbit
   kura scan redis://127.0.0.1:6379 --separator / --samples 1000`,
-		Args: cobra.ExactArgs(1),
+		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var err error
+			raw, rest, err := takeURL(url, args, true)
+			switch {
+			case err != nil:
+				return err
+			case raw == "":
+				return errors.New("no cache named: give its URL, such as kura scan redis://127.0.0.1:6379")
+			case len(rest) > 0:
+				return fmt.Errorf("scan takes one URL; %q is one argument too many", rest[0])
+			}
 			if opts.Big, err = parseSize(big); err != nil {
 				return fmt.Errorf("--big: %w", err)
 			}
@@ -74,12 +82,12 @@ else $XDG_STATE_HOME/kura/results, else ~/.local/state/kura/results) unless
 				return errors.New("--samples: must be above zero, or -1 for every value")
 			}
 			ctx := cmd.Context()
-			st, err := storeurl.Open(ctx, args[0])
+			st, target, err := openStore(ctx, raw)
 			if err != nil {
 				return err
 			}
 			defer st.Close()
-			opts.Target = args[0]
+			opts.Target = target.Redacted()
 			stderr := cmd.ErrOrStderr()
 			if !quiet {
 				opts.Progress = scanProgress(stderr)
@@ -111,11 +119,12 @@ else $XDG_STATE_HOME/kura/results, else ~/.local/state/kura/results) unless
 		},
 	}
 	f := cmd.Flags()
+	addURLFlag(f, &url, urlHelp)
 	f.IntVar(&opts.Count, "count", scan.DefaultCount, "SCAN COUNT hint, and keys per pipeline")
 	f.IntVar(&opts.Rate, "rate", scan.DefaultRate, "most commands per second sent to each server (0: no limit)")
 	f.IntVar(&opts.Samples, "samples", scan.DefaultSamples, "values read per pattern for the savings estimate (-1: every value)")
 	f.StringVar(&opts.Separator, "separator", "", `key part separator for patterns (default: the first of ":" "/" "|" "." in each key)`)
-	f.StringVar(&big, "big", "100KB", "call out values of this size or more (B, KB, MB; KiB, MiB)")
+	f.StringVar(&big, "big", "100KB", "call out values of this size or more (KB and K = 1,000 B, KiB = 1,024 B; MB, MiB, GB, GiB)")
 	f.StringVar(&bandwidth, "bandwidth", "1Gbit", "link speed for the cost of reading a big value (bit/s; kbit, Mbit, Gbit)")
 	f.IntVar(&opts.Top, "top", scan.DefaultTop, "how many of the biggest keys to list")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON (schema kura.scan/v1, docs/scan.md)")
@@ -167,18 +176,6 @@ func fmtCount(n int64) string {
 		b.WriteRune(c)
 	}
 	return b.String()
-}
-
-// parseSize reads "100KB", "1.5MB", "64KiB", "4096".
-func parseSize(s string) (int64, error) {
-	num, unit := splitUnit(s)
-	mult := map[string]float64{"": 1, "b": 1, "kb": 1e3, "k": 1e3, "mb": 1e6, "m": 1e6, "gb": 1e9, "g": 1e9,
-		"kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30}[strings.ToLower(unit)]
-	f, err := strconv.ParseFloat(num, 64)
-	if err != nil || mult == 0 || f < 0 || f*mult > 1<<50 {
-		return 0, fmt.Errorf("%q is not a size (examples: 100KB, 1.5MB, 64KiB)", s)
-	}
-	return int64(f * mult), nil
 }
 
 // parseBandwidth reads "1Gbit", "250Mbit", "10mbps", "1e9".

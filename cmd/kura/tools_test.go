@@ -119,8 +119,9 @@ func TestInspectScanGolden(t *testing.T) {
 	goldenData(t, st)
 	out, _, err := kura(t, "inspect", r.URL(), "article:3", "legacy:json:1", "legacy:gzip:1", "legacy:snappy:1", "goredis:1",
 		"counter:visits", "blob:1", "no:such:key", "--mask", "email")
-	if err != nil {
-		t.Fatal(err)
+	// A key that is not there is reported, and fails the command as ls would.
+	if err == nil || err.Error() != `1 of 8 keys not found: "no:such:key"` {
+		t.Fatalf("inspect with a missing key: %v", err)
 	}
 	if strings.Contains(out, "someone@example.com") {
 		t.Error("inspect shows a masked field")
@@ -166,13 +167,13 @@ func TestToolsBadInput(t *testing.T) {
 		{[]string{"scan", "redis://:hunter2@" + r.Addr, "-q"}, "127.0.0.1"},
 		{[]string{"inspect", "redis://:hunter2@" + r.Addr, "k"}, "127.0.0.1"},
 		{[]string{"scan", "ftp://x"}, "unknown scheme"},
-		{[]string{"scan", "mem://"}, "scan needs a Redis"},
+		{[]string{"scan", "mem://"}, "in-process store that starts empty"},
 		{[]string{"scan", "redis://127.0.0.1:1", "--big", "lots"}, "--big"},
 		{[]string{"scan", "redis://127.0.0.1:1", "--bandwidth", "fast"}, "--bandwidth"},
 		{[]string{"scan", "redis://127.0.0.1:1", "--count", "0"}, "--count"},
 		{[]string{"scan", "redis://127.0.0.1:1", "--rate", "-5"}, "--rate"},
 		{[]string{"scan", "redis://127.0.0.1:1", "--samples", "0"}, "--samples"},
-		{[]string{"scan"}, "arg"},
+		{[]string{"scan"}, "give its URL"},
 		{[]string{"ui", "--listen", "nonsense"}, "--listen"},
 	}
 	for _, c := range cases {

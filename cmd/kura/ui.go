@@ -16,8 +16,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kuracache/kura/internal/results"
-	"github.com/kuracache/kura/store"
-	"github.com/kuracache/kura/store/storeurl"
 	"github.com/kuracache/kura/ui"
 )
 
@@ -27,6 +25,7 @@ func newUICmd() *cobra.Command {
 		token      string
 		mask       []string
 		resultsDir string
+		url        string
 	)
 	cmd := &cobra.Command{
 		Use:   "ui [URL]",
@@ -47,9 +46,16 @@ else ~/.local/state/kura/results (kura scan writes there).`,
 		Example: `  kura ui redis://127.0.0.1:6379
   kura ui redis://10.0.0.1:6379,10.0.0.2:6379 --mask email,phone
   kura ui memcached://10.0.0.1:11211 --listen 0.0.0.0:7777   # prints the URL with its token`,
-		Args: cobra.MaximumNArgs(1),
+		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			raw, rest, err := takeURL(url, args, true)
+			if err != nil {
+				return err
+			}
+			if len(rest) > 0 {
+				return fmt.Errorf("ui takes at most one URL; %q is one argument too many", rest[0])
+			}
 			if token == "" {
 				token = os.Getenv("KURA_UI_TOKEN")
 			}
@@ -66,13 +72,13 @@ else ~/.local/state/kura/results (kura scan writes there).`,
 				}
 			}
 			opts := ui.Options{Token: token, Mask: mask, ResultsDir: resultsDir}
-			if len(args) == 1 {
-				var st store.Store
-				if st, err = storeurl.Open(ctx, args[0]); err != nil {
+			if raw != "" {
+				st, target, err := openStore(ctx, raw)
+				if err != nil {
 					return err
 				}
 				defer st.Close()
-				opts.Store, opts.Target = st, args[0]
+				opts.Store, opts.Target = st, target.Redacted()
 			}
 			h, err := ui.New(opts)
 			if err != nil {
@@ -94,7 +100,8 @@ else ~/.local/state/kura/results (kura scan writes there).`,
 	f.StringVar(&listen, "listen", "127.0.0.1:7777", "address to listen on (a token is required unless it is a loopback address)")
 	f.StringVar(&token, "token", "", "token every request must carry (default: $KURA_UI_TOKEN, else random when not on loopback)")
 	f.StringSliceVar(&mask, "mask", nil, "field names whose values are shown as *** (personal data)")
-	f.StringVar(&resultsDir, "results-dir", "", "directory of saved results (default $KURA_RESULTS_DIR, else ~/.local/state/kura/results)")
+	addURLFlag(f, &url, urlHelp)
+	f.StringVar(&resultsDir, "results-dir", "", "directory of saved results (default $KURA_RESULTS_DIR, else $XDG_STATE_HOME/kura/results, else ~/.local/state/kura/results)")
 	return cmd
 }
 

@@ -244,7 +244,7 @@ func runHuge(ctx context.Context, env *Env, res *Result) error {
 			res.note("kura plan: node types whose baseline link carries %d reads/s of this value: %s; too thin: %s.",
 				readsPerSec, strings.Join(carry, ", "), strings.Join(fail, ", "))
 		}
-		res.Commands = append(res.Commands, fmt.Sprintf("kura plan --keys 1 --value-size %d --max-value %d --reads %d --large-per-sec %d", raw.stored, raw.stored, readsPerSec, readsPerSec))
+		res.Commands = append(res.Commands, fmt.Sprintf("kura plan --keys 1 --value-size %d --largest-value %d --reads %d --large-per-sec %d", raw.stored, raw.stored, readsPerSec, readsPerSec))
 	}
 	return nil
 }

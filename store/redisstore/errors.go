@@ -48,11 +48,11 @@ func explain(prefix string, err error) error {
 	msg := err.Error()
 	switch {
 	case strings.HasPrefix(msg, "WRONGPASS"):
-		return fmt.Errorf("%s: %w: the server refused the user name or password (%v); check the credentials in the URL or Options.Username/Options.Password", prefix, ErrAuth, err)
+		return fmt.Errorf("%s: %w: the server refused the user name or password (%w); check the credentials in the URL or Options.Username/Options.Password", prefix, ErrAuth, err)
 	case strings.HasPrefix(msg, "NOAUTH"):
-		return fmt.Errorf("%s: %w: the server requires a password and none was given (%v); put it in the URL (redis://:password@host:port) or in Options.Password", prefix, ErrAuth, err)
+		return fmt.Errorf("%s: %w: the server requires a password and none was given (%w); put it in the URL (redis://:password@host:port) or in Options.Password", prefix, ErrAuth, err)
 	case strings.Contains(msg, "AUTH") && strings.Contains(msg, "without any password configured"):
-		return fmt.Errorf("%s: %w: a password was given but the server has none configured (%v); remove it from the URL or Options.Password", prefix, ErrAuth, err)
+		return fmt.Errorf("%s: %w: a password was given but the server has none configured (%w); remove it from the URL or Options.Password", prefix, ErrAuth, err)
 	case strings.HasPrefix(msg, "NOPERM"):
 		return fmt.Errorf("%s: the ACL user lacks a permission kura needs (%w); grant at least +get +set +mget +del +ping, and +config|get to let kura read proto-max-bulk-len", prefix, err)
 	case strings.HasPrefix(msg, "CLUSTERDOWN"):

@@ -209,6 +209,11 @@ func NewFromURL(ctx context.Context, url string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: bad URL %q: %w", redactURL(url), err)
 	}
+	if passwordOnly(url) {
+		// redis://secret@host is the requirepass shorthand, as in
+		// storeurl and every kura command: a password, not a user name.
+		co.Password, co.Username = co.Username, ""
+	}
 	if opts.TLS != nil {
 		if co.TLSConfig == nil {
 			return nil, fmt.Errorf("redisstore: Options.TLS is set but the URL %q does not use rediss://", redactURL(url))
@@ -554,6 +559,20 @@ func isDialError(err error) bool {
 // splitHosts rewrites "redis://a:1,b:2/0?x=y" as "redis://a:1/0?x=y&addr=b:2",
 // the form rueidis.ParseURL reads as several seeds; other URLs are returned
 // as they are.
+// passwordOnly reports whether the user info of raw has no ":" (the
+// redis://password@host shorthand).
+func passwordOnly(raw string) bool {
+	_, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		return false
+	}
+	if end := strings.IndexAny(rest, "/?#"); end >= 0 {
+		rest = rest[:end]
+	}
+	at := strings.LastIndexByte(rest, '@')
+	return at > 0 && !strings.Contains(rest[:at], ":")
+}
+
 func splitHosts(raw string) string {
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok {

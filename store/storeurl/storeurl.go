@@ -12,6 +12,7 @@ package storeurl
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -59,6 +60,10 @@ type Target struct {
 // Redacted returns the URL with its password masked.
 func (t Target) Redacted() string { return hide(t.URL) }
 
+// Redact masks the password of a store URL, parsed or not, including the
+// redis://password@host shorthand, for a message or a log.
+func Redact(raw string) string { return hide(raw) }
+
 // hide masks the password of a store URL, including the redis://password@host
 // shorthand that a generic URL redaction reads as a user name: whatever
 // precedes the last "@" of the authority is masked unless it is a plain
@@ -90,13 +95,27 @@ func hide(raw string) string {
 //	mem://                                     (in-process)
 //
 // The default ports are 6379 and 11211. Errors never show a password.
-func Parse(raw string) (Target, error) {
+func Parse(raw string) (Target, error) { return parse(raw, true) }
+
+// ParseServer is Parse for tools that read or load a server that already
+// exists (every kura command): mem://, an in-process store that starts
+// empty, is refused, and the messages list only the server schemes.
+func ParseServer(raw string) (Target, error) { return parse(raw, false) }
+
+func parse(raw string, allowMem bool) (Target, error) {
 	bad := func(format string, a ...any) error {
 		return fmt.Errorf("%w %q: %s", ErrBadURL, hide(raw), fmt.Sprintf(format, a...))
 	}
+	schemes := "redis://, rediss:// or memcached://"
+	if allowMem {
+		schemes = "redis://, rediss://, memcached:// or mem://"
+	}
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok {
-		return Target{}, bad("want redis://, rediss://, memcached:// or mem://")
+		if looksLikeAddr(raw) {
+			return Target{}, bad("write the address as a URL: redis://%s or memcached://%s", raw, raw)
+		}
+		return Target{}, bad("want %s", schemes)
 	}
 	t := Target{URL: raw}
 	defPort := "6379"
@@ -108,10 +127,16 @@ func Parse(raw string) (Target, error) {
 	case "memcached", "memcache":
 		t.Kind, defPort = Memcached, "11211"
 	case "mem", "memory":
+		if !allowMem {
+			return Target{}, bad("mem:// is an in-process store that starts empty, so there is nothing here to read or load; want %s", schemes)
+		}
+		if rest != "" {
+			return Target{}, bad("mem:// takes nothing after the scheme")
+		}
 		t.Kind = Memory
 		return t, nil
 	default:
-		return Target{}, bad("unknown scheme %q; want redis://, rediss://, memcached:// or mem://", scheme)
+		return Target{}, bad("unknown scheme %q; want %s", scheme, schemes)
 	}
 	// Split the host list off by hand: url.Parse rejects "h1:1,h2:2".
 	if at := strings.LastIndex(rest, "@"); at >= 0 {
@@ -149,6 +174,13 @@ func Parse(raw string) (Target, error) {
 		if err != nil {
 			return Target{}, bad("bad query: %v", err)
 		}
+		for k := range q {
+			if k != "addr" {
+				// Every command and the library read a URL the same way,
+				// so an option one of them would ignore is refused.
+				return Target{}, bad("unknown parameter %q; the only one is addr=host:port (another Cluster seed)", k)
+			}
+		}
 		addrs = append(addrs, q["addr"]...)
 	}
 	for _, a := range addrs {
@@ -178,27 +210,66 @@ func Parse(raw string) (Target, error) {
 	return t, nil
 }
 
+// RedisOptions returns the redisstore options a Redis Target names: its
+// seeds, credentials, database and TLS. Open hands them to redisstore.New,
+// so the URL is parsed once and means the same in every kura command and
+// in the library (redis://secret@host is the password "secret").
+func (t Target) RedisOptions() redisstore.Options {
+	o := redisstore.Options{
+		Addrs:    append([]string(nil), t.Addrs...),
+		Username: t.User,
+		Password: t.Password,
+		DB:       t.DB,
+	}
+	if t.TLS && len(t.Addrs) > 0 {
+		host, _, _ := net.SplitHostPort(t.Addrs[0])
+		o.TLS = &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12}
+	}
+	return o
+}
+
+// MemcacheOptions returns the memcache options a memcached Target names.
+func (t Target) MemcacheOptions() memcache.Options {
+	return memcache.Options{Servers: append([]string(nil), t.Addrs...)}
+}
+
 // Open parses raw and connects to the store it names. The caller closes
-// it.
+// it. Errors say what to fix (see Explain) and never show a password.
 func Open(ctx context.Context, raw string) (store.Store, error) {
 	t, err := Parse(raw)
 	if err != nil {
 		return nil, err
 	}
+	return OpenTarget(ctx, t)
+}
+
+// OpenTarget connects to the store a parsed URL names.
+func OpenTarget(ctx context.Context, t Target) (store.Store, error) {
+	var (
+		s   store.Store
+		err error
+	)
 	switch t.Kind {
 	case Memory:
 		return memstore.New(memstore.Options{})
 	case Memcached:
-		s, err := memcache.New(ctx, memcache.Options{Servers: t.Addrs})
-		if err != nil {
-			return nil, fmt.Errorf("open %s: %w", t.Redacted(), err)
-		}
-		return s, nil
+		s, err = memcache.New(ctx, t.MemcacheOptions())
+	case Redis:
+		s, err = redisstore.New(ctx, t.RedisOptions())
 	default:
-		s, err := redisstore.NewFromURL(ctx, raw, redisstore.Options{})
-		if err != nil {
-			return nil, fmt.Errorf("open %s: %w", t.Redacted(), err)
-		}
-		return s, nil
+		return nil, fmt.Errorf("%w: Target.Kind %q", ErrBadURL, t.Kind)
 	}
+	if err != nil {
+		return nil, Explain(t, err)
+	}
+	return s, nil
+}
+
+func looksLikeAddr(s string) bool {
+	host, port, ok := strings.Cut(s, ":")
+	if !ok || host == "" || port == "" || strings.Contains(s, "/") {
+		return false
+	}
+	_, err := strconv.Atoi(port)
+	return err == nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/kuracache/kura/internal/servers"
 	"github.com/kuracache/kura/internal/servertest"
 	"github.com/kuracache/kura/store"
+	"github.com/kuracache/kura/store/redisstore"
 	"github.com/kuracache/kura/store/storeurl"
 )
 
@@ -107,4 +108,52 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("Parse(%q) = %+v", s, tg)
 		}
 	})
+}
+
+// TestPasswordShorthand: redis://secret@host is the password "secret" in
+// storeurl.Open, in redisstore.NewFromURL and in every kura command (they
+// all go through Open), and a refused password is one clear error that
+// never shows it.
+func TestPasswordShorthand(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-server test")
+	}
+	r := servertest.Redis(t, servers.RedisConfig{Password: "s3cret"})
+	ctx := context.Background()
+	s, err := storeurl.Open(ctx, "redis://s3cret@"+r.Addr)
+	if err != nil {
+		t.Fatalf("Open with the shorthand: %v", err)
+	}
+	s.Close()
+	rs, err := redisstore.NewFromURL(ctx, "redis://s3cret@"+r.Addr, redisstore.Options{})
+	if err != nil {
+		t.Fatalf("NewFromURL with the shorthand: %v", err)
+	}
+	rs.Close()
+	_, err = storeurl.Open(ctx, "redis://wr0ng@"+r.Addr)
+	if !errors.Is(err, redisstore.ErrAuth) || !strings.Contains(err.Error(), "refused the credentials") || strings.Contains(err.Error(), "wr0ng") {
+		t.Fatalf("wrong password: %v", err)
+	}
+}
+
+func TestParseServer(t *testing.T) {
+	for _, bad := range []string{"mem://", "memory://", "ftp://h"} {
+		_, err := storeurl.ParseServer(bad)
+		if !errors.Is(err, storeurl.ErrBadURL) || strings.Contains(err.Error(), "or mem://") {
+			t.Errorf("ParseServer(%q) = %v", bad, err)
+		}
+	}
+	for _, bad := range []string{"mem://x", "redis://h:1?dial_timeout=1s", "127.0.0.1:6379"} {
+		if _, err := storeurl.Parse(bad); !errors.Is(err, storeurl.ErrBadURL) {
+			t.Errorf("Parse(%q) = %v, want ErrBadURL", bad, err)
+		}
+	}
+	if _, err := storeurl.Parse("127.0.0.1:6379"); err == nil || !strings.Contains(err.Error(), "redis://127.0.0.1:6379") {
+		t.Errorf("a bare address: %v", err)
+	}
+	tg, err := storeurl.Parse("rediss://u:p@h:7000/3")
+	o := tg.RedisOptions()
+	if err != nil || o.Username != "u" || o.Password != "p" || o.DB != 3 || o.TLS == nil || o.TLS.ServerName != "h" {
+		t.Errorf("RedisOptions = %+v, %v", o, err)
+	}
 }

@@ -1,0 +1,180 @@
+package main
+
+import (
+	"bytes"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kuracache/kura/internal/servers"
+	"github.com/kuracache/kura/internal/servertest"
+)
+
+// kuraLine runs the CLI in-process like kura does and returns the one
+// line main prints for its error ("" when it succeeds).
+func kuraLine(t *testing.T, args ...string) string {
+	t.Helper()
+	root := newRootCmd()
+	var out, errb bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&errb)
+	root.SetArgs(args)
+	cmd, err := root.ExecuteC()
+	if err == nil {
+		return ""
+	}
+	return errorLine(cmd, err)
+}
+
+// checkGolden compares got with testdata/golden/name (rewritten with
+// -update).
+func checkGolden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", "golden", name)
+	if *update {
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if string(want) != got {
+		t.Errorf("%s changed; review and run with -update:\n%s", path, got)
+	}
+}
+
+// closedAddr is a loopback address where nothing listens.
+func closedAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	return addr
+}
+
+// TestConnectErrorsGolden holds the one message every command gives for a
+// server that does not answer, a password it refuses, a scheme kura does
+// not speak and mem://, which names nothing a tool can read: the same
+// words after "kura COMMAND:" in bench, inspect, scan, codecs and ui.
+func TestConnectErrorsGolden(t *testing.T) {
+	srv := servertest.Redis(t, servers.RedisConfig{Password: "s3cret"})
+	dead := closedAddr(t)
+	cases := []struct{ name, url string }{
+		{"unreachable", "redis://" + dead},
+		{"wrong password", "redis://wrong@" + srv.Addr},
+		{"no password", "redis://" + srv.Addr},
+		{"unreachable memcached", "memcached://" + dead},
+		{"bad scheme", "ftp://" + srv.Addr},
+		{"mem", "mem://"},
+		{"bare address", srv.Addr},
+	}
+	commands := map[string]func(url string) []string{
+		"bench":   func(u string) []string { return []string{"bench", u, "-n", "5", "-c", "1", "-q", "--no-save"} },
+		"inspect": func(u string) []string { return []string{"inspect", u, "k"} },
+		"scan":    func(u string) []string { return []string{"scan", u, "-q", "--no-save"} },
+		"codecs":  func(u string) []string { return []string{"codecs", "--url", u, "-q"} },
+		"ui":      func(u string) []string { return []string{"ui", u, "--listen", "127.0.0.1:0"} },
+	}
+	var golden strings.Builder
+	for _, c := range cases {
+		var first string
+		for _, name := range []string{"bench", "inspect", "scan", "codecs", "ui"} {
+			line := kuraLine(t, commands[name](c.url)...)
+			msg, ok := strings.CutPrefix(line, "kura "+name+": ")
+			if !ok {
+				t.Errorf("%s %s: %q does not start with %q", name, c.name, line, "kura "+name+": ")
+				continue
+			}
+			if strings.Contains(msg, "kura:") || strings.Contains(line, "s3cret") || strings.Contains(line, "\n") {
+				t.Errorf("%s %s: %q repeats kura:, shows the password or spans lines", name, c.name, line)
+			}
+			// bench's own TCP shorthand: a bare host:port names the target
+			// the same way, with the same hint.
+			if c.name == "bare address" && name == "bench" {
+				continue
+			}
+			if first == "" {
+				first = msg
+			} else if msg != first {
+				t.Errorf("%s: %s says %q, others %q", c.name, name, msg, first)
+			}
+		}
+		first = strings.ReplaceAll(first, dead, "$DEAD")
+		first = strings.ReplaceAll(first, srv.Addr, "$SERVER")
+		golden.WriteString(c.name + ": " + first + "\n")
+	}
+	checkGolden(t, "connect-errors.txt", golden.String())
+}
+
+// TestBadFlagGolden holds one bad input per kind of flag, and the
+// arguments a command cannot run without: each is one line that says
+// what to write instead.
+func TestBadFlagGolden(t *testing.T) {
+	var golden strings.Builder
+	for _, args := range [][]string{
+		{"bench", "-c", "abc"},                           // int
+		{"bench", "--duration", "ten"},                   // duration
+		{"bench", "--max-error-rate", "x"},               // float
+		{"bench", "--json=maybe"},                        // bool
+		{"bench", "--nope"},                              // unknown flag
+		{"scan", "redis://127.0.0.1:1", "--big", "12XB"}, // size
+		{"scan", "redis://127.0.0.1:1", "--bandwidth", "fast"},
+		{"codecs", "--dict-sizes", "0", "x.json"}, // size list
+		{"plan", "--data", "lots"},                // size
+		{"plan", "--reserved-memory", "25"},       // fraction
+		{"plan", "--growth", "x"},                 // float
+		{"plan", "--price", "cache.r7g.large"},    // NAME=VALUE
+		{"demo", "--only", "nosuch"},              // list of names
+		{"inspect"},
+		{"inspect", "redis://127.0.0.1:1"},
+		{"inspect", "--url", "redis://127.0.0.1:1", "redis://127.0.0.1:2", "k"},
+		{"scan"},
+		{"scan", "redis://127.0.0.1:1", "extra"},
+		{"codecs"},
+	} {
+		line := kuraLine(t, args...)
+		if line == "" {
+			t.Errorf("kura %s succeeded", strings.Join(args, " "))
+			continue
+		}
+		if strings.Count(line, "kura") > 1+strings.Count(strings.Join(args, " "), "kura") && strings.Contains(line, "kura: ") {
+			t.Errorf("kura %s: %q says kura: twice", strings.Join(args, " "), line)
+		}
+		golden.WriteString("kura " + strings.Join(args, " ") + "\n  " + line + "\n")
+	}
+	checkGolden(t, "bad-input.txt", golden.String())
+}
+
+// TestDeprecatedFlags: the old names still work, hidden from --help.
+func TestDeprecatedFlags(t *testing.T) {
+	line := kuraLine(t, "bench", "--uri", "ftp://x")
+	if !strings.Contains(line, `unknown scheme "ftp"`) {
+		t.Errorf("bench --uri: %q", line)
+	}
+	out, _, err := kura(t, "bench", "--help")
+	if err != nil || strings.Contains(out, "--uri") {
+		t.Errorf("bench --help shows --uri (%v)", err)
+	}
+}
+
+// TestSizeGrammar: K and KB are 1,000 bytes and KiB 1,024 in every command.
+func TestSizeGrammar(t *testing.T) {
+	for in, want := range map[string]int64{"16K": 16000, "16KB": 16000, "16KiB": 16384, "1.5MB": 1500000, "64kib": 65536, "4096": 4096} {
+		got, err := parseSize(in)
+		if err != nil || got != want {
+			t.Errorf("parseSize(%q) = %d, %v; want %d", in, got, err, want)
+		}
+	}
+	sizes, err := parseSizes([]string{"16K", "16KiB"})
+	if err != nil || sizes[0] != 16000 || sizes[1] != 16384 {
+		t.Errorf("--dict-sizes 16K,16KiB = %v, %v", sizes, err)
+	}
+}

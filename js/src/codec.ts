@@ -1,0 +1,613 @@
+/**
+ * The kura value envelope, version 2 (docs/FORMAT.md): the same bytes the Go
+ * package github.com/kuracache/kura/codec reads and writes.
+ *
+ * `Codec.encode` writes a value entry; `encodeEntry` writes the entries that
+ * hold no value (negative, lease, tombstone); `Codec.decode` reads versions
+ * 1 and 2 and throws a {@link FormatError} whose `code` is the Go sentinel
+ * the same bytes fail with there.
+ */
+
+import { createHash } from 'node:crypto';
+import { Decoder, Encoder } from '@msgpack/msgpack';
+import { FormatError } from './errors.js';
+import { readUvarint, pushUvarint, uvarintLen } from './varint.js';
+import { s2Decode, s2Encode, parseS2Dict, S2CorruptError, type S2Dict } from './s2.js';
+import { zstdAvailable, zstdCompress, zstdDecompress, ZstdDict } from './zstd.js';
+import { allocBound, checkJSON, checkMsgPack } from './check.js';
+
+export { FormatError, isFormatError, type FormatErrorCode } from './errors.js';
+
+/** Magic bytes: 0xC1 (never valid msgpack or UTF-8), 'K'. */
+export const MAGIC0 = 0xc1;
+export const MAGIC1 = 0x4b;
+/** The format version writers write. */
+export const VERSION = 2;
+/** Most bytes a field section may have. */
+export const MAX_FIELDS_LEN = 4096;
+/** Default limit on a value's uncompressed length (64 MiB). */
+export const DEFAULT_MAX_DECODED_SIZE = 64 << 20;
+/** Payloads shorter than this are stored uncompressed by default. */
+export const DEFAULT_MIN_COMPRESS_SIZE = 256;
+/** Compression must save at least this fraction to be kept, by default. */
+export const DEFAULT_MIN_SAVINGS = 0.1;
+/** Above RATIO_FLOOR a payload may claim at most MAX_RATIO times its stored size. */
+export const MAX_RATIO = 256;
+export const RATIO_FLOOR = 1 << 20;
+
+/** Entry kinds (byte 3 of a version 2 entry). */
+export const Kind = { value: 0, negative: 1, lease: 2, tombstone: 3 } as const;
+export type KindName = keyof typeof Kind;
+const kindNames: KindName[] = ['value', 'negative', 'lease', 'tombstone'];
+
+/** Serializer ids. */
+export const SerializerId = { msgpack: 1, json: 2, raw: 3, idlist: 4 } as const;
+export type SerializerName = keyof typeof SerializerId;
+/** Compressor ids. */
+export const CompressorId = { none: 0, s2: 1, zstd: 2, 's2-dict': 3 } as const;
+export type CompressorName = keyof typeof CompressorId;
+
+/** Field tags. */
+export const Tag = { schema: 0x01, written: 0x02, ttl: 0x03, cost: 0x04, token: 0x05, dictDigest: 0x06, critical: 0x80 } as const;
+
+/** Length of a dictionary digest (field 0x06): the first 128 bits of the dictionary's SHA-256. */
+export const DIGEST_LEN = 16;
+
+/** The digest a value carries for dictionary `d` (docs/FORMAT.md, "Dictionaries"). */
+export function dictDigest(d: Uint8Array): Uint8Array {
+  return new Uint8Array(createHash('sha256').update(d).digest().subarray(0, DIGEST_LEN));
+}
+
+/** Header fields of an entry. Absent fields are undefined. */
+export interface Fields {
+  /** Schema fingerprint (uint32) of the writer's type. */
+  schema?: number;
+  /** Write time, Unix milliseconds. */
+  written?: number;
+  /** TTL the writer set, milliseconds. */
+  ttl?: number;
+  /** How long the loader took, microseconds. */
+  cost?: number;
+  /** Lease holder's token. */
+  token?: Uint8Array;
+  /**
+   * Digest of the dictionary the payload was compressed with (16 bytes).
+   * `encode` sets it on every value that names a dictionary; `decode`
+   * refuses a dictionary whose bytes do not hash to it.
+   */
+  dictDigest?: Uint8Array;
+}
+
+/** A parsed header. */
+export interface Header {
+  version: number;
+  kind: KindName;
+  fields: Fields;
+  serializer: number;
+  compressor: number;
+  dict: number;
+  rawLen: number;
+  /** Bytes of header (where the payload starts). */
+  len: number;
+}
+
+const MAX_MS = 9223372036854; // math.MaxInt64 / 1e6, as the Go reader bounds it
+const MAX_US = 9223372036854775; // math.MaxInt64 / 1e3
+
+const fail = (code: ConstructorParameters<typeof FormatError>[0], why: string): never => {
+  throw new FormatError(code, why);
+};
+
+function parseFields(b: Uint8Array, start: number, end: number, f: Fields): void {
+  const seen = new Uint8Array(Tag.dictDigest + 1);
+  let i = start;
+  while (i < end) {
+    const tag = b[i];
+    const l = readUvarint(b, i + 1);
+    if (l.n <= 0 || i + 1 + l.n > end) fail('ErrCorrupt', `field 0x${tag.toString(16)} length`);
+    const ds = i + 1 + l.n;
+    if (l.value > end - ds) fail('ErrCorrupt', `field 0x${tag.toString(16)} claims ${l.value} bytes, ${end - ds} left`);
+    const de = ds + l.value;
+    i = de;
+    if (tag !== 0 && tag <= Tag.dictDigest) {
+      if (seen[tag]) fail('ErrCorrupt', `field 0x${tag.toString(16)} twice`);
+      seen[tag] = 1;
+    }
+    const uv = (): number => {
+      const x = readUvarint(b, ds);
+      if (x.n <= 0 || x.n !== de - ds) fail('ErrCorrupt', `field 0x${tag.toString(16)} is not one uvarint`);
+      return x.value;
+    };
+    switch (tag) {
+      case Tag.schema:
+        if (de - ds !== 4) fail('ErrCorrupt', `schema field of ${de - ds} bytes, want 4`);
+        f.schema = ((b[ds] << 24) | (b[ds + 1] << 16) | (b[ds + 2] << 8) | b[ds + 3]) >>> 0;
+        break;
+      case Tag.written: {
+        const x = uv();
+        if (x > MAX_MS) fail('ErrCorrupt', 'written time out of range');
+        f.written = x;
+        break;
+      }
+      case Tag.ttl: {
+        const x = uv();
+        if (x > MAX_MS) fail('ErrCorrupt', 'ttl out of range');
+        f.ttl = x;
+        break;
+      }
+      case Tag.cost: {
+        const x = uv();
+        if (x > MAX_US) fail('ErrCorrupt', 'cost out of range');
+        f.cost = x;
+        break;
+      }
+      case Tag.token:
+        f.token = b.slice(ds, de);
+        break;
+      case Tag.dictDigest:
+        if (de - ds !== DIGEST_LEN) fail('ErrCorrupt', `dictionary digest field of ${de - ds} bytes, want ${DIGEST_LEN}`);
+        if (b.subarray(ds, de).every((c) => c === 0)) fail('ErrCorrupt', 'dictionary digest field of zeros');
+        f.dictDigest = b.slice(ds, de);
+        break;
+      default:
+        if (tag & Tag.critical) fail('ErrNotUnderstood', `critical field 0x${tag.toString(16)}`);
+    }
+  }
+}
+
+/**
+ * Parses an entry's header (docs/FORMAT.md "Decoding rules", steps 1-6).
+ * Entries that are not values are checked to end after their fields.
+ */
+export function parseHeader(data: Uint8Array): Header {
+  const h: Header = { version: 0, kind: 'value', fields: {}, serializer: 0, compressor: 0, dict: 0, rawLen: 0, len: 0 };
+  if (data.length < 2) {
+    if (data.length === 0 || data[0] === MAGIC0) fail('ErrTruncated', `${data.length} byte(s)`);
+    fail('ErrNotKura', 'not a kura value');
+  }
+  if (data[0] !== MAGIC0 || data[1] !== MAGIC1) fail('ErrNotKura', 'not a kura value (magic)');
+  if (data.length < 3) fail('ErrTruncated', 'no version byte');
+  h.version = data[2] & 0x0f;
+  const flags = data[2] & 0xf0;
+  let off: number;
+  if (h.version === 1) {
+    if (flags & ~0x10) fail('ErrUnsupportedVersion', `unknown flag bits 0x${(flags & ~0x10).toString(16)}`);
+    if (flags & 0x10) {
+      h.kind = 'negative';
+      h.len = 3;
+      if (data.length !== 3) fail('ErrCorrupt', `negative entry followed by ${data.length - 3} byte(s)`);
+      return h;
+    }
+    off = 3;
+  } else if (h.version === 2) {
+    if (flags !== 0) fail('ErrUnsupportedVersion', `flag bits 0x${flags.toString(16)} in version 2`);
+    if (data.length < 5) fail('ErrTruncated', `header ends at byte ${data.length}`);
+    const k = data[3];
+    if (k > 3) fail('ErrNotUnderstood', `entry kind ${k}`);
+    h.kind = kindNames[k];
+    const fl = readUvarint(data, 4);
+    if (fl.n === 0) fail('ErrTruncated', 'field section length');
+    if (fl.n < 0 || fl.value > MAX_FIELDS_LEN) fail('ErrCorrupt', 'field section length out of range');
+    if (fl.value > data.length - 4 - fl.n) fail('ErrTruncated', `field section of ${fl.value} bytes, ${data.length - 4 - fl.n} left`);
+    off = 4 + fl.n + fl.value;
+    parseFields(data, 4 + fl.n, off, h.fields);
+    if (h.kind !== 'value') {
+      h.len = off;
+      if (data.length !== off) fail('ErrCorrupt', `${h.kind} entry followed by ${data.length - off} byte(s)`);
+      return h;
+    }
+  } else {
+    return fail('ErrUnsupportedVersion', `version ${h.version} (this reader knows 1 and 2)`);
+  }
+  if (data.length < off + 2) fail('ErrTruncated', `header ends at byte ${data.length}`);
+  h.serializer = data[off];
+  h.compressor = data[off + 1];
+  off += 2;
+  const d = readUvarint(data, off);
+  if (d.n === 0) fail('ErrTruncated', 'dictionary id');
+  if (d.n < 0 || d.value > 0xffffffff || d.n > 5) fail('ErrCorrupt', 'dictionary id out of range');
+  h.dict = d.value;
+  off += d.n;
+  const l = readUvarint(data, off);
+  if (l.n === 0) fail('ErrTruncated', 'uncompressed length');
+  if (l.n < 0 || l.value > Number.MAX_SAFE_INTEGER) fail('ErrCorrupt', 'uncompressed length out of range');
+  off += l.n;
+  h.rawLen = l.value;
+  h.len = off;
+  if (h.serializer === 0) fail('ErrUnknownSerializer', 'serializer id 0');
+  return h;
+}
+
+function fieldsBytes(f: Fields | undefined): number[] {
+  const out: number[] = [];
+  if (!f) {
+    out.push(0);
+    return out;
+  }
+  const b: number[] = [];
+  const uv = (tag: number, x: number) => {
+    b.push(tag, uvarintLen(x));
+    pushUvarint(b, x);
+  };
+  if (f.schema !== undefined) {
+    const s = f.schema >>> 0;
+    b.push(Tag.schema, 4, s >>> 24, (s >>> 16) & 0xff, (s >>> 8) & 0xff, s & 0xff);
+  }
+  if (f.written !== undefined && Math.floor(f.written) > 0) uv(Tag.written, Math.floor(f.written));
+  if (f.ttl !== undefined && Math.floor(f.ttl) > 0) uv(Tag.ttl, Math.floor(f.ttl));
+  if (f.cost !== undefined && Math.floor(f.cost) > 0) uv(Tag.cost, Math.floor(f.cost));
+  if (f.token !== undefined && f.token.length > 0) {
+    b.push(Tag.token);
+    pushUvarint(b, f.token.length);
+    for (const c of f.token) b.push(c);
+  }
+  if (f.dictDigest !== undefined && f.dictDigest.length === DIGEST_LEN) {
+    b.push(Tag.dictDigest, DIGEST_LEN);
+    for (const c of f.dictDigest) b.push(c);
+  }
+  pushUvarint(out, b.length);
+  for (const c of b) out.push(c);
+  return out;
+}
+
+/** Writes an entry that holds no value (negative, lease or tombstone), with its fields. */
+export function encodeEntry(kind: Exclude<KindName, 'value'>, fields?: Fields): Buffer {
+  const fb = fieldsBytes(fields);
+  return Buffer.from([MAGIC0, MAGIC1, VERSION, Kind[kind], ...fb]);
+}
+
+function valueHeader(fields: Fields | undefined, ser: number, comp: number, dict: number, rawLen: number): number[] {
+  const h = [MAGIC0, MAGIC1, VERSION, Kind.value, ...fieldsBytes(fields), ser, comp];
+  pushUvarint(h, dict);
+  pushUvarint(h, rawLen);
+  return h;
+}
+
+/** Options of a Codec. Every field's zero value (undefined) is the default named on it. */
+export interface CodecOptions {
+  /** How values are serialized. Default 'msgpack' (what Go writes by default). */
+  serializer?: SerializerName;
+  /** How payloads are compressed. Default 's2' (plain Snappy blocks). */
+  compressor?: CompressorName;
+  /** zstd level. Default 3. */
+  zstdLevel?: number;
+  /** Payloads shorter than this are stored as is. Default 256; negative: compress everything. */
+  minCompressSize?: number;
+  /** Keep the compressed form only if it saves this fraction. Default 0.1; negative: any saving. */
+  minSavings?: number;
+  /** Refuse values whose uncompressed length claims more. Default 64 MiB. */
+  maxDecodedSize?: number;
+  /**
+   * Dictionaries by envelope id, for reading and (with `dictionary`) writing.
+   * zstd: a zstd-format dictionary or raw content; s2-dict: S2's format
+   * (uvarint repeat offset, then 16 B to 64 KiB of content).
+   */
+  dictionaries?: Map<number, Uint8Array> | Record<number, Uint8Array>;
+  /** The id (in `dictionaries`) to compress with. Default 0: none. */
+  dictionary?: number;
+}
+
+/** A decoded entry: the header and, for kind 'value', the value. */
+export interface Decoded<T = unknown> {
+  header: Header;
+  kind: KindName;
+  value?: T;
+}
+
+interface DictEntry {
+  bytes: Uint8Array;
+  digest?: Uint8Array;
+  s2?: S2Dict | null;
+  zstd?: ZstdDict;
+}
+
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * Encodes and decodes envelopes. One Codec is cheap to share: it holds the
+ * options, the dictionaries and reusable msgpack coders.
+ */
+export class Codec {
+  readonly serializer: SerializerName;
+  readonly compressor: CompressorName;
+  readonly maxDecodedSize: number;
+  private readonly minCompress: number;
+  private readonly minSavings: number;
+  private readonly level: number;
+  private readonly dictId: number;
+  private readonly dicts = new Map<number, DictEntry>();
+  private readonly enc = new Encoder({ ignoreUndefined: false });
+  private readonly dec = new Decoder();
+
+  constructor(opts: CodecOptions = {}) {
+    this.serializer = opts.serializer ?? 'msgpack';
+    this.compressor = opts.compressor ?? 's2';
+    if (!(this.serializer in SerializerId)) throw new Error(`kura: codec: serializer: unknown ${String(this.serializer)}`);
+    if (!(this.compressor in CompressorId)) throw new Error(`kura: codec: compressor: unknown ${String(this.compressor)}`);
+    const mc = opts.minCompressSize ?? 0;
+    this.minCompress = mc === 0 ? DEFAULT_MIN_COMPRESS_SIZE : mc < 0 ? 0 : mc;
+    const ms = opts.minSavings ?? 0;
+    if (Number.isNaN(ms) || ms >= 1) throw new Error(`kura: codec: minSavings: ${ms}; want a fraction below 1`);
+    this.minSavings = ms === 0 ? DEFAULT_MIN_SAVINGS : ms < 0 ? 0 : ms;
+    const md = opts.maxDecodedSize ?? 0;
+    if (md < 0) throw new Error(`kura: codec: maxDecodedSize: ${md}; want 0 (64 MiB) or a positive size`);
+    this.maxDecodedSize = md === 0 ? DEFAULT_MAX_DECODED_SIZE : md;
+    this.level = opts.zstdLevel ?? 3;
+    const entries = opts.dictionaries instanceof Map ? [...opts.dictionaries] : Object.entries(opts.dictionaries ?? {}).map(([k, v]) => [Number(k), v] as const);
+    for (const [id, bytes] of entries) {
+      if (!Number.isInteger(id) || id <= 0 || id > 0xffffffff) throw new Error(`kura: codec: dictionaries: id ${id} is not a uint32 above 0`);
+      if (bytes.length === 0) throw new Error(`kura: codec: dictionaries: dictionary ${id} is empty`);
+      this.dicts.set(id, { bytes });
+    }
+    this.dictId = opts.dictionary ?? 0;
+    if (this.dictId !== 0) {
+      const e = this.dicts.get(this.dictId);
+      if (!e) throw new Error(`kura: codec: dictionary: id ${this.dictId} is not in dictionaries`);
+      if (this.compressor === 's2-dict' && !this.s2Dict(e)) throw new Error(`kura: codec: dictionary: ${this.dictId} is not an S2 dictionary`);
+      if (this.compressor !== 's2-dict' && this.compressor !== 'zstd') throw new Error(`kura: codec: dictionary: compressor ${this.compressor} takes no dictionary`);
+    } else if (this.compressor === 's2-dict') {
+      throw new Error('kura: codec: compressor s2-dict needs a dictionary');
+    }
+    if (this.compressor === 'zstd' && !zstdAvailable()) throw new Error('kura: codec: zstd is not available in this process');
+  }
+
+  /** Adds a dictionary for reading (e.g. one loaded from the store). */
+  addDictionary(id: number, bytes: Uint8Array): void {
+    if (!this.dicts.has(id)) this.dicts.set(id, { bytes });
+  }
+
+  private digestOf(e: DictEntry): Uint8Array {
+    if (!e.digest) e.digest = dictDigest(e.bytes);
+    return e.digest;
+  }
+
+  private s2Dict(e: DictEntry): S2Dict | null {
+    if (e.s2 === undefined) e.s2 = parseS2Dict(e.bytes) ?? null;
+    return e.s2;
+  }
+
+  private zstdDict(e: DictEntry): ZstdDict {
+    if (!e.zstd) e.zstd = new ZstdDict(e.bytes);
+    return e.zstd;
+  }
+
+  /** A negative ("not found") entry, as Go's Codec.EncodeNegative writes it (no fields). */
+  encodeNegative(): Buffer {
+    return encodeEntry('negative');
+  }
+
+  /** Serializes v with the codec's serializer. */
+  serialize(v: unknown): Uint8Array {
+    switch (this.serializer) {
+      case 'msgpack':
+        return this.enc.encode(v);
+      case 'json': {
+        const s = JSON.stringify(v);
+        if (s === undefined) throw new TypeError('kura: encode with json: value has no JSON form');
+        return Buffer.from(s, 'utf8');
+      }
+      case 'raw':
+        if (typeof v === 'string') return Buffer.from(v, 'utf8');
+        if (v instanceof Uint8Array) return v;
+        throw new TypeError('kura: encode with raw: want a string or a Uint8Array');
+      case 'idlist':
+        return encodeIDs(v);
+    }
+  }
+
+  /**
+   * Encodes a value entry with the given fields. The payload is compressed
+   * when it is at least minCompressSize long and compression saves
+   * minSavings of it, and stays readable under the reader's bounds
+   * (otherwise it is stored as is, as the Go writer does).
+   */
+  encode(v: unknown, fields?: Fields): Buffer {
+    const payload = this.serialize(v);
+    if (payload.length > this.maxDecodedSize) {
+      throw new RangeError(`kura: value too large: ${payload.length} bytes serialized, maxDecodedSize is ${this.maxDecodedSize}`);
+    }
+    const ser = SerializerId[this.serializer];
+    const compId = CompressorId[this.compressor];
+    const plain = fields && fields.dictDigest ? { ...fields, dictDigest: undefined } : fields;
+    if (compId !== 0 && payload.length >= this.minCompress) {
+      const withDict = this.dictId ? { ...plain, dictDigest: this.digestOf(this.dicts.get(this.dictId)!) } : plain;
+      const hdr = valueHeader(withDict, ser, compId, this.dictId, payload.length);
+      const out = this.compress(payload);
+      const saved = payload.length - out.length;
+      const stored = hdr.length + out.length;
+      if (saved > 0 && saved >= this.minSavings * payload.length && !ratioTooHigh(payload.length, out.length) && this.readable(payload, stored)) {
+        const b = Buffer.allocUnsafe(stored);
+        b.set(hdr, 0);
+        b.set(out, hdr.length);
+        return b;
+      }
+    }
+    const hdr = valueHeader(plain, ser, 0, 0, payload.length);
+    const b = Buffer.allocUnsafe(hdr.length + payload.length);
+    b.set(hdr, 0);
+    b.set(payload, hdr.length);
+    return b;
+  }
+
+  private compress(payload: Uint8Array): Uint8Array {
+    switch (this.compressor) {
+      case 's2':
+        return s2Encode(payload);
+      case 's2-dict':
+        return s2Encode(payload, this.s2Dict(this.dicts.get(this.dictId)!)!);
+      case 'zstd':
+        return zstdCompress(payload, this.level, this.dictId ? this.zstdDict(this.dicts.get(this.dictId)!) : undefined);
+      default:
+        return payload;
+    }
+  }
+
+  private readable(payload: Uint8Array, stored: number): boolean {
+    if (stored >= payload.length) return true;
+    try {
+      if (this.serializer === 'msgpack') checkMsgPack(payload, allocBound(stored));
+      else if (this.serializer === 'json') checkJSON(payload, allocBound(stored));
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /**
+   * Decodes any entry. Values come back in `value`; negative, lease and
+   * tombstone entries have none. Throws FormatError (check `notUnderstood`).
+   */
+  decode<T = unknown>(data: Uint8Array): Decoded<T> {
+    const h = parseHeader(data);
+    if (h.kind !== 'value') return { header: h, kind: h.kind };
+    return { header: h, kind: 'value', value: this.decodeValue(h, data) as T };
+  }
+
+  /** Decodes the payload of a value entry whose header parseHeader returned. */
+  decodeValue(h: Header, data: Uint8Array): unknown {
+    const serName = serializerName(h.serializer);
+    if (!serName) fail('ErrUnknownSerializer', `serializer ${h.serializer}`);
+    if (h.rawLen > this.maxDecodedSize) fail('ErrTooLarge', `header claims ${h.rawLen} bytes, limit ${this.maxDecodedSize}`);
+    const payload = data.subarray(h.len);
+    let raw: Uint8Array;
+    if (h.compressor === 0) {
+      if (h.dict !== 0) fail('ErrCorrupt', `dictionary ${h.dict} without a compressor`);
+      if (payload.length < h.rawLen) fail('ErrTruncated', `payload has ${payload.length} of ${h.rawLen} bytes`);
+      if (payload.length > h.rawLen) fail('ErrCorrupt', `${payload.length - h.rawLen} bytes after the ${h.rawLen}-byte payload`);
+      raw = payload;
+    } else {
+      if (h.compressor > 3) fail('ErrUnknownCompressor', `compressor ${h.compressor}`);
+      if (h.compressor === 2 && !zstdAvailable()) {
+        // Never garbage: a reader without zstd leaves the entry to readers that have it.
+        fail('ErrNotUnderstood', 'zstd is not available in this process');
+      }
+      if (ratioTooHigh(h.rawLen, payload.length)) {
+        fail('ErrBomb', `${payload.length} compressed bytes claim ${h.rawLen} uncompressed (more than ${MAX_RATIO}x above ${RATIO_FLOOR} bytes)`);
+      }
+      let de: DictEntry | undefined;
+      if (h.dict !== 0) {
+        de = this.dicts.get(h.dict);
+        if (!de) fail('ErrUnknownDictionary', `dictionary ${h.dict}`);
+        const want = h.fields.dictDigest;
+        if (want && !Buffer.from(this.digestOf(de!)).equals(Buffer.from(want))) {
+          // A dictionary of other content under this id (a forgery of the short id): never used.
+          fail('ErrUnknownDictionary', `dictionary ${h.dict}: content does not match the value's digest`);
+        }
+      } else if (h.compressor === 3) {
+        fail('ErrCorrupt', 's2-dict without a dictionary');
+      }
+      try {
+        if (h.compressor === 1) {
+          if (de) fail('ErrCorrupt', `s2 block with dictionary ${h.dict}`);
+          raw = s2Decode(payload, h.rawLen);
+        } else if (h.compressor === 3) {
+          const sd = this.s2Dict(de!);
+          if (!sd) fail('ErrUnknownDictionary', `dictionary ${h.dict} is not an S2 dictionary`);
+          raw = s2Decode(payload, h.rawLen, sd!);
+        } else {
+          const stored = data.length;
+          return zstdDecompress(payload, h.rawLen, de ? this.zstdDict(de) : undefined, (view) => this.deserialize(serName!, view, stored, false));
+        }
+      } catch (err) {
+        if (err instanceof FormatError) throw err;
+        if (err instanceof S2CorruptError) throw new FormatError('ErrCorrupt', err.message, { cause: err });
+        throw err;
+      }
+    }
+    return this.deserialize(serName!, raw, data.length, true);
+  }
+
+  /** Deserializes raw; when raw is not owned (a view the caller frees), nothing returned may alias it. */
+  private deserialize(ser: SerializerName, raw: Uint8Array, stored: number, owned: boolean): unknown {
+    switch (ser) {
+      case 'msgpack':
+        checkMsgPack(raw, allocBound(Math.min(raw.length, stored)));
+        try {
+          return this.dec.decode(raw);
+        } catch (err) {
+          throw new FormatError('ErrDeserialize', `msgpack: ${(err as Error).message}`, { cause: err });
+        }
+      case 'json': {
+        if (raw.length > stored) checkJSON(raw, allocBound(stored));
+        try {
+          return JSON.parse(utf8.decode(raw));
+        } catch (err) {
+          throw new FormatError('ErrDeserialize', `json: ${(err as Error).message}`, { cause: err });
+        }
+      }
+      case 'raw':
+        return owned ? Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength) : Buffer.from(raw);
+      case 'idlist':
+        return decodeIDs(raw);
+    }
+  }
+}
+
+function serializerName(id: number): SerializerName | undefined {
+  switch (id) {
+    case 1:
+      return 'msgpack';
+    case 2:
+      return 'json';
+    case 3:
+      return 'raw';
+    case 4:
+      return 'idlist';
+  }
+  return undefined;
+}
+
+function ratioTooHigh(rawLen: number, storedLen: number): boolean {
+  return rawLen > RATIO_FLOOR && Math.floor(rawLen / MAX_RATIO) > storedLen;
+}
+
+/** idlist (serializer 4): a uvarint count, then zigzag varint deltas. */
+function encodeIDs(v: unknown): Uint8Array {
+  if (!Array.isArray(v)) throw new TypeError('kura: encode with idlist: want an array of integers');
+  const out: number[] = [];
+  pushUvarint(out, v.length);
+  let prev = 0n;
+  for (const x of v) {
+    const id = typeof x === 'bigint' ? x : Number.isSafeInteger(x) ? BigInt(x) : undefined;
+    if (id === undefined) throw new TypeError('kura: encode with idlist: want safe integers or bigints');
+    let d = BigInt.asIntN(64, id - prev);
+    prev = id;
+    let z = BigInt.asUintN(64, (d << 1n) ^ (d >> 63n));
+    while (z >= 0x80n) {
+      out.push(Number(z & 0x7fn) | 0x80);
+      z >>= 7n;
+    }
+    out.push(Number(z));
+    d = 0n;
+  }
+  return Uint8Array.from(out);
+}
+
+function decodeIDs(b: Uint8Array): number[] {
+  const c = readUvarint(b, 0);
+  if (c.n <= 0) fail('ErrDeserialize', 'idlist: corrupt');
+  let off = c.n;
+  if (c.value > b.length - off) fail('ErrDeserialize', `idlist: ${c.value} ids claimed in ${b.length - off} bytes`);
+  const out = new Array<number>(c.value);
+  let prev = 0n;
+  for (let i = 0; i < c.value; i++) {
+    let z = 0n;
+    let shift = 0n;
+    let k = 0;
+    for (;;) {
+      if (off >= b.length || k >= 10) fail('ErrDeserialize', 'idlist: corrupt');
+      const byte = b[off++];
+      k++;
+      z |= BigInt(byte & 0x7f) << shift;
+      if (byte < 0x80) break;
+      shift += 7n;
+    }
+    z = BigInt.asUintN(64, z);
+    const d = (z >> 1n) ^ -(z & 1n);
+    prev = BigInt.asIntN(64, prev + d);
+    if (prev > BigInt(Number.MAX_SAFE_INTEGER) || prev < BigInt(Number.MIN_SAFE_INTEGER)) fail('ErrDeserialize', 'idlist: id beyond 2^53');
+    out[i] = Number(prev);
+  }
+  if (off !== b.length) fail('ErrDeserialize', `idlist: ${b.length - off} bytes after the last id`);
+  return out;
+}

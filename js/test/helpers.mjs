@@ -1,0 +1,116 @@
+// Test harness: private redis-server processes on free loopback ports, as
+// the Go tests' internal/servers starts them. Under CI=true (or
+// KURA_REQUIRE_SERVERS=1) a missing server binary is a failure, not a skip.
+import { spawn, execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const required = process.env.CI === 'true' || process.env.KURA_REQUIRE_SERVERS === '1';
+export const jsDir = path.join(path.dirname(fileURLToPath(import.meta.url)), '..');
+export const repoDir = path.join(jsDir, '..');
+
+export function lookPath(name) {
+  for (const dir of [...(process.env.PATH ?? '').split(':'), '/usr/sbin', '/usr/local/sbin', '/sbin', '/usr/bin']) {
+    const p = path.join(dir, name);
+    try {
+      fs.accessSync(p, fs.constants.X_OK);
+      return p;
+    } catch { /* next */ }
+  }
+  return undefined;
+}
+
+/** Why a server test cannot run here (undefined when it can); throws under CI. */
+export function serverSkip(name = 'redis-server') {
+  if (lookPath(name)) return undefined;
+  if (required) throw new Error(`${name} not installed (run make servers)`);
+  return `${name} not installed (run make servers)`;
+}
+
+export async function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+    s.on('error', reject);
+  });
+}
+
+async function waitPort(port, ms = 10_000) {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    const ok = await new Promise((resolve) => {
+      const c = net.connect(port, '127.0.0.1');
+      c.once('connect', () => { c.destroy(); resolve(true); });
+      c.once('error', () => resolve(false));
+    });
+    if (ok) return;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error(`port ${port} did not open`);
+}
+
+/** Starts a private redis-server; returns { addr, port, proc, stop, stall, resume }. */
+export async function startRedis(extra = []) {
+  const bin = lookPath('redis-server');
+  const port = await freePort();
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kura-js-redis-'));
+  const proc = spawn(bin, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...extra], { stdio: 'ignore' });
+  await waitPort(port);
+  let stopped = false;
+  return {
+    addr: `127.0.0.1:${port}`,
+    port,
+    proc,
+    stall: () => process.kill(proc.pid, 'SIGSTOP'),
+    resume: () => process.kill(proc.pid, 'SIGCONT'),
+    stop: async () => {
+      if (stopped) return;
+      stopped = true;
+      try { process.kill(proc.pid, 'SIGCONT'); } catch { /* gone */ }
+      proc.kill('SIGKILL');
+      await new Promise((r) => (proc.exitCode !== null ? r() : proc.once('exit', r)));
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Starts a Redis Cluster of `masters` redis-servers (no replicas). */
+export async function startCluster(masters = 3) {
+  const nodes = [];
+  for (let i = 0; i < masters; i++) {
+    nodes.push(await startRedis(['--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${i}.conf`, '--cluster-node-timeout', '2000', '--cluster-require-full-coverage', 'no']));
+  }
+  const cli = lookPath('redis-cli');
+  execFileSync(cli, ['--cluster', 'create', ...nodes.map((n) => n.addr), '--cluster-yes'], { stdio: 'ignore' });
+  // Wait until every node reports the cluster ok.
+  const end = Date.now() + 20_000;
+  for (const n of nodes) {
+    for (;;) {
+      const info = execFileSync(cli, ['-p', String(n.port), 'cluster', 'info']).toString();
+      if (info.includes('cluster_state:ok')) break;
+      if (Date.now() > end) throw new Error('cluster did not become ok');
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  return { nodes, addrs: nodes.map((n) => n.addr), stop: () => Promise.all(nodes.map((n) => n.stop())) };
+}
+
+/** The Go interop helper: built by `make test` (or here, once) from internal/nodeinterop. */
+export function interopBinary() {
+  const p = process.env.KURA_NODEINTEROP ?? path.join(jsDir, '.build', 'nodeinterop');
+  if (!fs.existsSync(p)) {
+    execFileSync('go', ['build', '-o', p, './internal/nodeinterop'], { cwd: repoDir, stdio: 'inherit' });
+  }
+  return p;
+}
+
+export function runInterop(cmd, addr, prefix) {
+  const out = execFileSync(interopBinary(), [cmd, addr, prefix], { encoding: 'utf8' });
+  return JSON.parse(out);
+}

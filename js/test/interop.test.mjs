@@ -1,0 +1,90 @@
+// Go writes -> Node reads and Node writes -> Go reads, for every value kind,
+// on a real redis-server, with the Go Cache in a separate process
+// (internal/nodeinterop).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { Cache, Codec, RedisStore, schema } from '../dist/index.js';
+import { startRedis, runInterop, serverSkip } from './helpers.mjs';
+
+const skip = serverSkip();
+let redis;
+let store;
+
+before(async () => {
+  if (skip) return;
+  redis = await startRedis();
+  store = new RedisStore({ addr: redis.addr });
+  await store.ready();
+});
+after(async () => {
+  await store?.close();
+  await redis?.stop();
+});
+
+// Go's Article as a Node writer describes it (docs/FORMAT.md "The fingerprint").
+const articleSchema = schema.struct([
+  ['id', schema.int], ['name', schema.string], ['tags', schema.list(schema.string)], ['body', schema.string], ['at', schema.custom('time.Time')],
+]);
+
+const codecs = {
+  'record-json': () => new Codec({ serializer: 'json' }),
+  'record-zstd': () => new Codec({ compressor: 'zstd', minCompressSize: -1 }),
+  raw: () => new Codec({ serializer: 'raw' }),
+  idlist: () => new Codec({ serializer: 'idlist' }),
+};
+const codecFor = (kind) => (codecs[kind] ?? (() => new Codec()))();
+
+// A JSON view of a decoded value, comparable with what Go prints.
+function plain(v) {
+  if (Buffer.isBuffer(v)) return { bytes: v.toString('hex') };
+  return JSON.parse(JSON.stringify(v));
+}
+
+function fromGo(kind, v) {
+  // Node's value for a kind Go described in JSON.
+  if (v && typeof v === 'object' && 'bytes' in v) return Buffer.from(v.bytes, 'hex');
+  if (kind === 'time') return new Date(v);
+  if (kind.startsWith('record') && kind !== 'record-json') return { ...v, at: new Date(v.at) };
+  return v;
+}
+
+test('Go writes, Node reads: every value kind', { skip }, async () => {
+  const wrote = runInterop('write', redis.addr, 'go:');
+  assert.equal(Object.keys(wrote).length, 14);
+  for (const [key, want] of Object.entries(wrote)) {
+    assert.ok(!(want && want.error), `${key}: Go failed: ${want?.error}`);
+    const kind = key.slice(3);
+    const c = new Cache(store, { codec: codecFor(kind), schema: kind.startsWith('record') ? articleSchema : undefined });
+    if (kind === 'negative') {
+      let called = 0;
+      const v = await c.fetch(key, async () => { called++; return 'loaded'; });
+      assert.equal(v, undefined, key);
+      assert.equal(called, 0, `${key}: a cached "not found" must not call the loader`);
+      assert.equal(c.stats().negativeHits, 1);
+      continue;
+    }
+    const got = await c.get(key);
+    assert.deepEqual(plain(got), plain(fromGo(kind, want)), key);
+    if (kind.startsWith('record')) assert.equal(c.stats().schemaMismatches, 0, `${key}: same fingerprint as Go`);
+  }
+});
+
+test('Node writes, Go reads: every value kind', { skip }, async () => {
+  const expected = runInterop('write', redis.addr, 'expect:');
+  for (const [ekey, want] of Object.entries(expected)) {
+    const kind = ekey.slice('expect:'.length);
+    const key = `node:${kind}`;
+    const c = new Cache(store, { codec: codecFor(kind), schema: kind.startsWith('record') ? articleSchema : undefined, ttl: 60_000 });
+    if (kind === 'negative') {
+      assert.equal(await c.fetch(key, async () => undefined), undefined);
+      continue;
+    }
+    await c.set(key, fromGo(kind, want));
+  }
+  const read = runInterop('read', redis.addr, 'node:');
+  for (const [key, got] of Object.entries(read)) {
+    const kind = key.slice('node:'.length);
+    const want = kind === 'negative' ? 'not found' : expected[`expect:${kind}`];
+    assert.deepEqual(got, want, `${key}: Go read ${JSON.stringify(got)}`);
+  }
+});

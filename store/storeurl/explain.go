@@ -1,0 +1,130 @@
+package storeurl
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"syscall"
+
+	"github.com/redis/rueidis"
+
+	"github.com/kuracache/kura/store"
+	"github.com/kuracache/kura/store/redisstore"
+)
+
+// explained is an error worded for a person that still unwraps to the
+// error it explains, so errors.Is(err, redisstore.ErrAuth) and
+// errors.Is(err, syscall.ECONNREFUSED) keep working.
+type explained struct {
+	msg string
+	err error
+}
+
+func (e *explained) Error() string { return e.msg }
+func (e *explained) Unwrap() error { return e.err }
+
+// DialError is the one message for a server that cannot be reached, used
+// by Open and by kura bench's own connections: what failed, where, and
+// what to do about it.
+func DialError(kind Kind, addr string, err error) error {
+	var hint string
+	switch {
+	case errors.Is(err, syscall.ECONNREFUSED):
+		hint = "nothing listens there; start the server or fix host:port"
+	case errors.Is(err, os.ErrDeadlineExceeded), errors.Is(err, context.DeadlineExceeded):
+		hint = "no answer in time; check the address and any firewall"
+	default:
+		var dnsErr *net.DNSError
+		var recErr tls.RecordHeaderError
+		var certErr *tls.CertificateVerificationError
+		switch {
+		case errors.As(err, &certErr):
+			hint = "the server's certificate is not trusted here"
+		case errors.As(err, &dnsErr):
+			hint = "the host name does not resolve; fix the URL"
+		case errors.As(err, &recErr):
+			hint = "the server does not speak TLS there; use redis:// instead of rediss://"
+		default:
+			hint = "check the URL"
+		}
+	}
+	return &explained{fmt.Sprintf("cannot connect to %s at %s: %v (%s)", kind, addr, rootCause(err), hint), err}
+}
+
+// AuthError is the one message for credentials a Redis server refused;
+// reply is the server's error reply (WRONGPASS ..., NOAUTH ...).
+func AuthError(addr, reply string, err error) error {
+	var msg string
+	switch {
+	case strings.HasPrefix(reply, "NOAUTH"):
+		msg = fmt.Sprintf("redis at %s needs a password; put it in the URL (redis://:PASSWORD@%s)", addr, addr)
+	case strings.Contains(reply, "without any password configured"):
+		msg = fmt.Sprintf("redis at %s has no password configured but one was given; remove it from the URL", addr)
+	default:
+		msg = fmt.Sprintf("redis at %s refused the credentials (%s); check the user and password in the URL (redis://user:password@host:port)", addr, strings.TrimSpace(reply))
+	}
+	if err == nil {
+		err = redisstore.ErrAuth
+	}
+	return &explained{msg, err}
+}
+
+// Explain rewords an error of Open or of a store's first command for a
+// person, with the same words in every kura command: an unreachable
+// server, refused credentials. Other errors come back unchanged. The
+// result never shows a password.
+func Explain(t Target, err error) error {
+	if err == nil {
+		return nil
+	}
+	var ex *explained
+	if errors.As(err, &ex) {
+		return err
+	}
+	addr := strings.Join(t.Addrs, ",")
+	var ne *store.NodeError
+	if errors.As(err, &ne) && ne.Addr != "" {
+		addr = ne.Addr
+	}
+	if errors.Is(err, redisstore.ErrAuth) {
+		reply := ""
+		var re *rueidis.RedisError
+		if errors.As(err, &re) {
+			reply = re.Error()
+		} else {
+			for _, p := range []string{"WRONGPASS", "NOAUTH", "ERR AUTH"} {
+				if i := strings.Index(err.Error(), p); i >= 0 {
+					reply, _, _ = strings.Cut(err.Error()[i:], ")")
+					break
+				}
+			}
+		}
+		return AuthError(addr, reply, err)
+	}
+	var op *net.OpError
+	if errors.Is(err, syscall.ECONNREFUSED) || errors.As(err, &op) || errors.Is(err, os.ErrDeadlineExceeded) {
+		if op != nil && op.Addr != nil {
+			addr = op.Addr.String()
+		}
+		return DialError(t.Kind, addr, err)
+	}
+	return err
+}
+
+// rootCause drops net.OpError's "dial tcp ...:" prefix, which repeats the
+// address the message already names.
+func rootCause(err error) error {
+	var op *net.OpError
+	if errors.As(err, &op) && op.Err != nil {
+		var sys *os.SyscallError
+		if errors.As(op.Err, &sys) {
+			return sys.Err
+		}
+		return op.Err
+	}
+	return err
+}
