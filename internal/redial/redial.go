@@ -14,7 +14,6 @@ package redial
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"slices"
 	"strings"
@@ -116,7 +115,9 @@ func (d *Dialer) connect(ctx context.Context, n *node, network, addr string) (ne
 	}
 	if err != nil {
 		n.resolveFails.Add(1)
-		return nil, "", fmt.Errorf("dial %s: %w", addr, err)
+		// The error net.Dialer gives for a name that does not resolve,
+		// so callers that tell dial errors apart see one.
+		return nil, "", &net.OpError{Op: "dial", Net: network, Err: err}
 	}
 	var errs []error
 	for _, ip := range ips {

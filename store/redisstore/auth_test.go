@@ -37,11 +37,14 @@ func TestAuthPassword(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			// Started without waiting, the store reports the refusal on
 			// its requests.
-			lazy := open(t, url, redisstore.Options{})
+			lazy := open(t, url, redisstore.Options{StartWait: -1})
 			if _, err := lazy.Get(ctx, "k"); !errors.Is(err, redisstore.ErrAuth) || !errors.Is(err, store.ErrNotConnected) {
 				t.Fatalf("Get on a store whose password is refused = %v, want ErrAuth and ErrNotConnected", err)
 			}
-			s, err := redisstore.NewFromURL(ctx, url, redisstore.Options{FailFast: true})
+			if _, err := redisstore.NewFromURL(ctx, url, redisstore.Options{FailFast: true}); !errors.Is(err, redisstore.ErrAuth) {
+				t.Fatalf("FailFast with a bad password: %v, want ErrAuth", err)
+			}
+			s, err := redisstore.NewFromURL(ctx, url, redisstore.Options{})
 			if err == nil {
 				s.Close()
 				t.Fatal("connected with a bad password")

@@ -94,8 +94,11 @@ type Options struct {
 	// connecting in the background: a server that is up is connected
 	// when New returns, a refused port or a name that does not resolve
 	// returns at once, and only a server that accepts but does not
-	// answer (or a dial that hangs) makes New wait this long. If zero,
-	// DefaultStartWait (500 ms); negative does not wait at all.
+	// answer (or a dial that hangs) makes New wait this long. A server
+	// that answers within it and refuses the credentials fails New with
+	// ErrAuth (a configuration to fix, not an outage); later, such a
+	// refusal is reported by the requests. If zero, DefaultStartWait
+	// (500 ms); negative does not wait at all.
 	StartWait time.Duration
 	// Resolver looks up the seeds' host names on every new connection, so
 	// a name that moves to another address (a managed service's failover
@@ -311,6 +314,12 @@ func open(ctx context.Context, co rueidis.ClientOption, opts Options) (*Store, e
 		defer t.Stop()
 		select {
 		case <-s.first:
+			// A server that answered and refused the credentials is
+			// not down: that is a configuration to fix, said at once.
+			if p := s.lastErr.Load(); p != nil && s.cur.Load() == nil && errors.Is(*p, ErrAuth) {
+				s.Close()
+				return nil, *p
+			}
 		case <-t.C:
 		case <-ctx.Done():
 		}
