@@ -46,9 +46,10 @@ type node struct {
 }
 
 type lookup struct {
-	done  chan struct{}
-	addrs []string
-	err   error
+	done    chan struct{}
+	addrs   []string
+	err     error
+	waiters int // callers sharing it (guarded by Dialer.mu)
 }
 
 // New returns a Dialer that resolves with r (net.DefaultResolver if nil)
@@ -151,6 +152,7 @@ func (d *Dialer) lookup(ctx context.Context, host string) ([]string, error) {
 		close(l.done)
 		return l.addrs, l.err
 	}
+	l.waiters++
 	d.mu.Unlock()
 	select {
 	case <-l.done:
