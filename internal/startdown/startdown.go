@@ -201,6 +201,23 @@ func Measure(c *kura.Cache[string], callers, keys int, interval, down time.Durat
 // Scenarios are the three starts the measurements cover.
 var Scenarios = []string{"refused", "stalled", "unresolvable"}
 
+// BenchAll runs Bench for every scenario, without and with store/health:
+// open makes a store created while its server is down as scenario says,
+// and returns the function that brings the server up.
+func BenchAll(b *testing.B, open func(b *testing.B, scenario string) (store.Store, func() error)) {
+	for _, scenario := range Scenarios {
+		for _, withHealth := range []bool{false, true} {
+			name := scenario + "/plain"
+			if withHealth {
+				name = scenario + "/health"
+			}
+			b.Run(name, func(b *testing.B) {
+				Bench(b, withHealth, func(b *testing.B) (store.Store, func() error) { return open(b, scenario) })
+			})
+		}
+	}
+}
+
 // Bench runs Measure b.N times, each on a fresh store made by open with
 // its server down as scenario says (open returns the store and the
 // function that brings the server up), and reports the errors callers

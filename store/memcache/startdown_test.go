@@ -30,57 +30,21 @@ func newStore(t *testing.T, opts memcache.Options) *memcache.Store {
 // or has a name that does not resolve, then brings it up: New returns,
 // Fetch and FetchMany are answered by the loader, and hits resume.
 func TestStartDown(t *testing.T) {
-	cases := map[string]struct {
-		down func(t *testing.T, m *servers.Memcached, res *servertest.Resolver)
-		up   func(t *testing.T, m *servers.Memcached, res *servertest.Resolver)
-	}{
-		"refused": {
-			down: func(t *testing.T, m *servers.Memcached, _ *servertest.Resolver) { m.Kill() },
-			up: func(t *testing.T, m *servers.Memcached, _ *servertest.Resolver) {
-				if err := m.Restart(context.Background()); err != nil {
-					t.Fatal(err)
-				}
-			},
-		},
-		"stalled": {
-			down: func(t *testing.T, m *servers.Memcached, _ *servertest.Resolver) {
-				if err := m.Pause(); err != nil {
-					t.Fatal(err)
-				}
-				t.Cleanup(func() { _ = m.Resume() })
-			},
-			up: func(t *testing.T, m *servers.Memcached, _ *servertest.Resolver) {
-				if err := m.Resume(); err != nil {
-					t.Fatal(err)
-				}
-			},
-		},
-		"unresolvable": {
-			down: func(*testing.T, *servers.Memcached, *servertest.Resolver) {},
-			up: func(_ *testing.T, _ *servers.Memcached, res *servertest.Resolver) {
-				res.Set("mc.kura.test", "127.0.0.1")
-			},
-		},
-	}
-	for name, tc := range cases {
+	for _, scenario := range startdown.Scenarios {
 		for _, withHealth := range []bool{false, true} {
-			t.Run(fmt.Sprintf("%s/health=%v", name, withHealth), func(t *testing.T) {
+			t.Run(fmt.Sprintf("%s/health=%v", scenario, withHealth), func(t *testing.T) {
 				m := servertest.Memcached(t, servers.MemcachedConfig{})
-				_, port, _ := net.SplitHostPort(m.Addr)
-				res := servertest.NewResolver()
-				res.Set("mc.kura.test", "127.0.0.1")
-				if name == "unresolvable" {
-					res.Unset("mc.kura.test")
-				}
-				tc.down(t, m, res)
-				s := newStore(t, memcache.Options{Servers: []string{net.JoinHostPort("mc.kura.test", port)}, Resolver: res})
+				addr, res, up := startdown.Down(t, scenario, m.Proc)
+				s := newStore(t, memcache.Options{Servers: []string{addr}, Resolver: res})
 				l := &startdown.Loader{}
 				c := startdown.Cache(t, startdown.Health(t, s, withHealth))
 				startdown.ServesFromLoader(t, c, l)
 				if s.ConnStats().Connected {
 					t.Fatal("ConnStats says connected while the server is down")
 				}
-				tc.up(t, m, res)
+				if err := up(); err != nil {
+					t.Fatal(err)
+				}
 				startdown.WaitHits(t, c, l)
 				st := s.ConnStats()
 				if !st.Connected || len(st.Nodes) != 1 || st.Nodes[0].Resolved != m.Addr || st.Nodes[0].Dials == 0 {

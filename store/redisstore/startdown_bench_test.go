@@ -17,22 +17,8 @@ import (
 // (target 0), Fetch and loader calls while down, and the median time from
 // the server's first answer to the first hit. See BENCHMARKS.md.
 //
-//	go test -run '^$' -bench StartDown -benchtime 5x ./store/redisstore/
-func BenchmarkStartDown(b *testing.B) {
-	for _, scenario := range startdown.Scenarios {
-		for _, withHealth := range []bool{false, true} {
-			name := scenario + "/plain"
-			if withHealth {
-				name = scenario + "/health"
-			}
-			b.Run(name, func(b *testing.B) {
-				startdown.Bench(b, withHealth, func(b *testing.B) (store.Store, func() error) {
-					return openDown(b, scenario)
-				})
-			})
-		}
-	}
-}
+//	go test -run '^$' -bench StartDown -benchtime 3x ./store/redisstore/
+func BenchmarkStartDown(b *testing.B) { startdown.BenchAll(b, openDown) }
 
 // openDown returns a Store created while its server is down as
 // scenario says, and the function that brings the server up.

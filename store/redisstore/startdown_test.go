@@ -22,70 +22,83 @@ import (
 	"github.com/kuracache/kura/store/redisstore"
 )
 
-// TestStartRefused starts a Store while its server is down (refused), and
-// brings the server up afterwards on the same address: the Store is
-// created, requests go to the loader, and hits resume without a restart.
-func TestStartRefused(t *testing.T) {
-	for _, withHealth := range []bool{false, true} {
-		t.Run(fmt.Sprintf("health=%v", withHealth), func(t *testing.T) {
-			r := servertest.Redis(t, servers.RedisConfig{})
-			r.Kill()
-			s := open(t, r.URL(), redisstore.Options{})
-			_, err := s.Get(context.Background(), "k")
-			if !errors.Is(err, store.ErrNotConnected) {
-				t.Fatalf("Get with the server down = %v, want ErrNotConnected", err)
-			}
-			if ne := store.AsNodeError(err); ne == nil || ne.Addr != r.Addr {
-				t.Fatalf("Get's error %v does not name the server %s", err, r.Addr)
-			}
-			if st := s.ConnStats(); st.Connected || st.ConnectFailures == 0 {
-				t.Fatalf("ConnStats with the server down = %+v, want not connected and a failed attempt", st)
-			}
-			l := &startdown.Loader{}
-			c := startdown.Cache(t, startdown.Health(t, s, withHealth))
-			startdown.ServesFromLoader(t, c, l)
-			if err := r.Restart(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			startdown.WaitHits(t, c, l)
-			st := s.ConnStats()
-			if !st.Connected || len(st.Nodes) == 0 || st.Nodes[0].Reconnects == 0 {
-				t.Fatalf("ConnStats after the server came up = %+v, want connected and a reconnect", st)
-			}
-		})
+// TestStartDown starts a Store while its server is refused, stopped
+// (SIGSTOP: accepts, never answers) or has a name that does not resolve,
+// and brings the server up afterwards at the same address: the Store is
+// created, Fetch and FetchMany are answered by the loader (a stopped
+// server costs them at most their StoreTimeout), and hits resume without
+// a restart.
+func TestStartDown(t *testing.T) {
+	for _, scenario := range startdown.Scenarios {
+		for _, withHealth := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/health=%v", scenario, withHealth), func(t *testing.T) {
+				r := servertest.Redis(t, servers.RedisConfig{})
+				addr, res, up := startdown.Down(t, scenario, r.Proc)
+				s := open(t, "redis://"+addr, redisstore.Options{Resolver: res})
+				if scenario != "stalled" {
+					_, err := s.Get(context.Background(), "k")
+					if !errors.Is(err, store.ErrNotConnected) {
+						t.Fatalf("Get with the server down = %v, want ErrNotConnected", err)
+					}
+					if ne := store.AsNodeError(err); ne == nil || ne.Addr != addr {
+						t.Fatalf("Get's error %v does not name the server %s", err, addr)
+					}
+				}
+				l := &startdown.Loader{}
+				hs := startdown.Health(t, s, withHealth)
+				c := startdown.Cache(t, hs)
+				startdown.ServesFromLoader(t, c, l)
+				st := s.ConnStats()
+				if st.Connected || len(st.Nodes) != 1 || st.Nodes[0].Addr != addr {
+					t.Fatalf("ConnStats with the server down = %+v, want not connected, %s", st, addr)
+				}
+				if scenario == "unresolvable" && st.Nodes[0].ResolveFailures == 0 {
+					t.Fatalf("ConnStats = %+v, want a failed lookup", st)
+				}
+				connected := promConnected(t, hs)
+				if v := connected(); v != 0 {
+					t.Fatalf("kura_store_connected = %v with the server down", v)
+				}
+				if err := up(); err != nil {
+					t.Fatal(err)
+				}
+				startdown.WaitHits(t, c, l)
+				st = s.ConnStats()
+				if !st.Connected || st.Nodes[0].Resolved != r.Addr {
+					t.Fatalf("ConnStats after the server came up = %+v, want connected to %s", st, r.Addr)
+				}
+				if scenario == "refused" && st.Nodes[0].Reconnects == 0 {
+					t.Fatalf("ConnStats = %+v, want a reconnect", st)
+				}
+				if v := connected(); v != 1 {
+					t.Fatalf("kura_store_connected = %v once connected", v)
+				}
+			})
+		}
 	}
 }
 
-// TestStartStalled starts a Store while its server accepts connections but
-// never answers (SIGSTOP): the constructor does not wait, a Fetch waits at
-// most its StoreTimeout and returns the loader's value, and hits resume
-// once the server continues.
-func TestStartStalled(t *testing.T) {
-	for _, withHealth := range []bool{false, true} {
-		t.Run(fmt.Sprintf("health=%v", withHealth), func(t *testing.T) {
-			r := servertest.Redis(t, servers.RedisConfig{})
-			if err := r.Pause(); err != nil {
-				t.Fatal(err)
+// promConnected returns kura_store_connected as kuraprom's ConnCollector
+// exports it for the store s, found through its wrappers.
+func promConnected(t *testing.T, s store.Store) func() float64 {
+	cr, ok := store.Find[store.ConnReporter](s)
+	if !ok {
+		t.Fatal("ConnReporter not found through the wrappers")
+	}
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(kuraprom.NewConnCollector("sessions", cr))
+	return func() float64 {
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() == "kura_store_connected" {
+				return mf.GetMetric()[0].GetGauge().GetValue()
 			}
-			resumed := false
-			t.Cleanup(func() {
-				if !resumed {
-					_ = r.Resume()
-				}
-			})
-			s := open(t, r.URL(), redisstore.Options{})
-			l := &startdown.Loader{}
-			c := startdown.Cache(t, startdown.Health(t, s, withHealth))
-			startdown.ServesFromLoader(t, c, l)
-			if s.ConnStats().Connected {
-				t.Fatal("connected to a stopped server")
-			}
-			resumed = true
-			if err := r.Resume(); err != nil {
-				t.Fatal(err)
-			}
-			startdown.WaitHits(t, c, l)
-		})
+		}
+		t.Fatal("no kura_store_connected")
+		return 0
 	}
 }
 
@@ -128,55 +141,6 @@ func TestStartBlockingDialer(t *testing.T) {
 	}
 	if dials.Load() == 0 {
 		t.Fatal("the blocking dialer was never called")
-	}
-}
-
-// TestStartUnresolvable starts a Store whose server's name does not
-// resolve yet; once it does, the Store connects.
-func TestStartUnresolvable(t *testing.T) {
-	r := servertest.Redis(t, servers.RedisConfig{})
-	_, port, _ := net.SplitHostPort(r.Addr)
-	res := servertest.NewResolver()
-	addr := net.JoinHostPort("cache.kura.test", port)
-	s := open(t, "redis://"+addr, redisstore.Options{Resolver: res})
-	l := &startdown.Loader{}
-	hs := startdown.Health(t, s, true)
-	c := startdown.Cache(t, hs)
-	startdown.ServesFromLoader(t, c, l)
-	st := s.ConnStats()
-	if st.Connected || len(st.Nodes) != 1 || st.Nodes[0].Addr != addr || st.Nodes[0].ResolveFailures == 0 {
-		t.Fatalf("ConnStats with an unresolvable name = %+v, want a failed lookup of %s", st, addr)
-	}
-	// An operator sees it through the health wrapper, in Prometheus.
-	cr, ok := store.Find[store.ConnReporter](hs)
-	if !ok {
-		t.Fatal("ConnReporter not found through the health wrapper")
-	}
-	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(kuraprom.NewConnCollector("sessions", cr))
-	connected := func() float64 {
-		mfs, err := reg.Gather()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, mf := range mfs {
-			if mf.GetName() == "kura_store_connected" {
-				return mf.GetMetric()[0].GetGauge().GetValue()
-			}
-		}
-		t.Fatal("no kura_store_connected")
-		return 0
-	}
-	if v := connected(); v != 0 {
-		t.Fatalf("kura_store_connected = %v before the name resolved", v)
-	}
-	res.Set("cache.kura.test", "127.0.0.1")
-	startdown.WaitHits(t, c, l)
-	if st := s.ConnStats(); !st.Connected || st.Nodes[0].Resolved != r.Addr {
-		t.Fatalf("ConnStats after the name resolved = %+v, want connected to %s", st, r.Addr)
-	}
-	if v := connected(); v != 1 {
-		t.Fatalf("kura_store_connected = %v once connected", v)
 	}
 }
 
