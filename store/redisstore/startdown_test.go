@@ -184,66 +184,47 @@ func TestAddressMoves(t *testing.T) {
 	}
 }
 
-// TestClusterStartsLater starts a Store on the seeds of a Redis Cluster
-// whose nodes are all down; when they come up, the Store finds out it is
-// a Cluster and serves every slot.
-func TestClusterStartsLater(t *testing.T) {
-	cl := servertest.RedisCluster(t)
-	for _, n := range cl.Nodes {
+// TestClusterStartsLaterAndMoves starts a Store on a seed name of a Redis
+// Cluster whose nodes are all down; when they come up, the Store finds out
+// it is a Cluster and serves every slot. Then the whole Cluster behind the
+// name is replaced by one at another address (127.0.0.1 -> 127.0.0.2, same
+// ports): once the old masters are gone, the slot-map refresh reaches the
+// new Cluster through the seed's name, looked up again, and writes land
+// there.
+func TestClusterStartsLaterAndMoves(t *testing.T) {
+	a := servertest.RedisCluster(t)
+	ports := make([]int, len(a.Nodes))
+	for i, n := range a.Nodes {
+		ports[i] = n.Port()
 		n.Kill()
 	}
-	s := open(t, cl.URL(), redisstore.Options{})
+	res := servertest.NewResolver()
+	res.Set("cluster.kura.test", "127.0.0.1")
+	seed := net.JoinHostPort("cluster.kura.test", strconv.Itoa(ports[0]))
+	s := open(t, "redis://"+seed, redisstore.Options{Resolver: res})
 	l := &startdown.Loader{}
 	c := startdown.Cache(t, startdown.Health(t, s, true))
 	startdown.ServesFromLoader(t, c, l)
 	if s.IsCluster() {
 		t.Fatal("a store that never connected says it is a Cluster")
 	}
-	for _, n := range cl.Nodes {
+	for _, n := range a.Nodes {
 		if err := n.Restart(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 	}
 	ctx := context.Background()
-	servertest.Eventually(t, "writes to every master", func() error {
-		items := make([]store.Item, 64)
-		for i := range items {
-			items[i] = store.Item{Key: "k" + strconv.Itoa(i), Value: []byte("v")}
-		}
-		return s.SetMany(ctx, items)
-	})
-	if !s.IsCluster() {
-		t.Fatal("Cluster not detected once its nodes answered")
-	}
-	startdown.WaitHits(t, c, l)
-}
-
-// TestClusterSeedMoves: the whole Cluster behind a seed name is replaced
-// by one at another address (127.0.0.1 -> 127.0.0.2, same ports). When
-// the old masters are gone, the slot-map refresh reaches the new Cluster
-// through the seed's name, looked up again, and writes land there.
-func TestClusterSeedMoves(t *testing.T) {
-	a := servertest.RedisCluster(t)
-	ports := make([]int, len(a.Nodes))
-	for i, n := range a.Nodes {
-		ports[i] = n.Port()
-	}
-	b := servertest.RedisClusterAt(t, "127.0.0.2", ports)
-	res := servertest.NewResolver()
-	res.Set("cluster.kura.test", "127.0.0.1")
-	seed := net.JoinHostPort("cluster.kura.test", strconv.Itoa(ports[0]))
-	s := open(t, "redis://"+seed, redisstore.Options{Resolver: res})
-	ctx := context.Background()
 	items := make([]store.Item, 64)
 	for i := range items {
 		items[i] = store.Item{Key: "k" + strconv.Itoa(i), Value: []byte("v")}
 	}
-	if err := s.SetMany(ctx, items); err != nil {
-		t.Fatal(err)
-	}
+	servertest.Eventually(t, "writes to every master", func() error { return s.SetMany(ctx, items) })
 	if !s.IsCluster() {
-		t.Fatal("Cluster not detected")
+		t.Fatal("Cluster not detected once its nodes answered")
 	}
+	startdown.WaitHits(t, c, l)
+
+	b := servertest.RedisClusterAt(t, "127.0.0.2", ports)
 	res.Set("cluster.kura.test", "127.0.0.2")
 	for _, n := range a.Nodes {
 		n.Kill()
@@ -258,8 +239,8 @@ func TestClusterSeedMoves(t *testing.T) {
 		k, _ := strconv.Atoi(v)
 		total += k
 	}
-	if total != len(items) {
-		t.Fatalf("the new Cluster holds %d keys, want %d", total, len(items))
+	if total < len(items) {
+		t.Fatalf("the new Cluster holds %d keys, want at least %d", total, len(items))
 	}
 	for _, n := range s.ConnStats().Nodes {
 		if n.Addr == seed {
