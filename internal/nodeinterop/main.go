@@ -5,6 +5,14 @@
 //
 //	nodeinterop write ADDR PREFIX   # writes PREFIX+kind keys, prints {key: value}
 //	nodeinterop read ADDR PREFIX    # reads PREFIX+kind keys, prints {key: value|error}
+//	nodeinterop stampede ADDR KEY CALLERS SLEEPMS VALUE [PROCS]
+//	    # CALLERS goroutines Fetch KEY (leases on); the loader INCRs "loads:"+KEY,
+//	    # sleeps SLEEPMS and returns VALUE; prints {"values": [...], "fillsLost": n}.
+//	    # With PROCS, first waits until PROCS processes have INCRed "ready:"+KEY.
+//	nodeinterop invalidate ADDR KEY # Cache.Invalidate(KEY)
+//	nodeinterop dictwrite ADDR PREFIX
+//	    # publishes a zstd and an S2 dictionary with dictstore and writes
+//	    # PREFIX+"zstd-dict" and PREFIX+"s2-dict" with them; prints {key: value}
 package main
 
 import (
@@ -17,6 +25,7 @@ import (
 
 	"github.com/kuracache/kura"
 	"github.com/kuracache/kura/codec"
+	"github.com/kuracache/kura/dictstore"
 	"github.com/kuracache/kura/store/redisstore"
 )
 
@@ -31,6 +40,32 @@ type Article struct {
 }
 
 func main() {
+	if len(os.Args) == 4 && os.Args[1] == "dictwrite" {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		out, err := dictWrite(ctx, os.Args[2], os.Args[3])
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "nodeinterop:", err)
+			os.Exit(1)
+		}
+		if err := json.NewEncoder(os.Stdout).Encode(out); err != nil {
+			os.Exit(1)
+		}
+		return
+	}
+	if len(os.Args) >= 3 && (os.Args[1] == "stampede" || os.Args[1] == "invalidate") {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		out, err := lease(ctx, os.Args[1:])
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "nodeinterop:", err)
+			os.Exit(1)
+		}
+		if err := json.NewEncoder(os.Stdout).Encode(out); err != nil {
+			os.Exit(1)
+		}
+		return
+	}
 	if len(os.Args) != 4 {
 		fmt.Fprintln(os.Stderr, "usage: nodeinterop write|read ADDR PREFIX")
 		os.Exit(2)
@@ -172,6 +207,155 @@ func run(ctx context.Context, cmd, addr, prefix string) (map[string]any, error) 
 			v = map[string]string{"bytes": fmt.Sprintf("%x", b)}
 		}
 		out[key] = v
+	}
+	return out, nil
+}
+
+// lease runs the lease commands: a stampede of Go callers on one key, or an
+// invalidation.
+func lease(ctx context.Context, args []string) (any, error) {
+	s, err := redisstore.New(ctx, redisstore.Options{Addrs: []string{args[1]}})
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	c, err := kura.New[string](s, kura.Options{})
+	if err != nil {
+		return nil, err
+	}
+	if c.Stats().Coordination != "leases" {
+		return nil, fmt.Errorf("coordination %q, want leases", c.Stats().Coordination)
+	}
+	key := args[2]
+	if args[0] == "invalidate" {
+		return map[string]bool{"ok": true}, c.Invalidate(ctx, key)
+	}
+	if len(args) != 6 && len(args) != 7 {
+		return nil, fmt.Errorf("usage: stampede ADDR KEY CALLERS SLEEPMS VALUE [PROCS]")
+	}
+	if len(args) == 7 {
+		var procs int64
+		if _, err := fmt.Sscan(args[6], &procs); err != nil {
+			return nil, err
+		}
+		if err := barrier(ctx, s, "ready:"+key, procs); err != nil {
+			return nil, err
+		}
+	}
+	var callers, sleep int
+	if _, err := fmt.Sscan(args[3], &callers); err != nil {
+		return nil, err
+	}
+	if _, err := fmt.Sscan(args[4], &sleep); err != nil {
+		return nil, err
+	}
+	value := args[5]
+	loader := func(ctx context.Context, k string) (string, error) {
+		cl := s.Client()
+		if err := cl.Do(ctx, cl.B().Incr().Key("loads:"+k).Build()).Error(); err != nil {
+			return "", err
+		}
+		time.Sleep(time.Duration(sleep) * time.Millisecond)
+		return value, nil
+	}
+	values := make([]string, callers)
+	errs := make([]string, callers)
+	done := make(chan int)
+	for i := 0; i < callers; i++ {
+		go func(i int) {
+			v, err := c.Fetch(ctx, key, time.Minute, loader)
+			values[i] = v
+			if err != nil {
+				errs[i] = err.Error()
+			}
+			done <- i
+		}(i)
+	}
+	for i := 0; i < callers; i++ {
+		<-done
+	}
+	for _, e := range errs {
+		if e != "" {
+			return nil, fmt.Errorf("fetch: %s", e)
+		}
+	}
+	return map[string]any{"values": values, "fillsLost": c.Stats().LeaseFillsLost}, nil
+}
+
+// barrier INCRs counter and waits until it reaches n, so processes that
+// start at different speeds stampede together.
+func barrier(ctx context.Context, s *redisstore.Store, counter string, n int64) error {
+	cl := s.Client()
+	if err := cl.Do(ctx, cl.B().Incr().Key(counter).Build()).Error(); err != nil {
+		return err
+	}
+	for {
+		v, err := cl.Do(ctx, cl.B().Get().Key(counter).Build()).AsInt64()
+		if err != nil {
+			return err
+		}
+		if v >= n {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
+}
+
+// dictWrite publishes trained dictionaries the way a Go fleet does
+// (dictstore) and writes one value with each, for a Node reader that has
+// none of them.
+func dictWrite(ctx context.Context, addr, prefix string) (map[string]any, error) {
+	s, err := redisstore.New(ctx, redisstore.Options{Addrs: []string{addr}})
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	reg, err := dictstore.New(dictstore.Options{Store: s})
+	if err != nil {
+		return nil, err
+	}
+	var samples [][]byte
+	for i := 0; i < 300; i++ {
+		samples = append(samples, []byte(fmt.Sprintf(`{"id":%d,"name":"記事 article %d","tags":["金利","yen"],"body":"The yen weakened as the central bank held rates. 日銀は金利を据え置いた。 %d"}`, i, i, i*7)))
+	}
+	zd, _, err := codec.TrainContentDictionary(samples, 2048)
+	if err != nil {
+		return nil, err
+	}
+	sd, _, err := codec.TrainS2Dictionary(samples, 2048)
+	if err != nil {
+		return nil, err
+	}
+	v := Article{ID: 7, Name: "記事 article 7", Tags: []string{"金利", "yen"}, At: time.Date(2026, 11, 24, 22, 0, 0, 0, time.UTC),
+		Body: "The yen weakened as the central bank held rates. 日銀は金利を据え置いた。 49"}
+	out := map[string]any{}
+	for _, w := range []struct {
+		name string
+		comp codec.Compressor
+		dict []byte
+	}{{"zstd-dict", codec.Zstd(3), zd}, {"s2-dict", codec.S2(), sd}} {
+		if _, err := reg.Publish(ctx, w.dict); err != nil {
+			return nil, err
+		}
+		cd, err := codec.New(codec.Options{Compressor: w.comp, MinCompressSize: -1, MinSavings: -1, DictionarySource: reg})
+		if err != nil {
+			return nil, err
+		}
+		if _, err := cd.SetDictionary(w.dict); err != nil {
+			return nil, err
+		}
+		c, err := kura.New[Article](s, kura.Options{Codec: cd})
+		if err != nil {
+			return nil, err
+		}
+		if err := c.Set(ctx, prefix+w.name, v, time.Minute); err != nil {
+			return nil, err
+		}
+		out[prefix+w.name] = v
 	}
 	return out, nil
 }

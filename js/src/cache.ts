@@ -9,10 +9,11 @@
  * caller's own AbortSignal) reach the caller.
  */
 
-import { Codec, type Fields, type Header } from './codec.js';
+import { randomBytes } from 'node:crypto';
+import { Codec, dictDigest, dictionaryID, encodeEntry, parseHeader, type Fields, type Header } from './codec.js';
 import { FormatError } from './errors.js';
 import { fingerprint } from './schema.js';
-import { groupByNode, type SetItem, type Store } from './store.js';
+import { groupByNode, isLeaser, type FillItem, type Leaser, type SetItem, type Store } from './store.js';
 
 /** Defaults of CacheOptions (the Go package's). */
 export const cacheDefaults = {
@@ -22,6 +23,8 @@ export const cacheDefaults = {
   storeTimeout: 250,
   loadTimeout: 30_000,
   schemaGrace: 60_000,
+  leaseTtl: 10_000,
+  leaseWait: 2_000,
 } as const;
 
 /** What a cache operation was doing when onError is called. */
@@ -66,6 +69,16 @@ export interface CacheOptions<V> {
   validate?: (v: unknown) => boolean;
   /** A mismatched entry younger than this is not overwritten (ms; rolling deploys). Default 60 000; negative: off. */
   schemaGrace?: number;
+  /**
+   * Leases (docs/leases.md), compatible with Go's: 'auto' (default) uses
+   * them when the store has them (Redis, Redis Cluster); 'off' is plain
+   * cache-aside with one load per key per process.
+   */
+  leases?: 'auto' | 'off';
+  /** How long a lease outlives a holder that died (ms). Default 10 000. */
+  leaseTtl?: number;
+  /** How long a caller waits for another caller's load before loading for itself, without writing back (ms). Default 2 000. */
+  leaseWait?: number;
 }
 
 /** Per-call options of fetch and fetchMany. */
@@ -101,6 +114,14 @@ export interface CacheStats {
   rejected: number;
   bytesRead: number;
   bytesWritten: number;
+  /** "leases" (one load per key across processes) or "process" (per process). */
+  coordination: 'leases' | 'process';
+  /** Keys a caller waited for while another caller (any process, any language) held the lease. */
+  leaseWaits: number;
+  /** Keys loaded without writing back because the lease holder took longer than leaseWait (or the lease read failed). */
+  leaseFailOpen: number;
+  /** Fills refused because the lease was invalidated, expired or taken over meanwhile. */
+  leaseFillsLost: number;
 }
 
 /** The loader's outcome for one key. */
@@ -120,7 +141,8 @@ interface Flight<V> {
 type Read<V> =
   | { kind: 'hit'; value: V }
   | { kind: 'negative' }
-  | { kind: 'miss'; write: boolean };
+  | { kind: 'miss'; write: boolean; held?: boolean; prev?: Buffer }
+  | { kind: 'dict'; id: number; digest?: Uint8Array };
 
 class Timeout extends Error {
   override name = 'TimeoutError';
@@ -166,12 +188,17 @@ function abortable<T>(p: Promise<T>, signal?: AbortSignal): Promise<T> {
 export class Cache<V> {
   readonly name: string;
   private readonly codec: Codec;
-  private readonly o: Required<Pick<CacheOptions<V>, 'ttl' | 'negativeTtl' | 'ttlJitter' | 'maxValueSize' | 'warnValueSize' | 'storeTimeout' | 'loadTimeout' | 'schemaGrace'>>;
+  private readonly o: Required<Pick<CacheOptions<V>, 'ttl' | 'negativeTtl' | 'ttlJitter' | 'maxValueSize' | 'warnValueSize' | 'storeTimeout' | 'loadTimeout' | 'schemaGrace' | 'leaseTtl' | 'leaseWait'>>;
+  private readonly leaser?: Leaser;
+  private readonly dictReader?: { readDictionary(id: number, maxSize: number): Promise<Buffer[]> };
+  private readonly deadDicts = new Set<number>();
+  private dictLookups = 0;
   private readonly schemaFp?: number;
   private readonly flights = new Map<string, Flight<V>>();
   private readonly c = {
     hits: 0, misses: 0, negativeHits: 0, decodeErrors: 0, notUnderstood: 0, schemaMismatches: 0, schemaKept: 0,
     storeErrors: 0, loads: 0, loadErrors: 0, shared: 0, writes: 0, writeErrors: 0, rejected: 0, bytesRead: 0, bytesWritten: 0,
+    leaseWaits: 0, leaseFailOpen: 0, leaseFillsLost: 0,
   };
 
   constructor(readonly store: Store, private readonly opts: CacheOptions<V> = {}) {
@@ -195,13 +222,20 @@ export class Cache<V> {
       storeTimeout: num('storeTimeout', opts.storeTimeout, cacheDefaults.storeTimeout),
       loadTimeout: num('loadTimeout', opts.loadTimeout, cacheDefaults.loadTimeout),
       schemaGrace: num('schemaGrace', opts.schemaGrace, cacheDefaults.schemaGrace, true),
+      leaseTtl: num('leaseTtl', opts.leaseTtl, cacheDefaults.leaseTtl),
+      leaseWait: num('leaseWait', opts.leaseWait, cacheDefaults.leaseWait),
     };
+    const mode = opts.leases ?? 'auto';
+    if (mode !== 'auto' && mode !== 'off') throw new Error(`kura: options.leases: ${String(mode)}; want 'auto' or 'off'`);
+    const wrapperHas = (store as { hasLeases?: boolean }).hasLeases;
+    if (mode === 'auto' && isLeaser(store) && wrapperHas !== false) this.leaser = store;
+    if (typeof (store as { readDictionary?: unknown }).readDictionary === 'function') this.dictReader = store as never;
     if (opts.schema !== undefined) this.schemaFp = fingerprint(opts.schema);
   }
 
   /** A snapshot of the counters. */
   stats(): CacheStats {
-    return { name: this.name, ...this.c };
+    return { name: this.name, coordination: this.leaser ? 'leases' : 'process', ...this.c };
   }
 
   /** The TTL a write gets: ttl shortened by the jitter (never below 1 ms). */
@@ -260,13 +294,27 @@ export class Cache<V> {
         this.c.negativeHits++;
         return { kind: 'negative' };
       }
-      if (d.kind !== 'value') {
-        // A lease or a tombstone: a miss the fill may replace.
+      if (d.kind === 'lease') {
+        // Another caller (any process, any language) is loading it.
         this.c.misses++;
-        return { kind: 'miss', write: true };
+        return { kind: 'miss', write: true, held: true };
+      }
+      if (d.kind !== 'value') {
+        // A tombstone: a miss a fill may replace (if it is still there).
+        this.c.misses++;
+        return { kind: 'miss', write: true, prev: b };
       }
       value = d.value;
     } catch (err) {
+      if (err instanceof FormatError && err.code === 'ErrUnknownDictionary' && this.dictReader && this.dictLookups === 0) {
+        // A dictionary the codec does not hold (yet): the caller looks it up in the store and classifies again.
+        try {
+          const h0 = parseHeader(b);
+          if (h0.dict !== 0 && !this.deadDicts.has(h0.dict)) return { kind: 'dict', id: h0.dict, digest: h0.fields.dictDigest };
+        } catch {
+          /* fall through: counted below */
+        }
+      }
       this.c.misses++;
       if (err instanceof FormatError && err.notUnderstood) {
         // A newer writer's entry: never overwrite it.
@@ -276,7 +324,7 @@ export class Cache<V> {
       }
       this.c.decodeErrors++;
       this.report('decode', key, err);
-      return { kind: 'miss', write: true };
+      return { kind: 'miss', write: true, prev: b };
     }
     if (!this.schemaOK(h, value)) {
       this.c.schemaMismatches++;
@@ -284,7 +332,7 @@ export class Cache<V> {
       const w = h.fields.written;
       const fresh = this.o.schemaGrace > 0 && w !== undefined && Date.now() - w < this.o.schemaGrace && w <= Date.now() + this.o.schemaGrace;
       if (fresh) this.c.schemaKept++;
-      return { kind: 'miss', write: !fresh };
+      return { kind: 'miss', write: !fresh, prev: b };
     }
     this.c.hits++;
     return { kind: 'hit', value: value as V };
@@ -354,7 +402,18 @@ export class Cache<V> {
    * nothing.
    */
   async fetch(key: string, loader: Loader<V>, opts: FetchOptions = {}): Promise<V | undefined> {
-    const m = await this.fetchMany([key], async (keys, signal) => {
+    opts.signal?.throwIfAborted();
+    // The hit path: one GET, no batching structures.
+    const node = this.store.nodeOf(key);
+    let b: Buffer | null | Error;
+    try {
+      b = (await abortable(withTimeout(this.store.getBatch(node, [key]), this.o.storeTimeout), opts.signal))[0];
+    } catch (err) {
+      if (opts.signal?.aborted) throw err;
+      if (err instanceof Timeout) this.store.timedOut?.(node, err);
+      b = err instanceof Error ? err : new Error(String(err));
+    }
+    const m = await this.resolve([key], [b], async (keys, signal) => {
       const v = await loader(keys[0], signal);
       const r = new Map<string, V>();
       if (v !== undefined) r.set(keys[0], v);
@@ -372,37 +431,75 @@ export class Cache<V> {
   async fetchMany(keys: readonly string[], loader: ManyLoader<V>, opts: FetchOptions = {}): Promise<Map<string, V>> {
     opts.signal?.throwIfAborted();
     const uniq = [...new Set(keys)];
-    const out = new Map<string, V>();
     const raw = await abortable(this.readRaw(uniq), opts.signal);
+    return this.resolve(uniq, raw, loader, opts);
+  }
+
+  /** Classifies what was read and loads the misses (one loader call, joining loads running here). */
+  private async resolve(uniq: string[], raw: (Buffer | null | Error)[], loader: ManyLoader<V>, opts: FetchOptions, depth = 0): Promise<Map<string, V>> {
+    const out = new Map<string, V>();
     const misses: string[] = [];
     const noWrite = new Set<string>();
+    const held = new Set<string>();
+    const prev = new Map<string, Buffer>();
+    const reads = uniq.map((k, i) => this.classify(k, raw[i]));
+    if (reads.some((r) => r.kind === 'dict')) {
+      await this.loadDictionaries(reads.flatMap((r) => (r.kind === 'dict' ? [r] : [])));
+      this.dictLookups++;
+      try {
+        uniq.forEach((k, i) => {
+          if (reads[i].kind === 'dict') reads[i] = this.classify(k, raw[i]);
+        });
+      } finally {
+        this.dictLookups--;
+      }
+    }
     uniq.forEach((k, i) => {
-      const r = this.classify(k, raw[i]);
+      const r = reads[i];
       if (r.kind === 'hit') out.set(k, r.value);
       else if (r.kind === 'miss') {
         misses.push(k);
         if (!r.write) noWrite.add(k);
+        if (r.held) held.add(k);
+        if (r.prev) prev.set(k, r.prev);
       }
     });
     if (misses.length === 0) return out;
 
     // Join loads already running here for some keys; load the rest in one call.
-    const waits: Promise<Map<string, Loaded<V>>>[] = [];
+    const waits: Promise<unknown>[] = [];
     const own: string[] = [];
+    const reread: string[] = [];
     for (const k of misses) {
       const f = this.flights.get(k);
-      if (f) {
+      if (f && depth < 2) {
         this.c.shared++;
-        waits.push(f.result);
+        if (this.leaser) {
+          // With leases a joiner never takes another caller's load as its
+          // own: when that load settles it reads the key again, so what it
+          // returns was read after it arrived (an invalidation from any
+          // process in between makes it load for itself) -- the per-read
+          // guarantee of docs/leases.md.
+          waits.push(f.result.then(() => void reread.push(k)));
+        } else {
+          waits.push(f.result.then((m) => {
+            const r = m.get(k);
+            if (r?.found) out.set(k, r.value as V);
+          }));
+        }
       } else own.push(k);
     }
-    if (own.length > 0) waits.push(this.load(own, loader, opts.ttl, noWrite));
-    const results = await abortable(Promise.all(waits), opts.signal);
-    for (const m of results) {
-      for (const k of misses) {
-        const r = m.get(k);
-        if (r?.found) out.set(k, r.value as V);
-      }
+    if (own.length > 0) {
+      const p = this.leaser ? this.leaseLoad(own, loader, opts.ttl, noWrite, held, prev) : this.load(own, loader, opts.ttl, noWrite);
+      waits.push(p.then((m) => {
+        for (const [k, r] of m) if (r.found) out.set(k, r.value as V);
+      }));
+    }
+    await abortable(Promise.all(waits), opts.signal);
+    if (reread.length > 0) {
+      const raw2 = await abortable(this.readRaw(reread), opts.signal);
+      const again = await this.resolve(reread, raw2, loader, opts, depth + 1);
+      for (const [k, v] of again) out.set(k, v);
     }
     return out;
   }
@@ -447,11 +544,229 @@ export class Cache<V> {
     return flight.result;
   }
 
+  /**
+   * Looks dictionaries up in the store (Go's dictstore keys), keeping a copy
+   * only if its content id is the envelope's id and, when the value names
+   * one, its digest is the value's. An id not found is not asked for again
+   * for 10 s.
+   */
+  private async loadDictionaries(wanted: { id: number; digest?: Uint8Array }[]): Promise<void> {
+    const reader = this.dictReader!;
+    await Promise.all(
+      wanted.map(async ({ id, digest }) => {
+        if (this.codec.hasDictionary(id, digest)) return;
+        let found = false;
+        try {
+          const copies = await withTimeout(reader.readDictionary(id, 1 << 20), this.o.storeTimeout);
+          for (const d of copies) {
+            if (dictionaryID(d) !== id) continue;
+            if (digest && !Buffer.from(dictDigest(d)).equals(Buffer.from(digest))) continue;
+            this.codec.addDictionary(id, d);
+            found = true;
+            break;
+          }
+        } catch (err) {
+          this.report('get', `dictionary ${id}`, err);
+        }
+        if (!found) {
+          this.deadDicts.add(id);
+          setTimeout(() => this.deadDicts.delete(id), 10_000).unref();
+        }
+      }),
+    );
+  }
+
+  /** Tries to take leases on keys: which were won, which are held by another caller, which failed. */
+  private async tryLeases(keys: string[], placeholder: Buffer): Promise<{ won: string[]; held: string[]; failed: string[] }> {
+    const won: string[] = [];
+    const held: string[] = [];
+    const failed: string[] = [];
+    const groups = groupByNode(this.store, keys);
+    await Promise.all(
+      [...groups].map(async ([node, idx]) => {
+        const ks = idx.map((i) => keys[i]);
+        try {
+          const got = await withTimeout(this.leaser!.tryLease(node, ks, placeholder, this.o.leaseTtl), this.o.storeTimeout);
+          ks.forEach((k, j) => (got[j] ? won : held).push(k));
+        } catch (err) {
+          if (err instanceof Timeout) this.store.timedOut?.(node, err);
+          this.c.storeErrors += ks.length;
+          for (const k of ks) this.report('get', k, err);
+          failed.push(...ks);
+        }
+      }),
+    );
+    return { won, held, failed };
+  }
+
+  /**
+   * The lease protocol of Go's Cache on Redis: take a placeholder with SET
+   * NX PX; load only the keys won (one loader call) and fill them with the
+   * conditional script; wait for the keys another caller holds, polling
+   * from 1 ms backing off to 20 ms, and after leaseWait load them without
+   * writing back (fail open). Keys whose lease read failed load without
+   * writing back too.
+   */
+  private leaseLoad(
+    keys: string[],
+    loader: ManyLoader<V>,
+    ttl: number | undefined,
+    noWrite: Set<string>,
+    heldAtRead: Set<string>,
+    prev: Map<string, Buffer>,
+  ): Promise<Map<string, Loaded<V>>> {
+    const flight: Flight<V> = { keys: new Set(keys), voided: new Set(), result: undefined as never };
+    flight.result = (async () => {
+      const res = new Map<string, Loaded<V>>();
+      const placeholder = encodeEntry('lease', { token: randomBytes(16) });
+      // A key holding bytes nobody can read (or a tombstone, or another
+      // schema's value past its grace) is replaced only if those bytes are
+      // still there: they are its "placeholder" (as Go's hit leases do).
+      const ph = new Map<string, Buffer>(prev);
+      const first = await this.tryLeases(keys.filter((k) => !noWrite.has(k) && !prev.has(k) && !heldAtRead.has(k)), placeholder);
+      const won = new Set([...first.won, ...prev.keys()].filter((k) => !noWrite.has(k)));
+      const open = new Set([...keys.filter((k) => noWrite.has(k)), ...first.failed]);
+      let held = [...first.held, ...keys.filter((k) => heldAtRead.has(k) && !noWrite.has(k))];
+      this.c.leaseWaits += held.length;
+      const deadline = performance.now() + this.o.leaseWait;
+      let delay = 1;
+      while (held.length > 0) {
+        if (performance.now() >= deadline) {
+          this.c.leaseFailOpen += held.length;
+          for (const k of held) open.add(k);
+          break;
+        }
+        await new Promise((r) => setTimeout(r, delay));
+        delay = Math.min(delay * 2, 20);
+        const raw = await this.readRaw(held);
+        const absent: string[] = [];
+        const still: string[] = [];
+        held.forEach((k, i) => {
+          const b = raw[i];
+          if (b instanceof Error) {
+            open.add(k);
+            return;
+          }
+          if (b === null) {
+            absent.push(k);
+            return;
+          }
+          let d;
+          try {
+            d = this.codec.decode(b);
+          } catch {
+            open.add(k); // unreadable: load, do not write
+            return;
+          }
+          if (d.kind === 'lease' || d.kind === 'tombstone') still.push(k);
+          else if (d.kind === 'negative') res.set(k, { found: false });
+          else if (this.schemaOK(d.header, d.value)) res.set(k, { found: true, value: d.value as V });
+          else open.add(k);
+        });
+        held = still;
+        if (absent.length > 0) {
+          // The holder gave up, or an invalidation removed its lease: try again.
+          const again = await this.tryLeases(absent, placeholder);
+          for (const k of again.won) won.add(k);
+          for (const k of again.failed) open.add(k);
+          held.push(...again.held);
+        }
+      }
+      const toLoad = [...won, ...open];
+      if (toLoad.length === 0) return res;
+      this.c.loads++;
+      const start = performance.now();
+      let got: Map<string, V> | Record<string, V>;
+      try {
+        got = await loader(toLoad, AbortSignal.timeout(this.o.loadTimeout));
+      } catch (err) {
+        this.c.loadErrors++;
+        await this.releaseLeases([...won].filter((k) => !ph.has(k)), placeholder);
+        throw err;
+      }
+      const cost = Math.round((performance.now() - start) * 1000);
+      const map = got instanceof Map ? got : new Map(Object.entries(got ?? {}));
+      const written = Date.now();
+      const base = ttl ?? this.o.ttl;
+      const fills: FillItem[] = [];
+      const unfilled: string[] = [];
+      for (const k of toLoad) {
+        const found = map.has(k) && map.get(k) !== undefined;
+        res.set(k, found ? { found, value: map.get(k) } : { found });
+        if (!won.has(k)) continue;
+        let b: Buffer | undefined;
+        let t: number;
+        if (found) {
+          t = this.jitter(base);
+          b = this.encodeValue(k, map.get(k) as V, { written, ttl: t > 0 ? t : undefined, cost });
+        } else {
+          t = this.jitter(this.o.negativeTtl);
+          b = this.codec.encodeNegative();
+        }
+        if (b) fills.push({ key: k, value: b, ttl: t, placeholder: ph.get(k) ?? placeholder });
+        else if (!ph.has(k)) unfilled.push(k);
+      }
+      await this.fillLeases(fills);
+      await this.releaseLeases(unfilled, placeholder);
+      return res;
+    })().finally(() => {
+      for (const k of keys) if (this.flights.get(k) === flight) this.flights.delete(k);
+    });
+    for (const k of keys) this.flights.set(k, flight);
+    return flight.result;
+  }
+
+  private async fillLeases(items: FillItem[]): Promise<void> {
+    if (items.length === 0) return;
+    const groups = groupByNode(this.store, items.map((i) => i.key));
+    await Promise.all(
+      [...groups].map(async ([node, idx]) => {
+        const batch = idx.map((i) => items[i]);
+        try {
+          const ok = await withTimeout(this.leaser!.fill(node, batch), this.o.storeTimeout);
+          batch.forEach((it, j) => {
+            if (ok[j]) {
+              this.c.writes++;
+              this.c.bytesWritten += it.value.length;
+            } else this.c.leaseFillsLost++;
+          });
+        } catch (err) {
+          if (err instanceof Timeout) this.store.timedOut?.(node, err);
+          this.c.writeErrors += batch.length;
+          for (const it of batch) this.report('set', it.key, err);
+        }
+      }),
+    );
+  }
+
+  private async releaseLeases(keys: string[], placeholder: Buffer): Promise<void> {
+    if (keys.length === 0) return;
+    const groups = groupByNode(this.store, keys);
+    await Promise.all(
+      [...groups].map(async ([node, idx]) => {
+        try {
+          await withTimeout(this.leaser!.release(node, idx.map((i) => keys[i]), placeholder), this.o.storeTimeout);
+        } catch (err) {
+          for (const i of idx) this.report('delete', keys[i], err);
+        }
+      }),
+    );
+  }
+
   /** Reads one key: the value, or undefined (absent, negative or unreadable). Store errors are thrown. */
   async get(key: string): Promise<V | undefined> {
     const node = this.store.nodeOf(key);
     const [b] = await withTimeout(this.store.getBatch(node, [key]), this.o.storeTimeout);
-    const r = this.classify(key, b);
+    let r = this.classify(key, b);
+    if (r.kind === 'dict') {
+      await this.loadDictionaries([r]);
+      this.dictLookups++;
+      try {
+        r = this.classify(key, b);
+      } finally {
+        this.dictLookups--;
+      }
+    }
     return r.kind === 'hit' ? r.value : undefined;
   }
 

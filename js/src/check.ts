@@ -28,6 +28,8 @@ lenWidth[0xc4] = lenWidth[0xd9] = lenWidth[0xc7] = 1;
 lenWidth[0xc5] = lenWidth[0xda] = lenWidth[0xc8] = 2;
 lenWidth[0xc6] = lenWidth[0xdb] = lenWidth[0xc9] = 4;
 
+const walkStack = new Int32Array(MAX_DEPTH + 1);
+
 const bomb = (why: string): never => {
   throw new FormatError('ErrBomb', `msgpack: ${why}`);
 };
@@ -40,7 +42,7 @@ const bomb = (why: string): never => {
  */
 export function checkMsgPack(b: Uint8Array, limitBytes: number = allocBound(b.length)): void {
   const limit = Math.floor(limitBytes / UNIT);
-  const stack = new Int32Array(MAX_DEPTH + 1);
+  const stack = walkStack; // reused: the walk is synchronous and never re-entered
   let est = 0;
   let depth = 0;
   stack[0] = 1;

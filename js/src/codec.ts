@@ -9,7 +9,8 @@
  */
 
 import { createHash } from 'node:crypto';
-import { Decoder, Encoder } from '@msgpack/msgpack';
+import { Encoder } from '@msgpack/msgpack';
+import { Unpackr } from 'msgpackr';
 import { FormatError } from './errors.js';
 import { readUvarint, pushUvarint, uvarintLen } from './varint.js';
 import { s2Decode, s2Encode, parseS2Dict, S2CorruptError, type S2Dict } from './s2.js';
@@ -52,6 +53,13 @@ export const Tag = { schema: 0x01, written: 0x02, ttl: 0x03, cost: 0x04, token: 
 
 /** Length of a dictionary digest (field 0x06): the first 128 bits of the dictionary's SHA-256. */
 export const DIGEST_LEN = 16;
+
+/** A dictionary's content-derived id: the first 28 bits of its SHA-256, 0 becoming 1 (Go: codec.DictionaryID). */
+export function dictionaryID(d: Uint8Array): number {
+  const sum = createHash('sha256').update(d).digest();
+  const id = sum.readUInt32BE(0) >>> 4;
+  return id === 0 ? 1 : id;
+}
 
 /** The digest a value carries for dictionary `d` (docs/FORMAT.md, "Dictionaries"). */
 export function dictDigest(d: Uint8Array): Uint8Array {
@@ -316,8 +324,13 @@ export class Codec {
   private readonly level: number;
   private readonly dictId: number;
   private readonly dicts = new Map<number, DictEntry>();
+  // Writing: @msgpack/msgpack, which encodes integers beyond 32 bits as
+  // int64/uint64 (msgpackr writes them as float64, which Go's int fields
+  // refuse). Reading: msgpackr, about as fast as JSON.parse, with records
+  // and other extensions off so only standard msgpack is produced; Date is
+  // the timestamp extension (-1) both ways.
   private readonly enc = new Encoder({ ignoreUndefined: false });
-  private readonly dec = new Decoder();
+  private readonly dec = new Unpackr({ useRecords: false, mapsAsObjects: true, int64AsType: 'number' });
 
   constructor(opts: CodecOptions = {}) {
     this.serializer = opts.serializer ?? 'msgpack';
@@ -351,9 +364,19 @@ export class Codec {
     if (this.compressor === 'zstd' && !zstdAvailable()) throw new Error('kura: codec: zstd is not available in this process');
   }
 
-  /** Adds a dictionary for reading (e.g. one loaded from the store). */
+  /** Adds a dictionary for reading (e.g. one loaded from the store), replacing one of other content under the id. */
   addDictionary(id: number, bytes: Uint8Array): void {
-    if (!this.dicts.has(id)) this.dicts.set(id, { bytes });
+    const e = this.dicts.get(id);
+    if (e && Buffer.from(e.bytes).equals(Buffer.from(bytes))) return;
+    if (id === this.dictId) throw new Error(`kura: codec: dictionary ${id} is the one this codec writes with; it cannot be replaced`);
+    this.dicts.set(id, { bytes });
+  }
+
+  /** Reports whether the codec holds dictionary id (with the given digest, when one is given). */
+  hasDictionary(id: number, digest?: Uint8Array): boolean {
+    const e = this.dicts.get(id);
+    if (!e) return false;
+    return !digest || Buffer.from(this.digestOf(e)).equals(Buffer.from(digest));
   }
 
   private digestOf(e: DictEntry): Uint8Array {
@@ -523,7 +546,7 @@ export class Codec {
       case 'msgpack':
         checkMsgPack(raw, allocBound(Math.min(raw.length, stored)));
         try {
-          return this.dec.decode(raw);
+          return this.dec.unpack(raw);
         } catch (err) {
           throw new FormatError('ErrDeserialize', `msgpack: ${(err as Error).message}`, { cause: err });
         }

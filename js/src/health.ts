@@ -20,7 +20,7 @@
  * | probing | sent      | recoverAfter successes in a row → up; a failure → down (back-off doubled) |
  */
 
-import type { Prober, SetItem, Store } from './store.js';
+import { isLeaser, type FillItem, type Leaser, type Prober, type SetItem, type Store } from './store.js';
 
 /** A node's state. */
 export type NodeState = 'up' | 'suspect' | 'down' | 'probing';
@@ -266,7 +266,7 @@ function isFailure(err: unknown): boolean {
  * A Store wrapped with a per-node monitor and breaker. Close it to stop
  * the probes (the inner store is the caller's to close).
  */
-export class HealthStore implements Store {
+export class HealthStore implements Store, Leaser {
   readonly opts: Required<Omit<HealthOptions, 'onStateChange'>> & Pick<HealthOptions, 'onStateChange'>;
   private readonly nodesByAddr = new Map<string, Node>();
   private readonly refresh: NodeJS.Timeout;
@@ -350,6 +350,39 @@ export class HealthStore implements Store {
 
   prober(node: string): Prober {
     return this.inner.prober(node);
+  }
+
+  // Leases go through the breaker like every other request: a down node's
+  // lease reads fail at once, and the Cache loads without writing back.
+  tryLease(node: string, keys: string[], placeholder: Uint8Array, ttl: number): Promise<boolean[]> {
+    const l = this.leaser();
+    return this.guard(node, keys.length, () => l.tryLease(node, keys, placeholder, ttl));
+  }
+
+  fill(node: string, items: FillItem[]): Promise<boolean[]> {
+    const l = this.leaser();
+    return this.guard(node, items.length, () => l.fill(node, items));
+  }
+
+  release(node: string, keys: string[], placeholder: Uint8Array): Promise<void> {
+    const l = this.leaser();
+    return this.guard(node, keys.length, () => l.release(node, keys, placeholder));
+  }
+
+  /** Reads published dictionaries through the wrapped store (Cache uses it when present). */
+  readDictionary(id: number, maxSize: number): Promise<Buffer[]> {
+    const r = (this.inner as { readDictionary?: (id: number, max: number) => Promise<Buffer[]> }).readDictionary;
+    return r ? r.call(this.inner, id, maxSize) : Promise.resolve([]);
+  }
+
+  /** Reports whether the wrapped store has leases (so the wrapper offers them only then). */
+  get hasLeases(): boolean {
+    return isLeaser(this.inner);
+  }
+
+  private leaser(): Leaser {
+    if (!isLeaser(this.inner)) throw new Error('kura: the wrapped store has no leases');
+    return this.inner;
   }
 
   /** Stops the monitor. The inner store stays open. */

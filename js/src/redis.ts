@@ -10,7 +10,7 @@
 
 import { Redis, Cluster, type RedisOptions, type ClusterNode } from 'ioredis';
 import calculateSlot from 'cluster-key-slot';
-import type { Prober, SetItem, Store } from './store.js';
+import type { FillItem, Leaser, Prober, SetItem, Store } from './store.js';
 
 /** Options of a RedisStore. */
 export interface RedisStoreOptions {
@@ -24,6 +24,19 @@ export interface RedisStoreOptions {
   redisOptions?: RedisOptions;
 }
 
+// The scripts of Go's store/redisstore/lease.go, byte for byte: a fill
+// stores ARGV[2] (PX ARGV[3] unless 0) only while the key still holds the
+// placeholder ARGV[1]; a release deletes only that placeholder.
+const FILL_SCRIPT = `
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+if ARGV[3] == '0' then redis.call('SET', KEYS[1], ARGV[2]) else redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3]) end
+return 1`;
+const RELEASE_SCRIPT = `
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+return redis.call('DEL', KEYS[1])`;
+
+const buf = (b: Uint8Array) => Buffer.from(b.buffer, b.byteOffset, b.byteLength);
+
 const addrOf = (host: string | undefined, port: number | undefined) => `${host ?? '127.0.0.1'}:${port ?? 6379}`;
 
 function splitAddr(a: string): { host: string; port: number } {
@@ -32,7 +45,7 @@ function splitAddr(a: string): { host: string; port: number } {
 }
 
 /** A Store on Redis (standalone or Cluster) over ioredis. */
-export class RedisStore implements Store {
+export class RedisStore implements Store, Leaser {
   readonly client: Redis | Cluster;
   private readonly owned: boolean;
   private readonly standaloneAddr?: string;
@@ -148,6 +161,82 @@ export class RedisStore implements Store {
     for (const [err] of (await p.exec()) ?? []) if (err) throw err;
   }
 
+  private scripts(c: Redis): { kuraFill: (...a: unknown[]) => Promise<number>; kuraRelease: (...a: unknown[]) => Promise<number> } {
+    const r = c as unknown as { kuraFill?: unknown; defineCommand: Redis['defineCommand'] };
+    if (!r.kuraFill) {
+      r.defineCommand('kuraFill', { numberOfKeys: 1, lua: FILL_SCRIPT });
+      r.defineCommand('kuraRelease', { numberOfKeys: 1, lua: RELEASE_SCRIPT });
+    }
+    return c as never;
+  }
+
+  async tryLease(node: string, keys: string[], placeholder: Uint8Array, ttl: number): Promise<boolean[]> {
+    const c = this.conn(node);
+    const px = Math.max(1, Math.ceil(ttl));
+    const p = c.pipeline();
+    for (const k of keys) p.set(k, buf(placeholder), 'PX', px, 'NX');
+    const res = (await p.exec()) ?? [];
+    return res.map(([err, v]) => {
+      if (err) throw err;
+      return v === 'OK';
+    });
+  }
+
+  async fill(node: string, items: FillItem[]): Promise<boolean[]> {
+    const c = this.conn(node);
+    this.scripts(c);
+    const p = c.pipeline() as unknown as { kuraFill: (...a: unknown[]) => void; exec(): Promise<[Error | null, unknown][] | null> };
+    for (const it of items) p.kuraFill(it.key, buf(it.placeholder), buf(it.value), it.ttl > 0 ? String(Math.ceil(it.ttl)) : '0');
+    const res = (await p.exec()) ?? [];
+    return res.map(([err, v]) => {
+      if (err) throw err;
+      return Number(v) === 1;
+    });
+  }
+
+  async release(node: string, keys: string[], placeholder: Uint8Array): Promise<void> {
+    const c = this.conn(node);
+    this.scripts(c);
+    const p = c.pipeline() as unknown as { kuraRelease: (...a: unknown[]) => void; exec(): Promise<[Error | null, unknown][] | null> };
+    for (const k of keys) p.kuraRelease(k, buf(placeholder));
+    for (const [err] of (await p.exec()) ?? []) if (err) throw err;
+  }
+
+  /**
+   * The keys a dictionary is published under, as Go's dictstore and
+   * redisstore.NodeKeys name them: "kura:dict:" + the id in 8 hex digits on
+   * a standalone server; on a Cluster "{kura:dict:XXXXXXXX#n}" for each
+   * master, n the smallest whose slot that master owns.
+   */
+  dictionaryKeys(id: number): string[] {
+    const key = `kura:dict:${(id >>> 0).toString(16).padStart(8, '0')}`;
+    if (!(this.client instanceof Cluster)) return [key];
+    const slots = this.client.slots;
+    const masters = new Set(this.nodes());
+    const byMaster = new Map<string, string>();
+    for (let n = 0; byMaster.size < masters.size && n < 64 * masters.size + 1024; n++) {
+      const k = `{${key}#${n}}`;
+      const a = slots[calculateSlot(k)]?.[0];
+      if (a && !byMaster.has(a)) byMaster.set(a, k);
+    }
+    return [...masters].sort().flatMap((a) => (byMaster.has(a) ? [byMaster.get(a)!] : []));
+  }
+
+  /** Reads the published copies of dictionary id, each at most maxSize+1 bytes (GETRANGE). */
+  async readDictionary(id: number, maxSize: number): Promise<Buffer[]> {
+    const out: Buffer[] = [];
+    for (const k of this.dictionaryKeys(id)) {
+      const c = this.client instanceof Cluster ? this.conn(this.nodeOf(k)) : this.client;
+      try {
+        const v = await c.getrangeBuffer(k, 0, maxSize);
+        if (v && v.length > 0 && v.length <= maxSize) out.push(v);
+      } catch {
+        // A server that does not answer holds no copy we can use.
+      }
+    }
+    return out;
+  }
+
   prober(node: string): Prober {
     // One connection per node, apart from the application's: no pool to wait
     // for, no pipeline of application commands to queue behind. No offline
@@ -164,8 +253,24 @@ export class RedisStore implements Store {
     r.on('error', () => {
       /* a probe connection's errors are the probe's failures */
     });
+    const connected = () =>
+      new Promise<void>((resolve, reject) => {
+        const onReady = () => {
+          r.off('error', onError);
+          resolve();
+        };
+        const onError = (err: Error) => {
+          r.off('ready', onReady);
+          reject(err);
+        };
+        r.once('ready', onReady);
+        r.once('error', onError);
+      });
     return {
       ping: async () => {
+        // Connecting is part of the probe (the monitor's timeout bounds it):
+        // a probe connection still coming up is not a failed node.
+        if (r.status !== 'ready') await connected();
         const pong = await r.ping();
         if (pong !== 'PONG') throw new Error(`unexpected reply ${pong}`);
       },

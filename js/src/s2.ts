@@ -69,10 +69,14 @@ export function s2DecodedLen(src: Uint8Array): { len: number; n: number } {
  * many bytes. With `dict`, copies may reach into the dictionary as S2's
  * Dict.Decode allows.
  */
-export function s2Decode(src: Uint8Array, rawLen: number, dict?: S2Dict): Buffer {
-  const { len, n } = s2DecodedLen(src);
+export function s2Decode(input: Uint8Array, rawLen: number, dict?: S2Dict): Buffer {
+  const { len, n } = s2DecodedLen(input);
   if (len !== rawLen) corrupt(`block claims ${len} bytes, header ${rawLen}`);
-  const dst = Buffer.allocUnsafe(rawLen);
+  // Plain Uint8Array views: element access on them stays monomorphic
+  // whatever Buffer subclass or view the caller passes.
+  const src = new Uint8Array(input.buffer, input.byteOffset, input.byteLength);
+  const out = Buffer.allocUnsafe(rawLen);
+  const dst = new Uint8Array(out.buffer, out.byteOffset, rawLen);
   const dl = dict ? dict.content.length : 0;
   const dc = dict?.content;
   let offset = dict ? dl - dict.repeat : 0;
@@ -106,7 +110,12 @@ export function s2Decode(src: Uint8Array, rawLen: number, dict?: S2Dict): Buffer
         }
         length = x + 1;
         if (length > rawLen - d || length > sl - s) corrupt('literal past the end');
-        dst.set(src.subarray(s, s + length), d);
+        if (length < 16) {
+          // Short copies: a loop beats creating a subarray view.
+          for (let i = 0; i < length; i++) dst[d + i] = src[s + i];
+        } else {
+          dst.set(src.subarray(s, s + length), d);
+        }
         d += length;
         s += length;
         continue;
@@ -157,21 +166,31 @@ export function s2Decode(src: Uint8Array, rawLen: number, dict?: S2Dict): Buffer
       if (d > S2_MAX_DICT_SRC_OFFSET) corrupt('dictionary copy too far in');
       const start = dl - offset + d;
       if (start < 0 || start + length > dl) corrupt('dictionary copy out of range');
-      dst.set(dc!.subarray(start, start + length), d);
+      for (let i = 0; i < length; i++) dst[d + i] = dc![start + i];
       d += length;
       continue;
     }
-    if (offset >= length) {
+    if (length < 16) {
+      // Short (possibly overlapping) copies run forward byte by byte.
+      for (let i = 0; i < length; i++) dst[d + i] = dst[d - offset + i];
+      d += length;
+    } else if (offset >= length) {
       dst.copyWithin(d, d - offset, d - offset + length);
       d += length;
     } else {
-      // Overlapping copy: runs forward, repeating the last `offset` bytes.
-      for (let i = 0; i < length; i++) dst[d + i] = dst[d - offset + i];
-      d += length;
+      // Overlapping: the last `offset` bytes repeat. Copy the period, then
+      // ever larger runs of what is already there (each run doubles).
+      const from = d - offset;
+      const end = d + length;
+      while (d < end) {
+        const n = Math.min(end - d, d - from);
+        dst.copyWithin(d, from, from + n);
+        d += n;
+      }
     }
   }
   if (d !== rawLen) corrupt(`block produced ${d} of ${rawLen} bytes`);
-  return dst;
+  return out;
 }
 
 const HASH_BITS = 14;

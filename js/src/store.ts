@@ -46,6 +46,31 @@ export interface Store {
   close(): Promise<void>;
 }
 
+/** One conditional write of a lease holder. */
+export interface FillItem extends SetItem {
+  /** The placeholder bytes the holder wrote; the fill lands only while they are still there. */
+  placeholder: Uint8Array;
+}
+
+/**
+ * The lease capability (the wire protocol of Go's store/redisstore): a
+ * placeholder taken with SET NX PX, a fill that lands only while the
+ * placeholder is still there, and a release that removes only it.
+ */
+export interface Leaser {
+  /** Tries to take a lease on each (missing) key: true where this caller now holds it. */
+  tryLease(node: string, keys: string[], placeholder: Uint8Array, ttl: number): Promise<boolean[]>;
+  /** Conditional writes: true where the fill landed, false where the lease was gone (invalidated, expired, taken over). */
+  fill(node: string, items: FillItem[]): Promise<boolean[]>;
+  /** Removes the keys that still hold this placeholder (a failed load gives its leases up). */
+  release(node: string, keys: string[], placeholder: Uint8Array): Promise<void>;
+}
+
+/** Reports whether a store implements the lease capability. */
+export function isLeaser(s: unknown): s is Leaser {
+  return typeof (s as Leaser)?.tryLease === 'function' && typeof (s as Leaser)?.fill === 'function';
+}
+
 /** Groups keys by node, keeping each key's index in the input. */
 export function groupByNode(s: Store, keys: readonly string[]): Map<string, number[]> {
   const out = new Map<string, number[]>();

@@ -45,27 +45,41 @@ function suite(name, open) {
       assert.equal(c.stats().negativeHits, 1);
     });
 
-    test('concurrent fetches of one key share one load; invalidate voids it for later callers', async () => {
-      const c = new Cache(env.store, { ttl: 60_000 });
-      let loads = 0;
-      let release;
-      const gate = new Promise((r) => (release = r));
-      const load = async () => { loads++; const n = loads; await gate; return `v${n}`; };
-      const early = [c.fetch('s:1', load), c.fetch('s:1', load), c.fetch('s:1', load)];
-      await new Promise((r) => setTimeout(r, 20));
-      assert.equal(loads, 1);
-      await c.invalidate('s:1');
-      // A caller arriving after invalidate returned never gets the old load.
-      const late = c.fetch('s:1', load);
-      await new Promise((r) => setTimeout(r, 20));
-      assert.equal(loads, 2);
-      release();
-      assert.deepEqual(await Promise.all(early), ['v1', 'v1', 'v1']);
-      assert.equal(await late, 'v2');
-      assert.equal(c.stats().shared, 2);
-      // The voided load was not written back; the later one was.
-      assert.equal(await c.get('s:1'), 'v2');
-    });
+    for (const leases of ['off', 'auto']) {
+      test(`concurrent fetches of one key share one load; invalidate voids it for later callers (leases ${leases})`, async () => {
+        const c = new Cache(env.store, { ttl: 60_000, leases });
+        const key = `s:${leases}`;
+        let loads = 0;
+        let release;
+        const gate = new Promise((r) => (release = r));
+        let started;
+        const firstStarted = new Promise((r) => (started = r));
+        const load = async () => { loads++; const n = loads; if (n === 1) started(); await gate; return `v${n}`; };
+        const early = [c.fetch(key, load)];
+        await firstStarted;
+        early.push(c.fetch(key, load), c.fetch(key, load));
+        await new Promise((r) => setTimeout(r, 20));
+        assert.equal(loads, 1);
+        await c.invalidate(key);
+        // A caller arriving after invalidate returned never gets the old load.
+        const late = c.fetch(key, load);
+        const until = Date.now() + 2000;
+        while (loads < 2 && Date.now() < until) await new Promise((r) => setTimeout(r, 5));
+        assert.equal(loads, 2);
+        release();
+        const got = await Promise.all(early);
+        assert.equal(got[0], 'v1');
+        if (leases === 'off') assert.deepEqual(got, ['v1', 'v1', 'v1']);
+        // With leases, joiners re-read after the load they joined: v1 or the fresh v2, both loaded after they arrived or their own.
+        else for (const v of got) assert.ok(v === 'v1' || v === 'v2', v);
+        assert.equal(await late, 'v2');
+        assert.equal(loads, 2);
+        assert.equal(c.stats().shared >= 2, true);
+        // The voided load was not written back; the later one was.
+        assert.equal(await c.get(key), 'v2');
+        assert.equal(c.stats().coordination, leases === 'off' ? 'process' : 'leases');
+      });
+    }
 
     test('ttl and jitter: written with PX at most the ttl, and the ttl field', async () => {
       const c = new Cache(env.store, { ttl: 10_000, ttlJitter: 0.5 });
@@ -121,8 +135,10 @@ function suite(name, open) {
       let release;
       const gate = new Promise((r) => (release = r));
       const ac = new AbortController();
-      const p1 = c.fetch('ab:1', async () => { await gate; return 'v'; }, { signal: ac.signal });
-      await new Promise((r) => setTimeout(r, 10)); // p1's load has started
+      let started;
+      const loading = new Promise((r) => (started = r));
+      const p1 = c.fetch('ab:1', async () => { started(); await gate; return 'v'; }, { signal: ac.signal });
+      await loading; // p1's load is running: p2 joins it
       const p2 = c.fetch('ab:1', async () => 'other');
       await new Promise((r) => setTimeout(r, 20));
       ac.abort(new Error('caller gave up'));
@@ -246,8 +262,11 @@ describe('failures never reach a fetch caller', { skip }, () => {
       assert.ok(during.probeFailures >= 5, `probe failures ${during.probeFailures}`);
       assert.ok(during.probesSent - sentBefore <= 1, `probes sent during the stall: ${during.probesSent - sentBefore}`);
       assert.equal(during.state, 'down');
-      // And the server saw exactly the PINGs the monitor says it sent.
-      assert.equal(pingsAfter - pingsBefore, sentAfter - sentBefore);
+      // And the server saw the PINGs the monitor says it sent (give or take
+      // the one in flight while INFO was read: probes go on every 10 ms).
+      const seen = pingsAfter - pingsBefore;
+      const sent = sentAfter - sentBefore;
+      assert.ok(Math.abs(seen - sent) <= 1, `server saw ${seen} PINGs, monitor sent ${sent}`);
     } finally {
       watcher.disconnect();
       await hs.close();

@@ -3,7 +3,7 @@
 // (internal/nodeinterop).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { Cache, Codec, RedisStore, schema } from '../dist/index.js';
+import { Cache, Codec, RedisStore, schema, parseHeader } from '../dist/index.js';
 import { startRedis, runInterop, serverSkip } from './helpers.mjs';
 
 const skip = serverSkip();
@@ -87,4 +87,30 @@ test('Node writes, Go reads: every value kind', { skip }, async () => {
     const want = kind === 'negative' ? 'not found' : expected[`expect:${kind}`];
     assert.deepEqual(got, want, `${key}: Go read ${JSON.stringify(got)}`);
   }
+});
+
+test('Go writes with dictionaries published by dictstore (zstd and s2-dict); a Node reader with none finds them in the store', { skip }, async () => {
+  const wrote = runInterop('dictwrite', redis.addr, 'dict:');
+  const c = new Cache(store, { schema: articleSchema });
+  for (const [key, want] of Object.entries(wrote)) {
+    const raw = await store.client.getBuffer(key);
+    const h = parseHeader(raw);
+    assert.ok(h.dict !== 0, `${key}: written with a dictionary`);
+    assert.equal(h.compressor, key.endsWith('zstd-dict') ? 2 : 3, key);
+    assert.ok(h.fields.dictDigest, `${key}: carries the dictionary digest`);
+    const got = await c.get(key);
+    assert.deepEqual(plain(got), plain(fromGo('record', want)), key);
+  }
+  assert.equal(c.stats().decodeErrors, 0);
+  // fetch takes the same path: a hit, the loader never runs.
+  const viaFetch = new Cache(store, {});
+  for (const key of Object.keys(wrote)) assert.equal((await viaFetch.fetch(key, async () => { throw new Error('must hit'); })).id, 7);
+  // A forged copy under the same key is refused: overwrite the published
+  // dictionary with other bytes and read with a fresh codec.
+  const k = (await store.client.keys('kura:dict:*'))[0];
+  await store.client.set(k, Buffer.from('forged dictionary bytes, long enough to be one'));
+  const fresh = new Cache(store, {});
+  let miss = 0;
+  for (const key of Object.keys(wrote)) if ((await fresh.get(key)) === undefined) miss++;
+  assert.equal(miss, 1, 'the value whose dictionary was replaced is a miss, never garbage');
 });

@@ -24,6 +24,7 @@ type Store struct {
 
 var (
 	_ store.Store         = (*Store)(nil)
+	_ store.NodeLocator   = (*Store)(nil)
 	_ store.Batcher       = (*Store)(nil)
 	_ store.Wrapper       = (*Store)(nil)
 	_ store.MaxValueSizer = (*Store)(nil)
@@ -55,6 +56,20 @@ func New(s store.Store, opts Options) (*Store, error) {
 
 // Unwrap returns the store behind the breaker.
 func (s *Store) Unwrap() store.Store { return s.inner }
+
+var _ store.ConnReporter = (*Store)(nil)
+
+// ConnStats returns the connection statistics of the wrapped store
+// (store.ConnReporter: whether it has reached its servers yet, reconnects,
+// name lookups), so an operator sees them through the breaker. A wrapped
+// store that does not report them gives the zero value with Connected set.
+// Statistics are read only: nothing reaches around the breaker.
+func (s *Store) ConnStats() store.ConnStats {
+	if cr, ok := store.Find[store.ConnReporter](s.inner); ok {
+		return cr.ConnStats()
+	}
+	return store.ConnStats{Connected: true}
+}
 
 // Stats is a snapshot of the nodes' health.
 type Stats struct {
@@ -220,3 +235,8 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 	s.observe(n, err)
 	return err
 }
+
+// NodeOf names the node that serves key, as the wrapped store does: the
+// breaker routes by it, and callers may ask it of the breaker itself
+// (store.Find does not reach around a wrapper).
+func (s *Store) NodeOf(key string) string { return s.loc.NodeOf(key) }

@@ -1,0 +1,61 @@
+// The Node quick start of docs/node.md, tried as a user would: `npm pack`
+// the checkout, install the tarball in a fresh directory, run the example
+// (TypeScript-free ESM) against a private redis-server. npm test has built
+// dist/ already, so packing skips the prepare script; the install prefers
+// npm's cache, which npm ci filled.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { jsDir, startRedis, serverSkip } from './helpers.mjs';
+
+const skip = serverSkip();
+
+const example = `
+import { Cache, RedisStore, HealthStore } from '@kuracache/kura';
+
+const redis = new RedisStore({ addr: process.env.REDIS_ADDR });
+const store = new HealthStore(redis);
+const users = new Cache(store, { name: 'users', ttl: 60_000, ttlJitter: 0.1 });
+
+let loads = 0;
+const db = { user: async (id) => { loads++; return { id, name: 'user ' + id }; } };
+const a = await users.fetch('user:1', () => db.user(1));
+const b = await users.fetch('user:1', () => db.user(1));
+const many = await users.fetchMany(['user:1', 'user:2'], async (keys) => new Map(keys.map((k) => [k, { id: k, name: k }])));
+await users.invalidate('user:1');
+console.log(JSON.stringify({ a, b, loads, many: [...many.keys()], hits: users.stats().hits, node: store.stats()[0].state }));
+await store.close();
+await redis.close();
+`;
+
+test('quick start: npm pack, install in a fresh directory, run the example', { skip, timeout: 240_000 }, async () => {
+  const redis = await startRedis();
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kura-quickstart-'));
+  try {
+    const packed = execFileSync('npm', ['pack', '--silent', '--ignore-scripts', '--pack-destination', dir], { cwd: jsDir, encoding: 'utf8' }).trim().split('\n').pop();
+    const tgz = path.join(dir, packed);
+    assert.ok(fs.existsSync(tgz), tgz);
+    const app = path.join(dir, 'app');
+    fs.mkdirSync(app);
+    fs.writeFileSync(path.join(app, 'package.json'), JSON.stringify({ name: 'app', private: true, type: 'module' }));
+    execFileSync('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', '--ignore-scripts', tgz], { cwd: app, stdio: 'ignore' });
+    // Only the built package is installed: no sources, no tests.
+    const installed = path.join(app, 'node_modules', '@kuracache', 'kura');
+    assert.ok(fs.existsSync(path.join(installed, 'dist', 'index.d.ts')));
+    assert.ok(!fs.existsSync(path.join(installed, 'src')));
+    fs.writeFileSync(path.join(app, 'main.mjs'), example);
+    const out = JSON.parse(execFileSync('node', ['main.mjs'], { cwd: app, encoding: 'utf8', env: { ...process.env, REDIS_ADDR: redis.addr } }));
+    assert.deepEqual(out.a, { id: 1, name: 'user 1' });
+    assert.deepEqual(out.b, out.a);
+    assert.equal(out.loads, 1);
+    assert.deepEqual(out.many.sort(), ['user:1', 'user:2']);
+    assert.equal(out.hits, 2);
+    assert.equal(out.node, 'up');
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+    await redis.stop();
+  }
+});
