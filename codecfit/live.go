@@ -156,6 +156,11 @@ func valueOf(c *codec.Codec, b []byte) (Value, string, bool) {
 }
 
 func redisKeys(ctx context.Context, rs *redisstore.Store, prefix string, max int) ([]string, error) {
+	// The store connects in the background: Ping waits for the first
+	// attempt and fails if it did not reach the server.
+	if err := rs.Ping(ctx); err != nil {
+		return nil, err
+	}
 	c := rs.Client()
 	seen := map[string]struct{}{}
 	var keys []string

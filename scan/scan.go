@@ -289,6 +289,11 @@ func Run(ctx context.Context, st store.Store, opts Options) (*Report, error) {
 		}
 	} else if rs, ok := store.Find[*redisstore.Store](st); ok {
 		kind = "redis"
+		// A store connects in the background; Ping waits for its first
+		// attempt and fails if that did not reach the server.
+		if err := rs.Ping(ctx); err != nil {
+			return nil, fmt.Errorf("scan: %w", err)
+		}
 		if rs.IsCluster() {
 			kind = "redis-cluster"
 		}

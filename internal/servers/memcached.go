@@ -1,6 +1,7 @@
 package servers
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net"
@@ -19,6 +20,10 @@ type MemcachedConfig struct {
 	MaxItemSize int
 	// Args are extra arguments passed through verbatim.
 	Args []string
+	// Host and Port are as in RedisConfig: the loopback address ("" means
+	// 127.0.0.1) and a fixed port (0: a free one).
+	Host string
+	Port int
 }
 
 // Memcached is a running private memcached.
@@ -36,8 +41,9 @@ func StartMemcached(ctx context.Context, cfg MemcachedConfig) (*Memcached, error
 	if cfg.Threads == 0 {
 		cfg.Threads = 2
 	}
-	p, err := retryPort(func(port int) (*Proc, error) {
-		args := []string{"-l", "127.0.0.1", "-p", strconv.Itoa(port), "-U", "0",
+	host := cmp.Or(cfg.Host, "127.0.0.1")
+	p, err := onPort(cfg.Port, func(port int) (*Proc, error) {
+		args := []string{"-l", host, "-p", strconv.Itoa(port), "-U", "0",
 			"-m", strconv.Itoa(cfg.MemoryMB), "-t", strconv.Itoa(cfg.Threads), "-u", "root"}
 		if cfg.MaxItemSize > 0 {
 			args = append(args, "-I", strconv.Itoa(cfg.MaxItemSize))
@@ -48,7 +54,7 @@ func StartMemcached(ctx context.Context, cfg MemcachedConfig) (*Memcached, error
 			}
 		}
 		args = append(args, cfg.Args...)
-		return startReady(ctx, "memcached", bin, args, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
+		return startReady(ctx, "memcached", bin, args, net.JoinHostPort(host, strconv.Itoa(port)),
 			func(ctx context.Context, p *Proc) error {
 				s, err := roundTrip(ctx, p.Addr, "version")
 				if err == nil && !strings.HasPrefix(s, "VERSION") {

@@ -2,6 +2,7 @@ package servers
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -25,6 +26,12 @@ type RedisConfig struct {
 	Cluster bool
 	// Args are extra "--name value" arguments passed through verbatim.
 	Args []string
+	// Host is the loopback address to listen on; "" means 127.0.0.1.
+	// Port, when not 0, is the port to take (no retry on another one):
+	// with Host 127.0.0.2 it lets a test bring a server up "at a new
+	// address under the same name".
+	Host string
+	Port int
 }
 
 // Redis is a running private redis-server.
@@ -56,9 +63,10 @@ func StartRedis(ctx context.Context, cfg RedisConfig) (*Redis, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := retryPort(func(port int) (*Proc, error) {
+	host := cmp.Or(cfg.Host, "127.0.0.1")
+	p, err := onPort(cfg.Port, func(port int) (*Proc, error) {
 		args := []string{
-			"--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+			"--port", strconv.Itoa(port), "--bind", host,
 			"--save", "", "--appendonly", "no", "--dir", "{dir}",
 			"--daemonize", "no", "--protected-mode", "no", "--loglevel", "warning",
 		}
@@ -73,7 +81,7 @@ func StartRedis(ctx context.Context, cfg RedisConfig) (*Redis, error) {
 				"--cluster-node-timeout", "5000")
 		}
 		args = append(args, cfg.Args...)
-		return startReady(ctx, "redis-server", bin, args, net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
+		return startReady(ctx, "redis-server", bin, args, net.JoinHostPort(host, strconv.Itoa(port)),
 			func(ctx context.Context, p *Proc) error {
 				s, err := RedisDo(ctx, p.Addr, cfg.Password, "PING")
 				if err == nil && s != "PONG" {
@@ -127,6 +135,14 @@ func (c *RedisCluster) Stop() {
 // on, joins them with `redis-cli --cluster create` and waits until every
 // node reports cluster_state:ok.
 func StartRedisCluster(ctx context.Context, masters int) (*RedisCluster, error) {
+	return StartRedisClusterAt(ctx, "", make([]int, masters))
+}
+
+// StartRedisClusterAt is StartRedisCluster with one master per port on
+// the loopback address host ("" means 127.0.0.1; a port of 0 is a free
+// one): a Cluster "at a new address" with the same ports as another.
+func StartRedisClusterAt(ctx context.Context, host string, ports []int) (*RedisCluster, error) {
+	masters := len(ports)
 	if masters < 3 {
 		return nil, fmt.Errorf("servers: a Redis Cluster needs at least 3 masters, got %d", masters)
 	}
@@ -136,7 +152,12 @@ func StartRedisCluster(ctx context.Context, masters int) (*RedisCluster, error) 
 	}
 	c := &RedisCluster{}
 	for i := 0; i < masters; i++ {
-		n, err := StartRedis(ctx, RedisConfig{Cluster: true})
+		cfg := RedisConfig{Cluster: true, Host: host, Port: ports[i]}
+		if host != "" {
+			// Nodes reach each other from their own address, and say so.
+			cfg.Args = []string{"--cluster-announce-ip", host, "--bind-source-addr", host}
+		}
+		n, err := StartRedis(ctx, cfg)
 		if err != nil {
 			c.Stop()
 			return nil, err

@@ -401,6 +401,14 @@ func (p *Proc) waitReady(ctx context.Context, probe func(context.Context) error)
 	}
 }
 
+// onPort runs fn on port, or with retryPort when port is 0.
+func onPort(port int, fn func(port int) (*Proc, error)) (*Proc, error) {
+	if port != 0 {
+		return fn(port)
+	}
+	return retryPort(fn)
+}
+
 // retryPort runs fn with a fresh free port up to 5 times, for the small race
 // between picking a port and the server binding it.
 func retryPort(fn func(port int) (*Proc, error)) (*Proc, error) {

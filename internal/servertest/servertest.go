@@ -51,6 +51,18 @@ func RedisCluster(tb testing.TB) *servers.RedisCluster {
 	return c
 }
 
+// RedisClusterAt starts a Redis Cluster with one master per port on the
+// loopback address host, for the test.
+func RedisClusterAt(tb testing.TB, host string, ports []int) *servers.RedisCluster {
+	tb.Helper()
+	c, err := servers.StartRedisClusterAt(context.Background(), host, ports)
+	if err != nil {
+		handle(tb, err)
+	}
+	tb.Cleanup(c.Stop)
+	return c
+}
+
 // Memcached starts one memcached for the test.
 func Memcached(tb testing.TB, cfg servers.MemcachedConfig) *servers.Memcached {
 	tb.Helper()

@@ -134,7 +134,7 @@ func BenchmarkSeedPing(b *testing.B) {
 		timeout time.Duration
 	}{{"kura-monitor", 0}, {"kura-monitor-50ms", 50 * time.Millisecond}} {
 		b.Run(pt.name, func(b *testing.B) {
-			rs, err := redisstore.New(ctx, redisstore.Options{Addrs: []string{r.Addr}})
+			rs, err := redisstore.New(ctx, redisstore.Options{Addrs: []string{r.Addr}, FailFast: true})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -235,7 +235,7 @@ func failOpen(b *testing.B, hopts *health.Options, storeTimeout time.Duration) {
 	withBreaker := hopts != nil
 	r := servertest.Redis(b, servers.RedisConfig{})
 	ctx := context.Background()
-	rs, err := redisstore.New(ctx, redisstore.Options{Addrs: []string{r.Addr}})
+	rs, err := redisstore.New(ctx, redisstore.Options{Addrs: []string{r.Addr}, FailFast: true})
 	if err != nil {
 		b.Fatal(err)
 	}

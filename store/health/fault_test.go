@@ -66,7 +66,7 @@ func redisTopology(t *testing.T) *topology {
 	p := servertest.Proxy(t, r.Addr, faults.ProxyOptions{Protocol: faults.RESP, DialTimeout: time.Second})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	s, err := redisstore.New(ctx, redisstore.Options{Addrs: []string{p.Addr()}})
+	s, err := redisstore.New(ctx, redisstore.Options{Addrs: []string{p.Addr()}, FailFast: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,8 @@ func memcacheTopology(t *testing.T) *topology {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	s, err := memcache.New(ctx, memcache.Options{
-		Servers: []string{ms[0].Addr, p.Addr(), ms[2].Addr},
+		Servers:  []string{ms[0].Addr, p.Addr(), ms[2].Addr},
+		FailFast: true, // the fault cases start from a pool that answers
 		// As many idle connections as callers: with the default 8, most of
 		// 64 callers dial a new connection per request, and on this shared
 		// test machine some of those dials take longer than StoreTimeout.
@@ -394,7 +395,7 @@ func clusterTopology(t *testing.T) *topology {
 			return err == nil && strings.Contains(out, pport)
 		})
 	}
-	s, err := redisstore.New(ctx, redisstore.Options{Addrs: cl.Addrs()[1:]})
+	s, err := redisstore.New(ctx, redisstore.Options{Addrs: cl.Addrs()[1:], FailFast: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -558,7 +559,7 @@ func TestFaultsRedisClusterFullCoverage(t *testing.T) {
 	cl := servertest.RedisCluster(t)
 	ctx := context.Background()
 	goroutines := runtime.NumGoroutine()
-	s, err := redisstore.New(ctx, redisstore.Options{Addrs: cl.Addrs()})
+	s, err := redisstore.New(ctx, redisstore.Options{Addrs: cl.Addrs(), FailFast: true})
 	must(t, err)
 	var downMu sync.Mutex
 	var downs []string
@@ -658,6 +659,13 @@ func TestProbeConnection(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			tp := mk(t)
 			defer tp.inner.Close()
+			// The store connects in the background: let it, so that
+			// only the probes' connection is counted.
+			cr, ok := store.Find[store.ConnReporter](tp.inner)
+			if !ok {
+				t.Fatal("no ConnReporter")
+			}
+			waitFor(t, "the store to connect", func() bool { return cr.ConnStats().Connected })
 			before := tp.proxy.Stats()
 			hs, err := health.New(tp.inner, testOpts())
 			must(t, err)

@@ -57,6 +57,20 @@ func New(s store.Store, opts Options) (*Store, error) {
 // Unwrap returns the store behind the breaker.
 func (s *Store) Unwrap() store.Store { return s.inner }
 
+var _ store.ConnReporter = (*Store)(nil)
+
+// ConnStats returns the connection statistics of the wrapped store
+// (store.ConnReporter: whether it has reached its servers yet, reconnects,
+// name lookups), so an operator sees them through the breaker. A wrapped
+// store that does not report them gives the zero value with Connected set.
+// Statistics are read only: nothing reaches around the breaker.
+func (s *Store) ConnStats() store.ConnStats {
+	if cr, ok := store.Find[store.ConnReporter](s.inner); ok {
+		return cr.ConnStats()
+	}
+	return store.ConnStats{Connected: true}
+}
+
 // Stats is a snapshot of the nodes' health.
 type Stats struct {
 	// Nodes has one entry per watched node, sorted by address.

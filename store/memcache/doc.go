@@ -18,6 +18,18 @@
 // store.ErrInvalidKey. TTLs beyond 30 days are sent as absolute times, as
 // memcached requires.
 //
+// [New] does not need the servers: it waits at most Options.StartWait
+// (500 ms) for their first answers (which tell item_size_max), a refused
+// or unresolvable server not at all, and a server that is down only fails
+// its own keys (store.NodeError naming it; a Cache goes to the loader)
+// until it answers. Every new connection looks the server's host name up
+// again (Options.Resolver), so a node replaced under the same name at a
+// new address is used once the old connections fail. While a server has
+// not answered since a failure, each new connection proves it answers (an
+// mn, or the settings read) before a command is sent on it, so a stopped
+// server that resumes does not run requests whose callers gave up long
+// ago. [Store.ConnStats] shows the connections per server.
+//
 // What it is not: no failover to another server (a down server's keys
 // fail fast and the Cache above falls back to its loader), no codec (the
 // Cache encodes values), no health checks of its own beyond [Store.Ping].

@@ -1,8 +1,7 @@
 package memcache
 
 import (
-	"github.com/kuracache/kura/ring"
-
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kuracache/kura/internal/redial"
+	"github.com/kuracache/kura/ring"
 	"github.com/kuracache/kura/store"
 	"github.com/kuracache/kura/store/memcache/meta"
 )
@@ -21,6 +22,7 @@ var (
 	_ store.Batcher       = (*Store)(nil)
 	_ store.MaxValueSizer = (*Store)(nil)
 	_ store.Pinger        = (*Store)(nil)
+	_ store.ConnReporter  = (*Store)(nil)
 )
 
 // ItemOverhead is what memcached needs in an item besides the value: its
@@ -60,9 +62,34 @@ type Options struct {
 	// zero, it defaults to 8.
 	MaxIdleConns int
 	// Dial opens connections. If nil, net.Dialer is used. Use it for TLS,
-	// or to count or delay bytes in tests.
+	// or to count or delay bytes in tests. It is given the address as
+	// configured (host:port) unless Resolver is set, then the resolved
+	// ip:port.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Resolver looks up the servers' host names on every new connection,
+	// so a node replaced under the same name at a new address (managed
+	// memcached) is followed as soon as its old connections fail. If nil,
+	// net.DefaultResolver (and with Dial set, no lookup: Dial gets the
+	// name).
+	Resolver store.Resolver
+	// FailFast makes New wait until every server has answered (within
+	// ctx) and fail, naming them, when one has not. The zero value
+	// returns at once: servers are connected on first use, and a server
+	// that is down only fails the requests for its keys (a Cache sends
+	// them to the loader) until it answers.
+	FailFast bool
+	// StartWait is how long New waits (within ctx) for the servers'
+	// first answers, which tell their item size limits, before returning
+	// with the servers that have not answered still being tried: a pool
+	// that is up is fully known when New returns, a refused or
+	// unresolvable server does not delay it, a stalled one delays it by
+	// StartWait. If zero, DefaultStartWait (500 ms); negative does not
+	// wait.
+	StartWait time.Duration
 }
+
+// DefaultStartWait is Options.StartWait when left at zero.
+const DefaultStartWait = 500 * time.Millisecond
 
 // Store is a kura store.Store over a pool of memcached servers, with keys
 // placed by ketama consistent hashing and batches sent as quiet meta
@@ -77,12 +104,16 @@ type Store struct {
 	ring    *Ring
 	clients []*meta.Client
 	closed  atomic.Bool
+	dialer  *redial.Dialer
+	// bgCancel ends the background reads of the servers' settings.
+	bgCancel context.CancelFunc
 }
 
-// New returns a Store for opts.Servers. It connects to every server at
-// once, within ctx, to read its item size limit (stats settings); a server
-// that does not answer is not an error here: it is tried again on use.
-// Configuration errors name the Options field.
+// New returns a Store for opts.Servers. It does not wait for the network:
+// each server's item size limit (stats settings) is read in the
+// background, and a server that does not answer is tried again on use
+// (see Options.FailFast for a start that waits). Configuration errors
+// name the Options field.
 func New(ctx context.Context, opts Options) (*Store, error) {
 	if len(opts.Servers) == 0 {
 		return nil, errors.New("memcache: Options.Servers is empty")
@@ -107,23 +138,85 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
+	dialTimeout := opts.DialTimeout
+	if dialTimeout == 0 {
+		dialTimeout = time.Second
+	}
+	dial := opts.Dial
+	if dial == nil {
+		d := &net.Dialer{Timeout: dialTimeout, KeepAlive: 30 * time.Second}
+		dial = d.DialContext
+	}
+	s := &Store{ring: ring, dialer: redial.New(opts.Resolver, dial)}
+	s.dialer.NoResolve = opts.Dial != nil && opts.Resolver == nil
 	mo := meta.Options{
 		DialTimeout:  opts.DialTimeout,
 		ReadTimeout:  opts.ReadTimeout,
 		WriteTimeout: opts.WriteTimeout,
 		MaxIdleConns: opts.MaxIdleConns,
-		Dial:         opts.Dial,
+		Dial:         s.dialer.DialContext,
 	}
-	s := &Store{ring: ring}
 	for _, a := range opts.Servers {
+		s.dialer.Track(a)
 		s.clients = append(s.clients, meta.NewClient(a, mo))
 	}
+	if opts.FailFast {
+		errs := make([]error, len(s.clients))
+		var wg sync.WaitGroup
+		for i, cl := range s.clients {
+			wg.Go(func() { errs[i] = store.NodeErr(cl.Addr(), cl.Noop(ctx)) })
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			s.closeClients()
+			return nil, fmt.Errorf("memcache: Options.FailFast: %w", err)
+		}
+		s.bgCancel = func() {}
+		return s, nil
+	}
+	// Read the limits in the background, once per server; a server that
+	// is down has its limit read by its first connection instead.
+	bg, cancel := context.WithCancel(context.Background())
+	s.bgCancel = cancel
 	var wg sync.WaitGroup
 	for _, cl := range s.clients {
-		wg.Go(func() { _ = cl.Noop(ctx) })
+		wg.Go(func() {
+			ctx, cancel := context.WithTimeout(bg, dialTimeout+time.Second)
+			defer cancel()
+			_ = cl.Noop(ctx)
+		})
 	}
-	wg.Wait()
+	if wait := cmp.Or(opts.StartWait, DefaultStartWait); wait > 0 {
+		done := make(chan struct{})
+		go func() { wg.Wait(); close(done) }()
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		select {
+		case <-done:
+		case <-t.C:
+		case <-ctx.Done():
+		}
+	}
 	return s, nil
+}
+
+func (s *Store) closeClients() {
+	for _, cl := range s.clients {
+		_ = cl.Close()
+	}
+}
+
+// ConnStats reports whether every server has answered once (Connected),
+// and per server the connections opened, failed attempts, reconnections,
+// name lookups and address changes.
+func (s *Store) ConnStats() store.ConnStats {
+	st := store.ConnStats{Connected: true, Nodes: s.dialer.Stats()}
+	for _, cl := range s.clients {
+		if cl.ItemSizeMax() == 0 {
+			st.Connected = false
+		}
+	}
+	return st
 }
 
 // Ring returns the hash ring placing keys on servers.
@@ -242,9 +335,10 @@ func (s *Store) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}
-	for _, cl := range s.clients {
-		_ = cl.Close()
+	if s.bgCancel != nil {
+		s.bgCancel()
 	}
+	s.closeClients()
 	return nil
 }
 

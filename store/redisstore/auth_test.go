@@ -9,6 +9,7 @@ import (
 
 	"github.com/kuracache/kura/internal/servers"
 	"github.com/kuracache/kura/internal/servertest"
+	"github.com/kuracache/kura/store"
 	"github.com/kuracache/kura/store/redisstore"
 )
 
@@ -34,6 +35,15 @@ func TestAuthPassword(t *testing.T) {
 		"missing": "redis://" + r.Addr,
 	} {
 		t.Run(name, func(t *testing.T) {
+			// Started without waiting, the store reports the refusal on
+			// its requests.
+			lazy := open(t, url, redisstore.Options{StartWait: -1})
+			if _, err := lazy.Get(ctx, "k"); !errors.Is(err, redisstore.ErrAuth) || !errors.Is(err, store.ErrNotConnected) {
+				t.Fatalf("Get on a store whose password is refused = %v, want ErrAuth and ErrNotConnected", err)
+			}
+			if _, err := redisstore.NewFromURL(ctx, url, redisstore.Options{FailFast: true}); !errors.Is(err, redisstore.ErrAuth) {
+				t.Fatalf("FailFast with a bad password: %v, want ErrAuth", err)
+			}
 			s, err := redisstore.NewFromURL(ctx, url, redisstore.Options{})
 			if err == nil {
 				s.Close()
@@ -69,11 +79,11 @@ func TestAuthACLUser(t *testing.T) {
 	if v, err := s.Get(ctx, "k"); err != nil || string(v) != "v" {
 		t.Fatalf("Get as ACL user = %q, %v", v, err)
 	}
-	if got := s.MaxValueSize(); got != 512<<20 {
+	if got := s.MaxValueSize(); got != 512<<20 { // read by Set's connection
 		t.Fatalf("MaxValueSize = %d, want the server's 512 MiB", got)
 	}
 
-	_, err := redisstore.NewFromURL(ctx, "redis://kura:wrong@"+r.Addr, redisstore.Options{})
+	_, err := redisstore.NewFromURL(ctx, "redis://kura:wrong@"+r.Addr, redisstore.Options{FailFast: true})
 	if !errors.Is(err, redisstore.ErrAuth) {
 		t.Fatalf("wrong ACL password: %v, want ErrAuth", err)
 	}

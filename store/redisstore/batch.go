@@ -34,10 +34,10 @@ func perGroup(groups []group, keys []string, build func(keys []string) rueidis.C
 
 // groups splits the n keys of a batch into groups, leaving out (and
 // recording in fails) the keys that are invalid.
-func (s *Store) groups(n int, key func(int) string, fails *failures) []group {
+func (s *Store) groups(cn *conn, n int, key func(int) string, fails *failures) []group {
 	var out []group
 	var bySlot map[uint16]int
-	if s.cluster {
+	if cn.cluster {
 		bySlot = make(map[uint16]int)
 	}
 	for i := 0; i < n; i++ {
@@ -46,7 +46,7 @@ func (s *Store) groups(n int, key func(int) string, fails *failures) []group {
 			fails.add(k, "", err)
 			continue
 		}
-		if !s.cluster {
+		if !cn.cluster {
 			if len(out) == 0 {
 				out = append(out, group{idx: make([]int, 0, n)})
 			}
@@ -107,17 +107,18 @@ func (f *failures) result(ctx context.Context) error {
 // server), pipelined together, so the batch costs one round trip per
 // server. A server's failure fails only its keys, in a *store.BatchError.
 func (s *Store) GetMany(ctx context.Context, keys []string) ([][]byte, error) {
-	if err := s.ready(ctx); err != nil {
+	cn, err := s.ready(ctx)
+	if err != nil {
 		return nil, err
 	}
 	vals := make([][]byte, len(keys))
 	fails := failures{op: "get", n: len(keys)}
-	groups := s.groups(len(keys), func(i int) string { return keys[i] }, &fails)
+	groups := s.groups(cn, len(keys), func(i int) string { return keys[i] }, &fails)
 	if len(groups) == 0 {
 		return vals, fails.result(ctx)
 	}
-	cmds := perGroup(groups, keys, func(k []string) rueidis.Completed { return s.c.B().Mget().Key(k...).Build() })
-	for g, r := range s.c.DoMulti(ctx, cmds...) {
+	cmds := perGroup(groups, keys, func(k []string) rueidis.Completed { return cn.c.B().Mget().Key(k...).Build() })
+	for g, r := range cn.c.DoMulti(ctx, cmds...) {
 		grp := groups[g]
 		arr, err := r.ToArray()
 		if err == nil && len(arr) != len(grp.idx) {
@@ -157,7 +158,8 @@ func (s *Store) GetMany(ctx context.Context, keys []string) ([][]byte, error) {
 // 1.25x to 5.8x more. SET PX also sets each value and its TTL atomically and fails
 // key by key.
 func (s *Store) SetMany(ctx context.Context, items []store.Item) error {
-	if err := s.ready(ctx); err != nil {
+	cn, err := s.ready(ctx)
+	if err != nil {
 		return err
 	}
 	fails := failures{op: "set", n: len(items)}
@@ -170,18 +172,18 @@ func (s *Store) SetMany(ctx context.Context, items []store.Item) error {
 		sent = append(sent, i)
 	}
 	if len(sent) > 0 {
-		s.setEach(ctx, items, sent, &fails)
+		s.setEach(ctx, cn, items, sent, &fails)
 	}
 	return fails.result(ctx)
 }
 
 // setEach pipelines one SET [PX] per item.
-func (s *Store) setEach(ctx context.Context, items []store.Item, sent []int, fails *failures) {
+func (s *Store) setEach(ctx context.Context, cn *conn, items []store.Item, sent []int, fails *failures) {
 	cmds := make([]rueidis.Completed, len(sent))
 	for j, i := range sent {
-		cmds[j] = s.setCmd(ctx, items[i].Key, items[i].Value, items[i].TTL)
+		cmds[j] = s.setCmd(ctx, cn, items[i].Key, items[i].Value, items[i].TTL)
 	}
-	for j, r := range s.c.DoMulti(ctx, cmds...) {
+	for j, r := range cn.c.DoMulti(ctx, cmds...) {
 		if err := r.Error(); err != nil {
 			k := items[sent[j]].Key
 			addr := s.addrOf(k)
@@ -193,16 +195,17 @@ func (s *Store) setEach(ctx context.Context, items []store.Item, sent []int, fai
 // DeleteMany removes keys with one DEL per hash slot (one in all on a
 // standalone server), pipelined together. Missing keys are not failures.
 func (s *Store) DeleteMany(ctx context.Context, keys []string) error {
-	if err := s.ready(ctx); err != nil {
+	cn, err := s.ready(ctx)
+	if err != nil {
 		return err
 	}
 	fails := failures{op: "delete", n: len(keys)}
-	groups := s.groups(len(keys), func(i int) string { return keys[i] }, &fails)
+	groups := s.groups(cn, len(keys), func(i int) string { return keys[i] }, &fails)
 	if len(groups) == 0 {
 		return fails.result(ctx)
 	}
-	cmds := perGroup(groups, keys, func(k []string) rueidis.Completed { return s.c.B().Del().Key(k...).Build() })
-	for g, r := range s.c.DoMulti(ctx, cmds...) {
+	cmds := perGroup(groups, keys, func(k []string) rueidis.Completed { return cn.c.B().Del().Key(k...).Build() })
+	for g, r := range cn.c.DoMulti(ctx, cmds...) {
 		if err := r.Error(); err != nil {
 			addr := s.addrOfSlot(groups[g].slot)
 			err = s.keyErr(addr, err)

@@ -8,6 +8,43 @@
 // "rediss://" for TLS), or [NewFromClient] to reuse a rueidis.Client the
 // application already has.
 //
+// # Starting with the servers down
+//
+// A process that starts while Redis is down, restarting or not yet
+// resolvable still gets a Store: New and NewFromURL wait at most
+// Options.StartWait (500 ms) for the first connection attempt, and a
+// refused port or a name that does not resolve ends that attempt at once.
+// Until a seed answers, requests fail with an error matching
+// store.ErrNotConnected (and, inside it, why the last attempt failed:
+// ErrAuth, a refused dial), which a Cache's Fetch and FetchMany absorb by
+// calling the loader. The Store keeps trying in the background, with
+// back-off from 10 ms to 500 ms; a request that finds it not connected
+// starts the next attempt early, at most 20 attempts a second, so under
+// traffic a server that comes up is used within about 50 ms. Requests in
+// the Store's first second wait (within their context) for the first
+// attempt; later ones fail at once. Options.FailFast keeps the old start:
+// New connects, or fails.
+//
+// Standalone or Cluster is not decided before a seed answers: rueidis asks
+// the first seed that answers (CLUSTER SLOTS) and the Store takes that
+// client for good. Until then the Store has no mode: IsCluster is false,
+// Nodes and NodeOf name the first seed (so store/health counts the
+// failures there), and once connected they follow the Cluster's masters.
+// A Cluster whose nodes come up after the process is found the same way.
+//
+// # Addresses that move
+//
+// Every new connection (the first, a reconnect after a failure, a
+// Cluster node's) looks the seed's host name up again, through
+// Options.Resolver (net.DefaultResolver if nil): when a managed service
+// moves a name to a new address on failover, the next reconnect follows
+// it. A Cluster keeps its seeds' connections beside the announced nodes,
+// so a slot-map refresh can still reach the Cluster through the name.
+// [Store.ConnStats] (store.ConnReporter, exported by kuraprom's
+// ConnCollector) shows whether the Store has connected, its attempts,
+// and per address the connections, failures, reconnects, lookups and
+// address changes.
+//
 // # Round trips
 //
 // The batch methods cost one round trip per server, sent to all servers at

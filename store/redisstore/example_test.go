@@ -35,3 +35,23 @@ func Example() {
 	}
 	fmt.Println(vals[2] == nil) // article:3 is a miss
 }
+
+// A process that starts while its Redis is down still gets a Store: New
+// returns at once on a refused port, requests fail with
+// store.ErrNotConnected (a Cache calls the loader instead) and the Store
+// keeps trying in the background. ConnStats says so to an operator.
+func ExampleNew_serverDown() {
+	ctx := context.Background()
+	s, err := redisstore.New(ctx, redisstore.Options{Addrs: []string{"127.0.0.1:1"}}) // nothing listens there
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer s.Close()
+	_, err = s.Get(ctx, "user:42")
+	fmt.Println(errors.Is(err, store.ErrNotConnected))
+	st := s.ConnStats()
+	fmt.Println(st.Connected, st.ConnectFailures > 0)
+	// Output:
+	// true
+	// false true
+}

@@ -22,8 +22,9 @@ var (
 // of a standalone store, the slot's master on a cluster ("" until the slot
 // map has been read).
 func (s *Store) NodeOf(key string) string {
-	if !s.cluster {
-		return s.addr
+	cn := s.cur.Load()
+	if cn == nil || !cn.cluster {
+		return s.standaloneAddr(cn)
 	}
 	m := s.slots.Load()
 	if m == nil {
@@ -35,10 +36,16 @@ func (s *Store) NodeOf(key string) string {
 
 // Nodes returns the server of a standalone store, or the masters that own
 // slots on a cluster (the slot map is read again in the background when it
-// is more than a second old).
+// is more than a second old). Before the store has connected it returns
+// the first seed, where requests' failures are counted until the first
+// answer tells the mode.
 func (s *Store) Nodes() []string {
-	if !s.cluster {
-		return []string{s.addr}
+	cn := s.cur.Load()
+	if cn == nil || !cn.cluster {
+		if a := s.standaloneAddr(cn); a != "" {
+			return []string{a}
+		}
+		return nil
 	}
 	m := s.slots.Load()
 	if m == nil || time.Since(m.at) > time.Second {
@@ -63,16 +70,29 @@ func (s *Store) Nodes() []string {
 // commands. The client is opened on the first probe with the Store's
 // options (credentials, TLS, dialer). A Store from NewFromClient has no
 // options to copy; it probes through the application's client.
+//
+// On a Store that has not connected yet, a probe starts a connection
+// attempt and waits for it (within ctx): the node is not up for the Store
+// until the Store's own client has connected, so a probe that succeeded
+// on its own connection would let requests through only to fail.
 func (s *Store) ProbeNode(ctx context.Context, addr string) error {
-	if err := s.ready(ctx); err != nil {
-		return err
+	if s.cur.Load() == nil && !s.closed.Load() {
+		s.kickConnect()
+		select {
+		case <-s.up:
+		case <-ctx.Done():
+		}
+	}
+	cn, err := s.ready(ctx)
+	if err != nil {
+		return &store.NodeError{Addr: addr, Err: err}
 	}
 	c, err := s.probes.get(ctx, addr)
 	if err != nil {
 		return &store.NodeError{Addr: addr, Err: err}
 	}
 	if c == nil { // NewFromClient
-		n, ok := s.c.Nodes()[addr]
+		n, ok := cn.c.Nodes()[addr]
 		if !ok {
 			return &store.NodeError{Addr: addr, Err: rueidis.ErrNoAddr}
 		}

@@ -16,10 +16,14 @@ var _ store.MetaReader = (*Store)(nil)
 // holds it, in one pipelined round trip. A missing key matches
 // store.ErrNotFound.
 func (s *Store) KeyMeta(ctx context.Context, key string) (store.KeyMeta, error) {
+	cn, err := s.ready(ctx)
+	if err != nil {
+		return store.KeyMeta{}, err
+	}
 	addr := s.addrOf(key)
-	res := s.c.DoMulti(ctx,
-		s.c.B().Pttl().Key(key).Build(),
-		s.c.B().MemoryUsage().Key(key).Build())
+	res := cn.c.DoMulti(ctx,
+		cn.c.B().Pttl().Key(key).Build(),
+		cn.c.B().MemoryUsage().Key(key).Build())
 	ms, err := res[0].AsInt64()
 	if err != nil {
 		return store.KeyMeta{}, s.wrapErr(addr, err)

@@ -96,13 +96,17 @@ func (s *Store) LeaseGet(ctx context.Context, keys []string, opts store.LeaseOpt
 	if len(missing) == 0 {
 		return out, fails.result(ctx)
 	}
+	cn, err := s.ready(ctx)
+	if err != nil {
+		return nil, err
+	}
 	ph := s.valueArg(ctx, opts.Placeholder)
 	px := pxMillis(opts.TTL)
 	cmds := make([]rueidis.Completed, len(missing))
 	for j, i := range missing {
-		cmds[j] = s.c.B().Set().Key(keys[i]).Value(ph).Nx().PxMilliseconds(px).Build()
+		cmds[j] = cn.c.B().Set().Key(keys[i]).Value(ph).Nx().PxMilliseconds(px).Build()
 	}
-	for j, r := range s.c.DoMulti(ctx, cmds...) {
+	for j, r := range cn.c.DoMulti(ctx, cmds...) {
 		i := missing[j]
 		err := r.Error()
 		switch {
@@ -124,7 +128,8 @@ func (s *Store) LeaseGet(ctx context.Context, keys []string, opts store.LeaseOpt
 // pipelined (rueidis sends each cluster node its share). A fill whose
 // lease was lost is reported matching store.ErrNotStored.
 func (s *Store) Fill(ctx context.Context, fills []store.Fill) error {
-	if err := s.ready(ctx); err != nil {
+	cn, err := s.ready(ctx)
+	if err != nil {
 		return err
 	}
 	fails := failures{op: "fill"}
@@ -150,7 +155,7 @@ func (s *Store) Fill(ctx context.Context, fills []store.Fill) error {
 	if len(execs) == 0 {
 		return fails.result(ctx)
 	}
-	for j, r := range fillScript.ExecMulti(ctx, s.c, execs...) {
+	for j, r := range fillScript.ExecMulti(ctx, cn.c, execs...) {
 		k := fills[sent[j]].Lease.Key
 		n, err := r.AsInt64()
 		switch {
@@ -166,7 +171,8 @@ func (s *Store) Fill(ctx context.Context, fills []store.Fill) error {
 
 // Release deletes each lease's placeholder if it is still there.
 func (s *Store) Release(ctx context.Context, leases []store.Lease) error {
-	if err := s.ready(ctx); err != nil {
+	cn, err := s.ready(ctx)
+	if err != nil {
 		return err
 	}
 	fails := failures{op: "release"}
@@ -183,7 +189,7 @@ func (s *Store) Release(ctx context.Context, leases []store.Lease) error {
 	if len(execs) == 0 {
 		return fails.result(ctx)
 	}
-	for j, r := range releaseScript.ExecMulti(ctx, s.c, execs...) {
+	for j, r := range releaseScript.ExecMulti(ctx, cn.c, execs...) {
 		if err := r.Error(); err != nil {
 			k := leases[sent[j]].Key
 			addr := s.addrOf(k)

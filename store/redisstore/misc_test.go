@@ -32,6 +32,11 @@ import (
 func TestMaxValueSize(t *testing.T) {
 	r := servertest.Redis(t, servers.RedisConfig{Args: []string{"--proto-max-bulk-len", "1mb"}})
 	s := open(t, r.URL(), redisstore.Options{})
+	// The limit is read when the store connects, in the background: the
+	// first request waits for that.
+	if err := s.Ping(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	if got := s.MaxValueSize(); got != 1<<20 {
 		t.Fatalf("MaxValueSize = %d, want the server's 1 MiB", got)
 	}
@@ -79,7 +84,7 @@ func TestOptionsRejected(t *testing.T) {
 			return err
 		},
 		"nobody listening": func() error {
-			_, err := redisstore.New(ctx, redisstore.Options{Addrs: []string{"127.0.0.1:1"}, DialTimeout: time.Second})
+			_, err := redisstore.New(ctx, redisstore.Options{Addrs: []string{"127.0.0.1:1"}, DialTimeout: time.Second, FailFast: true})
 			return err
 		},
 	}
@@ -167,7 +172,7 @@ func TestTLS(t *testing.T) {
 		t.Fatalf("GET over the plain port = %q, %v", v, err)
 	}
 	// Unknown CA: refused.
-	if s, err := redisstore.NewFromURL(ctx, url, redisstore.Options{DialTimeout: 2 * time.Second}); err == nil {
+	if s, err := redisstore.NewFromURL(ctx, url, redisstore.Options{DialTimeout: 2 * time.Second, FailFast: true}); err == nil {
 		s.Close()
 		t.Fatal("connected to a server whose certificate nobody signed")
 	} else {

@@ -17,12 +17,16 @@ import (
 // read from the cluster (CLUSTER SLOTS) when none is loaded yet; keys
 // are listed in the order of the masters' addresses.
 func (s *Store) NodeKeys(ctx context.Context, key string) ([]string, error) {
-	if !s.cluster {
+	cn, err := s.ready(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !cn.cluster {
 		return []string{key}, nil
 	}
 	m := s.slots.Load()
 	if m == nil {
-		s.refreshSlots(ctx)
+		s.refreshSlots(ctx, cn)
 		if m = s.slots.Load(); m == nil {
 			return nil, s.wrapErr("", errors.New("redisstore: NodeKeys: no slot map from the cluster (CLUSTER SLOTS failed)"))
 		}

@@ -14,7 +14,8 @@ var _ store.PrefixReader = (*Store)(nil)
 // any size costs at most max bytes on the wire and in memory. A missing
 // key matches store.ErrNotFound.
 func (s *Store) GetPrefix(ctx context.Context, key string, max int) ([]byte, int64, error) {
-	if err := s.ready(ctx); err != nil {
+	cn, err := s.ready(ctx)
+	if err != nil {
 		return nil, 0, err
 	}
 	if err := store.CheckKey(key); err != nil {
@@ -23,10 +24,10 @@ func (s *Store) GetPrefix(ctx context.Context, key string, max int) ([]byte, int
 	if max <= 0 {
 		return nil, 0, errors.New("kura: redisstore: GetPrefix: max must be positive")
 	}
-	res := s.c.DoMulti(ctx,
-		s.c.B().Exists().Key(key).Build(),
-		s.c.B().Strlen().Key(key).Build(),
-		s.c.B().Getrange().Key(key).Start(0).End(int64(max)-1).Build())
+	res := cn.c.DoMulti(ctx,
+		cn.c.B().Exists().Key(key).Build(),
+		cn.c.B().Strlen().Key(key).Build(),
+		cn.c.B().Getrange().Key(key).Start(0).End(int64(max)-1).Build())
 	addr := s.addrOf(key)
 	n, err := res[0].AsInt64()
 	if err != nil {

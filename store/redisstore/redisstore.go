@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/kuracache/kura/internal/redial"
 	"github.com/kuracache/kura/store"
 )
 
@@ -27,6 +29,9 @@ const DefaultMaxValueSize = 512 << 20
 // requires some and none were given. Check the user and password in the URL
 // or in Options.Username and Options.Password.
 var ErrAuth = errors.New("kura: redis authentication failed")
+
+// DefaultStartWait is Options.StartWait when left at zero.
+const DefaultStartWait = 500 * time.Millisecond
 
 // DefaultMaxFlushDelay is Options.MaxFlushDelay when left at zero.
 const DefaultMaxFlushDelay = 20 * time.Microsecond
@@ -75,17 +80,56 @@ type Options struct {
 	// Tracking turns on server-assisted invalidation for kura's L1 tier
 	// (see Tracking). The zero value is off.
 	Tracking Tracking
+	// FailFast makes New and NewFromURL connect before they return and
+	// fail when no seed answers within ctx and DialTimeout (or the
+	// credentials are refused). The zero value starts even when the
+	// servers are down: the Store connects in the background (see
+	// "Starting with the servers down" in the package documentation),
+	// so a process that starts while Redis is down or restarting still
+	// gets a Store, whose requests fail (and a Cache's go to the loader)
+	// until a seed answers.
+	FailFast bool
+	// StartWait is how long New and NewFromURL wait (within ctx) for the
+	// first connection attempt before returning a Store that goes on
+	// connecting in the background: a server that is up is connected
+	// when New returns, a refused port or a name that does not resolve
+	// returns at once, and only a server that accepts but does not
+	// answer (or a dial that hangs) makes New wait this long. A server
+	// that answers within it and refuses the credentials fails New with
+	// ErrAuth (a configuration to fix, not an outage); later, such a
+	// refusal is reported by the requests. If zero, DefaultStartWait
+	// (500 ms); negative does not wait at all.
+	StartWait time.Duration
+	// Resolver looks up the seeds' host names on every new connection, so
+	// a name that moves to another address (a managed service's failover
+	// or node replacement) is followed on the next reconnect. If nil,
+	// net.DefaultResolver. A custom dialer set through Configure
+	// (DialCtxFn) replaces this resolution.
+	Resolver store.Resolver
 }
 
 // Store is a store.Store on Redis or Redis Cluster. It is safe for
 // concurrent use.
 type Store struct {
-	c        rueidis.Client
-	owned    bool // Close closes c
-	cluster  bool
-	addr     string // the server, for messages (standalone)
-	maxValue int
+	// cur is the connected client, nil until a seed has answered (see
+	// connect.go). It never changes once set.
+	cur      atomic.Pointer[conn]
+	owned    bool     // Close closes the client
+	seeds    []string // as configured, for NodeOf and messages before cur is set
+	maxValue atomic.Int64
 	closed   atomic.Bool
+
+	// The background connection of a Store started with its servers
+	// down (connect.go); first is closed when the first attempt ends.
+	co           rueidis.ClientOption
+	dialer       *redial.Dialer // nil for NewFromClient
+	first        chan struct{}
+	up           chan struct{} // closed once connected
+	kick         chan struct{} // a request found the Store not connected
+	created      time.Time
+	lastErr      atomic.Pointer[error]
+	attempts     atomic.Uint64
+	attemptFails atomic.Uint64
 
 	// slots maps hash slots to node addresses on a cluster, for error
 	// messages only: rueidis does the routing.
@@ -111,10 +155,31 @@ var (
 	_ store.Batcher       = (*Store)(nil)
 	_ store.Pinger        = (*Store)(nil)
 	_ store.MaxValueSizer = (*Store)(nil)
+	_ store.ConnReporter  = (*Store)(nil)
 )
 
-// New connects to the servers in opts and checks that they answer. ctx
-// bounds the connection check and the reading of the server's limits.
+// conn is a connected rueidis client and what its first answer told:
+// whether the seeds are a Cluster, and the server of a standalone store.
+type conn struct {
+	c       rueidis.Client
+	cluster bool
+	addr    string
+}
+
+func newConn(c rueidis.Client) *conn {
+	cn := &conn{c: c, cluster: c.Mode() == rueidis.ClientModeCluster}
+	if !cn.cluster {
+		for addr := range c.Nodes() {
+			cn.addr = addr
+		}
+	}
+	return cn
+}
+
+// New returns a Store for the servers in opts. By default it does not
+// wait for them: it connects in the background and ctx is not used
+// (see Options.FailFast). With FailFast it connects and checks that they
+// answer, ctx bounding the check and the reading of the server's limits.
 func New(ctx context.Context, opts Options) (*Store, error) {
 	addrs := opts.Addrs
 	if len(addrs) == 0 {
@@ -130,7 +195,8 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 	return open(ctx, co, opts)
 }
 
-// NewFromURL connects to the servers named by a URL:
+// NewFromURL returns a Store for the servers named by a URL, connecting
+// as New does (in the background unless Options.FailFast):
 //
 //	redis://[user:password@]host:port[/db][?addr=host2:port2&addr=...]
 //	redis://[user:password@]host1:port1,host2:port2,...   (cluster seeds)
@@ -173,10 +239,20 @@ func NewFromURL(ctx context.Context, url string, opts Options) (*Store, error) {
 // open. The server's value size limit is not read; MaxValueSize reports
 // 512 MiB.
 func NewFromClient(c rueidis.Client) *Store {
-	s := wrap(c, false, DefaultMaxValueSize)
-	if s.cluster {
+	s := newStore(nil, false)
+	s.cur.Store(newConn(c))
+	close(s.first)
+	close(s.up)
+	if s.IsCluster() {
 		s.refreshSlotsAsync() // for the addresses in error messages
 	}
+	return s
+}
+
+func newStore(seeds []string, owned bool) *Store {
+	s := &Store{owned: owned, seeds: seeds, first: make(chan struct{}), up: make(chan struct{}), kick: make(chan struct{}, 1), created: time.Now()}
+	s.maxValue.Store(DefaultMaxValueSize)
+	s.bgCtx, s.bgCancel = context.WithCancel(context.Background())
 	return s
 }
 
@@ -213,46 +289,42 @@ func open(ctx context.Context, co rueidis.ClientOption, opts Options) (*Store, e
 			return nil, err
 		}
 	}
-	seeds := strings.Join(co.InitAddress, ",")
-	c, err := rueidis.NewClient(co)
-	if err != nil {
-		if errors.Is(err, rueidis.ErrNoCache) {
-			return nil, fmt.Errorf("redisstore: %s: Options.Tracking needs Redis 6 or later speaking RESP3 (CLIENT TRACKING): %w", seeds, err)
-		}
-		return nil, connectError(seeds, err)
-	}
-	s := wrap(c, true, DefaultMaxValueSize)
+	s := newStore(append([]string(nil), co.InitAddress...), true)
 	if h != nil {
 		s.hub, s.prefixes = h, append([]string(nil), opts.Tracking.Prefixes...)
 	}
-	s.probes.opt = &co
-	// One PING proves the credentials and the database before the first
-	// real command, and CONFIG GET reads the size limit. CONFIG is often
-	// disabled (managed services, ACL users without +config): then the
-	// default stands.
-	if err := s.Ping(ctx); err != nil {
-		s.bgCancel()
-		c.Close()
-		return nil, err
+	s.dialer = redial.New(opts.Resolver, nil)
+	for _, a := range s.seeds {
+		s.dialer.Track(a)
 	}
-	if n, err := s.readMaxValue(ctx); err == nil {
-		s.maxValue = n
+	s.co = s.dialOptions(co)
+	s.probes.opt = &s.co
+	if opts.FailFast {
+		err := s.connect(ctx)
+		close(s.first)
+		if err != nil {
+			s.bgCancel()
+			return nil, err
+		}
+		return s, nil
 	}
-	if s.cluster {
-		s.refreshSlots(ctx)
-	}
-	return s, nil
-}
-
-func wrap(c rueidis.Client, owned bool, maxValue int) *Store {
-	s := &Store{c: c, owned: owned, maxValue: maxValue, cluster: c.Mode() == rueidis.ClientModeCluster}
-	s.bgCtx, s.bgCancel = context.WithCancel(context.Background())
-	if !s.cluster {
-		for addr := range c.Nodes() {
-			s.addr = addr
+	go s.connectLoop()
+	if wait := cmp.Or(opts.StartWait, DefaultStartWait); wait > 0 {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		select {
+		case <-s.first:
+			// A server that answered and refused the credentials is
+			// not down: that is a configuration to fix, said at once.
+			if p := s.lastErr.Load(); p != nil && s.cur.Load() == nil && errors.Is(*p, ErrAuth) {
+				s.Close()
+				return nil, *p
+			}
+		case <-t.C:
+		case <-ctx.Done():
 		}
 	}
-	return s
+	return s, nil
 }
 
 func orDefault(v, def int) int {
@@ -280,8 +352,8 @@ func retryDelay(limit int) rueidis.RetryDelayFn {
 	}
 }
 
-func (s *Store) readMaxValue(ctx context.Context) (int, error) {
-	m, err := s.c.Do(ctx, s.c.B().ConfigGet().Parameter("proto-max-bulk-len").Build()).AsStrMap()
+func (cn *conn) readMaxValue(ctx context.Context) (int, error) {
+	m, err := cn.c.Do(ctx, cn.c.B().ConfigGet().Parameter("proto-max-bulk-len").Build()).AsStrMap()
 	if err != nil {
 		return 0, err
 	}
@@ -293,34 +365,56 @@ func (s *Store) readMaxValue(ctx context.Context) (int, error) {
 }
 
 // Client returns the underlying rueidis client, for commands the store
-// does not cover.
-func (s *Store) Client() rueidis.Client { return s.c }
+// does not cover. On a Store still connecting in the background it waits
+// for the first attempt to end; it returns nil when the Store has not
+// connected (the servers were down: see Options.FailFast, or call
+// WaitConnected first).
+func (s *Store) Client() rueidis.Client {
+	<-s.first
+	if cn := s.cur.Load(); cn != nil {
+		return cn.c
+	}
+	return nil
+}
 
-// IsCluster reports whether the store talks to a Redis Cluster.
-func (s *Store) IsCluster() bool { return s.cluster }
+// IsCluster reports whether the store talks to a Redis Cluster. On a
+// Store still connecting it waits for the first attempt to end; it is
+// false while the Store has not connected (the mode is decided by the
+// first seed that answers).
+func (s *Store) IsCluster() bool {
+	<-s.first
+	cn := s.cur.Load()
+	return cn != nil && cn.cluster
+}
 
 // MaxValueSize returns the server's proto-max-bulk-len, or 512 MiB when
-// it could not be read.
-func (s *Store) MaxValueSize() int { return s.maxValue }
+// it could not be read (or has not been yet: the store is connecting).
+func (s *Store) MaxValueSize() int { return int(s.maxValue.Load()) }
 
-// ready fails once the store is closed or ctx is done.
-func (s *Store) ready(ctx context.Context) error {
+// ready returns the connected client, or fails when the store is closed,
+// ctx is done or the store has not connected (an error matching
+// store.ErrNotConnected).
+func (s *Store) ready(ctx context.Context) (*conn, error) {
 	if s.closed.Load() {
-		return fmt.Errorf("redisstore: %w", store.ErrClosed)
+		return nil, fmt.Errorf("redisstore: %w", store.ErrClosed)
 	}
-	return ctx.Err()
+	if cn := s.cur.Load(); cn != nil {
+		return cn, ctx.Err()
+	}
+	return s.waitFirst(ctx)
 }
 
 // Get returns the value stored under key, or an error matching
 // store.ErrNotFound.
 func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
-	if err := s.ready(ctx); err != nil {
+	cn, err := s.ready(ctx)
+	if err != nil {
 		return nil, err
 	}
 	if err := store.CheckKey(key); err != nil {
 		return nil, err
 	}
-	b, err := s.c.Do(ctx, s.c.B().Get().Key(key).Build()).AsBytes()
+	b, err := cn.c.Do(ctx, cn.c.B().Get().Key(key).Build()).AsBytes()
 	if err != nil {
 		if rueidis.IsRedisNil(err) {
 			return nil, store.ErrNotFound
@@ -333,13 +427,14 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
 // Set stores value under key for ttl (0 = no expiry). A TTL below one
 // millisecond is rounded up to one: Redis's PX counts milliseconds.
 func (s *Store) Set(ctx context.Context, key string, value []byte, ttl time.Duration) error {
-	if err := s.ready(ctx); err != nil {
+	cn, err := s.ready(ctx)
+	if err != nil {
 		return err
 	}
 	if err := s.checkItem(key, value, ttl); err != nil {
 		return err
 	}
-	if err := s.c.Do(ctx, s.setCmd(ctx, key, value, ttl)).Error(); err != nil {
+	if err := cn.c.Do(ctx, s.setCmd(ctx, cn, key, value, ttl)).Error(); err != nil {
 		return s.wrapErr(s.addrOf(key), err)
 	}
 	return nil
@@ -352,9 +447,9 @@ func (s *Store) checkItem(key string, value []byte, ttl time.Duration) error {
 	if err := store.CheckTTL(ttl); err != nil {
 		return err
 	}
-	if len(value) > s.maxValue {
+	if mv := s.MaxValueSize(); len(value) > mv {
 		return fmt.Errorf("redisstore: %w: %d bytes, the server takes at most %d (proto-max-bulk-len)",
-			store.ErrValueTooLarge, len(value), s.maxValue)
+			store.ErrValueTooLarge, len(value), mv)
 	}
 	return nil
 }
@@ -366,8 +461,8 @@ func (s *Store) checkItem(key string, value []byte, ttl time.Duration) error {
 // answered. A cancellable ctx lets Do return while the command still waits
 // in the pipeline, to be written later; a caller that reused its buffer by
 // then would store garbage, so the value is copied.
-func (s *Store) setCmd(ctx context.Context, key string, value []byte, ttl time.Duration) rueidis.Completed {
-	set := s.c.B().Set().Key(key).Value(s.valueArg(ctx, value))
+func (s *Store) setCmd(ctx context.Context, cn *conn, key string, value []byte, ttl time.Duration) rueidis.Completed {
+	set := cn.c.B().Set().Key(key).Value(s.valueArg(ctx, value))
 	if ttl > 0 {
 		return set.PxMilliseconds(pxMillis(ttl)).Build()
 	}
@@ -389,13 +484,14 @@ func pxMillis(ttl time.Duration) int64 {
 
 // Delete removes key; a missing key is not an error.
 func (s *Store) Delete(ctx context.Context, key string) error {
-	if err := s.ready(ctx); err != nil {
+	cn, err := s.ready(ctx)
+	if err != nil {
 		return err
 	}
 	if err := store.CheckKey(key); err != nil {
 		return err
 	}
-	if err := s.c.Do(ctx, s.c.B().Del().Key(key).Build()).Error(); err != nil {
+	if err := cn.c.Do(ctx, cn.c.B().Del().Key(key).Build()).Error(); err != nil {
 		return s.wrapErr(s.addrOf(key), err)
 	}
 	return nil
@@ -404,10 +500,15 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 // Ping checks every server (every master on a cluster) with one PING each,
 // sent concurrently. The error names each server that failed.
 func (s *Store) Ping(ctx context.Context) error {
-	if err := s.ready(ctx); err != nil {
+	cn, err := s.ready(ctx)
+	if err != nil {
 		return err
 	}
-	nodes := s.c.Nodes()
+	return s.ping(ctx, cn)
+}
+
+func (s *Store) ping(ctx context.Context, cn *conn) error {
+	nodes := cn.c.Nodes()
 	addrs := make([]string, 0, len(nodes))
 	for addr := range nodes {
 		addrs = append(addrs, addr)
@@ -441,8 +542,8 @@ func (s *Store) Close() error {
 	s.bgCancel()
 	s.bg.Wait()
 	s.probes.close()
-	if s.owned {
-		s.c.Close()
+	if cn := s.cur.Load(); cn != nil && s.owned {
+		cn.c.Close()
 	}
 	return nil
 }

@@ -24,15 +24,29 @@ type slotMap struct {
 // addrOf returns the address of the server that holds key: the server on
 // a standalone store, the slot's master on a cluster ("" when unknown).
 func (s *Store) addrOf(key string) string {
-	if !s.cluster {
-		return s.addr
+	cn := s.cur.Load()
+	if cn == nil || !cn.cluster {
+		return s.standaloneAddr(cn)
 	}
 	return s.addrOfSlot(hashslot.Of(key))
 }
 
+// standaloneAddr is the server of a standalone store, or the first seed
+// while the store has not connected (its mode is not known yet).
+func (s *Store) standaloneAddr(cn *conn) string {
+	if cn != nil {
+		return cn.addr
+	}
+	if len(s.seeds) > 0 {
+		return s.seeds[0]
+	}
+	return ""
+}
+
 func (s *Store) addrOfSlot(sl uint16) string {
-	if !s.cluster {
-		return s.addr
+	cn := s.cur.Load()
+	if cn == nil || !cn.cluster {
+		return s.standaloneAddr(cn)
 	}
 	m := s.slots.Load()
 	if m == nil || time.Since(m.at) > time.Second {
@@ -64,14 +78,16 @@ func (s *Store) refreshSlotsAsync() {
 		defer s.refreshing.Store(false)
 		ctx, cancel := context.WithTimeout(s.bgCtx, 2*time.Second)
 		defer cancel()
-		s.refreshSlots(ctx)
+		if cn := s.cur.Load(); cn != nil {
+			s.refreshSlots(ctx, cn)
+		}
 	}()
 }
 
 // refreshSlots asks the cluster for its slot map. On failure the old map
 // stays.
-func (s *Store) refreshSlots(ctx context.Context) {
-	ranges, err := s.c.Do(ctx, s.c.B().ClusterSlots().Build()).ToArray()
+func (s *Store) refreshSlots(ctx context.Context, cn *conn) {
+	ranges, err := cn.c.Do(ctx, cn.c.B().ClusterSlots().Build()).ToArray()
 	if err != nil {
 		return
 	}

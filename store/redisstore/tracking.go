@@ -208,14 +208,15 @@ func (s *Store) GetTracked(ctx context.Context, key string) ([]byte, error) {
 	if s.hub == nil {
 		return s.Get(ctx, key)
 	}
-	if err := s.ready(ctx); err != nil {
+	cn, err := s.ready(ctx)
+	if err != nil {
 		return nil, err
 	}
 	if err := store.CheckKey(key); err != nil {
 		return nil, err
 	}
-	cmd := s.c.B().Get().Key(key).Cache().ToStaticTTL()
-	b, err := s.c.DoCache(ctx, cmd, trackTTL).AsBytes()
+	cmd := cn.c.B().Get().Key(key).Cache().ToStaticTTL()
+	b, err := cn.c.DoCache(ctx, cmd, trackTTL).AsBytes()
 	if err != nil {
 		if rueidis.IsRedisNil(err) {
 			return nil, store.ErrNotFound
@@ -232,7 +233,8 @@ func (s *Store) GetManyTracked(ctx context.Context, keys []string) ([][]byte, er
 	if s.hub == nil {
 		return s.GetMany(ctx, keys)
 	}
-	if err := s.ready(ctx); err != nil {
+	cn, err := s.ready(ctx)
+	if err != nil {
 		return nil, err
 	}
 	vals := make([][]byte, len(keys))
@@ -244,13 +246,13 @@ func (s *Store) GetManyTracked(ctx context.Context, keys []string) ([][]byte, er
 			fails.add(k, "", err)
 			continue
 		}
-		cmds = append(cmds, rueidis.CT(s.c.B().Get().Key(k).Cache().ToStaticTTL(), trackTTL))
+		cmds = append(cmds, rueidis.CT(cn.c.B().Get().Key(k).Cache().ToStaticTTL(), trackTTL))
 		idx = append(idx, i)
 	}
 	if len(cmds) == 0 {
 		return vals, fails.result(ctx)
 	}
-	for j, r := range s.c.DoMultiCache(ctx, cmds...) {
+	for j, r := range cn.c.DoMultiCache(ctx, cmds...) {
 		i := idx[j]
 		b, err := r.AsBytes()
 		switch {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kuracache/kura/internal/servers"
 	"github.com/kuracache/kura/internal/servertest"
+	"github.com/kuracache/kura/store"
 	"github.com/kuracache/kura/store/redisstore"
 	"github.com/kuracache/kura/store/storeurl"
 )
@@ -80,10 +81,15 @@ func TestOpen(t *testing.T) {
 		}
 		s.Close()
 	}
-	// An unreachable server: a clear error, no password.
-	_, err := storeurl.Open(ctx, "redis://:s3cret@127.0.0.1:1")
-	if err == nil || strings.Contains(err.Error(), "s3cret") {
-		t.Fatalf("Open of a closed port = %v", err)
+	// An unreachable server: Open does not wait for it (a service starts
+	// while its cache is down); requests get a clear error, no password.
+	s, err := storeurl.Open(ctx, "redis://:s3cret@127.0.0.1:1")
+	if err != nil {
+		t.Fatalf("Open of a closed port = %v, want a store that connects later", err)
+	}
+	defer s.Close()
+	if _, err := s.Get(ctx, "k"); !errors.Is(err, store.ErrNotConnected) || strings.Contains(err.Error(), "s3cret") {
+		t.Fatalf("Get on a closed port = %v, want ErrNotConnected without the password", err)
 	}
 }
 

@@ -79,7 +79,15 @@ type Client struct {
 	// itemSizeMax is the server's item_size_max, read once from
 	// "stats settings" on the first connection; 0 while unknown.
 	itemSizeMax atomic.Int64
-	settingsMu  sync.Mutex
+	// readingSettings is set while one connection reads the settings;
+	// others do not wait for it (it may be stuck on a stalled server,
+	// and waiting would not honour their contexts).
+	readingSettings atomic.Bool
+	// answered is set once a new connection has been answered (greet),
+	// and cleared when a connection fails: while it is clear, every new
+	// connection proves the server answers before a command is sent on
+	// it (see greet).
+	answered atomic.Bool
 }
 
 // ErrClientClosed is returned by a Client used after Close. It matches
@@ -142,8 +150,8 @@ func (cl *Client) dial(ctx context.Context) (*Conn, error) {
 	c := &Conn{client: cl, nc: nc}
 	c.br = bufio.NewReaderSize(connIO{c}, bufSize)
 	c.bw = bufio.NewWriterSize(connIO{c}, bufSize)
-	if cl.itemSizeMax.Load() == 0 {
-		if err := cl.readSettings(ctx, c); err != nil {
+	if !cl.answered.Load() || cl.itemSizeMax.Load() == 0 {
+		if err := cl.greet(ctx, c); err != nil {
 			_ = c.Close()
 			return nil, err
 		}
@@ -151,10 +159,32 @@ func (cl *Client) dial(ctx context.Context) (*Conn, error) {
 	return c, nil
 }
 
-// readSettings reads item_size_max on c, once per Client.
+// greet proves that the server answers on a new connection before any
+// command is sent on it, with the "stats settings" read that learns
+// item_size_max, or an mn when another connection is reading those. It
+// runs while the server has not answered since the last failed
+// connection: a stopped server (SIGSTOP, a VM paused) queues what it is
+// sent and executes it when it resumes, and a lease request (mg N) sent
+// by a caller that gave up long ago would then leave a placeholder that
+// makes every later caller wait for a fill that never comes.
+func (cl *Client) greet(ctx context.Context, c *Conn) error {
+	var err error
+	if cl.itemSizeMax.Load() == 0 && cl.readingSettings.CompareAndSwap(false, true) {
+		err = cl.readSettings(ctx, c)
+		cl.readingSettings.Store(false)
+	} else {
+		err = c.noop(ctx)
+	}
+	if err == nil {
+		cl.answered.Store(true)
+	}
+	return err
+}
+
+// readSettings reads item_size_max on c (greet makes sure one connection
+// at a time does; the others do not wait for it: it may be stuck on a
+// stalled server, and waiting would not honour their contexts).
 func (cl *Client) readSettings(ctx context.Context, c *Conn) error {
-	cl.settingsMu.Lock()
-	defer cl.settingsMu.Unlock()
 	if cl.itemSizeMax.Load() != 0 {
 		return nil
 	}

@@ -152,6 +152,7 @@ func (c *Conn) fail(err error) error {
 		c.broken = err
 	}
 	c.bmu.Unlock()
+	c.client.answered.Store(false)
 	return err
 }
 

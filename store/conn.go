@@ -1,0 +1,66 @@
+package store
+
+import (
+	"context"
+	"errors"
+)
+
+// ErrNotConnected reports a request to a store that has not reached its
+// servers yet: it was created while they were down (or their names did
+// not resolve) and keeps trying in the background. Like any store
+// failure, a Cache's Fetch and FetchMany absorb it by calling the loader.
+var ErrNotConnected = errors.New("kura: store not connected yet")
+
+// ConnReporter is implemented by stores that connect to servers over the
+// network (redisstore, memcache): what an operator needs to see when a
+// process started with its cache down, or when the servers' addresses
+// move. Find it through wrappers with [Find].
+type ConnReporter interface {
+	ConnStats() ConnStats
+}
+
+// ConnStats is a snapshot of a store's connections. Counters only grow.
+type ConnStats struct {
+	// Connected is false until the store has reached its servers: for
+	// Redis, until a seed answered the handshake and the client was
+	// created; for a memcached pool, until every server has answered
+	// once.
+	Connected bool
+	// ConnectAttempts and ConnectFailures count the background attempts
+	// to create the client of a store started while its servers were
+	// down (Redis); zero for stores that connect per request.
+	ConnectAttempts, ConnectFailures uint64
+	// Nodes has one entry per address the store has dialed or been
+	// configured with, sorted by address.
+	Nodes []NodeConnStats
+}
+
+// NodeConnStats is one server address's connection history.
+type NodeConnStats struct {
+	// Addr is the address as configured or announced (host:port).
+	Addr string
+	// Resolved is the ip:port that the last successful connection used
+	// ("" before one).
+	Resolved string
+	// Dials counts connections opened; DialFailures the attempts that
+	// failed (name not resolved, refused, timed out).
+	Dials, DialFailures uint64
+	// Reconnects counts connections opened after a failed attempt: the
+	// server came back (restart, failover, a name that resolves again).
+	Reconnects uint64
+	// Resolves counts lookups of Addr's host name (none for an IP
+	// address); ResolveFailures those that failed.
+	Resolves, ResolveFailures uint64
+	// AddrChanges counts connections whose address differed from the
+	// previous connection's: the name now points elsewhere (a managed
+	// service replaced the node, a failover moved it).
+	AddrChanges uint64
+}
+
+// Resolver looks up the addresses of a host name; *net.Resolver
+// implements it. Stores that take one look their servers' names up again
+// on every new connection, so a name that moves to a new address is
+// followed; tests give a resolver they control.
+type Resolver interface {
+	LookupHost(ctx context.Context, host string) ([]string, error)
+}
