@@ -25,9 +25,11 @@ var layers = []struct {
 	pkgs []string
 }{
 	{"internal helpers", []string{"internal/flight", "internal/slot", "internal/redact", "internal/hexfile",
-		"internal/cputime", "internal/corpus", "internal/results", "internal/units"}},
+		"internal/cputime", "internal/corpus", "internal/results", "internal/units",
+		"internal/vis"}},
 	{"codec, store, ring", []string{"codec/...", "store", "ring"}},
-	{"store/*", []string{"store/memcache/...", "store/redisstore", "store/memstore", "store/health", "store/storeurl", "store/redisring"}},
+	{"store/*", []string{"store/memcache/...", "store/redisstore", "store/memstore", "store/health", "store/storeurl", "store/redisring",
+		"internal/redial"}},
 	{"dictstore", []string{"dictstore"}},
 	{"root mechanisms", []string{"internal/readthrough", "internal/l1"}},
 	{"root", []string{""}},
@@ -42,6 +44,7 @@ var harness = []string{
 	"internal/servers", "internal/servertest", "internal/proctest", "internal/faults",
 	"internal/leaserace", "internal/l1proc", "internal/browsertest", "internal/readme",
 	"internal/history", "internal/readcheck", "internal/layers", "store/storetest",
+	"internal/startdown",   // shared scenario of the stores' start-with-the-cache-down tests
 	"internal/nodeinterop", // the Go side of the Node package's cross-language tests
 }
 
