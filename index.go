@@ -122,16 +122,18 @@ func (x *Index[I, K, V]) Records() *Keyed[K, V] { return x.records }
 // IDs returns the id list of v, from the cache or (on a miss) from
 // LoadIDs, which fills the cache.
 func (x *Index[I, K, V]) IDs(ctx context.Context, v I) ([]K, error) {
-	loaded := false
+	// The loader may run after IDs returned (a background refresh, a
+	// caller whose ctx ended): loaded is shared with it.
+	var loaded atomic.Bool
 	ids, err := x.lists.Fetch(ctx, v, func(ctx context.Context, v I) ([]K, error) {
-		loaded = true
+		loaded.Store(true)
 		ids, err := x.loadIDs(ctx, v)
 		if err == nil && ids == nil {
 			ids = []K{} // an empty list is an answer, not an absence
 		}
 		return ids, err
 	})
-	if loaded {
+	if loaded.Load() {
 		x.listMisses.Add(1)
 	} else if err == nil {
 		x.listHits.Add(1)

@@ -148,15 +148,17 @@ func newL1[V any](s store.Store, o L1Options) (*l1.Tier[V], store.Tracker, error
 		ttl = DefaultL1MaxTTL
 	}
 	var tracker store.Tracker
+	var maxAge time.Duration
 	if t, ok := store.Find[store.Tracker](s); ok && t.Tracking() {
 		tracker = t
 	} else {
+		maxAge = o.MaxStaleness
 		if o.MaxStaleness == 0 {
 			return nil, nil, errors.New("kura: Options.L1 needs a store whose server reports changes (redisstore with Options.Tracking) or, to accept stale reads, Options.L1.MaxStaleness (memcached and other stores: a value may be served that long after another process changed it)")
 		}
 		ttl = min(ttl, o.MaxStaleness)
 	}
-	t, err := l1.New[V](o.MaxBytes, ttl)
+	t, err := l1.New[V](o.MaxBytes, ttl, maxAge)
 	if err != nil {
 		return nil, nil, fmt.Errorf("kura: L1: %w", err)
 	}

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/kuracache/kura/internal/corpus"
 )
 
 // adminUser is the record of the forgery tests: a forged dictionary turns
@@ -240,6 +242,72 @@ func TestDictDigestField(t *testing.T) {
 		e = append(e, 1, IDZstd, 7, 3)
 		if _, err := ParseHeader(e); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("%s digest field: %v, want ErrCorrupt", name, err)
+		}
+	}
+}
+
+// BenchmarkDictionaryDigestCost reports what the dictionary digest (18
+// bytes a value) costs in stored bytes: the ratio to msgpack+snappy with
+// and without it, per corpus, with a 16 KiB dictionary trained on half of
+// the corpus and applied to the other half. Run it once:
+//
+//	go test ./codec -run XXX -bench DictionaryDigestCost -benchtime 1x
+func BenchmarkDictionaryDigestCost(b *testing.B) {
+	sets := map[string][]any{}
+	for _, a := range corpus.Articles(1, 400) {
+		sets["articles"] = append(sets["articles"], a)
+	}
+	reals, _ := corpus.RealCorpora("..")
+	for _, r := range reals {
+		for _, doc := range r.Values {
+			var x any
+			if json.Unmarshal(doc, &x) == nil {
+				sets[r.Name] = append(sets[r.Name], x)
+			}
+		}
+	}
+	for name, vals := range sets {
+		if len(vals) < 100 {
+			continue
+		}
+		var samples [][]byte
+		for _, v := range vals[:len(vals)/2] {
+			s, _ := MsgPack().Marshal(nil, v)
+			samples = append(samples, s)
+		}
+		for _, mode := range []string{"s2", "zstd"} {
+			b.Run(name+"/"+mode+"-dict16K", func(b *testing.B) {
+				train, opts := TrainS2Dictionary, Options{MinCompressSize: -1}
+				if mode == "zstd" {
+					train, opts = TrainContentDictionary, Options{Compressor: Zstd(3), MinCompressSize: -1}
+				}
+				d, _, err := train(samples, 16<<10)
+				if err != nil {
+					b.Fatal(err)
+				}
+				c, base := mustNew(b, opts), mustNew(b, Options{})
+				if _, err := c.SetDictionary(d); err != nil {
+					b.Fatal(err)
+				}
+				var with, without, baseline int
+				for range b.N {
+					with, without, baseline = 0, 0, 0
+					for _, v := range vals[len(vals)/2:] {
+						e, h, _ := c.Encode(nil, v)
+						with += len(e)
+						without += len(e)
+						if h.Dict != 0 {
+							without -= 2 + DigestLen
+						}
+						e, _, _ = base.Encode(nil, v)
+						baseline += len(e)
+					}
+				}
+				n := len(vals) - len(vals)/2
+				b.ReportMetric(float64(with)/float64(baseline), "ratio-with-digest")
+				b.ReportMetric(float64(without)/float64(baseline), "ratio-without")
+				b.ReportMetric(float64(with)/float64(n), "B/value")
+			})
 		}
 	}
 }

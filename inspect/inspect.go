@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -41,9 +42,21 @@ type Options struct {
 	// zero, DefaultMaxDecoded (16 MiB).
 	MaxDecoded int
 	// Mask lists field names (at any depth of a decoded map) whose values
-	// are replaced by "***" in Value: personal data stays hidden.
+	// are replaced by "***" in Value: personal data stays hidden. Names
+	// match case-insensitively ("email" masks a Go struct's Email);
+	// Report.MaskUnmatched lists those that matched no field.
 	Mask []string
+	// MaxStored bounds the bytes of a value Key reads, when the store can
+	// read part of a value (store.PrefixReader: Redis, memcached). A
+	// longer value is not decoded: the Report says so (Truncated) and
+	// carries its first bytes (Prefix) and, for a kura value, its header.
+	// If 0, Key reads the whole value.
+	MaxStored int
 }
+
+// PrefixLen is how many bytes of a value over Options.MaxStored a Report
+// carries in Prefix.
+const PrefixLen = 4 << 10
 
 // Report describes one key.
 type Report struct {
@@ -67,6 +80,13 @@ type Report struct {
 	Value json.RawMessage `json:"value,omitempty"`
 	// Note says what could not be decoded, and why.
 	Note string `json:"note,omitempty"`
+	// Truncated reports a value longer than Options.MaxStored: it was
+	// not decoded, and Prefix holds its first bytes (at most PrefixLen).
+	Truncated bool   `json:"truncated,omitempty"`
+	Prefix    []byte `json:"prefix,omitempty"`
+	// MaskUnmatched lists the Options.Mask names that matched no field of
+	// a value that has named fields (a typo, or a value without them).
+	MaskUnmatched []string `json:"mask_unmatched,omitempty"`
 }
 
 // Header is the envelope header, with names instead of ids.
@@ -94,14 +114,31 @@ type Header struct {
 // Key reads key from st and describes it. A missing key is a Report with
 // Found false, not an error; store failures are errors.
 func Key(ctx context.Context, st store.Store, key string, opts Options) (Report, error) {
-	raw, err := st.Get(ctx, key)
+	var (
+		raw  []byte
+		size int64
+		err  error
+	)
+	pr, bounded := store.Find[store.PrefixReader](st)
+	bounded = bounded && opts.MaxStored > 0
+	if bounded {
+		raw, size, err = pr.GetPrefix(ctx, key, opts.MaxStored)
+	} else {
+		raw, err = st.Get(ctx, key)
+		size = int64(len(raw))
+	}
 	if errors.Is(err, store.ErrNotFound) {
 		return Report{Key: key}, nil
 	}
 	if err != nil {
 		return Report{Key: key}, err
 	}
-	r := Bytes(key, raw, opts)
+	var r Report
+	if bounded && size > int64(opts.MaxStored) {
+		r = truncated(key, raw, size, opts.MaxStored)
+	} else {
+		r = Bytes(key, raw, opts)
+	}
 	if mr, ok := st.(store.MetaReader); ok {
 		if m, err := mr.KeyMeta(ctx, key); err == nil {
 			if m.NoTTL {
@@ -116,6 +153,23 @@ func Key(ctx context.Context, st store.Store, key string, opts Options) (Report,
 	return r, nil
 }
 
+// truncated describes a value too long to decode from its first bytes.
+func truncated(key string, prefix []byte, size int64, limit int) Report {
+	r := Report{Key: key, Found: true, StoredBytes: int(size), Truncated: true, Prefix: prefix[:min(len(prefix), PrefixLen)]}
+	r.Note = fmt.Sprintf("%d bytes stored, over the limit of %d this reader decodes: not decoded; its first %d bytes are shown as stored", size, limit, len(r.Prefix))
+	if h, err := codec.ParseHeader(prefix); err == nil || !errors.Is(err, codec.ErrNotKura) {
+		r.Format = "kura"
+		if err == nil && h.Kind == codec.KindValue {
+			r.Kura = &Header{Version: int(h.Version), Kind: "value", HeaderLen: h.Len, Dictionary: h.Dict,
+				Serializer: serializerName(h.Serializer), Compressor: compressorName(h.Compressor)}
+			r.RawBytes = h.RawLen
+		}
+	} else {
+		r.Format = "unknown"
+	}
+	return r
+}
+
 // Bytes describes raw bytes read under key.
 func Bytes(key string, raw []byte, opts Options) Report {
 	if opts.Codec == nil {
@@ -125,16 +179,61 @@ func Bytes(key string, raw []byte, opts Options) Report {
 		opts.MaxDecoded = DefaultMaxDecoded
 	}
 	r := Report{Key: key, Found: true, StoredBytes: len(raw)}
+	m := newMasker(opts.Mask)
 	if h, err := codec.ParseHeader(raw); err == nil || !errors.Is(err, codec.ErrNotKura) {
 		r.Format = "kura"
-		describeKura(&r, raw, h, err, opts)
-		return r
+		describeKura(&r, raw, h, err, opts, m)
+	} else {
+		describeForeign(&r, raw, opts, m, 0)
 	}
-	describeForeign(&r, raw, opts, 0)
+	if m.fields && len(opts.Mask) > 0 {
+		r.MaskUnmatched = m.unmatched(opts.Mask)
+	}
 	return r
 }
 
-func describeKura(r *Report, raw []byte, h codec.Header, perr error, opts Options) {
+// masker replaces the values of fields named in a mask, matching names
+// case-insensitively, and remembers which names matched.
+type masker struct {
+	names  []string
+	hit    []bool
+	fields bool // the value had named fields to match
+}
+
+func newMasker(names []string) *masker {
+	m := &masker{hit: make([]bool, len(names))}
+	for _, n := range names {
+		m.names = append(m.names, strings.ToLower(strings.TrimSpace(n)))
+	}
+	return m
+}
+
+func (m *masker) match(k string) bool {
+	if m == nil {
+		return false
+	}
+	m.fields = true
+	matched := false
+	for i, n := range m.names {
+		if n != "" && strings.EqualFold(n, k) {
+			m.hit[i], matched = true, true
+		}
+	}
+	return matched
+}
+
+// unmatched returns the mask names (as given) that matched no field.
+func (m *masker) unmatched(given []string) []string {
+	var out []string
+	for i, h := range m.hit {
+		if !h {
+			out = append(out, given[i])
+		}
+	}
+	return out
+}
+
+func describeKura(r *Report, raw []byte, h codec.Header, perr error, opts Options, m *masker) {
 	if perr != nil {
 		if errors.Is(perr, codec.ErrNotUnderstood) {
 			r.Note = "kura envelope from a newer writer (this kura cannot read it; readers leave it alone): " + perr.Error()
@@ -177,14 +276,14 @@ func describeKura(r *Report, raw []byte, h codec.Header, perr error, opts Option
 		if h.Serializer == codec.IDIDList {
 			var ids []int64
 			if _, err2 := opts.Codec.Decode(raw, &ids); err2 == nil {
-				r.Value = toJSON(ids, opts.Mask)
+				r.Value = toJSON(ids, m)
 				return
 			}
 		}
 		r.Note = err.Error()
 		return
 	}
-	r.Value = toJSON(v, opts.Mask)
+	r.Value = toJSON(v, m)
 }
 
 func serializerName(id byte) string {
@@ -215,7 +314,7 @@ func compressorName(id byte) string {
 
 // describeForeign recognises bytes kura did not write. depth bounds the
 // nesting of compressed-inside-compressed.
-func describeForeign(r *Report, raw []byte, opts Options, depth int) {
+func describeForeign(r *Report, raw []byte, opts Options, m *masker, depth int) {
 	switch {
 	case json.Valid(raw):
 		if r.Format == "" {
@@ -223,32 +322,32 @@ func describeForeign(r *Report, raw []byte, opts Options, depth int) {
 		}
 		var v any
 		if err := json.Unmarshal(raw, &v); err == nil {
-			r.Value = toJSON(v, opts.Mask)
+			r.Value = toJSON(v, m)
 		}
 		return
 	case len(raw) >= 2 && raw[0] == 0x1f && raw[1] == 0x8b && depth < 2:
 		if out, err := inflate(gzipReader, raw, opts.MaxDecoded); err == nil {
 			r.Format, r.RawBytes = "gzip", len(out)
-			describeForeign(r, out, opts, depth+1)
+			describeForeign(r, out, opts, m, depth+1)
 			return
 		}
 	case len(raw) >= 2 && raw[0] == 0x78 && (uint16(raw[0])<<8|uint16(raw[1]))%31 == 0 && depth < 2:
 		if out, err := inflate(zlibReader, raw, opts.MaxDecoded); err == nil {
 			r.Format, r.RawBytes = "zlib", len(out)
-			describeForeign(r, out, opts, depth+1)
+			describeForeign(r, out, opts, m, depth+1)
 			return
 		}
 	}
 	if depth == 0 {
 		if v, ok := goRedisCache(opts.Codec, raw, opts.MaxDecoded); ok {
 			r.Format = "go-redis/cache"
-			r.Value = toJSON(v, opts.Mask)
+			r.Value = toJSON(v, m)
 			return
 		}
 		if n, err := s2.DecodedLen(raw); err == nil && n <= opts.MaxDecoded && n > 0 {
 			if out, err := s2.Decode(nil, raw); err == nil {
 				r.Format, r.RawBytes = "snappy", len(out)
-				describeForeign(r, out, opts, depth+1)
+				describeForeign(r, out, opts, m, depth+1)
 				if r.Value != nil {
 					return
 				}
@@ -322,7 +421,7 @@ func inflate(open readerFn, raw []byte, limit int) ([]byte, error) {
 
 // toJSON renders a decoded value as JSON: maps with non-string keys get
 // string keys, bytes become base64, masked fields "***".
-func toJSON(v any, mask []string) json.RawMessage {
+func toJSON(v any, mask *masker) json.RawMessage {
 	b, err := json.Marshal(jsonable(v, mask, 0))
 	if err != nil {
 		b, _ = json.Marshal(fmt.Sprintf("(not representable as JSON: %v)", err))
@@ -332,7 +431,7 @@ func toJSON(v any, mask []string) json.RawMessage {
 
 const maxDepth = 64
 
-func jsonable(v any, mask []string, depth int) any {
+func jsonable(v any, mask *masker, depth int) any {
 	if depth > maxDepth {
 		return "(nested too deep)"
 	}
@@ -367,11 +466,9 @@ func jsonable(v any, mask []string, depth int) any {
 	return v
 }
 
-func maskOr(k string, e any, mask []string, depth int) any {
-	for _, m := range mask {
-		if m == k {
-			return "***"
-		}
+func maskOr(k string, e any, mask *masker, depth int) any {
+	if mask.match(k) {
+		return "***"
 	}
 	return jsonable(e, mask, depth+1)
 }

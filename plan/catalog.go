@@ -379,15 +379,19 @@ func (c *Catalog) Validate() error {
 			name string
 			v    float64
 			max  float64
+			min  float64 // when set (not 0): node counts are divided by it
 		}{
-			{"memory_gib", n.MemoryGiB, 1e6},
-			{"baseline_gbps", n.BaselineGbps, 1e4},
-			{"burst_gbps", n.BurstGbps, 1e4},
-			{"price_per_hour", n.PricePerHour, 1e6},
-			{"price_per_gb_hour", n.PricePerGBHour, 1e4},
+			{"memory_gib", n.MemoryGiB, 1e6, 0.01},
+			{"baseline_gbps", n.BaselineGbps, 1e4, 1e-3},
+			{"burst_gbps", n.BurstGbps, 1e4, 1e-3},
+			{"price_per_hour", n.PricePerHour, 1e6, 0},
+			{"price_per_gb_hour", n.PricePerGBHour, 1e4, 0},
 		} {
 			if f.v < 0 || math.IsNaN(f.v) {
 				return bad(f.name, fmt.Sprintf("must not be negative, got %g", f.v))
+			}
+			if f.v != 0 && f.v < f.min {
+				return bad(f.name, fmt.Sprintf("%g is below %g: 0 (not known) or a real figure", f.v, f.min))
 			}
 			if f.v > f.max {
 				return bad(f.name, fmt.Sprintf("%g is above %g: a unit mix-up?", f.v, f.max))

@@ -70,6 +70,8 @@ func TestCatalogErrorsNameRowAndField(t *testing.T) {
 		{`"memory_gib": 1, "baseline_gbps": 1, "date": "2026-11-23"`, `"memory_gib": 1, "baseline_gbps": 1, "date": "23/11/2026"`, []string{`nodes row 1`, `field "date"`, "YYYY-MM-DD"}},
 		{`"memory_gib": 1,`, `"memory_gib": 1, "price_per_hour": 1, "price_per_gb_hour": 1,`, []string{`nodes row 1`, `field "price_per_gb_hour"`, "not both"}},
 		{`"memory_gib": 1,`, `"memory_gib": 1e9,`, []string{`nodes row 1`, `field "memory_gib"`, "unit"}},
+		{`"memory_gib": 1,`, `"memory_gib": 1e-300,`, []string{`nodes row 1`, `field "memory_gib"`, "below"}},
+		{`"baseline_gbps": 2,`, `"baseline_gbps": 1e-300,`, []string{`nodes row 2`, `field "baseline_gbps"`, "below"}},
 		{`"memory_gib": 1,`, `"memory_gib": 1, "vcpus": -4,`, []string{`nodes row 1`, `field "vcpus"`}},
 		{`"memory_gib": 1,`, `"memory_gib": 1, "reserved_memory_pct": 100,`, []string{`nodes row 1`, `field "reserved_memory_pct"`}},
 		{`"cpu_ceiling": 0.9`, `"cpu_ceiling": 90`, []string{`providers row 1 ("p")`, `field "cpu_ceiling"`, "fraction"}},

@@ -393,6 +393,14 @@ func (in Input) validate(cat *Catalog) error {
 	if w.Growth > 1000 {
 		return bad("growth", w.Growth, "is a fraction (0.3 = 30% more); above 1000 is a unit mix-up")
 	}
+	// Figures a count of nodes is divided by: a tiny one would overflow
+	// it (1e-300 ops per thread sized "1 node at 10^300 %").
+	if w.OpsPerSecPerThread != 0 && w.OpsPerSecPerThread < 1 {
+		return bad("ops per second per thread", w.OpsPerSecPerThread, "must be 0 (not known) or at least 1")
+	}
+	if w.CPUSecondsPerOp != 0 && w.CPUSecondsPerOp < 1e-9 {
+		return bad("CPU seconds per op", w.CPUSecondsPerOp, "must be 0 (not known) or at least 1 ns (1e-9)")
+	}
 	if w.CPUSecondsPerOp > 10 {
 		return bad("CPU seconds per op", w.CPUSecondsPerOp, "is above 10 s per operation: a unit mix-up?")
 	}
@@ -836,7 +844,11 @@ func (r Row) bindingSentence() string {
 	case Memory:
 		return fmt.Sprintf("%s of data over %s usable per node (%.0f%% reserved, %.0f%% ceiling) needs %d", FormatBytes(nd.Demand), FormatGiB(nd.PerNode), r.ReservedPct, 100*r.MemoryCeil, nd.Nodes)
 	case CPU:
-		return fmt.Sprintf("%.0f ops/s over %.0f ops/s per node (%d thread(s), %.0f%% CPU ceiling) needs %d", nd.Demand, nd.PerNode, r.Threads, 100*r.CPUCeil, nd.Nodes)
+		threads := "1 thread"
+		if r.Threads != 1 {
+			threads = fmt.Sprintf("%d threads", r.Threads)
+		}
+		return fmt.Sprintf("%.0f ops/s over %.0f ops/s per node (%s, %.0f%% CPU ceiling) needs %d", nd.Demand, nd.PerNode, threads, 100*r.CPUCeil, nd.Nodes)
 	default:
 		return fmt.Sprintf("%.2f Gbps over %.2f Gbps per node (%.0f%% of %g Gbps baseline) needs %d", nd.Demand/1e9, nd.PerNode/1e9, 100*r.NetworkCeil, r.Node.BaselineGbps, nd.Nodes)
 	}

@@ -250,6 +250,10 @@ func TestInputErrors(t *testing.T) {
 		{Workload: Workload{DataBytes: 1}, Prices: map[string]float64{"fix-10g": -3}},
 		{Workload: Workload{DataBytes: 1, Scaling: &Scaling{Points: []ScalePoint{{Threads: 2, OpsPerSec: 1}, {Threads: 1, OpsPerSec: 2}}}}},
 		{Workload: Workload{DataBytes: 1, ValueSizes: []SizeBucket{{MaxBytes: math.Inf(1)}}}},
+		// A node count is divided by these: 1e-300 once sized "1 node at
+		// 9614 %" by overflowing it.
+		{Workload: Workload{DataBytes: 1, ReadsPerSec: 1000, OpsPerSecPerThread: 1e-300}},
+		{Workload: Workload{DataBytes: 1, ReadsPerSec: 1000, CPUSecondsPerOp: 1e-300}},
 	} {
 		if _, err := New(cat, in); !errors.Is(err, ErrInput) {
 			t.Errorf("%+v: err = %v, want ErrInput", in, err)

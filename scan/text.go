@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kuracache/kura/internal/units"
+	"github.com/kuracache/kura/internal/vis"
 )
 
 // WriteText writes the report for a person: totals, the biggest keys, the
@@ -35,7 +36,7 @@ func writeText(w io.Writer, r *Report) {
 	if len(r.Servers) == 1 {
 		servers = "1 server"
 	}
-	fmt.Fprintf(ew, "%s (%s, %s): %s keys", r.Target, r.Kind, servers, count(r.Keys))
+	fmt.Fprintf(ew, "%s (%s, %s): %s keys", vis.Escape(r.Target), r.Kind, servers, count(r.Keys))
 	if r.ElapsedSeconds > 0 {
 		fmt.Fprintf(ew, " in %s", round(time.Duration(r.ElapsedSeconds*float64(time.Second))))
 	}
@@ -48,7 +49,7 @@ func writeText(w io.Writer, r *Report) {
 		fmt.Fprintln(ew, "INCOMPLETE: the walk stopped early; the figures cover what was seen.")
 	}
 	for _, e := range r.Errors {
-		fmt.Fprintf(ew, "error: %s\n", e)
+		fmt.Fprintf(ew, "error: %s\n", vis.Escape(e))
 	}
 	if r.Keys == 0 {
 		fmt.Fprintln(ew, "\nNo keys.")
@@ -59,7 +60,7 @@ func writeText(w io.Writer, r *Report) {
 	tw := tabwriter.NewWriter(ew, 2, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "  key\ttype\tttl\tlength\tvalue\tmemory")
 	for _, k := range r.Biggest {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", k.Key, k.Type, ttl(k.TTLSeconds), count(k.Length), Bytes(k.ValueBytes), orDash(k.MemoryBytes))
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", vis.Escape(k.Key), vis.Escape(k.Type), ttl(k.TTLSeconds), count(k.Length), Bytes(k.ValueBytes), orDash(k.MemoryBytes))
 	}
 	tw.Flush()
 
@@ -105,7 +106,7 @@ func writeText(w io.Writer, r *Report) {
 				}
 			}
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%.1f%%\t%s\t%s\t%s\n", p.Pattern, count(p.Keys), Bytes(p.ValueBytes),
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%.1f%%\t%s\t%s\t%s\n", vis.Escape(p.Pattern), count(p.Keys), Bytes(p.ValueBytes),
 			Bytes(int64(math.Round(p.MeanBytes))), orDash(p.MemoryBytes), 100*p.MemoryShare, ttlSpread(p), s2, zs)
 	}
 	tw.Flush()
@@ -124,7 +125,7 @@ func writeText(w io.Writer, r *Report) {
 			fmt.Fprintf(tw, "  ... and %s more (see --json)\n", count(bv.Count-20))
 			break
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s per read\t%.0f reads/s fill the link\n", k.Key, Bytes(k.ValueBytes), round(time.Duration(k.ReadSeconds*float64(time.Second))), k.ReadsPerSecond)
+		fmt.Fprintf(tw, "  %s\t%s\t%s per read\t%.0f reads/s fill the link\n", vis.Escape(k.Key), Bytes(k.ValueBytes), round(time.Duration(k.ReadSeconds*float64(time.Second))), k.ReadsPerSecond)
 	}
 	tw.Flush()
 }

@@ -6,13 +6,14 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/kuracache/kura/internal/vis"
 	"github.com/kuracache/kura/scan"
 )
 
 // The charts are SVG drawn on the server: no script, nothing to build.
 // Every text in them is escaped (key patterns come from the cache).
 
-func esc(s string) string { return template.HTMLEscapeString(s) }
+func esc(s string) string { return template.HTMLEscapeString(vis.Escape(s)) }
 
 // histogramSVG draws keys per value-size bucket, from the first to the last
 // non-empty bucket.

@@ -9,17 +9,32 @@
 // never logged and can be masked by field name, and when it is given a
 // token every request must carry it (?token=..., then a cookie; or an
 // Authorization: Bearer header).
+//
+// It holds up against a hostile cache and a hostile web page (docs/ui.md):
+// a request reads and decodes at most Options.MaxValueBytes of a value and
+// at most Options.MaxDecodes requests decode at once; a request whose Host
+// header is not the console's own address is refused (DNS rebinding); the
+// token is dropped from the URL at once and the cookie holds a value
+// derived from it, never the token; key names, values and report text are
+// shown with every control and bidirectional character escaped; saved
+// reports are checked before they are drawn.
 package ui
 
 import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
 	"crypto/subtle"
 	"embed"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"html/template"
-	"io/fs"
+	"io"
+	"log"
 	"math"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -30,6 +45,7 @@ import (
 	"github.com/kuracache/kura/inspect"
 	"github.com/kuracache/kura/internal/redact"
 	"github.com/kuracache/kura/internal/results"
+	"github.com/kuracache/kura/internal/vis"
 	"github.com/kuracache/kura/scan"
 	"github.com/kuracache/kura/store"
 )
@@ -37,11 +53,26 @@ import (
 //go:embed assets
 var assets embed.FS
 
-// cookieName carries the token after a first request gave it in the URL.
-const cookieName = "kura_ui_token"
+// cookiePrefix starts the name of the cookie that authenticates a browser
+// after a first request gave the token in the URL; the listening port
+// follows, so consoles on one host do not share a cookie.
+const cookiePrefix = "kura_ui_"
 
 // MaxKeyLen bounds a key typed into the key page.
 const MaxKeyLen = 4096
+
+// MinTokenLen is the shortest token New accepts.
+const MinTokenLen = 16
+
+// Defaults of the zero Options.
+const (
+	// DefaultMaxValueBytes is how much of a value the key page reads and
+	// decodes when Options.MaxValueBytes is 0.
+	DefaultMaxValueBytes = 1 << 20
+	// DefaultMaxDecodes is how many key pages decode at once when
+	// Options.MaxDecodes is 0.
+	DefaultMaxDecodes = 2
+)
 
 // Options configures New. The zero value serves the results pages only.
 type Options struct {
@@ -53,19 +84,50 @@ type Options struct {
 	// ResultsDir holds the saved scan and bench results. If empty,
 	// results.Dir().
 	ResultsDir string
-	// Token, if not empty, is required on every request.
+	// Token, if not empty, is required on every request. It must be at
+	// least MinTokenLen (16) characters.
 	Token string
-	// Mask lists field names whose values are shown as "***".
+	// Listen is the address the console is served on, as given to
+	// net.Listen ("127.0.0.1:7777"). A request whose Host header names
+	// another host or port is refused (421), so a web page cannot reach
+	// the console through a DNS name it rebinds to 127.0.0.1. Names of
+	// the loopback address (localhost, 127.0.0.1, ::1) are accepted for a
+	// loopback Listen; any Host for an unspecified address (0.0.0.0),
+	// which needs a Token. If empty, only loopback names are accepted.
+	Listen string
+	// Hosts are further Host names accepted (a reverse proxy's name).
+	Hosts []string
+	// Secure marks the console as served over TLS (directly or by a
+	// proxy): the cookie is then sent only over TLS.
+	Secure bool
+	// MaxValueBytes bounds the bytes of a value a key page reads and
+	// decodes; a larger value is shown as its first bytes, and the page
+	// says so. If 0, DefaultMaxValueBytes (1 MiB).
+	MaxValueBytes int
+	// MaxDecodes bounds the key pages that read and decode at once;
+	// others wait for a slot (until their request ends). If 0,
+	// DefaultMaxDecodes (2).
+	MaxDecodes int
+	// Mask lists field names whose values are shown as "***" (matched
+	// case-insensitively).
 	Mask []string
-	// Codec decodes kura values (give it your dictionaries). If nil, the
-	// default codec.
+	// Codec decodes kura values (give it your dictionaries). If nil, a
+	// default codec whose MaxDecodedSize is 4 x MaxValueBytes.
 	Codec *codec.Codec
 }
 
 type server struct {
-	opts Options
-	tmpl *template.Template
-	mux  *http.ServeMux
+	opts   Options
+	tmpl   *template.Template
+	mux    *http.ServeMux
+	slots  chan struct{}
+	cookie string // the cookie's name
+	// session is the cookie's value: derived from the token, so that a
+	// cookie sent to another service on the same host does not give the
+	// token away.
+	session string
+	port    string
+	lhost   string // Listen's host ("" when empty)
 }
 
 // New returns the console's handler.
@@ -77,8 +139,20 @@ func New(opts Options) (http.Handler, error) {
 		}
 		opts.ResultsDir = d
 	}
+	if opts.Token != "" && len(opts.Token) < MinTokenLen {
+		return nil, fmt.Errorf("ui: Options.Token has %d characters; use at least %d (a random one: leave it empty on a non-loopback address and kura ui makes one)", len(opts.Token), MinTokenLen)
+	}
+	if opts.MaxValueBytes < 0 || opts.MaxDecodes < 0 {
+		return nil, errors.New("ui: Options.MaxValueBytes and Options.MaxDecodes must not be negative")
+	}
+	if opts.MaxValueBytes == 0 {
+		opts.MaxValueBytes = DefaultMaxValueBytes
+	}
+	if opts.MaxDecodes == 0 {
+		opts.MaxDecodes = DefaultMaxDecodes
+	}
 	if opts.Codec == nil {
-		c, err := codec.New(codec.Options{})
+		c, err := codec.New(codec.Options{MaxDecodedSize: 4 * opts.MaxValueBytes})
 		if err != nil {
 			return nil, err
 		}
@@ -88,9 +162,34 @@ func New(opts Options) (http.Handler, error) {
 	if err != nil {
 		return nil, fmt.Errorf("ui: templates: %w", err)
 	}
-	s := &server{opts: opts, tmpl: t, mux: http.NewServeMux()}
-	static, _ := fs.Sub(assets, "assets")
-	s.mux.Handle("GET /static/", http.StripPrefix("/static/", http.FileServerFS(static)))
+	s := &server{opts: opts, tmpl: t, mux: http.NewServeMux(), slots: make(chan struct{}, opts.MaxDecodes), cookie: cookiePrefix + "token"}
+	if opts.Listen != "" {
+		h, p, err := net.SplitHostPort(opts.Listen)
+		if err != nil {
+			return nil, fmt.Errorf("ui: Options.Listen %q: %w", opts.Listen, err)
+		}
+		s.lhost, s.port = strings.Trim(h, "[]"), p
+		if p != "" && p != "0" {
+			s.cookie = cookiePrefix + p
+		}
+		if (s.lhost == "" || isUnspecified(s.lhost)) && opts.Token == "" {
+			return nil, fmt.Errorf("ui: listening on %q (every address) needs a Token", opts.Listen)
+		}
+	}
+	if opts.Token != "" {
+		m := hmac.New(sha256.New, []byte(opts.Token))
+		m.Write([]byte("kura ui session cookie"))
+		s.session = hex.EncodeToString(m.Sum(nil))
+	}
+	css, err := assets.ReadFile("assets/style.css")
+	if err != nil {
+		return nil, err
+	}
+	// Only the style sheet: the templates stay unlisted and unserved.
+	s.mux.HandleFunc("GET /static/style.css", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/css; charset=utf-8")
+		w.Write(css)
+	})
 	s.mux.HandleFunc("GET /{$}", s.home)
 	s.mux.HandleFunc("GET /key", s.key)
 	s.mux.HandleFunc("GET /scan", s.scanPage)
@@ -99,7 +198,58 @@ func New(opts Options) (http.Handler, error) {
 	return s, nil
 }
 
+func isUnspecified(h string) bool {
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsUnspecified()
+}
+
+// hostAllowed reports whether the request's Host header names this
+// console (see Options.Listen).
+func (s *server) hostAllowed(r *http.Request) bool {
+	host, port, err := net.SplitHostPort(r.Host)
+	if err != nil {
+		host, port = r.Host, ""
+	}
+	host = strings.ToLower(strings.Trim(host, "[]"))
+	for _, h := range s.opts.Hosts {
+		if strings.EqualFold(h, host) || strings.EqualFold(h, r.Host) {
+			return true
+		}
+	}
+	if s.port != "" && s.port != "0" && port != s.port {
+		return false
+	}
+	if s.lhost != "" && isUnspecified(s.lhost) {
+		return true // a token is required (New)
+	}
+	if s.lhost != "" && strings.EqualFold(host, s.lhost) {
+		return true
+	}
+	loopbackListen := s.lhost == "" || s.lhost == "localhost"
+	if ip := net.ParseIP(s.lhost); ip != nil && ip.IsLoopback() {
+		loopbackListen = true
+	}
+	if !loopbackListen {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
 func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	defer func() {
+		// A page that fails must not take the console down or print a
+		// trace with request data; say so and go on.
+		if v := recover(); v != nil {
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			http.Error(w, "internal error (this page failed; the console goes on)", http.StatusInternalServerError)
+		}
+	}()
 	h := w.Header()
 	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'; frame-ancestors 'none'")
 	h.Set("X-Content-Type-Options", "nosniff")
@@ -110,26 +260,42 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "read-only console: only GET and HEAD", http.StatusMethodNotAllowed)
 		return
 	}
-	if !s.authorized(w, r) {
-		http.Error(w, "token required: open the URL printed by `kura ui` (it ends in ?token=...)", http.StatusUnauthorized)
+	if !s.hostAllowed(r) {
+		http.Error(w, "unknown Host: open the console by the address kura ui printed (a page on another name may be a DNS rebinding attack; a proxy's name is added with --host)", http.StatusMisdirectedRequest)
 		return
+	}
+	if s.opts.Token != "" {
+		if q := r.URL.Query(); q.Has("token") {
+			// The token leaves the URL at once (history, screenshots,
+			// Referer): a valid one becomes the cookie, and the browser is
+			// sent to the same page without it.
+			if !s.eq(q.Get("token"), s.opts.Token) {
+				http.Error(w, "wrong token", http.StatusUnauthorized)
+				return
+			}
+			http.SetCookie(w, &http.Cookie{Name: s.cookie, Value: s.session, Path: "/", HttpOnly: true, Secure: s.opts.Secure, SameSite: http.SameSiteStrictMode})
+			q.Del("token")
+			u := *r.URL
+			u.RawQuery = q.Encode()
+			u.Scheme, u.Host = "", ""
+			http.Redirect(w, r, u.RequestURI(), http.StatusSeeOther)
+			return
+		}
+		if !s.authorized(r) {
+			http.Error(w, "token required: open the URL printed by `kura ui` (it ends in ?token=...)", http.StatusUnauthorized)
+			return
+		}
 	}
 	s.mux.ServeHTTP(w, r)
 }
 
-func (s *server) authorized(w http.ResponseWriter, r *http.Request) bool {
-	if s.opts.Token == "" {
+func (s *server) eq(a, b string) bool { return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1 }
+
+func (s *server) authorized(r *http.Request) bool {
+	if c, err := r.Cookie(s.cookie); err == nil && s.eq(c.Value, s.session) {
 		return true
 	}
-	eq := func(v string) bool { return subtle.ConstantTimeCompare([]byte(v), []byte(s.opts.Token)) == 1 }
-	if q := r.URL.Query().Get("token"); q != "" && eq(q) {
-		http.SetCookie(w, &http.Cookie{Name: cookieName, Value: s.opts.Token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode})
-		return true
-	}
-	if c, err := r.Cookie(cookieName); err == nil && eq(c.Value) {
-		return true
-	}
-	if a, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && eq(a) {
+	if a, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && s.eq(a, s.opts.Token) {
 		return true
 	}
 	return false
@@ -144,7 +310,8 @@ type page struct {
 }
 
 func (s *server) render(w http.ResponseWriter, name string, p page) {
-	p.Target = redact.URL(s.opts.Target)
+	p.Target = vis.Escape(redact.URL(s.opts.Target))
+	p.Error = vis.Escape(p.Error)
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	if err := s.tmpl.ExecuteTemplate(w, name, p); err != nil {
 		// Headers are out; say so in the page rather than in a log.
@@ -157,8 +324,7 @@ func (s *server) home(w http.ResponseWriter, r *http.Request) {
 	p := page{Title: "kura", Nav: "home", Data: struct {
 		HaveStore bool
 		Results   []results.Entry
-		Dir       string
-	}{s.opts.Store != nil, first(list, 10), s.opts.ResultsDir}}
+	}{s.opts.Store != nil, first(list, 10)}}
 	if err != nil {
 		p.Error = err.Error()
 	}
@@ -176,7 +342,12 @@ type keyView struct {
 	Key    string
 	Report *inspect.Report
 	Value  string
+	// Cut says the value shown is a prefix, and of what.
+	Cut string
 }
+
+// maxShown bounds the JSON text a key page shows.
+func (s *server) maxShown() int { return 4 * s.opts.MaxValueBytes }
 
 func (s *server) key(w http.ResponseWriter, r *http.Request) {
 	k := r.URL.Query().Get("k")
@@ -189,24 +360,59 @@ func (s *server) key(w http.ResponseWriter, r *http.Request) {
 	case s.opts.Store == nil:
 		p.Error = "no store: start kura ui with a store URL (kura ui redis://...)"
 	default:
-		rep, err := inspect.Key(r.Context(), s.opts.Store, k, inspect.Options{Codec: s.opts.Codec, Mask: s.opts.Mask})
-		if err != nil {
-			p.Error = err.Error()
-			break
+		select {
+		case s.slots <- struct{}{}:
+		case <-r.Context().Done():
+			return
 		}
-		v.Report = &rep
-		if len(rep.Value) > 0 {
-			var x any
-			if json.Unmarshal(rep.Value, &x) == nil {
-				b, _ := json.MarshalIndent(x, "", "  ")
-				v.Value = string(b)
-			} else {
-				v.Value = string(rep.Value)
-			}
-		}
+		s.describe(r, k, &v, &p)
+		<-s.slots
 	}
 	p.Data = v
 	s.render(w, "key.html", p)
+}
+
+// describe reads and decodes key k, within MaxValueBytes.
+func (s *server) describe(r *http.Request, k string, v *keyView, p *page) {
+	rep, err := inspect.Key(r.Context(), s.opts.Store, k, inspect.Options{
+		Codec: s.opts.Codec, Mask: s.opts.Mask, MaxStored: s.opts.MaxValueBytes, MaxDecoded: 4 * s.opts.MaxValueBytes,
+	})
+	if err != nil {
+		p.Error = err.Error()
+		return
+	}
+	if !rep.Truncated && rep.StoredBytes > s.opts.MaxValueBytes {
+		// A store that cannot read part of a value (in process): what
+		// was read is not shown past the bound either.
+		rep.Truncated = true
+	}
+	v.Report = &rep
+	if rep.Truncated {
+		v.Value = vis.EscapeBytes(rep.Prefix)
+		v.Cut = fmt.Sprintf("the first %d of %d bytes, as stored (the console decodes values up to %d bytes; kura inspect reads any size)", len(rep.Prefix), rep.StoredBytes, s.opts.MaxValueBytes)
+		return
+	}
+	if len(rep.Value) == 0 {
+		return
+	}
+	text := string(rep.Value)
+	if len(rep.Value) <= s.maxShown() {
+		var b bytes.Buffer
+		if json.Indent(&b, rep.Value, "", "  ") == nil {
+			text = b.String()
+		}
+	}
+	if len(text) > s.maxShown() {
+		v.Cut = fmt.Sprintf("the first %d of %d bytes of the decoded value", s.maxShown(), len(text))
+		text = text[:s.maxShown()]
+	}
+	// JSON escapes C0 controls, not C1 or bidirectional ones; escape
+	// line by line to keep the indentation.
+	lines := strings.Split(text, "\n")
+	for i, l := range lines {
+		lines[i] = vis.Escape(l)
+	}
+	v.Value = strings.Join(lines, "\n")
 }
 
 // loadResult reads a saved result by name; only names that List returns
@@ -255,6 +461,11 @@ func (s *server) scanPage(w http.ResponseWriter, r *http.Request) {
 		s.render(w, "scan.html", p)
 		return
 	}
+	if err := checkReport(&rep); err != nil {
+		p.Error = fmt.Sprintf("%s is not a report kura scan wrote: %v", e.Name, err)
+		s.render(w, "scan.html", p)
+		return
+	}
 	p.Data = scanView{Entry: e, R: &rep, Histogram: histogramSVG(rep.Histogram), ByMemory: memorySVG(rep.Patterns), BySavings: savingsSVG(rep.Patterns)}
 	s.render(w, "scan.html", p)
 }
@@ -262,9 +473,8 @@ func (s *server) scanPage(w http.ResponseWriter, r *http.Request) {
 func (s *server) resultsPage(w http.ResponseWriter, r *http.Request) {
 	list, err := results.List(s.opts.ResultsDir)
 	p := page{Title: "results", Nav: "results", Data: struct {
-		Dir     string
 		Results []results.Entry
-	}{s.opts.ResultsDir, list}}
+	}{list}}
 	if err != nil {
 		p.Error = err.Error()
 	}
@@ -281,7 +491,45 @@ func (s *server) resultFile(w http.ResponseWriter, r *http.Request) {
 	w.Write(b)
 }
 
+// checkReport refuses a saved scan report the pages cannot draw (a file
+// in the results directory is input like any other): a histogram must be
+// kura scan's, ascending sizes ending in the overflow bucket, counts and
+// sizes non-negative, shares between 0 and 1, savings at most 1.
+func checkReport(r *scan.Report) error {
+	h := r.Histogram
+	if len(h) > 0 {
+		if len(h) < 2 || h[len(h)-1].LE >= 0 {
+			return fmt.Errorf("histogram of %d bucket(s) without the overflow bucket", len(h))
+		}
+		for i, b := range h {
+			if b.Keys < 0 || b.ValueBytes < 0 {
+				return fmt.Errorf("histogram bucket %d has negative counts", i)
+			}
+			if i > 0 && i < len(h)-1 && b.LE <= h[i-1].LE {
+				return fmt.Errorf("histogram buckets not ascending at %d", i)
+			}
+		}
+	}
+	frac := func(f float64) bool { return f >= 0 && f <= 1+1e-9 && !math.IsNaN(f) }
+	for i, p := range r.Patterns {
+		if p.Keys < 0 || p.ValueBytes < 0 || p.MemoryBytes < 0 || !frac(p.MemoryShare) {
+			return fmt.Errorf("pattern %d has negative counts or a share outside 0..1", i)
+		}
+		if p.Savings != nil {
+			for _, e := range p.Savings.Estimates {
+				// A codec may store more than it was given: negative
+				// savings are honest; more than everything is not.
+				if math.IsNaN(e.SavedFraction) || e.SavedFraction > 1+1e-9 {
+					return fmt.Errorf("pattern %d has an impossible saving", i)
+				}
+			}
+		}
+	}
+	return nil
+}
+
 var funcs = template.FuncMap{
+	"vis":   vis.Escape,
 	"bytes": scan.Bytes,
 	"pct":   func(f float64) string { return fmt.Sprintf("%.1f%%", 100*f) },
 	"secs":  scan.FormatTTL,
@@ -311,4 +559,30 @@ var funcs = template.FuncMap{
 		}
 		return "-"
 	},
+}
+
+// Server timeouts: a client that sends slowly, never reads, or keeps a
+// connection idle holds a connection (and what its request allocated) at
+// most this long.
+const (
+	ReadHeaderTimeout = 10 * time.Second
+	ReadTimeout       = 15 * time.Second
+	WriteTimeout      = 60 * time.Second
+	IdleTimeout       = 60 * time.Second
+	MaxHeaderBytes    = 32 << 10
+)
+
+// Server returns an http.Server for the console's handler h with the
+// timeouts above and no error log (server errors would carry request
+// details).
+func Server(h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: ReadHeaderTimeout,
+		ReadTimeout:       ReadTimeout,
+		WriteTimeout:      WriteTimeout,
+		IdleTimeout:       IdleTimeout,
+		MaxHeaderBytes:    MaxHeaderBytes,
+		ErrorLog:          log.New(io.Discard, "", 0),
+	}
 }

@@ -204,7 +204,19 @@ func TestConsoleReadOnlyAndSafe(t *testing.T) {
 	if code, _ := do("GET", "/key?k=x", auth); code != http.StatusOK {
 		t.Errorf("key page without a store: %d", code)
 	}
-	if code, _ := do("GET", "/", map[string]string{"Cookie": "kura_ui_token=" + token}); code != http.StatusOK {
+	// The token in the URL becomes a cookie (holding a value derived
+	// from it, not the token) and leaves the URL.
+	req, _ := http.NewRequest("GET", srv.URL+"/?token="+token, nil)
+	res, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if len(res.Cookies()) != 1 || res.StatusCode != http.StatusSeeOther {
+		t.Fatalf("?token=: %d %v", res.StatusCode, res.Cookies())
+	}
+	ck := res.Cookies()[0]
+	if code, _ := do("GET", "/", map[string]string{"Cookie": ck.Name + "=" + ck.Value}); code != http.StatusOK {
 		t.Errorf("cookie: %d", code)
 	}
 	if code, _ := do("GET", "/", map[string]string{"Cookie": "kura_ui_token=nope"}); code != http.StatusUnauthorized {

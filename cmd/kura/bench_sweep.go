@@ -79,7 +79,12 @@ only while cores are free.`,
 				}
 				sc.StartServer = loadgen.LocalServer(kind)
 			}
-			if err := checkWritable(htmlFile); err != nil {
+			// The default report goes to a new private file in the temporary
+			// directory (a fixed name there could be a planted link).
+			autoHTML := htmlFile == defaultSweepHTML() && !cmd.Flags().Changed("html")
+			if autoHTML {
+				htmlFile = "auto"
+			} else if err := checkWritable(htmlFile); err != nil {
 				return err
 			}
 			errw := cmd.ErrOrStderr()
@@ -133,7 +138,16 @@ func writeSweep(cmd *cobra.Command, bf *benchFlags, res *loadgen.SweepResult, ht
 	if htmlFile == "" {
 		return nil
 	}
-	f, err := os.Create(htmlFile)
+	var f *os.File
+	var err error
+	if htmlFile == "auto" {
+		f, err = createPrivateTemp("kura-sweep-*.html")
+		if err == nil {
+			htmlFile = f.Name()
+		}
+	} else {
+		f, err = createPrivate(htmlFile)
+	}
 	if err != nil {
 		return fmt.Errorf("--html: %w", err)
 	}
@@ -150,9 +164,10 @@ func writeSweep(cmd *cobra.Command, bf *benchFlags, res *loadgen.SweepResult, ht
 	return nil
 }
 
-// defaultSweepHTML is outside the working directory, so a sweep run from a
-// checkout never dirties it.
-func defaultSweepHTML() string { return filepath.Join(os.TempDir(), "kura-sweep.html") }
+// defaultSweepHTML names, in --help, where the report goes by default:
+// outside the working directory, so a sweep run from a checkout never
+// dirties it, in a new private file (kura-sweep-RANDOM.html, 0600).
+func defaultSweepHTML() string { return filepath.Join(os.TempDir(), "kura-sweep-*.html") }
 
 // redactArgs masks secrets in a command line before it is shown or written
 // to a report: passwords in URLs and the values of -a/--password.

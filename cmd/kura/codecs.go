@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -12,6 +13,7 @@ import (
 	"github.com/kuracache/kura/codec"
 	"github.com/kuracache/kura/codecfit"
 	"github.com/kuracache/kura/dictstore"
+	"github.com/kuracache/kura/internal/redact"
 )
 
 func newCodecsCmd() *cobra.Command {
@@ -61,6 +63,18 @@ where readers built with a dictstore.Registry find it.`,
 			progress := func(msg string) {
 				if !quiet {
 					fmt.Fprintln(errOut, "codecs:", msg)
+				}
+			}
+			// A URL may come first, as in every command; never take it for
+			// a file name (an error would print it, password and all).
+			raw, rest, err := takeURL(url, args, false)
+			if err != nil {
+				return err
+			}
+			url, args = raw, rest
+			for _, a := range args {
+				if strings.Contains(a, "://") {
+					return fmt.Errorf("give one URL, first or with --url; %q is another", redact.URL(a))
 				}
 			}
 			if len(args) == 0 && url == "" {
@@ -125,7 +139,8 @@ where readers built with a dictstore.Registry find it.`,
 				progress("no dictionary recommended: nothing to write or publish")
 			}
 			if dict != nil && dictOut != "" {
-				if err := os.WriteFile(dictOut, dict, 0o644); err != nil {
+				// A dictionary embeds text of the sampled values: 0600.
+				if err := writePrivate(dictOut, dict); err != nil {
 					return err
 				}
 				progress(fmt.Sprintf("wrote dictionary %08x (%d bytes) to %s", codec.DictionaryID(dict), len(dict), dictOut))

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kuracache/kura/inspect"
+	"github.com/kuracache/kura/internal/vis"
 	"github.com/kuracache/kura/store/storeurl"
 )
 
@@ -105,7 +106,9 @@ redis://host1:port1,host2:port2 (Cluster), or memcached://host1:port1,host2:port
 }
 
 func printReport(w io.Writer, r inspect.Report, raw bool) {
-	fmt.Fprintf(w, "key      %s\n", r.Key)
+	// Keys, notes and values are whatever the cache holds: shown with
+	// controls and bidirectional characters escaped, never obeyed.
+	fmt.Fprintf(w, "key      %s\n", vis.Escape(r.Key))
 	if !r.Found {
 		fmt.Fprintln(w, "         (no such key)")
 		return
@@ -159,10 +162,13 @@ func printReport(w io.Writer, r inspect.Report, raw bool) {
 		fmt.Fprintf(w, "ttl      %.1fs\n", *r.TTLSeconds)
 	}
 	if r.Node != "" {
-		fmt.Fprintf(w, "node     %s\n", r.Node)
+		fmt.Fprintf(w, "node     %s\n", vis.Escape(r.Node))
 	}
 	if r.Note != "" {
-		fmt.Fprintf(w, "note     %s\n", r.Note)
+		fmt.Fprintf(w, "note     %s\n", vis.Escape(r.Note))
+	}
+	if len(r.MaskUnmatched) > 0 {
+		fmt.Fprintf(w, "mask     no field named %s in this value (names match case-insensitively)\n", vis.Escape(strings.Join(r.MaskUnmatched, ", ")))
 	}
 	if len(r.Value) > 0 {
 		v := string(r.Value)
@@ -175,6 +181,10 @@ func printReport(w io.Writer, r inspect.Report, raw bool) {
 				v = buf.String()
 			}
 		}
-		fmt.Fprintf(w, "value    %s\n", v)
+		lines := strings.Split(v, "\n")
+		for i, l := range lines {
+			lines[i] = vis.Escape(l)
+		}
+		fmt.Fprintf(w, "value    %s\n", strings.Join(lines, "\n"))
 	}
 }

@@ -23,7 +23,7 @@ func main() {
 	root := newRootCmd()
 	if cmd, err := root.ExecuteContextC(ctx); err != nil {
 		// One line, no stack trace: the message says what to do.
-		fmt.Fprintln(os.Stderr, errorLine(cmd, err))
+		fmt.Fprintln(os.Stderr, mainErrorLine(cmd, err, os.Args[1:]))
 		if errors.Is(err, context.Canceled) {
 			os.Exit(130)
 		}

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/cookiejar"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -278,11 +279,13 @@ func TestUICommand(t *testing.T) {
 	if !ok || !strings.Contains(u, "?token=") {
 		t.Fatalf("printed %q", line)
 	}
-	u = strings.Replace(u, "0.0.0.0", "127.0.0.1", 1)
+	u = strings.Replace(strings.Replace(u, "0.0.0.0", "127.0.0.1", 1), "[::]", "127.0.0.1", 1)
 	go io.Copy(io.Discard, pr)
 	base, _, _ := strings.Cut(u, "?")
+	jar, _ := cookiejar.New(nil)
+	client := &http.Client{Jar: jar} // the token becomes a cookie and leaves the URL
 	for url, want := range map[string]int{base: http.StatusUnauthorized, u: http.StatusOK} {
-		res, err := http.Get(url)
+		res, err := client.Get(url)
 		if err != nil {
 			t.Fatal(err)
 		}

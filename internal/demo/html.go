@@ -41,14 +41,15 @@ section{background:#fff;border:1px solid #dde3ea;border-radius:10px;padding:18px
 .problem{margin:6px 0}.answer{margin:6px 0;color:#0b4f8a}
 table{border-collapse:collapse;margin:10px 0;font-size:13px;max-width:100%}
 th,td{border-bottom:1px solid #e6e9ee;padding:4px 8px;text-align:right}
-@media (max-width:700px){th,td{overflow-wrap:anywhere;padding:4px 4px}table{font-size:12px}table.summary td:nth-child(2){white-space:normal}}
+@media (max-width:700px){th,td{overflow-wrap:anywhere;padding:3px 3px}table{font-size:11px}
+table.summary,table.summary tbody,table.summary tr,table.summary td,table.summary th{display:block}table.summary tr:first-child{display:none}table.summary td{border:0;padding:2px 6px}table.summary tr{border-bottom:1px solid #e6e9ee;padding:4px 0}}
 th:first-child,td:first-child{text-align:left}
 caption{text-align:left;font-weight:600;padding:4px 0}
 .charts{display:flex;flex-wrap:wrap;gap:14px}
 .chart{border:1px solid #eef0f3;border-radius:8px;padding:6px;width:480px;max-width:100%;box-sizing:border-box}
 .chart svg{display:block;width:100%;height:auto}
 .ctitle{font-size:13px;font-weight:600;margin:0 0 2px}.cnote{font-size:12px;color:#7a5200;margin:0 0 4px}
-section,p,li,caption,.machine{overflow-wrap:anywhere}
+section,p,li,caption,.machine{overflow-wrap:break-word}
 .checks{list-style:none;padding:0;margin:8px 0;font-size:13px}
 .checks li.ok::before{content:"✔ ";color:#17612a}.checks li.bad::before{content:"✘ ";color:#b00020}
 .missing{color:#7a5200;font-size:13px}

@@ -12,7 +12,6 @@ import (
 type planRow struct {
 	node, binding, monthly string
 	nodes                  int
-	cheapest               bool
 	largestSeconds         float64
 	largestFits            bool
 }
@@ -37,7 +36,7 @@ func planNodes(sr *loadgen.SweepResult, w planWorkload) ([]planRow, []string, er
 		return nil, nil, err
 	}
 	var out []planRow
-	for i, r := range p.Rows {
+	for _, r := range p.Rows {
 		if r.Skipped != "" {
 			continue
 		}
@@ -45,8 +44,7 @@ func planNodes(sr *loadgen.SweepResult, w planWorkload) ([]planRow, []string, er
 		if r.Priced {
 			monthly = p.Money(r.MonthlyCost)
 		}
-		out = append(out, planRow{node: r.Node.Name, binding: r.Binding.String(), monthly: monthly, nodes: r.Nodes,
-			cheapest: i == p.Cheapest})
+		out = append(out, planRow{node: r.Node.Name, binding: r.Binding.String(), monthly: monthly, nodes: r.Nodes})
 	}
 	notes := append([]string{p.Why}, m.Notes...)
 	return out, notes, nil
@@ -61,7 +59,7 @@ func planLargest(size, perSec float64) ([]planRow, error) {
 		return nil, err
 	}
 	var out []planRow
-	for i, r := range p.Rows {
+	for _, r := range p.Rows {
 		if r.Skipped != "" || r.Largest == nil {
 			continue
 		}
@@ -69,7 +67,7 @@ func planLargest(size, perSec float64) ([]planRow, error) {
 		if r.Priced {
 			monthly = p.Money(r.MonthlyCost)
 		}
-		out = append(out, planRow{node: r.Node.Name, monthly: monthly, nodes: r.Nodes, cheapest: i == p.Cheapest,
+		out = append(out, planRow{node: r.Node.Name, monthly: monthly, nodes: r.Nodes,
 			largestSeconds: r.Largest.Seconds, largestFits: r.Largest.Utilisation < 1})
 	}
 	return out, nil

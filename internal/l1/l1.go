@@ -32,11 +32,16 @@ type item[V any] struct {
 	v        V
 	negative bool
 	weight   uint32
+	born     time.Duration // since epoch: when the read that filled it began
 }
+
+// epoch is the origin of the tier's monotonic times.
+var epoch = time.Now()
 
 // Tier is the L1 of one Cache. The zero value is not usable; see New.
 type Tier[V any] struct {
 	c      *otter.Cache[string, item[V]]
+	maxAge time.Duration // > 0: an entry older than this is a miss, to the nanosecond
 	vSize  int
 	clone  bool
 	seed   maphash.Seed
@@ -66,12 +71,15 @@ type pending struct {
 type Token struct {
 	p          *pending
 	gen, epoch uint64
+	began      time.Duration
 }
 
 // New returns a tier of at most maxBytes (as Weigh estimates) whose entries
-// live at most ttl.
-func New[V any](maxBytes int64, ttl time.Duration) (*Tier[V], error) {
-	l := &Tier[V]{seed: maphash.MakeSeed()}
+// live at most ttl. With maxAge > 0 an entry is served for at most maxAge
+// after the read that filled it began, exactly (otter's expiry runs on a
+// coarser clock): the staleness bound of a tier no server reports to.
+func New[V any](maxBytes int64, ttl, maxAge time.Duration) (*Tier[V], error) {
+	l := &Tier[V]{seed: maphash.MakeSeed(), maxAge: maxAge}
 	var zero V
 	l.vSize = int(unsafe.Sizeof(zero))
 	_, l.clone = any(zero).(Cloner[V])
@@ -110,6 +118,9 @@ func (l *Tier[V]) shard(key string) *shard {
 // cached as absent, and whether the tier holds it. A miss is counted.
 func (l *Tier[V]) Get(key string) (v V, negative, ok bool) {
 	e, ok := l.c.GetIfPresent(key)
+	if ok && l.maxAge > 0 && time.Since(epoch)-e.born > l.maxAge {
+		ok = false
+	}
 	if !ok || l.closed.Load() {
 		l.misses.Add(1)
 		return v, false, false
@@ -137,6 +148,9 @@ func (l *Tier[V]) Begin(key string) Token {
 	}
 	p.refs++
 	t := Token{p: p, gen: p.gen, epoch: s.epoch}
+	if l.maxAge > 0 {
+		t.began = time.Since(epoch)
+	}
 	s.mu.Unlock()
 	return t
 }
@@ -148,7 +162,7 @@ func (l *Tier[V]) Finish(key string, t Token, v V, negative bool, rawLen int, ok
 	s := l.shard(key)
 	s.mu.Lock()
 	if ok && t.p.gen == t.gen && t.epoch == s.epoch && !l.closed.Load() {
-		l.c.Set(key, item[V]{v: v, negative: negative, weight: l.weigh(key, rawLen)})
+		l.c.Set(key, item[V]{v: v, negative: negative, weight: l.weigh(key, rawLen), born: t.began})
 	}
 	if t.p.refs--; t.p.refs == 0 {
 		delete(s.pending, key)

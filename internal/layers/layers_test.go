@@ -25,9 +25,9 @@ var layers = []struct {
 	pkgs []string
 }{
 	{"internal helpers", []string{"internal/flight", "internal/slot", "internal/redact", "internal/hexfile",
-		"internal/cputime", "internal/corpus", "internal/results"}},
-	{"codec, store", []string{"codec/...", "store"}},
-	{"store/*", []string{"store/memcache/...", "store/redisstore", "store/memstore", "store/health", "store/storeurl"}},
+		"internal/cputime", "internal/corpus", "internal/results", "internal/units"}},
+	{"codec, store, ring", []string{"codec/...", "store", "ring"}},
+	{"store/*", []string{"store/memcache/...", "store/redisstore", "store/memstore", "store/health", "store/storeurl", "store/redisring"}},
 	{"dictstore", []string{"dictstore"}},
 	{"root mechanisms", []string{"internal/readthrough", "internal/l1"}},
 	{"root", []string{""}},
@@ -52,7 +52,7 @@ var harnessUsers = []string{"cmd/...", "internal/demo"}
 // cmd/kura, the demo and the examples name a concrete store (the way a
 // program picks a database/sql driver); the root, kuraprom and the tools
 // reach a store through package store and store/storeurl.
-var concrete = []string{"store/memcache/...", "store/redisstore", "store/memstore", "store/health"}
+var concrete = []string{"store/memcache/...", "store/redisstore", "store/redisring", "store/memstore", "store/health"}
 
 // concreteUsers may import concrete stores outside tests, besides the
 // store/* layer itself and the harness.
@@ -68,6 +68,7 @@ var exceptions = map[string]string{
 	"scan -> store/memcache":                 "#26: scan reads keys through a store capability",
 	"scan -> store/memcache/meta":            "#26: scan reads keys through a store capability",
 	"scan -> store/redisstore":               "#26: scan reads keys through a store capability",
+	"scan -> store/redisring":                "#26: scan reads keys through a store capability",
 	"codecfit -> store/memcache":             "#26: codecfit samples values through a store capability",
 	"codecfit -> store/redisstore":           "#26: codecfit samples values through a store capability",
 	"examples/inventory -> internal/servers": "#26: the example takes its servers' addresses as flags",

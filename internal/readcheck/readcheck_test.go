@@ -95,13 +95,13 @@ func faults(backend, pipelineFault string) []combo {
 // with the issue that fixes it: "<combination> <check>", the check being
 // "history" (the guarantee) or "wrappers" (no call goes around a
 // wrapper). They are run and reported like the others (the log says
-// KNOWN VIOLATION), but do not fail the test. Remove an entry when it is
-// fixed; keep the list empty.
+// KNOWN VIOLATION), but do not fail the test unless KURA_READCHECK_STRICT=1
+// (to check a fix). Remove an entry when it is fixed; keep the list empty.
 var knownViolations = map[string]string{}
 
 func init() {
 	for _, b := range []string{"redis", "cluster", "memcached"} {
-		for _, c := range combos(b) {
+		for _, c := range append(combos(b), combo{Backend: b, Leases: true, Hot: true}) {
 			switch {
 			case c.L1 == "staleness" && c.Leases:
 				// The L1 starts an entry's MaxStaleness clock when it
@@ -110,12 +110,15 @@ func init() {
 				// the store read under load: values are served longer
 				// after their read than docs/l1.md says.
 				knownViolations[c.Name()+" history"] = "#18: the L1 counts MaxStaleness from its write, not from the store read"
-			case c.Leases && c.Early > 0:
-				// Intermittent (1 in ~400 reads after an Invalidate, in
-				// about one run of two): with early refresh, a FetchMany
-				// that began after an Invalidate returned, in the same
-				// process, was served the value loaded before it.
-				knownViolations[c.Name()+" history"] = "#18: with EarlyRefresh, a read after an Invalidate is now and then served a value loaded before it"
+			case c.Leases:
+				// Intermittent (about 1 in 400-500 reads after an
+				// Invalidate, in one combination of ~30 per run, any
+				// backend; seen with Fetch and FetchMany, with and without
+				// early refresh): a read that began after an Invalidate
+				// returned is served a value loaded before it, e.g. by
+				// joining its process's flight after that flight's fill
+				// succeeded (before the Invalidate) but before it returned.
+				knownViolations[c.Name()+" history"] = "#18: a read after an Invalidate is now and then served a value loaded before it"
 			}
 		}
 	}
@@ -179,7 +182,7 @@ func run(t *testing.T, addrs map[string][]string, db string, cs []combo, fault s
 	if cs[0].Backend == "memstore" {
 		procs = 1 // the store lives in the process: one process shares it
 	}
-	if (cs[0].Backend == "memstore" || cs[0].Hot) && !soak() {
+	if (cs[0].Backend == "memstore" || cs[0].Hot && cs[0].Fault == "") && !soak() {
 		dur /= 2 // fast operations: half the time gives thousands
 	}
 	a := args{Fault: fault, Addrs: addrs, DB: db, Run: "rc" + strconv.FormatInt(time.Now().UnixNano()%1e9, 36), Combos: cs, MinWrites: 10,
@@ -283,7 +286,7 @@ func judge(t *testing.T, o outcome) {
 		return
 	}
 	fail := func(check string) func(string, ...any) {
-		if why, ok := knownViolations[name+" "+check]; ok {
+		if why, ok := knownViolations[name+" "+check]; ok && os.Getenv("KURA_READCHECK_STRICT") != "1" {
 			return func(f string, a ...any) { t.Logf("KNOWN VIOLATION ("+why+"): "+f, a...) }
 		}
 		return t.Errorf

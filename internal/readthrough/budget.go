@@ -71,9 +71,9 @@ func (b *budget) bound(ctx context.Context, clk *clock) (context.Context, stop) 
 	if first && clk != nil && ctx.Done() == nil && b.left > 0 {
 		t := clk.at(s.start, b.left)
 		if ctx == context.Background() {
-			return &t.bg, s
+			return &t.bg[lane()], s
 		}
-		return &tickCtx{Context: ctx, t: t}, s
+		return &tickCtx{Context: ctx, t: t, lane: lane()}, s
 	}
 	ctx, s.cancel = context.WithTimeout(ctx, b.left)
 	return ctx, s

@@ -2,6 +2,7 @@ package readthrough
 
 import (
 	"context"
+	"math/rand/v2"
 	"sync/atomic"
 	"time"
 
@@ -18,14 +19,19 @@ type clock struct {
 	cur atomic.Pointer[tick]
 }
 
+// lanes is how many Done channels a tick spreads its reads over: a store
+// that selects on Done (rueidis does) locks the channel, and 64 callers on
+// one channel queue on its lock.
+const lanes = 32
+
 // tick is one shared deadline.
 type tick struct {
 	deadline time.Time
-	done     chan struct{}
+	done     [lanes]chan struct{}
 	expired  atomic.Bool
-	// bg is the context of reads whose caller's context is
+	// bg are the contexts of reads whose caller's context is
 	// context.Background(): shared, so such a read allocates nothing.
-	bg tickCtx
+	bg [lanes]tickCtx
 }
 
 // at returns a tick whose deadline lies in (now+d-d/8, now+d].
@@ -37,8 +43,11 @@ func (c *clock) at(now time.Time, d time.Duration) *tick {
 				return t
 			}
 		}
-		nt := &tick{deadline: now.Add(d), done: make(chan struct{})}
-		nt.bg = tickCtx{Context: context.Background(), t: nt}
+		nt := &tick{deadline: now.Add(d)}
+		for i := range nt.done {
+			nt.done[i] = make(chan struct{})
+			nt.bg[i] = tickCtx{Context: context.Background(), t: nt, lane: uint8(i)}
+		}
 		if c.cur.CompareAndSwap(t, nt) {
 			time.AfterFunc(d, nt.expire)
 			return nt
@@ -48,14 +57,21 @@ func (c *clock) at(now time.Time, d time.Duration) *tick {
 
 func (t *tick) expire() {
 	t.expired.Store(true)
-	close(t.done)
+	for _, ch := range t.done {
+		close(ch)
+	}
 }
+
+// lane picks one of the tick's Done channels (a per-P random number: no
+// shared counter).
+func lane() uint8 { return uint8(rand.Uint32() % lanes) }
 
 // tickCtx is a caller's context (one without a Done channel: it can be
 // neither cancelled nor time out) bounded by a tick.
 type tickCtx struct {
 	context.Context
-	t *tick
+	t    *tick
+	lane uint8
 }
 
 // DeadlineBound tells a store that only the deadline ends the context
@@ -68,7 +84,7 @@ var _ store.DeadlineBound = (*tickCtx)(nil)
 func (c *tickCtx) Deadline() (time.Time, bool) { return c.t.deadline, true }
 
 // Done is closed when the tick expires.
-func (c *tickCtx) Done() <-chan struct{} { return c.t.done }
+func (c *tickCtx) Done() <-chan struct{} { return c.t.done[c.lane] }
 
 // Err is context.DeadlineExceeded once the tick expired.
 func (c *tickCtx) Err() error {

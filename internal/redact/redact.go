@@ -2,43 +2,47 @@
 // password of a URL, the value of a password flag.
 package redact
 
-import (
-	"net/url"
-	"strings"
-)
+import "strings"
 
 // Mask replaces a secret.
 const Mask = "xxxxx"
 
-// URL returns s with the password of its user info replaced by Mask. A
-// string that does not parse as a URL is still redacted: everything
-// between "://" and the last "@" of the authority is replaced, so a
-// malformed URL never leaks its password through an error message.
-func URL(s string) string {
-	if u, err := url.Parse(s); err == nil && u.Scheme != "" {
-		if u.User == nil {
-			return s
-		}
-		if _, ok := u.User.Password(); ok {
-			u.User = url.UserPassword(u.User.Username(), Mask)
-		}
-		return u.String()
+// SplitUserinfo splits the part of a URL after "scheme://" at its last
+// "@": the user info before it (which may hold any byte, "/", "#", "?"
+// and spaces included) and the hosts after it. It is the one rule both
+// the store URL parser (storeurl) and URL use, so what the client is
+// given as a password is exactly what redaction hides.
+func SplitUserinfo(rest string) (userinfo, hosts string, ok bool) {
+	at := strings.LastIndexByte(rest, '@')
+	if at < 0 {
+		return "", rest, false
 	}
+	return rest[:at], rest[at+1:], true
+}
+
+// URL returns s with the secret of its user info replaced by Mask:
+// "redis://user:xxxxx@host" for user and password, "redis://xxxxx@host"
+// for the "redis://password@host" shorthand (kura sends it as the
+// password). A string that is not a well-formed URL is still redacted:
+// without "://", everything before its last "@" is replaced, so a
+// mistyped URL never leaks its password through an error message.
+func URL(s string) string {
 	scheme, rest, ok := strings.Cut(s, "://")
 	if !ok {
-		if strings.Contains(s, "@") {
-			return Mask + s[strings.LastIndexByte(s, '@'):]
+		if at := strings.LastIndexByte(s, '@'); at >= 0 {
+			return Mask + s[at:]
 		}
 		return s
 	}
-	end := strings.IndexAny(rest, "/?#")
-	if end < 0 {
-		end = len(rest)
+	userinfo, hosts, ok := SplitUserinfo(rest)
+	if !ok {
+		return s
 	}
-	if at := strings.LastIndexByte(rest[:end], '@'); at >= 0 {
-		return scheme + "://" + Mask + rest[at:]
+	user, _, hasPass := strings.Cut(userinfo, ":")
+	if hasPass && user != "" && !strings.ContainsFunc(user, func(r rune) bool { return r <= ' ' || strings.ContainsRune("/?#%@", r) }) {
+		return scheme + "://" + user + ":" + Mask + "@" + hosts
 	}
-	return s
+	return scheme + "://" + Mask + "@" + hosts
 }
 
 // Secret returns Mask for a non-empty secret and "" for an empty one, for

@@ -14,11 +14,23 @@ func TestURL(t *testing.T) {
 		"redis://:s3cret%zz@host:6379", // bad escape: does not parse
 		"memcached://u:s3cret@h:11211",
 		":s3cret@host:6379",
+		"redis://s3cret@host:6379",     // the password shorthand
+		"redis://:s3/cret@host:6379",   // unescaped / ...
+		"redis://:s3#cret@host:6379",   // ... # ...
+		"redis://:s3?cret@host:6379/0", // ... ? ...
+		"redis://u:s3cret@x@host:6379", // ... @
+		"redis:/:s3cret@127.0.0.1:1",   // a mistyped scheme
+		"redis//:s3cret@host",          // another
+		"redis://s3/cret/x@host",       // shorthand with slashes
+		"redis://us er:s3cret@host",    // a user that is not one
 	} {
 		got := URL(in)
 		if strings.Contains(got, "s3cret") || strings.Contains(got, "s3 cret") {
 			t.Errorf("URL(%q) = %q: the password is still there", in, got)
 		}
+	}
+	if got := URL("redis://alice:s3cret@h:1"); got != "redis://alice:xxxxx@h:1" {
+		t.Errorf("the user name is kept: %q", got)
 	}
 	if got := URL("redis://127.0.0.1:6379"); got != "redis://127.0.0.1:6379" {
 		t.Errorf("a URL without a password changed: %q", got)

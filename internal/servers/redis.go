@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -35,7 +36,9 @@ type Redis struct {
 // URL returns a redis:// URL for this server.
 func (r *Redis) URL() string {
 	if r.Password != "" {
-		return "redis://:" + r.Password + "@" + r.Addr
+		// Escaped, as kura's URL parser requires of "/", "#", "?", "@"
+		// and spaces in a password.
+		return (&url.URL{Scheme: "redis", User: url.UserPassword("", r.Password), Host: r.Addr}).String()
 	}
 	return "redis://" + r.Addr
 }

@@ -149,13 +149,20 @@ class Timeout extends Error {
 }
 
 function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
-  let t: NodeJS.Timeout;
-  return Promise.race([
-    p,
-    new Promise<never>((_, reject) => {
-      t = setTimeout(() => reject(new Timeout(`kura: store call took longer than ${ms} ms`)), ms);
-    }),
-  ]).finally(() => clearTimeout(t));
+  // One promise and one timer per call (this is on the hit path).
+  return new Promise<T>((resolve, reject) => {
+    const t = setTimeout(() => reject(new Timeout(`kura: store call took longer than ${ms} ms`)), ms);
+    p.then(
+      (v) => {
+        clearTimeout(t);
+        resolve(v);
+      },
+      (e) => {
+        clearTimeout(t);
+        reject(e);
+      },
+    );
+  });
 }
 
 function abortable<T>(p: Promise<T>, signal?: AbortSignal): Promise<T> {
@@ -413,12 +420,16 @@ export class Cache<V> {
       if (err instanceof Timeout) this.store.timedOut?.(node, err);
       b = err instanceof Error ? err : new Error(String(err));
     }
+    // A hit returns here, before any batching structure is built.
+    const r = this.classify(key, b);
+    if (r.kind === 'hit') return r.value;
+    if (r.kind === 'negative') return undefined;
     const m = await this.resolve([key], [b], async (keys, signal) => {
       const v = await loader(keys[0], signal);
-      const r = new Map<string, V>();
-      if (v !== undefined) r.set(keys[0], v);
-      return r;
-    }, opts);
+      const out = new Map<string, V>();
+      if (v !== undefined) out.set(keys[0], v);
+      return out;
+    }, opts, 0, [r]);
     return m.get(key);
   }
 
@@ -436,13 +447,13 @@ export class Cache<V> {
   }
 
   /** Classifies what was read and loads the misses (one loader call, joining loads running here). */
-  private async resolve(uniq: string[], raw: (Buffer | null | Error)[], loader: ManyLoader<V>, opts: FetchOptions, depth = 0): Promise<Map<string, V>> {
+  private async resolve(uniq: string[], raw: (Buffer | null | Error)[], loader: ManyLoader<V>, opts: FetchOptions, depth = 0, classified?: Read<V>[]): Promise<Map<string, V>> {
     const out = new Map<string, V>();
     const misses: string[] = [];
     const noWrite = new Set<string>();
     const held = new Set<string>();
     const prev = new Map<string, Buffer>();
-    const reads = uniq.map((k, i) => this.classify(k, raw[i]));
+    const reads = classified ?? uniq.map((k, i) => this.classify(k, raw[i]));
     if (reads.some((r) => r.kind === 'dict')) {
       await this.loadDictionaries(reads.flatMap((r) => (r.kind === 'dict' ? [r] : [])));
       this.dictLookups++;

@@ -124,9 +124,13 @@ export class RedisStore implements Store, Leaser {
     throw new Error(`no connection to ${node}`);
   }
 
-  async getBatch(node: string, keys: string[]): Promise<(Buffer | null)[]> {
+  getBatch(node: string, keys: string[]): Promise<(Buffer | null)[]> {
     const c = this.conn(node);
-    if (keys.length === 1) return [await c.getBuffer(keys[0])];
+    if (keys.length === 1) return c.getBuffer(keys[0]).then((v) => [v]);
+    return this.getMany(c, keys);
+  }
+
+  private async getMany(c: Redis, keys: string[]): Promise<(Buffer | null)[]> {
     if (!(this.client instanceof Cluster)) return c.mgetBuffer(keys);
     const p = c.pipeline();
     for (const k of keys) p.getBuffer(k);

@@ -69,14 +69,15 @@ export function s2DecodedLen(src: Uint8Array): { len: number; n: number } {
  * many bytes. With `dict`, copies may reach into the dictionary as S2's
  * Dict.Decode allows.
  */
-export function s2Decode(input: Uint8Array, rawLen: number, dict?: S2Dict): Buffer {
-  const { len, n } = s2DecodedLen(input);
-  if (len !== rawLen) corrupt(`block claims ${len} bytes, header ${rawLen}`);
-  // Plain Uint8Array views: element access on them stays monomorphic
-  // whatever Buffer subclass or view the caller passes.
-  const src = new Uint8Array(input.buffer, input.byteOffset, input.byteLength);
-  const out = Buffer.allocUnsafe(rawLen);
-  const dst = new Uint8Array(out.buffer, out.byteOffset, rawLen);
+export function s2Decode(src: Uint8Array, rawLen: number, dict?: S2Dict): Buffer {
+  // No views are created on the way (each costs a few hundred ns, more than
+  // decoding a small block): copies below 512 bytes run as loops.
+  const lp = readUvarint(src, 0);
+  if (lp.n <= 0 || lp.n > 5 || lp.value > 0xffffffff) corrupt('length prefix');
+  const n = lp.n;
+  if (lp.value !== rawLen) corrupt(`block claims ${lp.value} bytes, header ${rawLen}`);
+  const dst = Buffer.allocUnsafe(rawLen);
+  const out = dst;
   const dl = dict ? dict.content.length : 0;
   const dc = dict?.content;
   let offset = dict ? dl - dict.repeat : 0;
@@ -110,8 +111,8 @@ export function s2Decode(input: Uint8Array, rawLen: number, dict?: S2Dict): Buff
         }
         length = x + 1;
         if (length > rawLen - d || length > sl - s) corrupt('literal past the end');
-        if (length < 16) {
-          // Short copies: a loop beats creating a subarray view.
+        if (length < 512) {
+          // A loop beats creating a subarray view for all but long literals.
           for (let i = 0; i < length; i++) dst[d + i] = src[s + i];
         } else {
           dst.set(src.subarray(s, s + length), d);
@@ -170,7 +171,7 @@ export function s2Decode(input: Uint8Array, rawLen: number, dict?: S2Dict): Buff
       d += length;
       continue;
     }
-    if (length < 16) {
+    if (length < 512) {
       // Short (possibly overlapping) copies run forward byte by byte.
       for (let i = 0; i < length; i++) dst[d + i] = dst[d - offset + i];
       d += length;

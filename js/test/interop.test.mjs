@@ -54,7 +54,7 @@ test('Go writes, Node reads: every value kind', { skip }, async () => {
   for (const [key, want] of Object.entries(wrote)) {
     assert.ok(!(want && want.error), `${key}: Go failed: ${want?.error}`);
     const kind = key.slice(3);
-    const c = new Cache(store, { codec: codecFor(kind), schema: kind.startsWith('record') ? articleSchema : undefined });
+    const c = new Cache(store, { storeTimeout: 5000, codec: codecFor(kind), schema: kind.startsWith('record') ? articleSchema : undefined });
     if (kind === 'negative') {
       let called = 0;
       const v = await c.fetch(key, async () => { called++; return 'loaded'; });
@@ -74,7 +74,7 @@ test('Node writes, Go reads: every value kind', { skip }, async () => {
   for (const [ekey, want] of Object.entries(expected)) {
     const kind = ekey.slice('expect:'.length);
     const key = `node:${kind}`;
-    const c = new Cache(store, { codec: codecFor(kind), schema: kind.startsWith('record') ? articleSchema : undefined, ttl: 60_000 });
+    const c = new Cache(store, { storeTimeout: 5000, codec: codecFor(kind), schema: kind.startsWith('record') ? articleSchema : undefined, ttl: 60_000 });
     if (kind === 'negative') {
       assert.equal(await c.fetch(key, async () => undefined), undefined);
       continue;
@@ -91,7 +91,7 @@ test('Node writes, Go reads: every value kind', { skip }, async () => {
 
 test('Go writes with dictionaries published by dictstore (zstd and s2-dict); a Node reader with none finds them in the store', { skip }, async () => {
   const wrote = runInterop('dictwrite', redis.addr, 'dict:');
-  const c = new Cache(store, { schema: articleSchema });
+  const c = new Cache(store, { schema: articleSchema, storeTimeout: 5000 });
   for (const [key, want] of Object.entries(wrote)) {
     const raw = await store.client.getBuffer(key);
     const h = parseHeader(raw);
@@ -103,13 +103,13 @@ test('Go writes with dictionaries published by dictstore (zstd and s2-dict); a N
   }
   assert.equal(c.stats().decodeErrors, 0);
   // fetch takes the same path: a hit, the loader never runs.
-  const viaFetch = new Cache(store, {});
+  const viaFetch = new Cache(store, { storeTimeout: 5000 });
   for (const key of Object.keys(wrote)) assert.equal((await viaFetch.fetch(key, async () => { throw new Error('must hit'); })).id, 7);
   // A forged copy under the same key is refused: overwrite the published
   // dictionary with other bytes and read with a fresh codec.
   const k = (await store.client.keys('kura:dict:*'))[0];
   await store.client.set(k, Buffer.from('forged dictionary bytes, long enough to be one'));
-  const fresh = new Cache(store, {});
+  const fresh = new Cache(store, { storeTimeout: 5000 });
   let miss = 0;
   for (const key of Object.keys(wrote)) if ((await fresh.get(key)) === undefined) miss++;
   assert.equal(miss, 1, 'the value whose dictionary was replaced is a miss, never garbage');

@@ -17,8 +17,8 @@ const example = `
 import { Cache, RedisStore, HealthStore } from '@kuracache/kura';
 
 const redis = new RedisStore({ addr: process.env.REDIS_ADDR });
-const store = new HealthStore(redis);
-const users = new Cache(store, { name: 'users', ttl: 60_000, ttlJitter: 0.1 });
+const store = new HealthStore(redis, { probeTimeout: 2000 }); // the docs use the defaults; a test machine shared with other builds can take 200 ms to answer a PING
+const users = new Cache(store, { name: 'users', ttl: 60_000, ttlJitter: 0.1, storeTimeout: 5000 });
 
 let loads = 0;
 const db = { user: async (id) => { loads++; return { id, name: 'user ' + id }; } };

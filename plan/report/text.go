@@ -112,7 +112,11 @@ func header(b *strings.Builder, p *plan.Plan) {
 		parts = append(parts, fmt.Sprintf("%s ops/s per engine thread", count(e.OpsPerThread)))
 	}
 	if e.Replicas > 0 {
-		parts = append(parts, fmt.Sprintf("%d replica(s) per primary", e.Replicas))
+		r := "replicas"
+		if e.Replicas == 1 {
+			r = "replica"
+		}
+		parts = append(parts, fmt.Sprintf("%d %s per primary", e.Replicas, r))
 	}
 	fmt.Fprintf(b, "Workload: %s\n", strings.Join(parts, "; "))
 	var what []string

@@ -83,20 +83,18 @@ func Redact(raw string) string { return hide(raw) }
 // shorthand that a generic URL redaction reads as a user name: whatever
 // precedes the last "@" of the authority is masked unless it is a plain
 // user:password pair already masked.
-func hide(raw string) string {
-	shown := redact.URL(raw)
-	scheme, rest, ok := strings.Cut(raw, "://")
-	if !ok {
-		return shown
+func hide(raw string) string { return redact.URL(raw) }
+
+// describeChar names a character for an error message without showing
+// the secret around it.
+func describeChar(r rune) string {
+	switch {
+	case r == ' ':
+		return "a space"
+	case r < ' ' || r == 0x7f:
+		return "a control character"
 	}
-	at := strings.LastIndex(rest, "@")
-	if at < 0 {
-		return shown
-	}
-	if strings.Contains(rest[:at], ":") && strings.Contains(shown, redact.Mask) && !strings.Contains(shown, rest[:at]) {
-		return shown // user:xxxxx@host
-	}
-	return scheme + "://" + redact.Mask + rest[at:]
+	return fmt.Sprintf("%q", string(r))
 }
 
 // Parse reads a store URL without connecting. It is the one parser of
@@ -158,20 +156,32 @@ func parse(raw string, allowMem bool) (Target, error) {
 		return Target{}, bad("unknown scheme %q; want %s", scheme, schemes)
 	}
 	// Split the host list off by hand: url.Parse rejects "h1:1,h2:2".
-	if at := strings.LastIndex(rest, "@"); at >= 0 {
+	// The user info ends at the last "@" (redact.SplitUserinfo, the rule
+	// redaction uses too): a password may hold "/", "#", "?" or spaces.
+	if userinfo, hosts, ok := redact.SplitUserinfo(rest); ok {
 		if t.Kind == Memcached {
 			return Target{}, bad("memcached has no passwords in the protocols kura speaks; drop user:password@")
 		}
-		userinfo := rest[:at]
-		rest = rest[at+1:]
+		rest = hosts
+		// Characters a URL cannot hold as is: accepted here they would
+		// mean one thing to kura and another to redis-cli and every other
+		// client, and a mistyped URL would echo them in errors.
+		if i := strings.IndexFunc(userinfo, func(r rune) bool { return r <= ' ' || r == 0x7f || strings.ContainsRune("/?#@[]", r) }); i >= 0 {
+			what := "password"
+			if c := strings.IndexByte(userinfo, ':'); c > i {
+				what = "user"
+			}
+			return Target{}, bad("the %s holds %s, which a URL cannot hold as is; URL-escape it: / as %%2F, # as %%23, ? as %%3F, @ as %%40, : as %%3A, space as %%20, %% as %%25 (in a shell: python3 -c 'import urllib.parse,sys; print(urllib.parse.quote(sys.argv[1], safe=\"\"))' 'PASSWORD')",
+				what, describeChar(rune(userinfo[i])))
+		}
 		u, pw, hasPass := strings.Cut(userinfo, ":")
 		var err error
 		if t.User, err = url.PathUnescape(u); err != nil {
-			return Target{}, bad("the user is not URL-escaped correctly")
+			return Target{}, bad("the user is not URL-escaped correctly: write %% as %%25 (a %% must start %%XX, two hex digits)")
 		}
 		if hasPass {
 			if t.Password, err = url.PathUnescape(pw); err != nil {
-				return Target{}, bad("the password is not URL-escaped correctly")
+				return Target{}, bad("the password is not URL-escaped correctly: write %% as %%25 (a %% must start %%XX, two hex digits)")
 			}
 		} else {
 			// redis://password@host is a common shorthand for requirepass.

@@ -92,7 +92,8 @@ func TestOpen(t *testing.T) {
 func FuzzParse(f *testing.F) {
 	for _, s := range []string{"redis://u:s3cret@h:1/2", "rediss://:s3cret@h1,h2", "memcached://a,b:5", "mem://", "redis://h:1?addr=h2:2",
 		"redis://s3cret@", "redis://u:s3cret%zz@h", "memcached://u:s3cret@h", "redis://[::1]:6379/0", "redis://] 0",
-		"redis+ring://:s3cret@h1,h2?ring=ketama&weights=2,1", "redis+ring://h1,h2?names=a,b&hashtag={}&ring=twemproxy"} {
+		"redis+ring://:s3cret@h1,h2?ring=ketama&weights=2,1", "redis+ring://h1,h2?names=a,b&hashtag={}&ring=twemproxy",
+		"mem://x", "redis://s3cret@h?dial_timeout=1s", "127.0.0.1:6379", "redis://s3cret@h:1?addr=h2:2&addr=h3"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {

@@ -1,0 +1,41 @@
+package l1
+
+import (
+	"testing"
+	"time"
+)
+
+// TestMaxAgeIsExact: an entry of a tier with a staleness bound is served
+// for at most the bound after the read that filled it began, whatever
+// otter's coarser expiry clock says; a drop during the read stops the fill.
+func TestMaxAgeIsExact(t *testing.T) {
+	const bound = 30 * time.Millisecond
+	l, err := New[string](1<<20, time.Hour, bound)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	tok := l.Begin("k")
+	began := time.Now()
+	l.Finish("k", tok, "v", false, 1, true)
+	for {
+		age := time.Since(began) // the entry is at least this old in Get
+		v, _, ok := l.Get("k")
+		if !ok {
+			break
+		}
+		if v != "v" {
+			t.Fatalf("Get = %q", v)
+		}
+		if age > bound {
+			t.Fatalf("entry served %v after its read began, bound %v", age, bound)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	tok = l.Begin("k")
+	l.Drop("k")
+	l.Finish("k", tok, "old", false, 1, true)
+	if _, _, ok := l.Get("k"); ok {
+		t.Fatal("a read overtaken by a drop filled the tier")
+	}
+}

@@ -1,0 +1,98 @@
+// Package vis makes text from a cache safe to show a person: key names,
+// values and patterns are whatever anybody with write access stored, and
+// a terminal or a page must show them, not obey them.
+//
+// Escape replaces every character that could act instead of being seen:
+// C0 controls (ESC starts terminal sequences; CR and LF forge report
+// lines), DEL, C1 controls (U+0080–U+009F, CSI and OSC on some
+// terminals), the Unicode bidirectional controls (U+202A–U+202E,
+// U+2066–U+2069, U+200E, U+200F, U+061C: an RTL override shows
+// "rtl:gnp.exe" as "rtl:exe.png"), the line and paragraph separators and
+// bytes that are not UTF-8. Each becomes a visible escape: \e for ESC, \n,
+// \r, \t, \xNN for other bytes below U+0100, \u{NNNN} above. A backslash
+// becomes \\ so that an escape cannot be forged.
+package vis
+
+import (
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
+
+// Escape returns s with every control, bidirectional control and invalid
+// byte escaped; other text, any script, is unchanged.
+func Escape(s string) string {
+	if clean(s) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 8)
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && n <= 1 {
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+			i++
+			continue
+		}
+		i += n
+		switch {
+		case r == '\\':
+			b.WriteString(`\\`)
+		case r == 0x1b:
+			b.WriteString(`\e`)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r < 0x20 || (r >= 0x7f && r <= 0x9f):
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case isBidiOrSeparator(r):
+			fmt.Fprintf(&b, `\u{%04X}`, r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+// EscapeBytes is Escape for bytes (a memcached binary key, a value
+// prefix).
+func EscapeBytes(p []byte) string { return Escape(string(p)) }
+
+// Unsafe reports whether Escape would change s.
+func Unsafe(s string) bool { return !clean(s) }
+
+func clean(s string) bool {
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < 0x80 {
+			if c < 0x20 || c == 0x7f || c == '\\' {
+				return false
+			}
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if (r == utf8.RuneError && n <= 1) || (r >= 0x80 && r <= 0x9f) || isBidiOrSeparator(r) {
+			return false
+		}
+		i += n
+	}
+	return true
+}
+
+func isBidiOrSeparator(r rune) bool {
+	switch {
+	case r == 0x061c, r == 0x200e, r == 0x200f:
+		return true
+	case r >= 0x202a && r <= 0x202e:
+		return true
+	case r >= 0x2066 && r <= 0x2069:
+		return true
+	case r == 0x2028, r == 0x2029:
+		return true
+	}
+	return false
+}
