@@ -252,9 +252,32 @@ func parseFields(b []byte, f *Fields) error {
 	return nil
 }
 
+// parseDictAndLen parses the dictionary id and the uncompressed length at
+// data[off:] into h and returns the offset after them.
+func parseDictAndLen(data []byte, off int, h *Header) (int, error) {
+	d, n := binary.Uvarint(data[off:])
+	switch {
+	case n == 0:
+		return off, fmt.Errorf("%w: dictionary id", ErrTruncated)
+	case n < 0 || d > 1<<32-1 || n > binary.MaxVarintLen32:
+		return off, fmt.Errorf("%w: dictionary id out of range", ErrCorrupt)
+	}
+	h.Dict = uint32(d)
+	off += n
+	l, n := binary.Uvarint(data[off:])
+	switch {
+	case n == 0:
+		return off, fmt.Errorf("%w: uncompressed length", ErrTruncated)
+	case n < 0 || l > math.MaxInt>>1:
+		return off, fmt.Errorf("%w: uncompressed length out of range", ErrCorrupt)
+	}
+	h.RawLen = int(l)
+	return off + n, nil
+}
+
 // Header is the decoded envelope header.
 type Header struct {
-	// Version is the format version (1 or 2).
+	// Version is the format version (1, 2 or VersionCompact).
 	Version byte
 	// Kind is what the entry holds; KindValue or KindNegative in
 	// version 1.
@@ -281,7 +304,9 @@ type Header struct {
 // AppendHeader appends the encoding of h to dst. Len is ignored. A
 // Version of 0 means Version (2); Version1 writes the first format, which
 // has no fields and only values and negative entries (Negative, or Kind
-// KindNegative). Entries that are not values end after their fields.
+// KindNegative). VersionCompact writes a value in the compact layout
+// (entries that are not values are written in version 2). Entries that
+// are not values end after their fields.
 func AppendHeader(dst []byte, h Header) []byte {
 	kind := h.Kind
 	if h.Negative {
@@ -292,6 +317,8 @@ func AppendHeader(dst []byte, h Header) []byte {
 			return append(dst, Magic0, Magic1, Version1|FlagNegative)
 		}
 		dst = append(dst, Magic0, Magic1, Version1, h.Serializer, h.Compressor)
+	} else if h.Version == VersionCompact && kind == KindValue {
+		return appendCompactHeader(dst, &h)
 	} else {
 		dst = append(dst, Magic0, Magic1, Version, byte(kind))
 		dst = appendFields(dst, &h.Fields)
@@ -381,33 +408,29 @@ func ParseHeader(data []byte) (Header, error) {
 			}
 			return h, nil
 		}
+	case VersionCompact:
+		if flags != 0 {
+			return h, fmt.Errorf("%w: flag bits %#02x in version 3", ErrUnsupportedVersion, flags)
+		}
+		if err := parseCompact(data, &h); err != nil {
+			return h, err
+		}
+		if h.Serializer == 0 {
+			return h, fmt.Errorf("%w: serializer id 0", ErrUnknownSerializer)
+		}
+		return h, nil
 	default:
-		return h, fmt.Errorf("%w: version %d (this reader knows %d and %d)", ErrUnsupportedVersion, h.Version, Version1, Version)
+		return h, fmt.Errorf("%w: version %d (this reader knows %d, %d and %d)", ErrUnsupportedVersion, h.Version, Version1, Version, VersionCompact)
 	}
 	if len(data) < off+2 {
 		return h, fmt.Errorf("%w: header ends at byte %d", ErrTruncated, len(data))
 	}
 	h.Serializer = data[off]
 	h.Compressor = data[off+1]
-	off += 2
-	d, n := binary.Uvarint(data[off:])
-	switch {
-	case n == 0:
-		return h, fmt.Errorf("%w: dictionary id", ErrTruncated)
-	case n < 0 || d > 1<<32-1 || n > binary.MaxVarintLen32:
-		return h, fmt.Errorf("%w: dictionary id out of range", ErrCorrupt)
+	off, err := parseDictAndLen(data, off+2, &h)
+	if err != nil {
+		return h, err
 	}
-	h.Dict = uint32(d)
-	off += n
-	l, n := binary.Uvarint(data[off:])
-	switch {
-	case n == 0:
-		return h, fmt.Errorf("%w: uncompressed length", ErrTruncated)
-	case n < 0 || l > math.MaxInt>>1:
-		return h, fmt.Errorf("%w: uncompressed length out of range", ErrCorrupt)
-	}
-	off += n
-	h.RawLen = int(l)
 	h.Len = off
 	if h.Serializer == 0 {
 		return h, fmt.Errorf("%w: serializer id 0", ErrUnknownSerializer)
