@@ -36,13 +36,18 @@ export const DEFAULT_MIN_SAVINGS = 0.1;
 export const MAX_RATIO = 256;
 export const RATIO_FLOOR = 1 << 20;
 
+/** The compact value format (version 3), which `compact` writers write. */
+export const VERSION_COMPACT = 3;
+/** The zero of a compact entry's write time (seconds): 2026-01-01T00:00:00Z, in Unix seconds. */
+export const COMPACT_EPOCH = 1767225600;
+
 /** Entry kinds (byte 3 of a version 2 entry). */
 export const Kind = { value: 0, negative: 1, lease: 2, tombstone: 3 } as const;
 export type KindName = keyof typeof Kind;
 const kindNames: KindName[] = ['value', 'negative', 'lease', 'tombstone'];
 
 /** Serializer ids. */
-export const SerializerId = { msgpack: 1, json: 2, raw: 3, idlist: 4 } as const;
+export const SerializerId = { msgpack: 1, json: 2, raw: 3, idlist: 4, string: 5, 'msgpack-array': 6 } as const;
 export type SerializerName = keyof typeof SerializerId;
 /** Compressor ids. */
 export const CompressorId = { none: 0, s2: 1, zstd: 2, 's2-dict': 3 } as const;
@@ -204,8 +209,13 @@ export function parseHeader(data: Uint8Array): Header {
       if (data.length !== off) fail('ErrCorrupt', `${h.kind} entry followed by ${data.length - off} byte(s)`);
       return h;
     }
+  } else if (h.version === VERSION_COMPACT) {
+    if (flags !== 0) fail('ErrUnsupportedVersion', `flag bits 0x${flags.toString(16)} in version 3`);
+    parseCompact(data, h);
+    if (h.serializer === 0) fail('ErrUnknownSerializer', 'serializer id 0');
+    return h;
   } else {
-    return fail('ErrUnsupportedVersion', `version ${h.version} (this reader knows 1 and 2)`);
+    return fail('ErrUnsupportedVersion', `version ${h.version} (this reader knows 1, 2 and 3)`);
   }
   if (data.length < off + 2) fail('ErrTruncated', `header ends at byte ${data.length}`);
   h.serializer = data[off];
@@ -223,6 +233,91 @@ export function parseHeader(data: Uint8Array): Header {
   h.rawLen = l.value;
   h.len = off;
   if (h.serializer === 0) fail('ErrUnknownSerializer', 'serializer id 0');
+  return h;
+}
+
+/** The compact layout byte (docs/FORMAT.md, "Version 3"). */
+const Compact = { serMask: 0x07, compressed: 0x08, schema: 0x10, written: 0x20, fields: 0x40, reserved: 0x80 } as const;
+
+function parseCompact(data: Uint8Array, h: Header): void {
+  if (data.length < 4) fail('ErrTruncated', 'no layout byte');
+  const layout = data[3];
+  if (layout & Compact.reserved) fail('ErrNotUnderstood', 'compact layout bit 0x80');
+  let off = 4;
+  h.serializer = layout & Compact.serMask;
+  if (h.serializer === 0) {
+    if (data.length < off + 1) fail('ErrTruncated', 'serializer id');
+    h.serializer = data[off++];
+    if (h.serializer <= Compact.serMask) fail('ErrCorrupt', `serializer id ${h.serializer} written as a byte`);
+  }
+  if (layout & Compact.schema) {
+    if (data.length < off + 4) fail('ErrTruncated', 'schema fingerprint');
+    h.fields.schema = ((data[off] << 24) | (data[off + 1] << 16) | (data[off + 2] << 8) | data[off + 3]) >>> 0;
+    off += 4;
+  }
+  if (layout & Compact.written) {
+    const w = readUvarint(data, off);
+    if (w.n === 0) fail('ErrTruncated', 'write time');
+    if (w.n < 0 || w.value > 2 ** 40) fail('ErrCorrupt', 'write time out of range');
+    h.fields.written = (COMPACT_EPOCH + w.value) * 1000;
+    off += w.n;
+  }
+  if (layout & Compact.fields) {
+    const fl = readUvarint(data, off);
+    if (fl.n === 0) fail('ErrTruncated', 'field section length');
+    if (fl.n < 0 || fl.value > MAX_FIELDS_LEN) fail('ErrCorrupt', 'field section length out of range');
+    if (fl.value > data.length - off - fl.n) fail('ErrTruncated', `field section of ${fl.value} bytes, ${data.length - off - fl.n} left`);
+    const f: Fields = {};
+    parseFields(data, off + fl.n, off + fl.n + fl.value, f);
+    if (f.schema !== undefined || f.written !== undefined) fail('ErrCorrupt', "schema or written time in a compact entry's field section");
+    h.fields = { ...f, schema: h.fields.schema, written: h.fields.written };
+    if (h.fields.schema === undefined) delete h.fields.schema;
+    if (h.fields.written === undefined) delete h.fields.written;
+    off += fl.n + fl.value;
+  }
+  if (layout & Compact.compressed) {
+    if (data.length < off + 1) fail('ErrTruncated', 'compressor id');
+    h.compressor = data[off++];
+    if (h.compressor === 0) fail('ErrCorrupt', 'compressed flag with compressor 0');
+    const d = readUvarint(data, off);
+    if (d.n === 0) fail('ErrTruncated', 'dictionary id');
+    if (d.n < 0 || d.value > 0xffffffff || d.n > 5) fail('ErrCorrupt', 'dictionary id out of range');
+    h.dict = d.value;
+    off += d.n;
+    const l = readUvarint(data, off);
+    if (l.n === 0) fail('ErrTruncated', 'uncompressed length');
+    if (l.n < 0 || l.value > Number.MAX_SAFE_INTEGER) fail('ErrCorrupt', 'uncompressed length out of range');
+    off += l.n;
+    h.rawLen = l.value;
+  } else {
+    h.rawLen = data.length - off;
+  }
+  h.len = off;
+}
+
+function compactHeader(fields: Fields | undefined, ser: number, comp: number, dict: number, rawLen: number): number[] {
+  let layout = ser <= Compact.serMask ? ser : 0;
+  if (comp !== 0) layout |= Compact.compressed;
+  const f = fields ?? {};
+  if (f.schema !== undefined) layout |= Compact.schema;
+  const secs = f.written !== undefined ? Math.floor(Math.floor(f.written) / 1000) - COMPACT_EPOCH : -1;
+  if (secs >= 0) layout |= Compact.written;
+  const rest: Fields = { ...f, schema: undefined, written: undefined };
+  const fb = fieldsBytes(rest);
+  if (fb.length > 1) layout |= Compact.fields;
+  const h = [MAGIC0, MAGIC1, VERSION_COMPACT, layout];
+  if ((layout & Compact.serMask) === 0) h.push(ser);
+  if (f.schema !== undefined) {
+    const s = f.schema >>> 0;
+    h.push(s >>> 24, (s >>> 16) & 0xff, (s >>> 8) & 0xff, s & 0xff);
+  }
+  if (secs >= 0) pushUvarint(h, secs);
+  if (layout & Compact.fields) h.push(...fb);
+  if (comp !== 0) {
+    h.push(comp);
+    pushUvarint(h, dict);
+    pushUvarint(h, rawLen);
+  }
   return h;
 }
 
@@ -264,7 +359,7 @@ export function encodeEntry(kind: Exclude<KindName, 'value'>, fields?: Fields): 
   return Buffer.from([MAGIC0, MAGIC1, VERSION, Kind[kind], ...fb]);
 }
 
-function valueHeader(fields: Fields | undefined, ser: number, comp: number, dict: number, rawLen: number): number[] {
+function valueHeaderV2(fields: Fields | undefined, ser: number, comp: number, dict: number, rawLen: number): number[] {
   const h = [MAGIC0, MAGIC1, VERSION, Kind.value, ...fieldsBytes(fields), ser, comp];
   pushUvarint(h, dict);
   pushUvarint(h, rawLen);
@@ -293,6 +388,15 @@ export interface CodecOptions {
   dictionaries?: Map<number, Uint8Array> | Record<number, Uint8Array>;
   /** The id (in `dictionaries`) to compress with. Default 0: none. */
   dictionary?: number;
+  /**
+   * Write the compact envelope (version 3, docs/FORMAT.md): with 'msgpack',
+   * a string is stored as its UTF-8 bytes (serializer 'string') without a
+   * schema fingerprint, the write time in seconds, no length for an
+   * uncompressed payload. Default false (version 2). Every reader of this
+   * package and of the Go package from the same release reads both; older
+   * readers treat compact entries as not understood, so upgrade readers first.
+   */
+  compact?: boolean;
 }
 
 /** A decoded entry: the header and, for kind 'value', the value. */
@@ -323,6 +427,7 @@ export class Codec {
   private readonly minSavings: number;
   private readonly level: number;
   private readonly dictId: number;
+  private readonly compact: boolean;
   private readonly dicts = new Map<number, DictEntry>();
   // Writing: @msgpack/msgpack, which encodes integers beyond 32 bits as
   // int64/uint64 (msgpackr writes them as float64, which Go's int fields
@@ -346,6 +451,7 @@ export class Codec {
     if (md < 0) throw new Error(`kura: codec: maxDecodedSize: ${md}; want 0 (64 MiB) or a positive size`);
     this.maxDecodedSize = md === 0 ? DEFAULT_MAX_DECODED_SIZE : md;
     this.level = opts.zstdLevel ?? 3;
+    this.compact = opts.compact ?? false;
     const entries = opts.dictionaries instanceof Map ? [...opts.dictionaries] : Object.entries(opts.dictionaries ?? {}).map(([k, v]) => [Number(k), v] as const);
     for (const [id, bytes] of entries) {
       if (!Number.isInteger(id) || id <= 0 || id > 0xffffffff) throw new Error(`kura: codec: dictionaries: id ${id} is not a uint32 above 0`);
@@ -400,10 +506,14 @@ export class Codec {
   }
 
   /** Serializes v with the codec's serializer. */
-  serialize(v: unknown): Uint8Array {
-    switch (this.serializer) {
+  serialize(v: unknown, ser: SerializerName = this.serializer): Uint8Array {
+    switch (ser) {
       case 'msgpack':
+      case 'msgpack-array':
         return this.enc.encode(v);
+      case 'string':
+        if (typeof v === 'string') return Buffer.from(v, 'utf8');
+        throw new TypeError('kura: encode with string: want a string');
       case 'json': {
         const s = JSON.stringify(v);
         if (s === undefined) throw new TypeError('kura: encode with json: value has no JSON form');
@@ -425,13 +535,20 @@ export class Codec {
    * (otherwise it is stored as is, as the Go writer does).
    */
   encode(v: unknown, fields?: Fields): Buffer {
-    const payload = this.serialize(v);
+    let serName = this.serializer;
+    let plain = fields && fields.dictDigest ? { ...fields, dictDigest: undefined } : fields;
+    if (this.compact && serName === 'msgpack' && typeof v === 'string' && !hasLoneSurrogate(v)) {
+      // The serializer says it is a string: no fingerprint needed (as Go writes it).
+      serName = 'string';
+      if (plain && plain.schema !== undefined) plain = { ...plain, schema: undefined };
+    }
+    const payload = this.serialize(v, serName);
     if (payload.length > this.maxDecodedSize) {
       throw new RangeError(`kura: value too large: ${payload.length} bytes serialized, maxDecodedSize is ${this.maxDecodedSize}`);
     }
-    const ser = SerializerId[this.serializer];
+    const ser = SerializerId[serName];
     const compId = CompressorId[this.compressor];
-    const plain = fields && fields.dictDigest ? { ...fields, dictDigest: undefined } : fields;
+    const valueHeader = this.compact ? compactHeader : valueHeaderV2;
     if (compId !== 0 && payload.length >= this.minCompress) {
       const withDict = this.dictId ? { ...plain, dictDigest: this.digestOf(this.dicts.get(this.dictId)!) } : plain;
       const hdr = valueHeader(withDict, ser, compId, this.dictId, payload.length);
@@ -468,7 +585,7 @@ export class Codec {
   private readable(payload: Uint8Array, stored: number): boolean {
     if (stored >= payload.length) return true;
     try {
-      if (this.serializer === 'msgpack') checkMsgPack(payload, allocBound(stored));
+      if (this.serializer === 'msgpack' || this.serializer === 'msgpack-array') checkMsgPack(payload, allocBound(stored));
       else if (this.serializer === 'json') checkJSON(payload, allocBound(stored));
       return true;
     } catch {
@@ -543,7 +660,14 @@ export class Codec {
   /** Deserializes raw; when raw is not owned (a view the caller frees), nothing returned may alias it. */
   private deserialize(ser: SerializerName, raw: Uint8Array, stored: number, owned: boolean): unknown {
     switch (ser) {
+      case 'string':
+        try {
+          return utf8.decode(raw);
+        } catch (err) {
+          throw new FormatError('ErrDeserialize', `string: ${(err as Error).message}`, { cause: err });
+        }
       case 'msgpack':
+      case 'msgpack-array':
         checkMsgPack(raw, allocBound(Math.min(raw.length, stored)));
         try {
           return this.dec.unpack(raw);
@@ -576,8 +700,17 @@ function serializerName(id: number): SerializerName | undefined {
       return 'raw';
     case 4:
       return 'idlist';
+    case 5:
+      return 'string';
+    case 6:
+      return 'msgpack-array';
   }
   return undefined;
+}
+
+/** A string with a lone surrogate has no UTF-8 form; it stays msgpack (as Go keeps invalid UTF-8 in msgpack). */
+function hasLoneSurrogate(s: string): boolean {
+  return /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/.test(s);
 }
 
 function ratioTooHigh(rawLen: number, storedLen: number): boolean {
