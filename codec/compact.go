@@ -30,6 +30,10 @@ const (
 	compactReserved   byte = 0x80 // not understood by this reader
 )
 
+// maxCompactSecs bounds a compact write time (272 years after the epoch)
+// so that it converts to a time.Duration.
+const maxCompactSecs = 1 << 33
+
 // CompactEpoch is the zero of the compact envelope's write time: seconds
 // since 2026-01-01T00:00:00Z, a uvarint of 4 bytes until 2034 (5 after).
 // A write time before it is left out.
@@ -218,7 +222,7 @@ func appendCompactHeader(dst []byte, h *Header) []byte {
 	secs := int64(-1)
 	if !h.Fields.Written.IsZero() {
 		secs = int64(h.Fields.Written.Sub(CompactEpoch) / time.Second)
-		if secs >= 0 {
+		if secs >= 0 && secs <= maxCompactSecs {
 			layout |= compactWritten
 		}
 	}
@@ -282,7 +286,7 @@ func parseCompact(data []byte, h *Header) error {
 		switch {
 		case n == 0:
 			return fmt.Errorf("%w: write time", ErrTruncated)
-		case n < 0 || s > 1<<40:
+		case n < 0 || s > maxCompactSecs:
 			return fmt.Errorf("%w: write time out of range", ErrCorrupt)
 		}
 		h.Fields.Written = CompactEpoch.Add(time.Duration(s) * time.Second)

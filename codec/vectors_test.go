@@ -185,7 +185,7 @@ func malformedVectors() []malformedVector {
 		{"v3 no layout byte", "c14b03", "ErrTruncated"},
 		{"v3 schema cut short", "c14b0311" + "1234", "ErrTruncated"},
 		{"v3 write time cut short", "c14b0325" + "b4cc", "ErrTruncated"},
-		{"v3 write time over 2^40 s", "c14b0325" + "8080808080808001" + "61", "ErrCorrupt"},
+		{"v3 write time over 2^33 s", "c14b0325" + "8180808020" + "61", "ErrCorrupt"},
 		{"v3 small serializer id written as a byte", "c14b0300" + "01" + "c0", "ErrCorrupt"},
 		{"v3 serializer byte missing", "c14b0300", "ErrTruncated"},
 		{"v3 unknown serializer", "c14b0300" + "fa" + "c0", "ErrUnknownSerializer"},

@@ -258,7 +258,7 @@ function parseCompact(data: Uint8Array, h: Header): void {
   if (layout & Compact.written) {
     const w = readUvarint(data, off);
     if (w.n === 0) fail('ErrTruncated', 'write time');
-    if (w.n < 0 || w.value > 2 ** 40) fail('ErrCorrupt', 'write time out of range');
+    if (w.n < 0 || w.value > 2 ** 33) fail('ErrCorrupt', 'write time out of range');
     h.fields.written = (COMPACT_EPOCH + w.value) * 1000;
     off += w.n;
   }
@@ -301,7 +301,7 @@ function compactHeader(fields: Fields | undefined, ser: number, comp: number, di
   const f = fields ?? {};
   if (f.schema !== undefined) layout |= Compact.schema;
   const secs = f.written !== undefined ? Math.floor(Math.floor(f.written) / 1000) - COMPACT_EPOCH : -1;
-  if (secs >= 0) layout |= Compact.written;
+  if (secs >= 0 && secs <= 2 ** 33) layout |= Compact.written;
   const rest: Fields = { ...f, schema: undefined, written: undefined };
   const fb = fieldsBytes(rest);
   if (fb.length > 1) layout |= Compact.fields;
@@ -311,7 +311,7 @@ function compactHeader(fields: Fields | undefined, ser: number, comp: number, di
     const s = f.schema >>> 0;
     h.push(s >>> 24, (s >>> 16) & 0xff, (s >>> 8) & 0xff, s & 0xff);
   }
-  if (secs >= 0) pushUvarint(h, secs);
+  if (layout & Compact.written) pushUvarint(h, secs);
   if (layout & Compact.fields) h.push(...fb);
   if (comp !== 0) {
     h.push(comp);
