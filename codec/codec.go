@@ -58,7 +58,9 @@ type Options struct {
 	// must save for the compressed form to be kept; otherwise the value
 	// is stored uncompressed, which costs nothing to decode. If 0, it
 	// defaults to DefaultMinSavings (0.1, i.e. 10%); if negative, the
-	// compressed form is kept whenever it is smaller at all.
+	// compressed form is kept whenever it is smaller at all. With
+	// Compact, 0 means the compressed form is kept whenever the entry is
+	// smaller, header included.
 	MinSavings float64
 
 	// MaxDecodedSize caps the uncompressed payload length, in bytes, that
@@ -132,7 +134,8 @@ type Options struct {
 	// Encode writes version 2. Every reader of this package reads both;
 	// readers from before version 3 treat a compact entry as not
 	// understood (a miss they do not overwrite), so upgrade every reader
-	// before setting it on any writer.
+	// before setting it on any writer. With Compact, a MinSavings of 0
+	// keeps a compressed form whenever it is smaller, header included.
 	Compact bool
 }
 
@@ -179,6 +182,11 @@ func New(opts Options) (*Codec, error) {
 	switch {
 	case math.IsNaN(c.minSavings) || c.minSavings >= 1:
 		return nil, fmt.Errorf("kura: codec: MinSavings: %v; want a fraction below 1 (0 for the default, negative for any saving)", opts.MinSavings)
+	case c.minSavings == 0 && opts.Compact:
+		// Compact values keep compression whenever it saves bytes net of
+		// the header it adds (EncodeWith): smaller than the seed's
+		// always-Snappy at every size (docs/FORMAT.md, "Version 3").
+		c.minSavings = 0
 	case c.minSavings == 0:
 		c.minSavings = DefaultMinSavings
 	case c.minSavings < 0:
@@ -355,12 +363,22 @@ func (c *Codec) EncodeWith(dst []byte, v any, f Fields) ([]byte, Header, error) 
 		}
 		dst = AppendHeader(dst, h)
 		h.Len = len(dst) - start
-		out, err := comp.Compress(dst, payload)
+		var out []byte
+		if s2c, ok := comp.(s2Compressor); ok && version == VersionCompact {
+			out, err = s2c.compressSmallest(dst, payload)
+		} else {
+			out, err = comp.Compress(dst, payload)
+		}
 		if err != nil {
 			putBuf(bp, payload)
 			return dst[:start], Header{}, fmt.Errorf("kura: encode with %s: %w", comp.Name(), err)
 		}
 		saved := len(payload) - (len(out) - len(dst))
+		if version == VersionCompact {
+			// What the compressed form's header adds: compressor, dictionary
+			// id and length (and a dictionary's digest).
+			saved -= len(dst) - start - compactHeaderLen(&h)
+		}
 		if saved > 0 && float64(saved) >= c.minSavings*float64(len(payload)) && !ratioTooHigh(len(payload), len(out)-len(dst)) &&
 			readable(ser, payload, len(out)-start) {
 			putBuf(bp, payload)

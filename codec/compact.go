@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"reflect"
 	"sync"
 	"time"
@@ -28,6 +29,11 @@ const (
 	compactWritten    byte = 0x20 // uvarint: seconds since CompactEpoch
 	compactFields     byte = 0x40 // a version 2 field section (ttl, cost, dict digest, newer)
 	compactReserved   byte = 0x80 // not understood by this reader
+
+	// compactS2 is bit 4 of byte 2: the payload is a Snappy block
+	// (compressor s2), which starts with its own length; no compressor
+	// byte. Bits 5-7 of byte 2 are reserved (not understood).
+	compactS2 byte = 0x10
 )
 
 // maxCompactSecs bounds a compact write time (272 years after the epoch)
@@ -47,8 +53,9 @@ const (
 	IDString byte = 5
 	// IDMsgPackArray is MessagePack with structs as arrays of their
 	// field values in declaration order (msgpack/v5
-	// UseArrayEncodedStructs): what Options.Compact writes for a struct
-	// value under MsgPack with a schema fingerprint. Field names are not
+	// UseArrayEncodedStructs): what Options.Compact writes under MsgPack
+	// with a schema fingerprint for a struct, or a slice, array or map of
+	// structs. Field names are not
 	// in the value; a reader decodes it into its type only when the
 	// fingerprint is its own (a schema mismatch otherwise, never a
 	// positional guess).
@@ -171,26 +178,88 @@ func compactSerializer(ser Serializer, v any, schema bool) Serializer {
 	if t == nil {
 		return ser
 	}
-	for t.Kind() == reflect.Pointer {
-		if encodesItself(t) {
-			return ser
+	var form byte
+	if f, ok := compactForms.Load(t); ok {
+		form = f.(byte)
+	} else {
+		form = compactForm(t)
+		compactForms.Store(t, form)
+	}
+	switch form {
+	case IDString:
+		if s, ok := stringOf(v); ok && utf8.ValidString(s) {
+			return stringSerializer{}
 		}
+	case IDMsgPackArray:
+		if rv := reflect.ValueOf(v); schema && !(rv.Kind() == reflect.Pointer && rv.IsNil()) {
+			return msgpackArraySerializer{}
+		}
+	}
+	return ser
+}
+
+// compactForms caches compactForm by type: Encode must not walk a type
+// on every call.
+var compactForms sync.Map // reflect.Type -> byte
+
+// compactForm is the serializer id Options.Compact may write values of
+// type t with under MsgPack (IDString, IDMsgPackArray), or IDMsgPack.
+func compactForm(t reflect.Type) byte {
+	for t.Kind() == reflect.Pointer && !encodesItself(t) {
 		t = t.Elem()
 	}
 	switch {
 	case encodesItself(t):
-		return ser
 	case t.Kind() == reflect.String:
-		if s, ok := stringOf(v); ok && utf8.ValidString(s) {
-			return stringSerializer{}
-		}
-	case t.Kind() == reflect.Struct && schema:
-		if rv := reflect.ValueOf(v); rv.Kind() == reflect.Pointer && rv.IsNil() {
-			return ser
-		}
-		return msgpackArraySerializer{}
+		return IDString
+	case holdsStruct(t, 0) && !holdsInterface(t, map[reflect.Type]bool{}):
+		return IDMsgPackArray
 	}
-	return ser
+	return IDMsgPack
+}
+
+// holdsInterface reports whether a value of t can hold an interface
+// value: a struct stored there would decode as an array (an `any` field
+// gets []any, not the map the version 2 form gives), so such types keep
+// their field names.
+func holdsInterface(t reflect.Type, seen map[reflect.Type]bool) bool {
+	if seen[t] || encodesItself(t) {
+		return false
+	}
+	seen[t] = true
+	switch t.Kind() {
+	case reflect.Interface:
+		return true
+	case reflect.Pointer, reflect.Slice, reflect.Array:
+		return holdsInterface(t.Elem(), seen)
+	case reflect.Map:
+		return holdsInterface(t.Key(), seen) || holdsInterface(t.Elem(), seen)
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if f := t.Field(i); (f.IsExported() || f.Anonymous) && holdsInterface(f.Type, seen) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// holdsStruct reports whether values of t encode a struct of their own
+// (t is one, or a slice, array, map or pointer of one), which
+// MsgPackArray writes without its field names.
+func holdsStruct(t reflect.Type, depth int) bool {
+	if depth > 8 || encodesItself(t) {
+		return false
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		return true
+	case reflect.Pointer, reflect.Slice, reflect.Array:
+		return holdsStruct(t.Elem(), depth+1)
+	case reflect.Map:
+		return holdsStruct(t.Elem(), depth+1)
+	}
+	return false
 }
 
 func stringOf(v any) (string, bool) {
@@ -207,13 +276,27 @@ func stringOf(v any) (string, bool) {
 	return rv.String(), true
 }
 
+// compactHeaderLen is the length of h's compact header if its payload
+// were stored uncompressed.
+func compactHeaderLen(h *Header) int {
+	u := *h
+	u.Compressor, u.Dict, u.Fields.DictDigest = IDNone, 0, DictDigest{}
+	var buf [64]byte
+	return len(appendCompactHeader(buf[:0], &u))
+}
+
 // appendCompactHeader appends the version 3 header of h.
 func appendCompactHeader(dst []byte, h *Header) []byte {
 	layout := byte(0)
 	if h.Serializer <= compactSerMask {
 		layout = h.Serializer
 	}
-	if h.Compressor != IDNone {
+	version := VersionCompact
+	switch h.Compressor {
+	case IDNone:
+	case IDS2:
+		version |= compactS2
+	default:
 		layout |= compactCompressed
 	}
 	if h.Fields.HasSchema {
@@ -231,7 +314,7 @@ func appendCompactHeader(dst []byte, h *Header) []byte {
 	if !rest.empty() {
 		layout |= compactFields
 	}
-	dst = append(dst, Magic0, Magic1, VersionCompact, layout)
+	dst = append(dst, Magic0, Magic1, version, layout)
 	if layout&compactSerMask == 0 {
 		dst = append(dst, h.Serializer)
 	}
@@ -246,11 +329,24 @@ func appendCompactHeader(dst []byte, h *Header) []byte {
 	}
 	if layout&compactCompressed != 0 {
 		dst = append(dst, h.Compressor)
-		dst = binary.AppendUvarint(dst, uint64(h.Dict))
-		dst = binary.AppendUvarint(dst, uint64(h.RawLen))
+		if compactHasDict(h.Compressor) {
+			dst = binary.AppendUvarint(dst, uint64(h.Dict))
+		}
+		if compactHasLen(h.Compressor) {
+			dst = binary.AppendUvarint(dst, uint64(h.RawLen))
+		}
 	}
 	return dst
 }
+
+// compactHasDict reports whether a compact entry names a dictionary id
+// after compressor comp: every compressor but s2, which takes none.
+func compactHasDict(comp byte) bool { return comp != IDS2 }
+
+// compactHasLen reports whether a compact entry stores the uncompressed
+// length after compressor comp: every compressor but s2 and s2-dict, whose
+// block starts with that length (a uvarint) itself.
+func compactHasLen(comp byte) bool { return comp != IDS2 && comp != IDS2Dict }
 
 // parseCompact parses the version 3 header after byte 2 into h.
 func parseCompact(data []byte, h *Header) error {
@@ -313,18 +409,45 @@ func parseCompact(data []byte, h *Header) error {
 		h.Fields = f
 		off += n + int(fl)
 	}
-	if layout&compactCompressed != 0 {
+	if data[2]&compactS2 != 0 {
+		if layout&compactCompressed != 0 {
+			return fmt.Errorf("%w: s2 bit and a compressor byte", ErrCorrupt)
+		}
+		h.Compressor = IDS2
+	} else if layout&compactCompressed != 0 {
 		if len(data) < off+1 {
 			return fmt.Errorf("%w: compressor id", ErrTruncated)
 		}
 		h.Compressor = data[off]
 		off++
-		if h.Compressor == IDNone {
-			return fmt.Errorf("%w: compressed flag with compressor 0", ErrCorrupt)
+		if h.Compressor == IDNone || h.Compressor == IDS2 {
+			return fmt.Errorf("%w: compressor byte %d (0 is none; s2 is byte 2's bit 0x10)", ErrCorrupt, h.Compressor)
 		}
-		var err error
-		if off, err = parseDictAndLen(data, off, h); err != nil {
-			return err
+	}
+	if h.Compressor != IDNone {
+		if compactHasDict(h.Compressor) {
+			d, n := binary.Uvarint(data[off:])
+			switch {
+			case n == 0:
+				return fmt.Errorf("%w: dictionary id", ErrTruncated)
+			case n < 0 || d > 1<<32-1 || n > binary.MaxVarintLen32:
+				return fmt.Errorf("%w: dictionary id out of range", ErrCorrupt)
+			}
+			h.Dict = uint32(d)
+			off += n
+		}
+		// A Snappy or S2 block starts with its own uncompressed length:
+		// the header does not repeat it.
+		l, n := binary.Uvarint(data[off:])
+		switch {
+		case n == 0:
+			return fmt.Errorf("%w: uncompressed length", ErrTruncated)
+		case n < 0 || l > math.MaxInt>>1:
+			return fmt.Errorf("%w: uncompressed length out of range", ErrCorrupt)
+		}
+		h.RawLen = int(l)
+		if compactHasLen(h.Compressor) {
+			off += n
 		}
 	} else {
 		h.RawLen = len(data) - off

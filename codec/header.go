@@ -409,7 +409,7 @@ func ParseHeader(data []byte) (Header, error) {
 			return h, nil
 		}
 	case VersionCompact:
-		if flags != 0 {
+		if flags&^compactS2 != 0 {
 			return h, fmt.Errorf("%w: flag bits %#02x in version 3", ErrUnsupportedVersion, flags)
 		}
 		if err := parseCompact(data, &h); err != nil {

@@ -190,11 +190,15 @@ func malformedVectors() []malformedVector {
 		{"v3 serializer byte missing", "c14b0300", "ErrTruncated"},
 		{"v3 unknown serializer", "c14b0300" + "fa" + "c0", "ErrUnknownSerializer"},
 		{"v3 compressed with compressor 0", "c14b0309" + "00" + "00" + "01" + "c0", "ErrCorrupt"},
-		{"v3 compressed without a length", "c14b0309" + "01" + "00", "ErrTruncated"},
+		{"v3 compressor byte 1 (s2 is a bit of byte 2)", "c14b0309" + "01" + "01" + "c0", "ErrCorrupt"},
+		{"v3 s2 bit and a compressor byte", "c14b1309" + "02" + "00" + "01" + "c0", "ErrCorrupt"},
+		{"v3 compressed without a length", "c14b0309" + "02" + "00", "ErrTruncated"},
+		{"v3 s2 block without its length", "c14b1301", "ErrTruncated"},
+		{"v3 s2 block claiming 8 GiB", "c14b1301" + "8080808020", "ErrTooLarge"},
 		{"v3 schema inside the field section", "c14b0341" + "06" + "010412345678" + "c0", "ErrCorrupt"},
 		{"v3 field section longer than the entry", "c14b0341" + "09" + "0301", "ErrTruncated"},
 		{"v3 string that is not UTF-8", "c14b0305" + "ff", "ErrDeserialize"},
-		{"v3 length over MaxDecodedSize (8 GiB)", "c14b0309" + "01" + "00" + "8080808020", "ErrTooLarge"},
+		{"v3 length over MaxDecodedSize (8 GiB)", "c14b0309" + "02" + "00" + "8080808020", "ErrTooLarge"},
 	}
 }
 
@@ -202,7 +206,7 @@ func malformedVectors() []malformedVector {
 func notUnderstoodVectors() []malformedVector {
 	return []malformedVector{
 		{"future version 4", "c14b04000001000001c0", "ErrUnsupportedVersion"},
-		{"version 3 with a flag bit", "c14b1301c0", "ErrUnsupportedVersion"},
+		{"version 3 with a reserved bit of byte 2", "c14b2301c0", "ErrUnsupportedVersion"},
 		{"version 3 with the reserved layout bit", "c14b0381c0", "ErrNotUnderstood"},
 		{"version 2 with a flag bit", "c14b12000001000001c0", "ErrUnsupportedVersion"},
 		{"version 1 with an unknown flag", "c14b21010000" + "00", "ErrUnsupportedVersion"},

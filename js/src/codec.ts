@@ -210,7 +210,7 @@ export function parseHeader(data: Uint8Array): Header {
       return h;
     }
   } else if (h.version === VERSION_COMPACT) {
-    if (flags !== 0) fail('ErrUnsupportedVersion', `flag bits 0x${flags.toString(16)} in version 3`);
+    if (flags & ~0x10) fail('ErrUnsupportedVersion', `flag bits 0x${flags.toString(16)} in version 3`);
     parseCompact(data, h);
     if (h.serializer === 0) fail('ErrUnknownSerializer', 'serializer id 0');
     return h;
@@ -275,19 +275,28 @@ function parseCompact(data: Uint8Array, h: Header): void {
     if (h.fields.written === undefined) delete h.fields.written;
     off += fl.n + fl.value;
   }
-  if (layout & Compact.compressed) {
+  if (data[2] & 0x10) {
+    // Byte 2's bit 0x10: a Snappy block (compressor s2), no compressor byte.
+    if (layout & Compact.compressed) fail('ErrCorrupt', 's2 bit and a compressor byte');
+    h.compressor = CompressorId.s2;
+  } else if (layout & Compact.compressed) {
     if (data.length < off + 1) fail('ErrTruncated', 'compressor id');
     h.compressor = data[off++];
-    if (h.compressor === 0) fail('ErrCorrupt', 'compressed flag with compressor 0');
-    const d = readUvarint(data, off);
-    if (d.n === 0) fail('ErrTruncated', 'dictionary id');
-    if (d.n < 0 || d.value > 0xffffffff || d.n > 5) fail('ErrCorrupt', 'dictionary id out of range');
-    h.dict = d.value;
-    off += d.n;
+    if (h.compressor === 0 || h.compressor === CompressorId.s2) fail('ErrCorrupt', `compressor byte ${h.compressor} (0 is none; s2 is byte 2's bit 0x10)`);
+  }
+  if (h.compressor !== 0) {
+    if (compactHasDict(h.compressor)) {
+      const d = readUvarint(data, off);
+      if (d.n === 0) fail('ErrTruncated', 'dictionary id');
+      if (d.n < 0 || d.value > 0xffffffff || d.n > 5) fail('ErrCorrupt', 'dictionary id out of range');
+      h.dict = d.value;
+      off += d.n;
+    }
+    // A Snappy or S2 block starts with its own uncompressed length: the header does not repeat it.
     const l = readUvarint(data, off);
     if (l.n === 0) fail('ErrTruncated', 'uncompressed length');
     if (l.n < 0 || l.value > Number.MAX_SAFE_INTEGER) fail('ErrCorrupt', 'uncompressed length out of range');
-    off += l.n;
+    if (compactHasLen(h.compressor)) off += l.n;
     h.rawLen = l.value;
   } else {
     h.rawLen = data.length - off;
@@ -297,7 +306,7 @@ function parseCompact(data: Uint8Array, h: Header): void {
 
 function compactHeader(fields: Fields | undefined, ser: number, comp: number, dict: number, rawLen: number): number[] {
   let layout = ser <= Compact.serMask ? ser : 0;
-  if (comp !== 0) layout |= Compact.compressed;
+  if (comp !== 0 && comp !== CompressorId.s2) layout |= Compact.compressed;
   const f = fields ?? {};
   if (f.schema !== undefined) layout |= Compact.schema;
   const secs = f.written !== undefined ? Math.floor(Math.floor(f.written) / 1000) - COMPACT_EPOCH : -1;
@@ -305,7 +314,7 @@ function compactHeader(fields: Fields | undefined, ser: number, comp: number, di
   const rest: Fields = { ...f, schema: undefined, written: undefined };
   const fb = fieldsBytes(rest);
   if (fb.length > 1) layout |= Compact.fields;
-  const h = [MAGIC0, MAGIC1, VERSION_COMPACT, layout];
+  const h = [MAGIC0, MAGIC1, comp === CompressorId.s2 ? VERSION_COMPACT | 0x10 : VERSION_COMPACT, layout];
   if ((layout & Compact.serMask) === 0) h.push(ser);
   if (f.schema !== undefined) {
     const s = f.schema >>> 0;
@@ -314,12 +323,17 @@ function compactHeader(fields: Fields | undefined, ser: number, comp: number, di
   if (layout & Compact.written) pushUvarint(h, secs);
   if (layout & Compact.fields) h.push(...fb);
   if (comp !== 0) {
-    h.push(comp);
-    pushUvarint(h, dict);
-    pushUvarint(h, rawLen);
+    if (comp !== CompressorId.s2) h.push(comp);
+    if (compactHasDict(comp)) pushUvarint(h, dict);
+    if (compactHasLen(comp)) pushUvarint(h, rawLen);
   }
   return h;
 }
+
+/** Every compressor but s2 names a dictionary id in a compact entry. */
+const compactHasDict = (comp: number): boolean => comp !== CompressorId.s2;
+/** s2 and s2-dict blocks start with their uncompressed length; other compressors store it in a compact header. */
+const compactHasLen = (comp: number): boolean => comp !== CompressorId.s2 && comp !== CompressorId['s2-dict'];
 
 function fieldsBytes(f: Fields | undefined): number[] {
   const out: number[] = [];
@@ -446,7 +460,8 @@ export class Codec {
     this.minCompress = mc === 0 ? DEFAULT_MIN_COMPRESS_SIZE : mc < 0 ? 0 : mc;
     const ms = opts.minSavings ?? 0;
     if (Number.isNaN(ms) || ms >= 1) throw new Error(`kura: codec: minSavings: ${ms}; want a fraction below 1`);
-    this.minSavings = ms === 0 ? DEFAULT_MIN_SAVINGS : ms < 0 ? 0 : ms;
+    // Compact: 0 keeps compression whenever the entry is smaller, header included (as Go).
+    this.minSavings = ms === 0 ? (opts.compact ? 0 : DEFAULT_MIN_SAVINGS) : ms < 0 ? 0 : ms;
     const md = opts.maxDecodedSize ?? 0;
     if (md < 0) throw new Error(`kura: codec: maxDecodedSize: ${md}; want 0 (64 MiB) or a positive size`);
     this.maxDecodedSize = md === 0 ? DEFAULT_MAX_DECODED_SIZE : md;
@@ -553,7 +568,8 @@ export class Codec {
       const withDict = this.dictId ? { ...plain, dictDigest: this.digestOf(this.dicts.get(this.dictId)!) } : plain;
       const hdr = valueHeader(withDict, ser, compId, this.dictId, payload.length);
       const out = this.compress(payload);
-      const saved = payload.length - out.length;
+      // Compact: what the compressed form's header adds counts against it.
+      const saved = payload.length - out.length - (this.compact ? hdr.length - valueHeader(withDict, ser, 0, 0, payload.length).length : 0);
       const stored = hdr.length + out.length;
       if (saved > 0 && saved >= this.minSavings * payload.length && !ratioTooHigh(payload.length, out.length) && this.readable(payload, stored)) {
         const b = Buffer.allocUnsafe(stored);
