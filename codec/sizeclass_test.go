@@ -159,3 +159,75 @@ func TestCompactSizeClasses(t *testing.T) {
 }
 
 func avg(xs []int) float64 { return float64(sum(xs)) / float64(len(xs)) }
+
+// BenchmarkCompactClasses times encode and decode per size class for
+// msgpack+snappy (the seed), kura version 2 and kura compact, as a Cache
+// uses them (a fingerprint, the write time; decoding into the type):
+//
+//	go test ./codec -run '^$' -bench CompactClasses -benchtime 2000x -count 5
+func BenchmarkCompactClasses(b *testing.B) {
+	for _, c := range append(structClasses(), stringClasses()[1:]...) {
+		typ := reflect.TypeOf(c.values[0])
+		fresh := func() any { return reflect.New(typ).Interface() }
+		f := Fields{Schema: Fingerprint(typ, "msgpack"), HasSchema: true, Written: time.Now()}
+		for _, s := range []struct {
+			name string
+			enc  func(v any) ([]byte, error)
+			dec  func(b []byte, dst any) error
+		}{
+			{"msgpack+snappy", func(v any) ([]byte, error) {
+				mp, err := msgpack.Marshal(v)
+				return snappy.Encode(nil, mp), err
+			}, func(b []byte, dst any) error {
+				raw, err := snappy.Decode(nil, b)
+				if err != nil {
+					return err
+				}
+				return msgpack.Unmarshal(raw, dst)
+			}},
+			kuraCodecScheme("kura-v2", mustNew(b, Options{}), f),
+			kuraCodecScheme("kura-compact", mustNew(b, Options{Compact: true}), f),
+		} {
+			encoded := make([][]byte, len(c.values))
+			b.Run(c.name+"/encode/"+s.name, func(b *testing.B) {
+				for i := range b.N {
+					out, err := s.enc(c.values[i%len(c.values)])
+					if err != nil {
+						b.Fatal(err)
+					}
+					encoded[i%len(c.values)] = out
+				}
+			})
+			b.Run(c.name+"/decode/"+s.name, func(b *testing.B) {
+				for i := range encoded {
+					if encoded[i] == nil {
+						encoded[i], _ = s.enc(c.values[i])
+					}
+				}
+				for i := range b.N {
+					if err := s.dec(encoded[i%len(encoded)], fresh()); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		}
+	}
+}
+
+func kuraCodecScheme(name string, c *Codec, f Fields) struct {
+	name string
+	enc  func(v any) ([]byte, error)
+	dec  func(b []byte, dst any) error
+} {
+	return struct {
+		name string
+		enc  func(v any) ([]byte, error)
+		dec  func(b []byte, dst any) error
+	}{name, func(v any) ([]byte, error) {
+		out, _, err := c.EncodeWith(nil, v, f)
+		return out, err
+	}, func(b []byte, dst any) error {
+		_, err := c.DecodeSchema(b, dst, f.Schema)
+		return err
+	}}
+}
