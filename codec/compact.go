@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"math"
 	"reflect"
 	"sync"
 	"time"
@@ -389,17 +388,12 @@ func parseCompact(data []byte, h *Header) error {
 		off += n
 	}
 	if layout&compactFields != 0 {
-		fl, n := binary.Uvarint(data[off:])
-		switch {
-		case n == 0:
-			return fmt.Errorf("%w: field section length", ErrTruncated)
-		case n < 0 || fl > MaxFieldsLen:
-			return fmt.Errorf("%w: field section length out of range", ErrCorrupt)
-		case fl > uint64(len(data)-off-n):
-			return fmt.Errorf("%w: field section of %d bytes, %d left", ErrTruncated, fl, len(data)-off-n)
+		start, end, err := fieldSection(data, off)
+		if err != nil {
+			return err
 		}
 		var f Fields
-		if err := parseFields(data[off+n:off+n+int(fl)], &f); err != nil {
+		if err := parseFields(data[start:end], &f); err != nil {
 			return err
 		}
 		if f.HasSchema || !f.Written.IsZero() {
@@ -407,7 +401,7 @@ func parseCompact(data []byte, h *Header) error {
 		}
 		f.HasSchema, f.Schema, f.Written = h.Fields.HasSchema, h.Fields.Schema, h.Fields.Written
 		h.Fields = f
-		off += n + int(fl)
+		off = end
 	}
 	if data[2]&compactS2 != 0 {
 		if layout&compactCompressed != 0 {
@@ -426,26 +420,18 @@ func parseCompact(data []byte, h *Header) error {
 	}
 	if h.Compressor != IDNone {
 		if compactHasDict(h.Compressor) {
-			d, n := binary.Uvarint(data[off:])
-			switch {
-			case n == 0:
-				return fmt.Errorf("%w: dictionary id", ErrTruncated)
-			case n < 0 || d > 1<<32-1 || n > binary.MaxVarintLen32:
-				return fmt.Errorf("%w: dictionary id out of range", ErrCorrupt)
+			n, err := parseDictID(data[off:], h)
+			if err != nil {
+				return err
 			}
-			h.Dict = uint32(d)
 			off += n
 		}
 		// A Snappy or S2 block starts with its own uncompressed length:
 		// the header does not repeat it.
-		l, n := binary.Uvarint(data[off:])
-		switch {
-		case n == 0:
-			return fmt.Errorf("%w: uncompressed length", ErrTruncated)
-		case n < 0 || l > math.MaxInt>>1:
-			return fmt.Errorf("%w: uncompressed length out of range", ErrCorrupt)
+		n, err := parseRawLen(data[off:], h)
+		if err != nil {
+			return err
 		}
-		h.RawLen = int(l)
 		if compactHasLen(h.Compressor) {
 			off += n
 		}

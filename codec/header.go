@@ -255,24 +255,56 @@ func parseFields(b []byte, f *Fields) error {
 // parseDictAndLen parses the dictionary id and the uncompressed length at
 // data[off:] into h and returns the offset after them.
 func parseDictAndLen(data []byte, off int, h *Header) (int, error) {
-	d, n := binary.Uvarint(data[off:])
+	n, err := parseDictID(data[off:], h)
+	if err != nil {
+		return off, err
+	}
+	off += n
+	n, err = parseRawLen(data[off:], h)
+	return off + n, err
+}
+
+// parseDictID parses the dictionary id uvarint at the start of b into h
+// and returns its length.
+func parseDictID(b []byte, h *Header) (int, error) {
+	d, n := binary.Uvarint(b)
 	switch {
 	case n == 0:
-		return off, fmt.Errorf("%w: dictionary id", ErrTruncated)
+		return 0, fmt.Errorf("%w: dictionary id", ErrTruncated)
 	case n < 0 || d > 1<<32-1 || n > binary.MaxVarintLen32:
-		return off, fmt.Errorf("%w: dictionary id out of range", ErrCorrupt)
+		return 0, fmt.Errorf("%w: dictionary id out of range", ErrCorrupt)
 	}
 	h.Dict = uint32(d)
-	off += n
-	l, n := binary.Uvarint(data[off:])
+	return n, nil
+}
+
+// parseRawLen parses the uncompressed length uvarint at the start of b
+// into h and returns its length.
+func parseRawLen(b []byte, h *Header) (int, error) {
+	l, n := binary.Uvarint(b)
 	switch {
 	case n == 0:
-		return off, fmt.Errorf("%w: uncompressed length", ErrTruncated)
+		return 0, fmt.Errorf("%w: uncompressed length", ErrTruncated)
 	case n < 0 || l > math.MaxInt>>1:
-		return off, fmt.Errorf("%w: uncompressed length out of range", ErrCorrupt)
+		return 0, fmt.Errorf("%w: uncompressed length out of range", ErrCorrupt)
 	}
 	h.RawLen = int(l)
-	return off + n, nil
+	return n, nil
+}
+
+// fieldSection parses the field section length at data[off:] and returns
+// where the section's fields start and end.
+func fieldSection(data []byte, off int) (start, end int, err error) {
+	fl, n := binary.Uvarint(data[off:])
+	switch {
+	case n == 0:
+		return 0, 0, fmt.Errorf("%w: field section length", ErrTruncated)
+	case n < 0 || fl > MaxFieldsLen:
+		return 0, 0, fmt.Errorf("%w: field section length out of range", ErrCorrupt)
+	case fl > uint64(len(data)-off-n):
+		return 0, 0, fmt.Errorf("%w: field section of %d bytes, %d left", ErrTruncated, fl, len(data)-off-n)
+	}
+	return off + n, off + n + int(fl), nil
 }
 
 // Header is the decoded envelope header.
@@ -387,17 +419,12 @@ func ParseHeader(data []byte) (Header, error) {
 		if h.Kind > kindMax {
 			return h, fmt.Errorf("%w: entry kind %d", ErrNotUnderstood, data[3])
 		}
-		fl, n := binary.Uvarint(data[4:])
-		switch {
-		case n == 0:
-			return h, fmt.Errorf("%w: field section length", ErrTruncated)
-		case n < 0 || fl > MaxFieldsLen:
-			return h, fmt.Errorf("%w: field section length out of range", ErrCorrupt)
-		case fl > uint64(len(data)-4-n):
-			return h, fmt.Errorf("%w: field section of %d bytes, %d left", ErrTruncated, fl, len(data)-4-n)
+		start, end, err := fieldSection(data, 4)
+		if err != nil {
+			return h, err
 		}
-		off = 4 + n + int(fl)
-		if err := parseFields(data[4+n:off], &h.Fields); err != nil {
+		off = end
+		if err := parseFields(data[start:end], &h.Fields); err != nil {
 			return h, err
 		}
 		if h.Kind != KindValue {

@@ -221,19 +221,29 @@ export function parseHeader(data: Uint8Array): Header {
   h.serializer = data[off];
   h.compressor = data[off + 1];
   off += 2;
+  off += readDictID(data, off, h);
+  off += readRawLen(data, off, h);
+  h.len = off;
+  if (h.serializer === 0) fail('ErrUnknownSerializer', 'serializer id 0');
+  return h;
+}
+
+/** Reads the dictionary id uvarint at off into h; returns its length. */
+function readDictID(data: Uint8Array, off: number, h: Header): number {
   const d = readUvarint(data, off);
   if (d.n === 0) fail('ErrTruncated', 'dictionary id');
   if (d.n < 0 || d.value > 0xffffffff || d.n > 5) fail('ErrCorrupt', 'dictionary id out of range');
   h.dict = d.value;
-  off += d.n;
+  return d.n;
+}
+
+/** Reads the uncompressed length uvarint at off into h; returns its length. */
+function readRawLen(data: Uint8Array, off: number, h: Header): number {
   const l = readUvarint(data, off);
   if (l.n === 0) fail('ErrTruncated', 'uncompressed length');
   if (l.n < 0 || l.value > Number.MAX_SAFE_INTEGER) fail('ErrCorrupt', 'uncompressed length out of range');
-  off += l.n;
   h.rawLen = l.value;
-  h.len = off;
-  if (h.serializer === 0) fail('ErrUnknownSerializer', 'serializer id 0');
-  return h;
+  return l.n;
 }
 
 /** The compact layout byte (docs/FORMAT.md, "Version 3"). */
@@ -285,19 +295,10 @@ function parseCompact(data: Uint8Array, h: Header): void {
     if (h.compressor === 0 || h.compressor === CompressorId.s2) fail('ErrCorrupt', `compressor byte ${h.compressor} (0 is none; s2 is byte 2's bit 0x10)`);
   }
   if (h.compressor !== 0) {
-    if (compactHasDict(h.compressor)) {
-      const d = readUvarint(data, off);
-      if (d.n === 0) fail('ErrTruncated', 'dictionary id');
-      if (d.n < 0 || d.value > 0xffffffff || d.n > 5) fail('ErrCorrupt', 'dictionary id out of range');
-      h.dict = d.value;
-      off += d.n;
-    }
+    if (compactHasDict(h.compressor)) off += readDictID(data, off, h);
     // A Snappy or S2 block starts with its own uncompressed length: the header does not repeat it.
-    const l = readUvarint(data, off);
-    if (l.n === 0) fail('ErrTruncated', 'uncompressed length');
-    if (l.n < 0 || l.value > Number.MAX_SAFE_INTEGER) fail('ErrCorrupt', 'uncompressed length out of range');
-    if (compactHasLen(h.compressor)) off += l.n;
-    h.rawLen = l.value;
+    const n = readRawLen(data, off, h);
+    if (compactHasLen(h.compressor)) off += n;
   } else {
     h.rawLen = data.length - off;
   }
