@@ -3,12 +3,12 @@ package kura
 import (
 	"context"
 	"errors"
-	"fmt"
 	"reflect"
 	"time"
 
 	"github.com/kuracache/kura/codec"
-	"github.com/kuracache/kura/internal/flight"
+	"github.com/kuracache/kura/internal/l1"
+	"github.com/kuracache/kura/internal/readthrough"
 	"github.com/kuracache/kura/store"
 	"github.com/kuracache/kura/store/health"
 )
@@ -27,26 +27,16 @@ type ManyLoader[V any] func(ctx context.Context, keys []string) (map[string]V, e
 // Cache is a typed read-through cache over a Store. It is safe for
 // concurrent use. Several Caches of different value types may share one
 // Store (give them distinct key prefixes and Options.Name).
+//
+// The Cache is the API face: its reads run the one read-through pipeline
+// of internal/readthrough (lookup, classify, acquire, load, fill).
 type Cache[V any] struct {
-	store store.Store
-	opts  Options
-	stats *counters
-	group flight.Group[V]
-	l1    *l1[V] // nil without Options.L1
-	// leaser is the store's lease capability when the Cache uses it
-	// (Options.Leases), nil otherwise.
-	leaser store.Leaser
-	// holders runs the loads of lease holders, apart from group (where
-	// waiters share their polling), so a caller that wins a lease never
-	// joins a wait and has to give the lease up.
-	holders flight.Group[V]
-	// hub polls, for FetchMany, the keys other callers hold leases on.
-	hub waitHub
-	// refreshing holds the keys a FetchMany early refresh of this
-	// process is reloading in the background.
-	refreshing refreshSet
-	// schema is the fingerprint of V as the Codec encodes it (schema.go).
-	schema uint32
+	store        store.Store
+	opts         Options
+	p            *readthrough.Pipeline[V]
+	l1           *l1.Tier[V] // nil without Options.L1
+	unsub        func()      // the L1's subscription to the store's reports
+	coordination string
 }
 
 // New returns a Cache of values of type V over s.
@@ -58,29 +48,50 @@ func New[V any](s store.Store, opts Options) (*Cache[V], error) {
 	if err != nil {
 		return nil, err
 	}
-	l, err := newL1[V](s, o.L1)
+	tier, tracker, err := newL1[V](s, o.L1)
 	if err != nil {
 		return nil, err
 	}
-	c := &Cache[V]{store: s, opts: o, stats: newCounters(), leaser: leaserOf(s, o), l1: l,
-		schema: o.Codec.Fingerprint(reflect.TypeFor[V]())}
-	c.stats.coordination = CoordinationProcess
-	if c.leaser != nil {
-		c.stats.coordination = CoordinationLeases
+	c := &Cache[V]{store: s, opts: o, l1: tier, coordination: CoordinationProcess}
+	cfg := readthrough.Config{
+		Codec: o.Codec, Schema: o.Codec.Fingerprint(reflect.TypeFor[V]()),
+		NegativeTTL: o.NegativeTTL, StoreTimeout: o.StoreTimeout, LoadTimeout: o.LoadTimeout,
+		SchemaGrace: o.SchemaGrace, LeaseTTL: o.LeaseTTL, LeaseWait: o.LeaseWait,
+		StaleWhileRevalidate: o.StaleWhileRevalidate, EarlyRefresh: o.EarlyRefresh,
+		MaxValueSize: o.MaxValueSize, WarnValueSize: o.WarnValueSize, OnLargeValue: o.OnLargeValue,
+		Jitter: c.opts.jitter, Leaser: leaserOf(s, o), Tracker: tracker,
 	}
+	if o.OnError != nil {
+		cfg.OnError = func(op readthrough.Op, key string, err error) { o.OnError(allOps[op], key, err) }
+	}
+	if tier != nil {
+		cfg.L1 = tier
+		if tracker != nil {
+			c.unsub = tracker.Subscribe(tier.OnReport)
+		}
+	}
+	if cfg.Leaser != nil {
+		c.coordination = CoordinationLeases
+	}
+	c.p = readthrough.New[V](s, cfg)
 	return c, nil
 }
 
 // Store returns the underlying Store.
 func (c *Cache[V]) Store() store.Store { return c.store }
 
+// Name returns Options.Name.
+func (c *Cache[V]) Name() string { return c.opts.Name }
+
 // Stats returns a snapshot of the counters.
 func (c *Cache[V]) Stats() Stats {
-	s := c.stats.snapshot(c.opts.Name)
+	s := snapshot(c.p.Counters(), c.opts.Name, c.coordination)
 	if c.l1 != nil {
-		s.L1 = c.l1.stats()
-		s.Hits += c.l1.hits.Load()
-		s.NegativeHits += c.l1.negHits.Load()
+		t := c.l1.Stats()
+		s.L1 = L1Stats{Hits: t.Hits + t.NegativeHits, Misses: t.Misses, Entries: t.Entries, Bytes: t.Bytes,
+			Evictions: t.Evictions, Invalidations: t.Invalidations, Flushes: t.Flushes}
+		s.Hits += t.Hits
+		s.NegativeHits += t.NegativeHits
 	}
 	if h, ok := store.Find[*health.Store](c.store); ok {
 		s.Nodes = h.Stats().Nodes
@@ -88,200 +99,123 @@ func (c *Cache[V]) Stats() Stats {
 	return s
 }
 
-// Name returns Options.Name.
-func (c *Cache[V]) Name() string { return c.opts.Name }
-
-// entry is a decoded cached value.
-type entry[V any] struct {
-	v        V
-	negative bool
-	// fields are the envelope's header fields (write time, TTL, load
-	// cost), for early refresh.
-	fields codec.Fields
-	// keep marks an entry written for another type, too recently to
-	// overwrite (Options.SchemaGrace): a read-through does not fill it.
-	keep bool
-}
-
-// encode serialises v and enforces the size guards. It never logs or
-// returns the value itself. The envelope carries V's schema fingerprint
-// and the write time, so a reader of another type knows the value is not
-// its own and how recent it is (schema.go).
-func (c *Cache[V]) encode(key string, v V) ([]byte, error) {
-	return c.encodeWith(key, v, codec.Fields{})
-}
-
-// encodeWith is encode with envelope header fields (early refresh's TTL
-// and load cost); the schema fingerprint and the write time are always
-// set.
-func (c *Cache[V]) encodeWith(key string, v V, f codec.Fields) ([]byte, error) {
-	f.Schema, f.HasSchema = c.schema, true
-	if f.Written.IsZero() {
-		f.Written = time.Now()
-	}
-	b, h, err := c.opts.Codec.EncodeWith(nil, v, f)
-	if err != nil {
-		if errors.Is(err, codec.ErrValueTooLarge) {
-			// One sentinel for callers, whichever limit refused it.
-			c.stats.rejected.Add(1)
-			return nil, fmt.Errorf("%w: key %q: %w", ErrValueTooLarge, key, err)
+// Close releases the L1 tier (its clean-up goroutine and its subscription
+// to the store's invalidations). It does not close the Store, which may be
+// shared. A Cache without an L1 has nothing to release.
+func (c *Cache[V]) Close() error {
+	if c.l1 != nil {
+		if c.unsub != nil {
+			c.unsub()
 		}
-		return nil, fmt.Errorf("kura: encode %q: %w", key, err)
-	}
-	if err := c.checkSize(key, len(b)); err != nil {
-		return nil, err
-	}
-	c.stats.bytesW.Add(uint64(len(b)))
-	c.stats.bytesWRaw.Add(uint64(h.RawLen))
-	c.stats.dictBytes.add(h.Dict, len(b))
-	return b, nil
-}
-
-func (c *Cache[V]) checkSize(key string, n int) error {
-	if c.opts.MaxValueSize > 0 && n > c.opts.MaxValueSize {
-		c.stats.rejected.Add(1)
-		return fmt.Errorf("%w: key %q encodes to %d bytes, over the limit of %d (Options.MaxValueSize or the server's item size limit); split the value or raise the limit",
-			ErrValueTooLarge, key, n, c.opts.MaxValueSize)
-	}
-	if c.opts.WarnValueSize > 0 && n > c.opts.WarnValueSize {
-		c.stats.large.Add(1)
-		if c.opts.OnLargeValue != nil {
-			c.opts.OnLargeValue(key, n)
-		}
+		c.l1.Close()
 	}
 	return nil
 }
 
-func (c *Cache[V]) encodeNegative() []byte {
-	b := c.opts.Codec.EncodeNegative(nil)
-	c.stats.bytesW.Add(uint64(len(b)))
-	return b
-}
-
-func (c *Cache[V]) decode(key string, data []byte) (entry[V], codec.Header, error) {
-	var e entry[V]
-	h, err := c.opts.Codec.DecodeSchema(data, &e.v, c.schema)
+// Fetch returns the value for key from the cache, or calls loader on a miss
+// and caches what it returns for ttl (0 = Options.TTL, NoExpiry = never).
+//
+// Concurrent Fetches of one key in this process share one loader call; if
+// a load ended since the first look, the shared load checks the cache once
+// more before loading, so a value filled by a load that just ended is not
+// loaded again (and a plain cold miss costs one read, not two). The shared load runs on a
+// context that keeps the values of the first caller's ctx but not its
+// cancellation, bounded by Options.LoadTimeout: a caller whose ctx ends
+// gets ctx's error at once, and the load goes on for the others.
+//
+// If loader returns an error matching ErrNotFound, Fetch returns it and
+// caches the absence for Options.NegativeTTL; other loader errors are
+// returned and not cached. If loader panics, the Fetch that started the
+// load panics with a *flight.PanicError in its own goroutine (so the
+// caller's recover, such as net/http's, works), and Fetches that shared
+// the load get an error matching ErrLoaderPanicked; nothing is cached.
+//
+// Cache failures never reach the caller: a store that errs or stalls (the
+// store work of one Fetch is bounded by Options.StoreTimeout), or bytes
+// that do not decode, count as a miss, and a failed write-back is counted
+// and reported to Options.OnError.
+//
+// On a store with leases (Options.Leases, Stats.Coordination "leases"),
+// a miss takes a lease: only its holder, in any process, calls the loader,
+// and its write-back is dropped if an Invalidate came in between; the
+// other callers wait for the holder's value (at most Options.LeaseWait,
+// then they load without writing back). See docs/leases.md.
+func (c *Cache[V]) Fetch(ctx context.Context, key string, ttl time.Duration, loader Loader[V]) (V, error) {
+	var zero V
+	if err := store.CheckKey(key); err != nil {
+		return zero, err
+	}
+	ttl, err := c.opts.resolveTTL(ttl)
 	if err != nil {
-		if errors.Is(err, codec.ErrSchemaMismatch) {
-			c.stats.schemaMismatches.Add(1)
-			e.keep = c.tooYoungToOverwrite(h)
-		} else {
-			c.stats.decodeErrs.Add(1)
-		}
-		return e, h, fmt.Errorf("kura: decode %q (%d bytes): %w", key, len(data), err)
+		return zero, err
 	}
-	c.stats.bytesR.Add(uint64(len(data)))
-	c.stats.bytesRRaw.Add(uint64(h.RawLen))
-	e.fields = h.Fields
-	switch h.Kind {
-	case codec.KindValue:
-	case codec.KindNegative:
-		e.negative = true
-	default:
-		// A lease placeholder or a tombstone holds no value: a miss.
-		return e, h, fmt.Errorf("kura: %q holds a %s entry: %w", key, h.Kind, errNoValue)
+	if loader == nil {
+		return zero, errors.New("kura: Fetch needs a loader")
 	}
-	return e, h, nil
+	return c.p.Fetch(ctx, key, ttl, readthrough.Loader[V](loader))
 }
 
-func (c *Cache[V]) reportErr(op Op, key string, err error) {
-	if c.opts.OnError != nil {
-		c.opts.OnError(op, key, err)
-	}
-}
-
-// absent is the error for a key cached as "not found".
-func absent(key string) error {
-	return fmt.Errorf("kura: %q is cached as absent: %w", key, ErrNotFound)
-}
-
-// found decodes bytes the store returned for key and counts the result: a
-// hit, a negative hit, or (bytes that do not decode) a miss.
-func (c *Cache[V]) found(key string, data []byte) (entry[V], error) {
-	e, _, err := c.foundH(key, data)
-	return e, err
-}
-
-// foundH is found that also returns the envelope's header.
-func (c *Cache[V]) foundH(key string, data []byte) (entry[V], codec.Header, error) {
-	if isPlaceholder(data) {
-		// Another caller's lease (or a tombstone): no value, a miss.
-		c.stats.misses.Add(1)
-		return entry[V]{}, codec.Header{}, errMiss
-	}
-	e, h, err := c.decode(key, data)
-	switch {
-	case err != nil:
-		c.stats.misses.Add(1)
-	case e.negative:
-		c.stats.negHits.Add(1)
-	default:
-		c.stats.hits.Add(1)
-	}
-	return e, h, err
-}
-
-// read is one timed store Get with the counting every reader shares. A
-// store error is counted as such, not as a miss; the read-through path,
-// which falls back to the loader, counts the miss itself. With an L1 the
-// L1 answers first.
-func (c *Cache[V]) read(ctx context.Context, key string) (entry[V], error) {
-	if c.l1 != nil {
-		return c.l1Read(ctx, key)
-	}
-	return c.storeRead(ctx, key)
-}
-
-// storeRead is read from the store alone.
-func (c *Cache[V]) storeRead(ctx context.Context, key string) (entry[V], error) {
-	start := time.Now()
-	data, err := c.store.Get(ctx, key)
-	c.stats.since(OpGet, start)
+// FetchMany returns the values for keys: one batched cache read, one loader
+// call with every key that missed, and one batched write-back of what the
+// loader returned, so N keys cost at most three round trips per cache
+// server whatever N is.
+//
+// Keys that do not exist (cached as absent, or left out by the loader) are
+// left out of the map; the loader's omissions are cached negatively. A
+// loader error is returned together with the hits read from the cache.
+// Duplicate keys are read once. Cache failures are absorbed as in Fetch.
+//
+// Without leases, FetchMany does not share loads with concurrent callers:
+// batching already makes the loader call per batch, not per key. With
+// leases it takes a lease on every missing key in the same batched read,
+// calls the loader once with the keys it holds, fills them in one batched
+// conditional write, and waits for the keys other callers (in any
+// process) hold; with Options.EarlyRefresh it also serves keys due for
+// refresh from the cache and reloads them in the background, with one
+// loader call for all of them; see docs/leases.md.
+func (c *Cache[V]) FetchMany(ctx context.Context, keys []string, ttl time.Duration, loader ManyLoader[V]) (map[string]V, error) {
+	keys, err := uniqueKeys(keys)
 	if err != nil {
-		return entry[V]{}, c.countReadErr(err)
+		return nil, err
 	}
-	return c.found(key, data)
+	if ttl, err = c.opts.resolveTTL(ttl); err != nil {
+		return nil, err
+	}
+	if loader == nil {
+		return nil, errors.New("kura: FetchMany needs a loader")
+	}
+	return c.p.FetchMany(ctx, keys, ttl, readthrough.ManyLoader[V](loader))
 }
 
-// countReadErr counts a failed read: a miss, or a store error.
-func (c *Cache[V]) countReadErr(err error) error {
-	if errors.Is(err, ErrNotFound) {
-		c.stats.misses.Add(1)
-	} else {
-		c.stats.storeErrs.Add(1)
+// Invalidate removes keys so that the next read loads them again, and
+// voids every lease on them: a load that started before Invalidate (and
+// may have read the old row) cannot write its value back after it.
+//
+// What a reader may see once Invalidate has returned:
+//   - with leases (Stats.Coordination "leases") and StaleWhileRevalidate
+//     off: never the old value; the first reader loads, others wait for
+//     its fill (at most Options.LeaseWait, then they load for themselves);
+//   - with StaleWhileRevalidate on memcached: the old value, for at most
+//     StaleWhileRevalidate, while exactly one reader reloads it;
+//   - without leases: Invalidate is DeleteMany, and a load that was in
+//     flight may still write the old value back after it.
+func (c *Cache[V]) Invalidate(ctx context.Context, keys ...string) error {
+	keys, err := uniqueKeys(keys)
+	if err != nil || len(keys) == 0 {
+		return err
 	}
-	return err
-}
-
-// countBatchErr counts the keys a batch call failed: those named in a
-// *store.BatchError, or all n when the whole call failed.
-func (c *Cache[V]) countBatchErr(err error, n int) {
-	if err == nil {
-		return
-	}
-	var be *store.BatchError
-	if errors.As(err, &be) {
-		n = len(be.Errors)
-	}
-	c.stats.storeErrs.Add(uint64(n))
+	return c.p.Invalidate(ctx, keys)
 }
 
 // Get returns the cached value for key. It returns an error matching
 // ErrNotFound on a miss or when the key is cached as absent, ErrMalformed
 // when the cached bytes do not decode, and the store's error otherwise.
 func (c *Cache[V]) Get(ctx context.Context, key string) (V, error) {
-	var zero V
 	if err := store.CheckKey(key); err != nil {
+		var zero V
 		return zero, err
 	}
-	e, err := c.read(ctx, key)
-	if err != nil {
-		return zero, err
-	}
-	if e.negative {
-		return zero, absent(key)
-	}
-	return e.v, nil
+	return c.p.Get(ctx, key)
 }
 
 // Set stores v under key for ttl (0 = Options.TTL, NoExpiry = never;
@@ -294,19 +228,11 @@ func (c *Cache[V]) Set(ctx context.Context, key string, v V, ttl time.Duration) 
 	if err != nil {
 		return err
 	}
-	b, err := c.encode(key, v)
+	b, err := c.p.Encode(key, v, codec.Fields{})
 	if err != nil {
 		return err
 	}
-	c.l1Drop(key)
-	defer c.l1Drop(key)
-	start := time.Now()
-	err = c.store.Set(ctx, key, b, c.opts.jitter(ttl))
-	c.stats.since(OpSet, start)
-	if err != nil {
-		c.stats.storeErrs.Add(1)
-	}
-	return err
+	return c.p.Set(ctx, key, b, ttl)
 }
 
 // Delete removes key. Deleting a missing key is not an error.
@@ -314,15 +240,7 @@ func (c *Cache[V]) Delete(ctx context.Context, key string) error {
 	if err := store.CheckKey(key); err != nil {
 		return err
 	}
-	c.l1Drop(key)
-	defer c.l1Drop(key)
-	start := time.Now()
-	err := c.store.Delete(ctx, key)
-	c.stats.since(OpDelete, start)
-	if err != nil {
-		c.stats.storeErrs.Add(1)
-	}
-	return err
+	return c.p.Delete(ctx, key)
 }
 
 // GetMany returns the cached values of keys in one round trip per server.
@@ -335,81 +253,8 @@ func (c *Cache[V]) GetMany(ctx context.Context, keys []string) (map[string]V, er
 	if err != nil {
 		return nil, err
 	}
-	out := make(map[string]V, len(keys))
-	be := store.BatchError{Op: "get"}
-	err = c.getMany(ctx, keys, func(key string, e entry[V], err error) {
-		switch {
-		case err == errMiss:
-		case err != nil:
-			be.Errors = append(be.Errors, store.KeyError{Key: key, Err: err})
-		case !e.negative:
-			out[key] = e.v
-		}
-	})
-	if err != nil {
-		return out, err
-	}
-	return out, be.Err()
+	return c.p.GetMany(ctx, keys)
 }
-
-// getMany reads keys in one batch and calls fn once per key: with err nil
-// for a hit (e.negative for a key cached as absent), errMiss for a plain
-// miss, or the key's own failure. A non-nil result means the whole batch
-// failed and fn was not called.
-func (c *Cache[V]) getMany(ctx context.Context, keys []string, fn func(key string, e entry[V], err error)) error {
-	if len(keys) == 0 {
-		return nil
-	}
-	if c.l1 != nil {
-		return c.l1GetMany(ctx, keys, fn)
-	}
-	get := func(ctx context.Context, keys []string) ([][]byte, error) { return store.GetMany(ctx, c.store, keys) }
-	return c.getManyWith(ctx, keys, get, func(key string, e entry[V], _ codec.Header, err error) { fn(key, e, err) })
-}
-
-// getManyWith is getMany through get, reporting each key in the order of
-// keys with its envelope header.
-func (c *Cache[V]) getManyWith(ctx context.Context, keys []string, get func(context.Context, []string) ([][]byte, error), fn func(key string, e entry[V], h codec.Header, err error)) error {
-	start := time.Now()
-	vals, err := get(ctx, keys)
-	c.stats.since(OpGetMany, start)
-	var failed map[string]error
-	if err != nil {
-		var be *store.BatchError
-		if !errors.As(err, &be) {
-			c.stats.storeErrs.Add(uint64(len(keys)))
-			c.stats.misses.Add(uint64(len(keys)))
-			return err
-		}
-		failed = be.Failed()
-		c.stats.storeErrs.Add(uint64(len(failed)))
-	}
-	if len(vals) != len(keys) {
-		return fmt.Errorf("kura: store returned %d values for %d keys", len(vals), len(keys))
-	}
-	for i, key := range keys {
-		if ferr, ok := failed[key]; ok {
-			c.stats.misses.Add(1)
-			fn(key, entry[V]{}, codec.Header{}, ferr)
-			continue
-		}
-		if vals[i] == nil {
-			c.stats.misses.Add(1)
-			fn(key, entry[V]{}, codec.Header{}, errMiss)
-			continue
-		}
-		e, h, err := c.foundH(key, vals[i])
-		fn(key, e, h, err)
-	}
-	return nil
-}
-
-// errMiss marks a plain miss inside getMany; it never leaves the package.
-var errMiss = fmt.Errorf("miss: %w", ErrNotFound)
-
-// errNoValue is the miss of an entry that holds no value (a lease
-// placeholder or a tombstone).
-var errNoValue = fmt.Errorf("no value: %w", ErrNotFound)
 
 // SetMany stores every item for ttl in one round trip per server. Values
 // that fail to encode or exceed the size limit are reported in the
@@ -419,22 +264,21 @@ func (c *Cache[V]) SetMany(ctx context.Context, items map[string]V, ttl time.Dur
 	if err != nil {
 		return err
 	}
-	var be store.BatchError
-	be.Op = "set"
+	be := store.BatchError{Op: "set"}
 	batch := make([]store.Item, 0, len(items))
 	for k, v := range items {
 		if err := store.CheckKey(k); err != nil {
 			be.Add(k, err)
 			continue
 		}
-		b, err := c.encode(k, v)
+		b, err := c.p.Encode(k, v, codec.Fields{})
 		if err != nil {
 			be.Add(k, err)
 			continue
 		}
 		batch = append(batch, store.Item{Key: k, Value: b, TTL: c.opts.jitter(ttl)})
 	}
-	if err := c.setMany(ctx, batch); err != nil {
+	if err := c.p.SetMany(ctx, batch); err != nil {
 		var sbe *store.BatchError
 		if !errors.As(err, &sbe) {
 			return err
@@ -444,41 +288,19 @@ func (c *Cache[V]) SetMany(ctx context.Context, items map[string]V, ttl time.Dur
 	return be.Err()
 }
 
-func (c *Cache[V]) setMany(ctx context.Context, batch []store.Item) error {
-	if len(batch) == 0 {
-		return nil
-	}
-	if c.l1 != nil {
-		keys := make([]string, len(batch))
-		for i := range batch {
-			keys[i] = batch[i].Key
-		}
-		c.l1Drop(keys...)
-		defer c.l1Drop(keys...)
-	}
-	start := time.Now()
-	err := store.SetMany(ctx, c.store, batch)
-	c.stats.since(OpSetMany, start)
-	c.countBatchErr(err, len(batch))
-	return err
-}
-
 // DeleteMany removes keys in one round trip per server.
 func (c *Cache[V]) DeleteMany(ctx context.Context, keys []string) error {
 	keys, err := uniqueKeys(keys)
-	if err != nil {
+	if err != nil || len(keys) == 0 {
 		return err
 	}
-	if len(keys) == 0 {
-		return nil
+	return c.p.DeleteMany(ctx, keys)
+}
+
+func (c *Cache[V]) reportErr(op Op, key string, err error) {
+	if c.opts.OnError != nil {
+		c.opts.OnError(op, key, err)
 	}
-	c.l1Drop(keys...)
-	defer c.l1Drop(keys...)
-	start := time.Now()
-	err = store.DeleteMany(ctx, c.store, keys)
-	c.stats.since(OpDeleteMany, start)
-	c.countBatchErr(err, len(keys))
-	return err
 }
 
 // uniqueKeys validates keys and drops duplicates, keeping the first

@@ -30,6 +30,42 @@
 // [Cache.Get] and [Cache.Set] do return those errors, for callers who
 // want them.
 //
+// # Across processes: leases
+//
+// On a store with leases (Redis, Redis Cluster and memcached; Options.Leases,
+// on by default there) a miss takes a lease: one caller in any process loads
+// a cold key while the others wait for its write-back, and
+// [Cache.Invalidate] voids the leases of its keys, so once it has returned no
+// read is handed a value that a load read before it (docs/leases.md states
+// the guarantee of each combination of options). Options.StaleWhileRevalidate
+// (memcached) serves the old value for a bounded time while one reader
+// reloads; Options.EarlyRefresh reloads hot keys before they expire.
+//
+// # In the process: the L1
+//
+// Options.L1 keeps decoded values in the process, so a warm hit costs no
+// round trip and no decode. Over Redis with redisstore's Tracking the
+// server reports changes and every process drops the key; over other stores
+// the L1 needs Options.L1.MaxStaleness, its staleness bound (docs/l1.md).
+//
+// # Typed keys and indexes
+//
+// [Keyed] is a view of a Cache with typed identifiers (an int64 user id,
+// say) and one prefix; [Index] and [UniqueIndex] cache the ids a query
+// returns (a user's orders; the user of an email) over a Keyed of the
+// records, with one invalidation per write.
+//
+// # One read path
+//
+// Fetch, FetchMany and the Keyed and Index reads run one pipeline
+// (internal/readthrough): look up (the L1, then the store), classify (hit,
+// negative, stale, due for early refresh, not understood, miss), acquire
+// (this process's flight, or a lease), load, fill. Options.StoreTimeout
+// bounds a call's own store work as one budget; a hit creates no timer,
+// context or goroutine for it. Capabilities of the store are found through
+// its wrappers only where a wrapper implements them (store.Find), so a
+// circuit breaker (store/health) sees every read, the L1's included.
+//
 // # Why generics
 //
 // The value type is a type parameter (Cache[V]) rather than a destination

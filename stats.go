@@ -1,10 +1,11 @@
 package kura
 
 import (
+	"slices"
 	"sort"
-	"sync/atomic"
 	"time"
 
+	"github.com/kuracache/kura/internal/readthrough"
 	"github.com/kuracache/kura/store/health"
 )
 
@@ -24,15 +25,18 @@ const (
 	OpLoad       Op = "load"
 )
 
-var allOps = []Op{OpGet, OpSet, OpDelete, OpGetMany, OpSetMany, OpDeleteMany, OpLoad}
+// allOps names the pipeline's operations, indexed by readthrough.Op.
+var allOps = [readthrough.NumOps]Op{
+	readthrough.OpGet: OpGet, readthrough.OpSet: OpSet, readthrough.OpDelete: OpDelete,
+	readthrough.OpGetMany: OpGetMany, readthrough.OpSetMany: OpSetMany,
+	readthrough.OpDeleteMany: OpDeleteMany, readthrough.OpLoad: OpLoad,
+}
 
-// LatencyBuckets are the upper bounds of the latency histogram buckets,
-// from 50µs to 10s. They match Prometheus' cumulative "le" buckets.
-var LatencyBuckets = []time.Duration{
-	50 * time.Microsecond, 100 * time.Microsecond, 250 * time.Microsecond, 500 * time.Microsecond,
-	time.Millisecond, 2500 * time.Microsecond, 5 * time.Millisecond, 10 * time.Millisecond,
-	25 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond, 250 * time.Millisecond,
-	500 * time.Millisecond, time.Second, 2500 * time.Millisecond, 5 * time.Second, 10 * time.Second,
+// LatencyBuckets returns the upper bounds of the latency histogram
+// buckets, from 50µs to 10s, as a new slice (changing it changes nothing
+// else). They match Prometheus' cumulative "le" buckets.
+func LatencyBuckets() []time.Duration {
+	return slices.Clone(readthrough.Bounds[:])
 }
 
 // Stats is a point-in-time snapshot of a Cache's counters. Counters only
@@ -124,11 +128,11 @@ type Stats struct {
 	Nodes []health.NodeStats
 }
 
-// Histogram is a latency distribution over LatencyBuckets.
+// Histogram is a latency distribution over LatencyBuckets().
 type Histogram struct {
 	Count uint64
 	Sum   time.Duration
-	// Buckets[i] counts observations <= LatencyBuckets[i] (cumulative).
+	// Buckets[i] counts observations <= LatencyBuckets()[i] (cumulative).
 	Buckets []uint64
 }
 
@@ -141,81 +145,40 @@ func (h Histogram) Quantile(q float64) time.Duration {
 	}
 	rank := uint64(q * float64(h.Count))
 	i := sort.Search(len(h.Buckets), func(i int) bool { return h.Buckets[i] >= rank })
-	if i >= len(LatencyBuckets) {
-		return LatencyBuckets[len(LatencyBuckets)-1]
+	if i >= len(readthrough.Bounds) {
+		return readthrough.Bounds[len(readthrough.Bounds)-1]
 	}
-	return LatencyBuckets[i]
+	return readthrough.Bounds[i]
 }
 
-type histogram struct {
-	count   atomic.Uint64
-	sum     atomic.Int64
-	buckets []atomic.Uint64 // non-cumulative; the last one is +Inf
-}
-
-func newHistogram() *histogram {
-	return &histogram{buckets: make([]atomic.Uint64, len(LatencyBuckets)+1)}
-}
-
-func (h *histogram) observe(d time.Duration) {
-	i := sort.Search(len(LatencyBuckets), func(i int) bool { return LatencyBuckets[i] >= d })
-	h.buckets[i].Add(1)
-	h.sum.Add(int64(d))
-	h.count.Add(1)
-}
-
-func (h *histogram) snapshot() Histogram {
-	s := Histogram{Count: h.count.Load(), Sum: time.Duration(h.sum.Load()), Buckets: make([]uint64, len(LatencyBuckets))}
+func histogramOf(h *readthrough.Histogram) Histogram {
+	s := Histogram{Count: h.Count.Load(), Sum: time.Duration(h.Sum.Load()), Buckets: make([]uint64, len(readthrough.Bounds))}
 	var cum uint64
-	for i := range LatencyBuckets {
-		cum += h.buckets[i].Load()
+	for i := range readthrough.Bounds {
+		cum += h.Buckets[i].Load()
 		s.Buckets[i] = cum
 	}
 	return s
 }
 
-type counters struct {
-	hits, misses, negHits, decodeErrs, storeErrs atomic.Uint64
-	loads, loadErrs, shared, large, rejected     atomic.Uint64
-	panics, budgetSkips                          atomic.Uint64
-	leaseWaits, leaseFailOpen, leaseLost         atomic.Uint64
-	staleServed, earlyRefreshes                  atomic.Uint64
-	coordination                                 string
-	schemaMismatches, schemaKept                 atomic.Uint64
-	bytesW, bytesWRaw, bytesR, bytesRRaw         atomic.Uint64
-	dictBytes                                    dictCounters
-	lat                                          map[Op]*histogram
-}
-
-func newCounters() *counters {
-	c := &counters{lat: make(map[Op]*histogram, len(allOps))}
-	for _, op := range allOps {
-		c.lat[op] = newHistogram()
-	}
-	return c
-}
-
-func (c *counters) since(op Op, start time.Time) { c.lat[op].observe(time.Since(start)) }
-
-func (c *counters) observe(op Op, d time.Duration) { c.lat[op].observe(d) }
-
-func (c *counters) snapshot(name string) Stats {
+// snapshot turns the pipeline's counters into Stats.
+func snapshot(c *readthrough.Counters, name, coordination string) Stats {
 	s := Stats{
-		Name: name, Hits: c.hits.Load(), Misses: c.misses.Load(), NegativeHits: c.negHits.Load(),
-		DecodeErrors: c.decodeErrs.Load(), StoreErrors: c.storeErrs.Load(),
-		LoaderCalls: c.loads.Load(), LoaderErrors: c.loadErrs.Load(), Shared: c.shared.Load(),
-		LoaderPanics: c.panics.Load(), BudgetSkips: c.budgetSkips.Load(),
-		SchemaMismatches: c.schemaMismatches.Load(), SchemaKept: c.schemaKept.Load(),
-		LargeValues: c.large.Load(), RejectedValues: c.rejected.Load(),
-		BytesWritten: c.bytesW.Load(), BytesWrittenRaw: c.bytesWRaw.Load(),
-		BytesRead: c.bytesR.Load(), BytesReadRaw: c.bytesRRaw.Load(),
-		Coordination: c.coordination, LeaseWaits: c.leaseWaits.Load(), LeaseFailOpen: c.leaseFailOpen.Load(),
-		LeaseFillsLost: c.leaseLost.Load(), StaleServed: c.staleServed.Load(), EarlyRefreshes: c.earlyRefreshes.Load(),
+		Name: name, Hits: c.Hits.Load(), Misses: c.Misses.Load(), NegativeHits: c.NegHits.Load(),
+		DecodeErrors: c.DecodeErrs.Load(), StoreErrors: c.StoreErrs.Load(),
+		LoaderCalls: c.Loads.Load(), LoaderErrors: c.LoadErrs.Load(), Shared: c.Shared.Load(),
+		LoaderPanics: c.Panics.Load(), BudgetSkips: c.BudgetSkips.Load(),
+		SchemaMismatches: c.SchemaMismatches.Load(), SchemaKept: c.SchemaKept.Load(),
+		LargeValues: c.Large.Load(), RejectedValues: c.Rejected.Load(),
+		BytesWritten: c.BytesW.Load(), BytesWrittenRaw: c.BytesWRaw.Load(),
+		BytesRead: c.BytesR.Load(), BytesReadRaw: c.BytesRRaw.Load(),
+		Coordination: coordination, LeaseWaits: c.LeaseWaits.Load(), LeaseFailOpen: c.LeaseFailOpen.Load(),
+		LeaseFillsLost: c.LeaseLost.Load(), StaleServed: c.StaleServed.Load(), EarlyRefreshes: c.EarlyRefreshes.Load(),
 		Latency:                  make(map[Op]Histogram, len(allOps)),
-		BytesWrittenByDictionary: c.dictBytes.snapshot(),
+		BytesWrittenByDictionary: c.DictBytes(),
 	}
-	for op, h := range c.lat {
-		s.Latency[op] = h.snapshot()
+	for op, name := range allOps {
+		s.Latency[name] = histogramOf(&c.Latency[op])
 	}
 	return s
 }

@@ -8,6 +8,8 @@ import (
 	"math"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/kuracache/kura/internal/units"
 )
 
 // WriteJSON writes the report as indented JSON (schema kura.codecs/v1).
@@ -51,15 +53,9 @@ func WriteText(w io.Writer, r *Report) error {
 	return err
 }
 
-func humanBytes(n int64) string {
-	switch {
-	case n >= 10<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 10<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
-}
+// humanBytes prints a size as every kura command does (internal/units:
+// decimal units, 1.3 MB).
+func humanBytes(n int64) string { return units.FormatBytes(float64(n)) }
 
 // point is one candidate on the chart.
 type point struct {

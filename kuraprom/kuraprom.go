@@ -130,7 +130,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		for op, h := range s.Latency {
 			buckets := make(map[float64]uint64, len(h.Buckets))
-			for i, b := range kura.LatencyBuckets {
+			for i, b := range kura.LatencyBuckets() {
 				buckets[b.Seconds()] = h.Buckets[i]
 			}
 			ch <- prometheus.MustNewConstHistogram(c.latency, h.Count, h.Sum.Seconds(), buckets, n, string(op))

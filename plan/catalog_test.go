@@ -228,3 +228,31 @@ func TestReadCodecs(t *testing.T) {
 		}
 	}
 }
+
+// TestCatalogPricesAreSourced: every price in the shipped catalog has a
+// date and a source that names a page, and the rows without one are
+// exactly the ones docs/plan.md lists as unpriced; a new price needs a
+// dated public source, never a guess.
+func TestCatalogPricesAreSourced(t *testing.T) {
+	doc, err := os.ReadFile("../docs/plan.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, listed, ok := strings.Cut(string(doc), "**Unpriced**")
+	if !ok {
+		t.Fatal("docs/plan.md no longer lists the unpriced rows")
+	}
+	listed, _, _ = strings.Cut(listed, "`plan/catalog_test.go`")
+	for _, n := range DefaultCatalog().Nodes {
+		_, priced := n.HourlyPrice()
+		inList := strings.Contains(listed, n.Name+",") || strings.Contains(listed, n.Name+".")
+		switch {
+		case priced && (n.Date == "" || !strings.Contains(n.Source, "https://") || !strings.Contains(n.Source, "price")):
+			t.Errorf("%s has a price without a date and a source page that names it: %q", n.Name, n.Source)
+		case priced && inList:
+			t.Errorf("%s has a price but docs/plan.md lists it as unpriced", n.Name)
+		case !priced && !inList:
+			t.Errorf("%s has no price and docs/plan.md does not list it as unpriced", n.Name)
+		}
+	}
+}

@@ -37,9 +37,11 @@ func Example() {
 	for _, r := range p.Rows {
 		fmt.Printf("%s: %d nodes, %s-bound, %s a month\n", r.Node.Name, r.Nodes, r.Binding, p.Money(r.MonthlyCost))
 	}
-	fmt.Println(strings.Fields(p.Why)[0], "is the cheapest")
+	fmt.Println("fewest nodes:", p.Rows[p.Fewest].Node.Name)
+	fmt.Println("cheapest:", p.Rows[p.Cheapest].Node.Name)
 	// Output:
-	// small: 10 nodes, memory-bound, $1,460.00 a month
 	// large: 3 nodes, memory-bound, $1,533.00 a month
-	// small is the cheapest
+	// small: 10 nodes, memory-bound, $1,460.00 a month
+	// fewest nodes: large
+	// cheapest: small
 }

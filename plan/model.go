@@ -274,13 +274,22 @@ type Effective struct {
 	MeasuredPerOp bool
 }
 
-// Plan is the answer: every node type sized, sorted by monthly cost
-// (unpriced rows after priced ones, rows that could not be sized last).
+// Plan is the answer: every node type sized, ranked by the nodes it
+// needs (fewest first; on a tie, the one with more headroom under its
+// binding constraint), rows that could not be sized last. A price never
+// changes the order: most rows have none, and a ranking by cost would put
+// the few priced rows first whatever they need.
 type Plan struct {
 	Rows []Row
-	// Cheapest is the index in Rows of the cheapest priced row, or -1.
+	// Fewest is the index in Rows of the first sized row (the fewest
+	// nodes), or -1 when no row could be sized.
+	Fewest int
+	// Cheapest is the index in Rows of the cheapest priced row when at
+	// least two sized rows have a price, else -1: with one price there is
+	// nothing to compare it with.
 	Cheapest int
-	// Why explains the cheapest choice in a sentence or two.
+	// Why sums the plan up in a few sentences: the fewest nodes and what
+	// binds them, then what the prices that exist say.
 	Why string
 	// Notes are the assumptions and gaps the reader must know about.
 	Notes     []string
@@ -299,7 +308,7 @@ func New(cat *Catalog, in Input) (*Plan, error) {
 	if err := in.validate(cat); err != nil {
 		return nil, err
 	}
-	p := &Plan{Catalog: cat, Cheapest: -1}
+	p := &Plan{Catalog: cat, Fewest: -1, Cheapest: -1}
 	p.Effective, p.Notes = effective(cat, in)
 	p.Notes = append(append([]string(nil), in.Workload.Notes...), p.Notes...)
 	want := map[string]bool{}
@@ -321,10 +330,14 @@ func New(cat *Catalog, in Input) (*Plan, error) {
 		p.Rows = append(p.Rows, r)
 	}
 	sort.SliceStable(p.Rows, func(i, j int) bool { return rowLess(p.Rows[i], p.Rows[j]) })
-	for i, r := range p.Rows {
-		if r.Skipped == "" && r.Priced {
-			p.Cheapest = i
-			break
+	if len(p.Rows) > 0 && p.Rows[0].Skipped == "" {
+		p.Fewest = 0
+	}
+	if p.pricedRows() >= 2 {
+		for i, r := range p.Rows {
+			if r.Skipped == "" && r.Priced && (p.Cheapest < 0 || r.MonthlyCost < p.Rows[p.Cheapest].MonthlyCost) {
+				p.Cheapest = i
+			}
 		}
 	}
 	p.Why = p.explain()
@@ -333,27 +346,19 @@ func New(cat *Catalog, in Input) (*Plan, error) {
 }
 
 func rowLess(a, b Row) bool {
-	ra, rb := rowRank(a), rowRank(b)
-	if ra != rb {
-		return ra < rb
+	if (a.Skipped != "") != (b.Skipped != "") {
+		return a.Skipped == ""
 	}
-	if a.Priced && a.MonthlyCost != b.MonthlyCost {
-		return a.MonthlyCost < b.MonthlyCost
+	if a.Skipped != "" {
+		return a.Node.Name < b.Node.Name
 	}
-	if !a.Priced && a.Skipped == "" && a.Nodes != b.Nodes {
+	if a.Nodes != b.Nodes {
 		return a.Nodes < b.Nodes
 	}
-	return a.Node.Name < b.Node.Name
-}
-
-func rowRank(r Row) int {
-	switch {
-	case r.Skipped != "":
-		return 2
-	case !r.Priced:
-		return 1
+	if ua, ub := a.Needs[a.Binding].Utilisation, b.Needs[b.Binding].Utilisation; ua != ub {
+		return ua < ub
 	}
-	return 0
+	return a.Node.Name < b.Node.Name
 }
 
 func (in Input) validate(cat *Catalog) error {
@@ -743,21 +748,16 @@ func firstPositive(v ...float64) float64 {
 	return 1
 }
 
-// explain says why the cheapest row wins.
+// explain sums the plan up: the fewest nodes and what binds them, then
+// the prices there are. It names a cheapest choice only among two or
+// more priced rows.
 func (p *Plan) explain() string {
-	if p.Cheapest < 0 {
-		return "none of the node types planned has a price in the catalog, so there is no cheapest choice: give prices with --price NAME=HOURLY or a catalog file (kura plan --print-catalog shows the format)"
+	if p.Fewest < 0 {
+		return "no node type could be sized: see why under each row"
 	}
-	r := p.Rows[p.Cheapest]
+	r := p.Rows[p.Fewest]
 	var b strings.Builder
-	if n := p.pricedRows(); n == 1 {
-		fmt.Fprintf(&b, "%s × %d costs %s a month; it is the only node type with a price. ",
-			r.Node.Name, r.Nodes, money(p.Catalog.Currency, r.MonthlyCost))
-	} else {
-		fmt.Fprintf(&b, "%s × %d costs %s a month, the least of the %d priced node types. ",
-			r.Node.Name, r.Nodes, money(p.Catalog.Currency, r.MonthlyCost), n)
-	}
-	fmt.Fprintf(&b, "It is %s-bound: %s", r.Binding, r.bindingSentence())
+	fmt.Fprintf(&b, "Fewest nodes: %s, %s, %s-bound: %s", r.Node.Name, nodeCount(r.Nodes), r.Binding, r.bindingSentence())
 	var others []string
 	for c := range r.Needs {
 		nd := r.Needs[c]
@@ -774,14 +774,60 @@ func (p *Plan) explain() string {
 		b.WriteString("; " + strings.Join(others, ", "))
 	}
 	b.WriteString(".")
-	for _, q := range p.Rows[p.Cheapest+1:] {
-		if q.Priced && q.Skipped == "" {
-			fmt.Fprintf(&b, " Next: %s × %d at %s (%+.1f%%), %s-bound.", q.Node.Name, q.Nodes,
-				money(p.Catalog.Currency, q.MonthlyCost), 100*(q.MonthlyCost/r.MonthlyCost-1), q.Binding)
-			break
+	sized := 0
+	for _, q := range p.Rows {
+		if q.Skipped == "" {
+			sized++
+		}
+	}
+	switch n := p.pricedRows(); {
+	case n == 0:
+		fmt.Fprintf(&b, " No node type planned has a price, so no cost is shown: give prices with --price NAME=HOURLY or a catalog file (kura plan --print-catalog shows the format).")
+	case n == 1:
+		for _, q := range p.Rows {
+			if q.Priced && q.Skipped == "" {
+				fmt.Fprintf(&b, " Only %s has a price (%s): %s cost %s a month. No other node type planned has one, so there is no cost to compare it with.",
+					q.Node.Name, q.PriceOrigin(p.Catalog), nodeCount(q.Nodes), money(p.Catalog.Currency, q.MonthlyCost))
+			}
+		}
+	default:
+		c := p.Rows[p.Cheapest]
+		fmt.Fprintf(&b, " Cheapest of the %d priced node types: %s, %s at %s a month (%s), %s-bound.",
+			n, c.Node.Name, nodeCount(c.Nodes), money(p.Catalog.Currency, c.MonthlyCost), c.PriceOrigin(p.Catalog), c.Binding)
+		switch sized - n {
+		case 0:
+		case 1:
+			b.WriteString(" 1 node type has no price and is not in that comparison.")
+		default:
+			fmt.Fprintf(&b, " %d node types have no price and are not in that comparison.", sized-n)
 		}
 	}
 	return b.String()
+}
+
+// PriceOrigin says whose price a row carries: the user's (Input.Prices,
+// kura plan --price) or the catalog's, with the date it was gathered; ""
+// for a row without a price. The row's Node.Source names the page.
+func (r Row) PriceOrigin(cat *Catalog) string {
+	switch {
+	case !r.Priced:
+		return ""
+	case r.PriceFlag:
+		return "your price, from --price"
+	}
+	d := r.Node.Date
+	if d == "" && cat != nil {
+		d = cat.Date
+	}
+	return "the catalog's price of " + d
+}
+
+// nodeCount is "1 node" or "12 nodes".
+func nodeCount(n int) string {
+	if n == 1 {
+		return "1 node"
+	}
+	return fmt.Sprintf("%d nodes", n)
 }
 
 func (r Row) bindingSentence() string {
@@ -845,7 +891,7 @@ func (p *Plan) gaps() []string {
 		notes = append(notes, fmt.Sprintf("network not checked for %s: baseline bandwidth not in the catalog", strings.Join(nonet, ", ")))
 	}
 	if len(nothreads) > 0 {
-		notes = append(notes, fmt.Sprintf("engine threads not in the catalog for %s: CPU sized for the single Redis main thread (set --threads for io-threads)", strings.Join(nothreads, ", ")))
+		notes = append(notes, fmt.Sprintf("engine threads not in the catalog for %s: CPU sized for the single Redis main thread (set --io-threads)", strings.Join(nothreads, ", ")))
 	}
 	e := p.Effective
 	if e.Scaling != nil && e.ScalingDefault && (e.ThreadsWhatIf > 1 || p.anyThreads()) {

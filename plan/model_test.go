@@ -210,14 +210,24 @@ func TestUncheckedConstraints(t *testing.T) {
 	if !hasNote(p, "no public price found") {
 		t.Errorf("notes do not say prices are missing: %v", p.Notes)
 	}
-	// Only cache.t2.small has a price: it is the cheapest priced choice,
-	// and the why says how many rows were priced.
-	if p.Cheapest < 0 || p.Rows[p.Cheapest].Node.Name != "cache.t2.small" || !strings.Contains(p.Why, "only node type with a price") {
-		t.Errorf("cheapest %d, why %q", p.Cheapest, p.Why)
+	// Only cache.t2.small has a price: it is never called the cheapest,
+	// the rows are ranked by nodes, and its cost says it is the catalog's.
+	if p.Cheapest >= 0 || strings.Contains(strings.ToLower(p.Why), "cheapest") ||
+		!strings.Contains(p.Why, "Only cache.t2.small has a price (the catalog's price of 2026-11-23)") ||
+		!strings.Contains(p.Why, "nothing") && !strings.Contains(p.Why, "no cost to compare") {
+		t.Errorf("one price: cheapest %d, why %q", p.Cheapest, p.Why)
 	}
-	// A price the user gives joins the comparison and is marked.
+	for i := 1; i < len(p.Rows); i++ {
+		if a, b := p.Rows[i-1], p.Rows[i]; a.Skipped == "" && b.Skipped == "" && a.Nodes > b.Nodes {
+			t.Errorf("%s (%d nodes) ranked before %s (%d nodes)", a.Node.Name, a.Nodes, b.Node.Name, b.Nodes)
+		}
+	}
+	if p.Rows[p.Fewest].Node.Name == "cache.t2.small" {
+		t.Errorf("the only priced row came first: %s", p.Why)
+	}
+	// A price the user gives joins the comparison and says it is the user's.
 	p, _ = New(DefaultCatalog(), Input{Workload: Workload{DataBytes: 40 * gib}, Prices: map[string]float64{"cache.r7g.2xlarge": 0.01}})
-	if r := p.Rows[p.Cheapest]; r.Node.Name != "cache.r7g.2xlarge" || !r.PriceFlag {
+	if r := p.Rows[p.Cheapest]; r.Node.Name != "cache.r7g.2xlarge" || !r.PriceFlag || !strings.Contains(p.Why, "your price, from --price") {
 		t.Errorf("--price not used: %s", p.Why)
 	}
 }

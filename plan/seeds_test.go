@@ -99,7 +99,7 @@ func TestFieldReportMemorystoreTiers(t *testing.T) {
 	if math.Abs(saving-0.30) > 0.001 {
 		t.Errorf("6 × M4 saves %.1f%% over 24 × M2; with the fixture's per-GB prices want 30%%", 100*saving)
 	}
-	if !strings.Contains(p.Why, "fixture-M4 × 6") || !strings.Contains(p.Why, "memory-bound") {
+	if !strings.Contains(p.Why, "Cheapest of the 3 priced node types: fixture-M4, 6 nodes") || !strings.Contains(p.Why, "memory-bound") {
 		t.Errorf("why: %s", p.Why)
 	}
 }

@@ -3,95 +3,33 @@ package plan
 import (
 	"errors"
 	"fmt"
-	"math"
-	"strconv"
 	"strings"
+
+	"github.com/kuracache/kura/internal/units"
 )
 
 // ErrInput is returned, wrapped, for a workload or flag value the planner
 // cannot use.
 var ErrInput = errors.New("kura: bad planning input")
 
-// Byte-size units ParseBytes accepts: decimal (KB = 1000) as cloud
-// providers print them, binary (KiB = 1024) as Redis does.
-var byteUnits = []struct {
-	suffix string
-	mult   float64
-}{
-	{"kib", 1 << 10}, {"mib", 1 << 20}, {"gib", 1 << 30}, {"tib", 1 << 40},
-	{"kb", 1e3}, {"mb", 1e6}, {"gb", 1e9}, {"tb", 1e12},
-	{"k", 1e3}, {"m", 1e6}, {"g", 1e9}, {"t", 1e12},
-	{"b", 1},
-}
-
 // maxBytes bounds sizes: an exabyte is beyond any cache.
-const maxBytes = 1e18
+const maxBytes = units.MaxBytes
 
 // ParseBytes reads a size such as "1.3MB", "120GB", "512KiB" or "4096".
-// KB, MB, GB and TB are decimal (1 MB = 1,000,000 bytes); KiB, MiB, GiB
-// and TiB are binary.
+// KB, MB, GB and TB (and K, M, G, T) are decimal (1 MB = 1,000,000
+// bytes); KiB, MiB, GiB and TiB are binary. It is the one size parser of
+// every kura command (internal/units).
 func ParseBytes(s string) (float64, error) {
-	t := strings.ToLower(strings.TrimSpace(s))
-	if t == "" {
-		return 0, fmt.Errorf("%w: empty size", ErrInput)
-	}
-	mult := 1.0
-	for _, u := range byteUnits {
-		if strings.HasSuffix(t, u.suffix) {
-			t, mult = strings.TrimSpace(strings.TrimSuffix(t, u.suffix)), u.mult
-			break
-		}
-	}
-	v, err := strconv.ParseFloat(t, 64)
-	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
-		return 0, fmt.Errorf("%w: %q is not a size (write it like 1.3MB, 120GB, 512KiB or 4096)", ErrInput, s)
-	}
-	v *= mult
-	if v < 0 {
-		return 0, fmt.Errorf("%w: size %q is negative", ErrInput, s)
-	}
-	if v > maxBytes {
-		return 0, fmt.Errorf("%w: size %q is more than an exabyte", ErrInput, s)
+	v, err := units.ParseBytes(s)
+	if err != nil {
+		return 0, fmt.Errorf("%w: %s", ErrInput, strings.TrimPrefix(err.Error(), units.ErrSize.Error()+": "))
 	}
 	return v, nil
 }
 
 // FormatBytes prints a size with a decimal unit and three significant
-// digits: 1.3 MB, 120 GB, 812 B.
-func FormatBytes(v float64) string {
-	units := []string{"B", "KB", "MB", "GB", "TB", "PB", "EB"}
-	i := 0
-	for v >= 999.5 && i < len(units)-1 {
-		v /= 1000
-		i++
-	}
-	if i == 0 {
-		return fmt.Sprintf("%.0f B", v)
-	}
-	return trimZeros(strconv.FormatFloat(v, 'f', sigDecimals(v), 64)) + " " + units[i]
-}
+// digits: 1.3 MB, 120 GB, 812 B (internal/units, the one formatter).
+func FormatBytes(v float64) string { return units.FormatBytes(v) }
 
 // FormatGiB prints bytes in GiB, the unit the providers publish memory in.
-func FormatGiB(v float64) string {
-	g := v / (1 << 30)
-	return trimZeros(strconv.FormatFloat(g, 'f', sigDecimals(g), 64)) + " GiB"
-}
-
-func sigDecimals(v float64) int {
-	switch {
-	case v >= 100:
-		return 0
-	case v >= 10:
-		return 1
-	default:
-		return 2
-	}
-}
-
-func trimZeros(s string) string {
-	if !strings.Contains(s, ".") {
-		return s
-	}
-	s = strings.TrimRight(s, "0")
-	return strings.TrimSuffix(s, ".")
-}
+func FormatGiB(v float64) string { return units.FormatGiB(v) }

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/kuracache/kura/internal/units"
 )
 
 // WriteText writes the report for a person: totals, the biggest keys, the
@@ -127,21 +129,9 @@ func writeText(w io.Writer, r *Report) {
 	tw.Flush()
 }
 
-// Bytes formats a byte count in powers of 1000 (B, KB, MB, GB).
-func Bytes(n int64) string {
-	f := float64(n)
-	switch {
-	case n < 0:
-		return "-" + Bytes(-n)
-	case n < 1000:
-		return fmt.Sprintf("%d B", n)
-	case f < 1e6:
-		return trim(f/1e3) + " KB"
-	case f < 1e9:
-		return trim(f/1e6) + " MB"
-	}
-	return trim(f/1e9) + " GB"
-}
+// Bytes formats a byte count as every kura command does
+// (internal/units: decimal units, three significant digits: 1.3 MB).
+func Bytes(n int64) string { return units.FormatBytes(float64(n)) }
 
 // Bits formats a link speed in bits per second.
 func Bits(b float64) string {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 )
 
 // NodeError is the failure of one server (node) of a store: a Redis
@@ -61,22 +62,30 @@ func AsNodeError(err error) *NodeError {
 }
 
 // Wrapper is implemented by stores that wrap another store (a circuit
-// breaker, an L1 tier, instrumentation). Optional capabilities that a
-// wrapper does not implement itself are found on what it wraps with
-// [Find], the way database/sql falls back with driver.ErrSkip.
+// breaker, instrumentation). A wrapper hides every optional capability it
+// does not implement itself: [Find] does not reach around it, the way
+// database/sql never calls past a driver that lacks an interface. A
+// wrapper that lets a capability through implements it and routes the
+// calls through itself, reporting when the wrapped store cannot serve them
+// (as [LeaseCapable] and Tracker.Tracking do, driver.ErrSkip's role).
 type Wrapper interface {
 	Unwrap() Store
 }
 
 // Find returns the first store in the chain s, s.Unwrap(), ... that
-// implements T, and whether there was one.
+// implements T, and whether there was one. For an interface T (a
+// capability) the search stops at the first Wrapper that does not
+// implement T: a capability found around a wrapper would bypass it (an L1
+// reading around a circuit breaker). A concrete T (*redisstore.Store,
+// say) is found anywhere in the chain: that is unwrapping, not a
+// capability.
 func Find[T any](s Store) (T, bool) {
 	for s != nil {
 		if t, ok := s.(T); ok {
 			return t, true
 		}
 		w, ok := s.(Wrapper)
-		if !ok {
+		if !ok || reflect.TypeFor[T]().Kind() == reflect.Interface {
 			break
 		}
 		s = w.Unwrap()

@@ -26,11 +26,23 @@ type wrapping struct {
 
 func (w wrapping) Unwrap() Store { return w.inner }
 
-func TestFindThroughWrappers(t *testing.T) {
+// TestFindNeverAroundAWrapper: a capability is found on a wrapper that
+// implements it, never around one that does not (the call would bypass
+// the wrapper); a concrete store is found anywhere in the chain.
+func TestFindNeverAroundAWrapper(t *testing.T) {
+	if m, ok := Find[MaxValueSizer](sizedStore{}); !ok || m.MaxValueSize() != 42 {
+		t.Fatalf("Find on the store itself = %v, %v", m, ok)
+	}
 	s := wrapping{inner: wrapping{inner: sizedStore{}}}
-	m, ok := Find[MaxValueSizer](s)
-	if !ok || m.MaxValueSize() != 42 {
-		t.Fatalf("Find through two wrappers = %v, %v", m, ok)
+	if m, ok := Find[MaxValueSizer](s); ok {
+		t.Fatalf("Find reached around two wrappers that do not implement the capability: %v", m)
+	}
+	if sz, ok := Find[sizedStore](s); !ok || sz.MaxValueSize() != 42 {
+		t.Fatal("Find of a concrete type must unwrap to it")
+	}
+	sw := sizedWrapping{wrapping{inner: sizedStore{}}}
+	if m, ok := Find[MaxValueSizer](sw); !ok || m.MaxValueSize() != 7 {
+		t.Fatalf("Find must stop at the wrapper that implements the capability: %v, %v", m, ok)
 	}
 	if _, ok := Find[Batcher](s); ok {
 		t.Fatal("Find found a Batcher nobody implements")
@@ -39,6 +51,10 @@ func TestFindThroughWrappers(t *testing.T) {
 		t.Fatal("Find on nil store")
 	}
 }
+
+type sizedWrapping struct{ wrapping }
+
+func (sizedWrapping) MaxValueSize() int { return 7 }
 
 func TestNodeError(t *testing.T) {
 	base := errors.New("connection refused")

@@ -11,9 +11,11 @@
 // discovers driver.ExecerContext: [BatchGetter], [BatchSetter] and
 // [BatchDeleter] (one round trip per server for many keys), [Leaser]
 // (cross-process leases for read-through), [Pinger], [MaxValueSizer] and
-// [MetaReader]. A store that wraps another (a circuit breaker, an L1 tier,
-// instrumentation) implements [Wrapper], and [Find] looks for a capability
-// through the whole chain, so a wrapper never hides what it wraps. The
+// [MetaReader]. A store that wraps another (a circuit breaker,
+// instrumentation) implements [Wrapper]; [Find] looks for a capability
+// down the chain but never around a wrapper that does not implement it, so
+// no capability bypasses a wrapper (database/sql's driver.ErrSkip
+// discipline: a wrapper passes a capability on by implementing it). The
 // package-level helpers [GetMany], [SetMany] and [DeleteMany] use the batch
 // capabilities when present and fall back to concurrent single-key calls
 // otherwise, so callers never need to care.
@@ -266,4 +268,15 @@ func CheckTTL(ttl time.Duration) error {
 		return fmt.Errorf("kura: negative ttl %v", ttl)
 	}
 	return nil
+}
+
+// DeadlineBound is implemented by contexts that end only when their
+// deadline passes: nobody cancels them earlier (kura's store-time budget,
+// which bounds many reads with one shared deadline). A store may bound its
+// I/O by the deadline alone instead of watching Done, which for a context
+// of a type outside the standard library costs a goroutine per call
+// (context.AfterFunc).
+type DeadlineBound interface {
+	context.Context
+	DeadlineBound()
 }

@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"html/template"
 	"io/fs"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -291,7 +292,7 @@ var funcs = template.FuncMap{
 		case int:
 			return int64(x)
 		case float64:
-			return int64(x)
+			return int64(math.Round(x)) // as kura scan's text rounds a mean, not truncates it
 		case int64:
 			return x
 		}

@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/kuracache/kura/plan"
+	"github.com/kuracache/kura/internal/units"
 	"github.com/kuracache/kura/store"
 	"github.com/kuracache/kura/store/storeurl"
 )
@@ -77,9 +77,9 @@ func openStore(ctx context.Context, raw string) (store.Store, storeurl.Target, e
 // parseSize reads a size flag with the one parser of every command:
 // "100KB" and "100K" are 100,000 bytes, "64KiB" is 65,536, "4096" bytes.
 func parseSize(s string) (int64, error) {
-	v, err := plan.ParseBytes(s)
+	v, err := units.ParseBytes(s)
 	if err != nil {
-		return 0, errors.New(strings.TrimPrefix(err.Error(), plan.ErrInput.Error()+": "))
+		return 0, errors.New(strings.TrimPrefix(err.Error(), units.ErrSize.Error()+": "))
 	}
 	if v > 1<<50 {
 		return 0, fmt.Errorf("%q is more than a petabyte", s)

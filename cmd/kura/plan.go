@@ -28,10 +28,13 @@ For each node type it sizes the primaries three ways and takes the largest:
            curve, under the CPU alarm ceiling (90%)
   network  the peak bytes over the node's baseline bandwidth, not its burst,
            under --network-ceiling (80%); burst is shown beside it
-It prints the table sorted by monthly cost, the binding constraint of each
-row, the headroom the other two keep, the cheapest choice and why, and the
-largest value against each node's link: how long one transfer takes and how
-many a second fill it.
+It prints the table ranked by the nodes each type needs, the binding
+constraint of each row and the headroom the other two keep; then the type
+with the fewest nodes and why, and, where two or more types have a price,
+the cheapest of them (a lone price is never called the cheapest); then the
+largest value against each node's link: how long one transfer takes and
+how many a second fill it. Every price says whose it is: the catalog's,
+with its date and source, or yours (--price).
 
 What-ifs: --codec-ratio (a codec that changes the bytes in memory and on the
 wire, network bytes: gob vs msgpack+snappy), --max-value-size (a value-size
@@ -40,8 +43,9 @@ guard that cuts the tail), --io-threads (server I/O threads on every node).
 The catalog holds facts only. A figure that was not found in a public source
 (many prices) is left empty: plan says which constraint or cost it could not
 compute and never fills it in. Give your own with --price NAME=HOURLY or a
-catalog file (start from kura plan --print-catalog). Prices change: the
-catalog date is printed with every plan.`
+catalog file (start from kura plan --print-catalog; docs/plan.md shows how
+to export today's prices from the AWS and Google price-list APIs). Prices
+change: the catalog date is printed with every plan.`
 
 const planExample = `  # 120 GB of data, 150k reads and 20k writes a second at peak, CPU per
   # operation measured on your own server

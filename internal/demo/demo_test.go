@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -102,7 +103,9 @@ func TestDemoEndToEnd(t *testing.T) {
 		}
 	}
 	if c := counts("nodes"); c != nil {
-		if c["io_threads_1.ops"] <= 0 || c["io_threads_2.ops"] <= 0 {
+		// A second io-thread is measured only where there are idle cores
+		// for it (4 or more); with fewer the card says why it is not.
+		if c["io_threads_1.ops"] <= 0 || (runtime.NumCPU() >= 4) != (c["io_threads_2.ops"] > 0) {
 			t.Errorf("nodes: sweep counts %v", c)
 		}
 	}
@@ -173,6 +176,7 @@ func checkHTML(t *testing.T, rep *demo.Report) {
 	if !strings.Contains(dom, rep.Machine.CPU) {
 		t.Error("the report does not say which machine it ran on")
 	}
+	checkLayout(t, rep)
 }
 
 // timedLog logs each progress line with the time since the start, so a

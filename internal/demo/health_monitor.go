@@ -55,11 +55,25 @@ func newMonitored(ctx context.Context, addr string) (*monitored, error) {
 	return m, nil
 }
 
-// downCauses returns why the monitor declared a node down, oldest first.
+// downCauses returns why the monitor declared a node down, each distinct
+// cause once, oldest first, with how many times it came.
 func (m *monitored) downCauses() []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return append([]string(nil), m.causes...)
+	var out []string
+	n := map[string]int{}
+	for _, c := range m.causes {
+		if n[c] == 0 {
+			out = append(out, c)
+		}
+		n[c]++
+	}
+	for i, c := range out {
+		if n[c] > 1 {
+			out[i] = fmt.Sprintf("%s (%d times)", c, n[c])
+		}
+	}
+	return out
 }
 
 // Close stops the monitor and closes the Redis store under it.

@@ -18,7 +18,7 @@ func loginScenario() scenario {
 		name:    "login",
 		title:   "Login with a cold cache",
 		problem: "A game reads a user's thousands of item rows through memcached at login; on a cold cache every missed row is written back with its own Set, one network round trip each, and login takes seconds.",
-		answer:  "kura's Index caches the id list and the rows separately and writes all misses back in one batch per server (quiet meta commands), and a changed item reloads one row, not the whole list.",
+		answer:  "kura's Index caches the id list and the rows separately and writes all misses back in one batch per server (quiet meta commands), so a changed item reloads one row, not the whole inventory. The second table sets that against login time, where the whole inventory as one value (one entry, one decode) can win: it did on the field report's 4,000 items.",
 		needs:   []string{"postgres", "memcached"},
 		run:     runLogin,
 	}
@@ -243,20 +243,46 @@ func runLogin(ctx context.Context, env *Env, res *Result) error {
 		coldRT.Bars = append(coldRT.Bars, Bar{Label: a.short, Value: float64(p.cold.roundTrips), Kura: a.kura})
 		changedRows.Bars = append(changedRows.Bars, Bar{Label: a.short, Value: float64(p.after.rows), Kura: a.kura})
 	}
-	res.Tables = append(res.Tables, t)
-	res.Charts = append(res.Charts, cold, coldRT, changedRows)
 	whole, perKey, index := results[0], results[1], results[2]
-	res.Headline = fmt.Sprintf("cold login %s -> %s with kura's Index (%d -> %d round trips); after one item changed %d -> %d database rows",
-		round(perKey.cold.d), round(index.cold.d), perKey.cold.roundTrips, index.cold.roundTrips, whole.after.rows, index.after.rows)
+	// The trade against the simple pattern: what one change costs the
+	// database against what every login costs the reader.
+	trade := Table{Title: "The trade: the whole inventory as one value against kura's Index",
+		Columns: []string{"approach", "DB rows read after 1 item changed", "warm login", "cold login", "login after the change"}}
+	for _, i := range []int{0, 2} {
+		p := results[i]
+		trade.Rows = append(trade.Rows, []string{approaches[i].name, fmt.Sprint(p.after.rows), round(p.warm.d), round(p.cold.d), round(p.after.d)})
+	}
+	warm := Chart{Title: "Warm login: time", Unit: "ms"}
+	for i, a := range approaches {
+		warm.Bars = append(warm.Bars, Bar{Label: a.short, Value: ms(results[i].warm.d), Kura: a.kura})
+	}
+	res.Tables = append(res.Tables, t, trade)
+	res.Charts = append(res.Charts, cold, warm, coldRT, changedRows)
+	res.Headline = fmt.Sprintf("cold login %s -> %s with kura's Index (%d -> %d round trips); after one item changed %s read instead of %s, while a warm login takes %s against %s for the whole inventory as one value",
+		round(perKey.cold.d), round(index.cold.d), perKey.cold.roundTrips, index.cold.roundTrips,
+		count(index.after.rows, "database rows"), count(whole.after.rows, "database rows"), round(index.warm.d), round(whole.warm.d))
 	res.Checks = append(res.Checks,
 		Check{What: "cold login: round trips to memcached, per-key write-back vs kura Index", Before: perKey.cold.roundTrips, After: index.cold.roundTrips, Want: "less"},
-		Check{What: "cold login: database rows read, per-key write-back vs kura Index", Before: perKey.cold.rows, After: index.cold.rows, Want: "equal"},
 		Check{What: "after one item changed: database rows read, whole inventory as one value vs kura Index", Before: whole.after.rows, After: index.after.rows, Want: "less"},
-		Check{What: "warm login: database rows read, per-key write-back vs kura Index", Before: perKey.warm.rows, After: index.warm.rows, Want: "equal"},
 	)
+	// The same rows, read the same number of times: said once, not as a
+	// check that holds while nothing changes.
+	if perKey.cold.rows != index.cold.rows || perKey.warm.rows != index.warm.rows {
+		return fmt.Errorf("per-key write-back and kura's Index read different rows from the database (cold %d vs %d, warm %d vs %d)",
+			perKey.cold.rows, index.cold.rows, perKey.warm.rows, index.warm.rows)
+	}
+	faster := func(w, i time.Duration) string {
+		if w < i {
+			return fmt.Sprintf("the whole inventory as one value was faster (%s vs %s for kura's Index)", round(w), round(i))
+		}
+		return fmt.Sprintf("kura's Index was as fast or faster (%s vs %s for the whole inventory as one value)", round(i), round(w))
+	}
+	res.note("The trade, as measured here: kura's Index re-reads %s after one item changes, the whole inventory as one value %s. On a warm login %s; on a cold one %s. The one value is one entry and one decode against an id list and %d rows, so with more items per user it gains on login time; which side wins overall depends on how often items change against how often users log in.",
+		count(index.after.rows, "rows"), count(whole.after.rows, "rows"),
+		faster(whole.warm.d, index.warm.d), faster(whole.cold.d, index.cold.d), len(ids))
 	res.note("User %d has %d items (~300 B each) in PostgreSQL; three private memcached, each behind a proxy that adds a %v round trip, as across a datacenter network.", user, len(ids), loginRTT)
 	res.note("Round trips are counted by the proxies (a request burst after a reply counts once); DB rows are the rows PostgreSQL returned to the loaders.")
-	res.note("The whole-inventory value is quick to fill but every item change throws it away; per-key write-back pays one round trip per missed row.")
+	res.note("Per-key write-back and kura's Index read the same %s from the database on a cold login and none on a warm one; they differ in round trips. The whole-inventory value is quick to fill but every item change throws it away; per-key write-back pays one round trip per missed row.", count(index.cold.rows, "rows"))
 	res.note("In production, a game backend saw 15.8 s vs 0.14 s for a full write-back and logins ~100 ms faster after batching the writes.")
 	res.Commands = append(res.Commands, "kura demo --only login",
 		"go test -run '^$' -bench Login -benchtime 5x .   # the same login as a Go benchmark",

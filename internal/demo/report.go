@@ -9,6 +9,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/kuracache/kura/internal/units"
 )
 
 // Report is what a demo run showed, scenario by scenario.
@@ -147,17 +149,10 @@ func ratio(a, b float64) string {
 	return fmt.Sprintf("%.2fx", a/b)
 }
 
-func human(n int64) string {
-	switch {
-	case n >= 1<<30:
-		return fmt.Sprintf("%.2f GiB", float64(n)/(1<<30))
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
-}
+// human prints a size with the one byte formatter every kura command
+// uses (decimal units: 1.3 MB), so a size in the prose and in the tables
+// reads the same.
+func human(n int64) string { return units.FormatBytes(float64(n)) }
 
 func round(d time.Duration) string {
 	switch {

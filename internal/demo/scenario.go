@@ -59,6 +59,9 @@ type Bar struct {
 // Chart is a horizontal bar chart: one measured quantity per bar.
 type Chart struct {
 	Title string `json:"title"`
+	// Note is a caveat printed with the chart, under its title, for what
+	// the bars must not be read as.
+	Note string `json:"note,omitempty"`
 	// Unit names the quantity ("bytes", "ms", "round trips").
 	Unit string `json:"unit"`
 	Bars []Bar  `json:"bars"`

@@ -137,7 +137,9 @@ func (g *Group[V]) run(key string, c *call[V], ctx context.Context, cancel conte
 		}
 		cancel()
 		g.mu.Lock()
-		delete(g.calls, key)
+		if g.calls[key] == c { // Forget may have let a newer load in
+			delete(g.calls, key)
+		}
 		g.ended.Add(1)
 		g.mu.Unlock()
 		close(c.done)
@@ -170,6 +172,17 @@ func (g *Group[V]) Join(ctx context.Context, key string, onJoin func()) (v V, ok
 		return v, true, fmt.Errorf("%w (in a load shared with another caller): %v", ErrPanicked, c.panic.Value)
 	}
 	return c.val, true, c.err
+}
+
+// Forget makes the load of key in flight, if any, invisible to later
+// callers: Do and Join after Forget start or find a newer load, while the
+// callers already waiting get the old one's result. A cache calls it when
+// the key is invalidated, so nobody who asks after the invalidation is
+// handed what a load begun before it read.
+func (g *Group[V]) Forget(key string) {
+	g.mu.Lock()
+	delete(g.calls, key)
+	g.mu.Unlock()
 }
 
 // InFlight reports how many loads are running (for tests and leak checks).

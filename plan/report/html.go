@@ -48,22 +48,22 @@ code{background:#f4f4f4;padding:1px 4px}
 	for _, line := range strings.Split(strings.TrimPrefix(strings.TrimSpace(head.String()), "kura plan: "), "\n") {
 		fmt.Fprintf(&b, "<p>%s</p>\n", html.EscapeString(line))
 	}
-	fmt.Fprintf(&b, "<p id=\"cheapest\"><b>Cheapest:</b> %s</p>\n", html.EscapeString(p.Why))
+	fmt.Fprintf(&b, "<p id=\"summary\">%s</p>\n", html.EscapeString(p.Why))
 
-	b.WriteString("<h2>Node types, cheapest first</h2>\n<table id=\"plan\"><tr><th>node type</th><th>nodes</th><th>binds</th><th>memory</th><th>CPU</th><th>network</th><th>baseline / burst Gbps</th><th>per hour</th><th>per month</th></tr>\n")
+	b.WriteString("<h2>Node types, fewest nodes first</h2>\n<table id=\"plan\"><tr><th>node type</th><th>nodes</th><th>binds</th><th>memory</th><th>CPU</th><th>network</th><th>baseline / burst Gbps</th><th>per hour</th><th>per month</th></tr>\n")
 	for i, r := range p.Rows {
 		if r.Skipped != "" {
 			continue
 		}
 		cls := ""
-		if i == p.Cheapest {
+		if i == p.Fewest {
 			cls = ` class="cheap"`
 		}
 		fmt.Fprintf(&b, "<tr%s><td>%s</td><td>%s</td><td class=l><span class=sw style=\"background:%s;margin-left:0\"></span>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td><td>%s</td></tr>\n",
 			cls, esc(r.Node.Name), esc(nodes(r, p)), bindColour[r.Binding], r.Binding,
 			esc(need(r, plan.Memory)), esc(need(r, plan.CPU)), esc(need(r, plan.Network)), esc(gbps(r.Node)), esc(hourly(r, p)), esc(monthly(r, p)))
 	}
-	b.WriteString("</table>\n<p class=note>Memory, CPU, network: the nodes that constraint alone needs · the share of its ceiling used at the planned count (100% minus that is the headroom). A dash: not checked, see the notes. * price given with --price.</p>\n")
+	b.WriteString("</table>\n<p class=note>Memory, CPU, network: the nodes that constraint alone needs · the share of its ceiling used at the planned count (100% minus that is the headroom). A dash: not checked, see the notes. A price is the catalog's (dated, its source under Sources) or yours (--price); not found: no public price, so no cost.</p>\n")
 	var skipped []string
 	for _, r := range p.Rows {
 		if r.Skipped != "" {

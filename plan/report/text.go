@@ -12,8 +12,8 @@ import (
 	"github.com/kuracache/kura/plan"
 )
 
-// WriteText prints the plan as a table sorted by monthly cost, the
-// cheapest choice and why, the largest value against each link, the
+// WriteText prints the plan as a table ranked by the nodes each type
+// needs, the summary (fewest nodes and what binds them, then the prices), the largest value against each link, the
 // notes, and every row's source and date.
 func WriteText(w io.Writer, p *plan.Plan) error {
 	var b strings.Builder
@@ -34,14 +34,15 @@ func WriteText(w io.Writer, p *plan.Plan) error {
 		return err
 	}
 	b.WriteString("MEMORY, CPU, NETWORK: nodes that constraint alone needs · share of its ceiling used at the planned count\n")
-	b.WriteString("(100% minus that is the headroom left); - : not checked, see the notes.\n")
+	b.WriteString("(100% minus that is the headroom left); - : not checked, see the notes. Ranked by nodes needed.\n")
+	b.WriteString("PER HOUR: the catalog's price (dated, source below) or yours (--price); not found: no public price, no cost.\n")
 	if len(skipped) > 0 {
 		b.WriteString("\nNot sized:\n")
 		for _, r := range skipped {
 			fmt.Fprintf(&b, "  %s: %s\n", r.Node.Name, r.Skipped)
 		}
 	}
-	fmt.Fprintf(&b, "\nCheapest: %s\n", p.Why)
+	fmt.Fprintf(&b, "\n%s\n", p.Why)
 	if lv := largestRows(p); len(lv) > 0 {
 		fmt.Fprintf(&b, "\nLargest value, %s, on each node's link (baseline; at burst in brackets):\n", plan.FormatBytes(p.Effective.MaxValueBytes))
 		tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
@@ -66,7 +67,9 @@ func WriteText(w io.Writer, p *plan.Plan) error {
 	for _, r := range p.Rows {
 		src := r.Node.Source
 		if r.PriceFlag {
-			src += "; price from --price"
+			src += "; price: yours, from --price"
+		} else if r.Priced {
+			src += "; price: the catalog's, gathered " + r.Node.Date
 		}
 		fmt.Fprintf(&b, "  %s (%s): %s\n", r.Node.Name, r.Node.Date, src)
 	}
@@ -172,11 +175,10 @@ func hourly(r plan.Row, p *plan.Plan) string {
 	if !r.Priced {
 		return "not found"
 	}
-	s := p.Price(r.HourlyPrice)
 	if r.PriceFlag {
-		s += "*"
+		return p.Price(r.HourlyPrice) + " yours"
 	}
-	return s
+	return p.Price(r.HourlyPrice) + " catalog"
 }
 
 func monthly(r plan.Row, p *plan.Plan) string {

@@ -24,6 +24,7 @@ type Store struct {
 
 var (
 	_ store.Store         = (*Store)(nil)
+	_ store.NodeLocator   = (*Store)(nil)
 	_ store.Batcher       = (*Store)(nil)
 	_ store.Wrapper       = (*Store)(nil)
 	_ store.MaxValueSizer = (*Store)(nil)
@@ -220,3 +221,8 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 	s.observe(n, err)
 	return err
 }
+
+// NodeOf names the node that serves key, as the wrapped store does: the
+// breaker routes by it, and callers may ask it of the breaker itself
+// (store.Find does not reach around a wrapper).
+func (s *Store) NodeOf(key string) string { return s.loc.NodeOf(key) }

@@ -58,7 +58,9 @@ func (c *Conn) Begin(ctx context.Context) {
 	c.ctx = ctx
 	c.deadline, _ = ctx.Deadline()
 	c.fired.Store(false)
-	if ctx.Done() != nil {
+	if _, bound := ctx.(interface{ DeadlineBound() }); ctx.Done() != nil && !bound {
+		// A context that ends only at its deadline (store.DeadlineBound)
+		// is served by the I/O deadline alone.
 		c.stop = context.AfterFunc(ctx, func() {
 			c.fired.Store(true)
 			_ = c.nc.SetDeadline(time.Unix(1, 0))

@@ -1,4 +1,4 @@
-package kura
+package readthrough
 
 import (
 	"bytes"
@@ -8,7 +8,7 @@ import (
 )
 
 func TestLeaseEntry(t *testing.T) {
-	a, b := leaseEntry(), leaseEntry()
+	a, b := LeaseEntry(), LeaseEntry()
 	if bytes.Equal(a, b) {
 		t.Fatal("two leases share a token")
 	}
@@ -16,7 +16,7 @@ func TestLeaseEntry(t *testing.T) {
 	if err != nil || h.Kind != codec.KindLease || len(h.Fields.Token) != 16 {
 		t.Fatalf("ParseHeader(lease) = %+v, %v", h, err)
 	}
-	if !isPlaceholder(a) || !isPlaceholder(codec.AppendEntry(nil, codec.KindTombstone, codec.Fields{Token: "t"})) {
+	if !IsPlaceholder(a) || !IsPlaceholder(codec.AppendEntry(nil, codec.KindTombstone, codec.Fields{Token: "t"})) {
 		t.Fatal("lease and tombstone entries must be placeholders")
 	}
 	c, err := codec.New(codec.Options{})
@@ -28,27 +28,27 @@ func TestLeaseEntry(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, data := range [][]byte{v, codec.AppendEntry(nil, codec.KindNegative, codec.Fields{}), nil, {0xC1}} {
-		if isPlaceholder(data) {
+		if IsPlaceholder(data) {
 			t.Fatalf("%x is no placeholder", data)
 		}
 	}
 }
 
-// FuzzIsPlaceholder: isPlaceholder agrees with the codec's own parser on
+// FuzzIsPlaceholder: IsPlaceholder agrees with the codec's own parser on
 // every input that parses (and never panics on the rest).
 func FuzzIsPlaceholder(f *testing.F) {
-	f.Add(leaseEntry())
+	f.Add(LeaseEntry())
 	f.Add(codec.AppendEntry(nil, codec.KindTombstone, codec.Fields{Token: "x"}))
 	f.Add(codec.AppendEntry(nil, codec.KindNegative, codec.Fields{}))
 	f.Add([]byte{0xC1, 'K', 2, 9, 0})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		got := isPlaceholder(data)
+		got := IsPlaceholder(data)
 		h, err := codec.ParseHeader(data)
 		if err != nil {
 			return
 		}
 		if want := h.Kind == codec.KindLease || h.Kind == codec.KindTombstone; got != want {
-			t.Fatalf("isPlaceholder(%x) = %v, header says kind %v", data, got, h.Kind)
+			t.Fatalf("IsPlaceholder(%x) = %v, header says kind %v", data, got, h.Kind)
 		}
 	})
 }

@@ -1,0 +1,69 @@
+package kura_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/kuracache/kura"
+	"github.com/kuracache/kura/internal/servers"
+	"github.com/kuracache/kura/internal/servertest"
+	"github.com/kuracache/kura/store"
+	"github.com/kuracache/kura/store/memcache"
+)
+
+// TestBudgetCostsNothingOnAHit: the StoreTimeout budget adds no allocation
+// to a warm Fetch (default options, leases on) against the same Fetch with
+// no budget (StoreTimeout -1): the first store call of a read is bounded
+// by a deadline shared between reads (no timer, no context per call).
+// After the calls, no goroutine of the Cache is left (goleak), so nothing
+// the budget made outlives a call.
+func TestBudgetCostsNothingOnAHit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-server test")
+	}
+	r := servertest.Redis(t, servers.RedisConfig{})
+	m := servertest.Memcached(t, servers.MemcachedConfig{})
+	backends := map[string]func(t *testing.T) store.Store{
+		"redis": redisBackend(r.URL),
+		"memcached": func(t *testing.T) store.Store {
+			s, err := memcache.New(context.Background(), memcache.Options{Servers: []string{m.Addr}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			return s
+		},
+	}
+	ctx := context.Background()
+	load := func(context.Context, string) (Profile, error) { return profile(7), nil }
+	for name, open := range backends {
+		t.Run(name, func(t *testing.T) {
+			s := open(t)
+			ignore := goleak.IgnoreCurrent() // the store's own connections
+			allocs := map[time.Duration]float64{}
+			for _, timeout := range []time.Duration{-1, 0} {
+				c := newCache(t, s, kura.Options{StoreTimeout: timeout})
+				key := leaseKey("budget")
+				if _, err := c.Fetch(ctx, key, time.Hour, load); err != nil {
+					t.Fatal(err)
+				}
+				allocs[timeout] = testing.AllocsPerRun(500, func() {
+					if _, err := c.Fetch(ctx, key, time.Hour, load); err != nil {
+						t.Fatal(err)
+					}
+				})
+				if st := c.Stats(); st.LoaderCalls != 1 || st.BudgetSkips != 0 {
+					t.Fatalf("StoreTimeout %v: %d loads, %d budget skips: not a hit path", timeout, st.LoaderCalls, st.BudgetSkips)
+				}
+			}
+			t.Logf("allocations per warm Fetch: %.0f with the budget, %.0f without", allocs[0], allocs[-1])
+			if allocs[0] > allocs[-1] {
+				t.Errorf("the budget costs %.0f allocations per hit", allocs[0]-allocs[-1])
+			}
+			goleak.VerifyNone(t, ignore)
+		})
+	}
+}

@@ -1,0 +1,219 @@
+// Package l1 is a typed in-process tier of decoded values: a bounded
+// W-TinyLFU cache (otter) whose fills are guarded against invalidations
+// that arrive while the read that would fill it is in flight. It knows
+// nothing of the kura Cache: the read-through pipeline decides when to read
+// it, fill it and drop from it; this package only makes each of those safe.
+package l1
+
+import (
+	"hash/maphash"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/maypok86/otter/v2"
+)
+
+// Overhead is the bookkeeping one entry costs beyond its key and value:
+// otter's node and the hash table slot.
+const Overhead = 96
+
+// shards is the number of locks the placeholders are spread over.
+const shards = 64
+
+// Cloner is implemented by value types whose hits return a copy.
+type Cloner[V any] interface {
+	Clone() V
+}
+
+type item[V any] struct {
+	v        V
+	negative bool
+	weight   uint32
+}
+
+// Tier is the L1 of one Cache. The zero value is not usable; see New.
+type Tier[V any] struct {
+	c      *otter.Cache[string, item[V]]
+	vSize  int
+	clone  bool
+	seed   maphash.Seed
+	shards [shards]shard
+	closed atomic.Bool
+
+	hits, negHits, misses, evictions, invalidations, flushes atomic.Uint64
+}
+
+// shard holds the placeholders of the reads in flight for its keys.
+type shard struct {
+	mu      sync.Mutex
+	pending map[string]*pending
+	// epoch counts flushes; a read that began before one must not fill.
+	epoch uint64
+}
+
+// pending is the placeholder of one key's reads in flight: gen moves on
+// with every invalidation of the key, and a read fills only if it has not
+// moved since the read began.
+type pending struct {
+	refs int
+	gen  uint64
+}
+
+// Token is what a read in flight remembers of its placeholder.
+type Token struct {
+	p          *pending
+	gen, epoch uint64
+}
+
+// New returns a tier of at most maxBytes (as Weigh estimates) whose entries
+// live at most ttl.
+func New[V any](maxBytes int64, ttl time.Duration) (*Tier[V], error) {
+	l := &Tier[V]{seed: maphash.MakeSeed()}
+	var zero V
+	l.vSize = int(unsafe.Sizeof(zero))
+	_, l.clone = any(zero).(Cloner[V])
+	for i := range l.shards {
+		l.shards[i].pending = make(map[string]*pending)
+	}
+	c, err := otter.New(&otter.Options[string, item[V]]{
+		MaximumWeight:    uint64(maxBytes),
+		Weigher:          func(k string, e item[V]) uint32 { return e.weight },
+		ExpiryCalculator: otter.ExpiryWriting[string, item[V]](ttl),
+		OnDeletion: func(e otter.DeletionEvent[string, item[V]]) {
+			if e.Cause == otter.CauseOverflow {
+				l.evictions.Add(1)
+			}
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	l.c = c
+	return l, nil
+}
+
+// weigh estimates the memory of an entry: the key, the size of V, twice
+// the serialized size for what V points to, and the bookkeeping.
+func (l *Tier[V]) weigh(key string, rawLen int) uint32 {
+	w := uint64(len(key)) + uint64(l.vSize) + 2*uint64(rawLen) + Overhead
+	return uint32(min(w, math.MaxUint32))
+}
+
+func (l *Tier[V]) shard(key string) *shard {
+	return &l.shards[maphash.String(l.seed, key)%shards]
+}
+
+// Get serves key: its value (a copy when V is a Cloner), whether it is
+// cached as absent, and whether the tier holds it. A miss is counted.
+func (l *Tier[V]) Get(key string) (v V, negative, ok bool) {
+	e, ok := l.c.GetIfPresent(key)
+	if !ok || l.closed.Load() {
+		l.misses.Add(1)
+		return v, false, false
+	}
+	if e.negative {
+		l.negHits.Add(1)
+		return v, true, true
+	}
+	l.hits.Add(1)
+	v = e.v
+	if l.clone {
+		v = any(v).(Cloner[V]).Clone()
+	}
+	return v, false, true
+}
+
+// Begin places the placeholder of a read of key that may fill the tier.
+func (l *Tier[V]) Begin(key string) Token {
+	s := l.shard(key)
+	s.mu.Lock()
+	p := s.pending[key]
+	if p == nil {
+		p = &pending{}
+		s.pending[key] = p
+	}
+	p.refs++
+	t := Token{p: p, gen: p.gen, epoch: s.epoch}
+	s.mu.Unlock()
+	return t
+}
+
+// Finish ends a read begun with Begin. With ok it fills key with v
+// (decoded from rawLen serialized bytes), but only if no invalidation of
+// the key and no flush happened since Begin.
+func (l *Tier[V]) Finish(key string, t Token, v V, negative bool, rawLen int, ok bool) {
+	s := l.shard(key)
+	s.mu.Lock()
+	if ok && t.p.gen == t.gen && t.epoch == s.epoch && !l.closed.Load() {
+		l.c.Set(key, item[V]{v: v, negative: negative, weight: l.weigh(key, rawLen)})
+	}
+	if t.p.refs--; t.p.refs == 0 {
+		delete(s.pending, key)
+	}
+	s.mu.Unlock()
+}
+
+// Drop removes key and stops the reads in flight from filling it.
+func (l *Tier[V]) Drop(key string) {
+	s := l.shard(key)
+	s.mu.Lock()
+	if p := s.pending[key]; p != nil {
+		p.gen++
+	}
+	l.c.Invalidate(key)
+	s.mu.Unlock()
+}
+
+// Flush removes everything and stops every read in flight from filling.
+func (l *Tier[V]) Flush() {
+	l.flushes.Add(1)
+	for i := range l.shards {
+		l.shards[i].mu.Lock()
+	}
+	for i := range l.shards {
+		l.shards[i].epoch++
+	}
+	l.c.InvalidateAll()
+	for i := range l.shards {
+		l.shards[i].mu.Unlock()
+	}
+}
+
+// OnReport handles a server's invalidation report: keys changed, or (nil)
+// everything must go.
+func (l *Tier[V]) OnReport(keys []string) {
+	if keys == nil {
+		l.Flush()
+		return
+	}
+	l.invalidations.Add(uint64(len(keys)))
+	for _, k := range keys {
+		l.Drop(k)
+	}
+}
+
+// Close empties the tier and stops otter's goroutines; later reads miss.
+func (l *Tier[V]) Close() {
+	if l.closed.Swap(true) {
+		return
+	}
+	l.c.InvalidateAll()
+	l.c.StopAllGoroutines()
+}
+
+// Stats are the tier's counters.
+type Stats struct {
+	Hits, NegativeHits, Misses, Entries, Bytes, Evictions, Invalidations, Flushes uint64
+}
+
+// Stats returns a snapshot of the counters.
+func (l *Tier[V]) Stats() Stats {
+	return Stats{
+		Hits: l.hits.Load(), NegativeHits: l.negHits.Load(), Misses: l.misses.Load(),
+		Entries: uint64(l.c.EstimatedSize()), Bytes: l.c.WeightedSize(), Evictions: l.evictions.Load(),
+		Invalidations: l.invalidations.Load(), Flushes: l.flushes.Load(),
+	}
+}

@@ -1,0 +1,434 @@
+package readthrough
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/kuracache/kura/codec"
+	"github.com/kuracache/kura/internal/flight"
+	"github.com/kuracache/kura/store"
+)
+
+// errVoided is what a flight returns to the callers that joined it when
+// its fill was refused because its lease was voided (an Invalidate, in
+// any process, overtook the load): they may have joined after the
+// invalidation, so they look again. The caller that led the flight
+// started before the lease was taken, and keeps the value.
+var errVoided = errors.New("kura: internal: the load's lease was voided")
+
+// acquireProcess is the process strategy for one key: one load per key at
+// a time in this process (a flight). If a load ended since the lookup (it
+// may have filled the key), the flight looks once more before loading, so
+// a plain cold miss costs one read, not two.
+func (p *Pipeline[V]) acquireProcess(ctx context.Context, b *budget, s *slot[V], gen uint64, ttl time.Duration, loader Loader[V]) (V, error) {
+	recheck := !s.failed && s.class == miss
+	v, _, err := p.group.Do(ctx, s.key, p.cfg.LoadTimeout, func(lctx context.Context) (V, error) {
+		if recheck && p.group.Ended() != gen {
+			var one [1]slot[V]
+			one[0].key = s.key
+			p.read(lctx, b, one[:])
+			if one[0].class == hit {
+				return serve(s.key, one[0].e.v, one[0].e.negative)
+			}
+		}
+		v, err, _ := p.loadOne(lctx, b, s.key, ttl, loader, nil)
+		return v, err
+	}, p.countShared)
+	return v, err
+}
+
+func (p *Pipeline[V]) countShared() { p.st.Shared.Add(1) }
+
+// acquireLease is the lease strategy for one key: the lease holder loads
+// in a flight of its own kind (holders); everyone else in this process
+// shares one waiting flight that polls the store (or joins a holder of
+// this process) until the fill is there.
+func (p *Pipeline[V]) acquireLease(ctx context.Context, b *budget, s *slot[V], ttl time.Duration, loader Loader[V]) (V, error) {
+	g := &p.group
+	if s.r.Won {
+		g = &p.holders
+		if !Faults.JoinAfterInvalidate.Load() {
+			// A new lease means the lease of a holder flight still
+			// running here was voided or expired: its value may predate
+			// an invalidation, so this caller must not join it.
+			g.Forget(s.key)
+		}
+	}
+	asked := time.Now()
+	v, res, err := g.Do(ctx, s.key, p.cfg.LoadTimeout, func(lctx context.Context) (V, error) {
+		return p.leaseLoad(lctx, b, s.key, ttl, loader, s.r, s.class)
+	}, func() {
+		p.countShared()
+		if s.r.Won {
+			p.release(ctx, s.r.Lease) // not reached unless the fault is on
+		}
+	})
+	var nf *unfilled
+	switch {
+	case res == flight.Led && errors.Is(err, errVoided): // started before the lease
+		return v, nil
+	case errors.As(err, &nf) && (res == flight.Led || !nf.began.Before(asked) || Faults.JoinAfterInvalidate.Load()):
+		return v, nf.err
+	case nf != nil:
+		// A load nothing checked (no lease, no fill) that began before
+		// this caller asked: an Invalidate may lie in between.
+		return v, errVoided
+	}
+	return v, err
+}
+
+// unfilled is the result of a load written nowhere (fail open, a store
+// failure, an entry to keep): no lease vouches for it, so only callers
+// that asked before the load began may share it.
+type unfilled struct {
+	began time.Time
+	err   error // the loader's
+}
+
+func (u *unfilled) Error() string { return "kura: internal: an unchecked load" }
+
+// loadUnfilled is loadNoFill inside a shared flight.
+func (p *Pipeline[V]) loadUnfilled(ctx context.Context, key string, loader Loader[V]) (V, error) {
+	began := time.Now()
+	v, err := p.loadNoFill(ctx, key, loader)
+	return v, &unfilled{began: began, err: err}
+}
+
+// leaseLoad is the body of a lease flight: load under the lease, or wait
+// for the holder's fill with backoff, bounded by Config.LeaseWait; when
+// the bound passes, load without writing back (fail open).
+func (p *Pipeline[V]) leaseLoad(ctx context.Context, b *budget, key string, ttl time.Duration, loader Loader[V], r store.LeaseResult, c class) (V, error) {
+	start := time.Now()
+	waited := false
+	for delay := time.Millisecond; ; {
+		switch c {
+		case won:
+			v, err, refused := p.loadOne(ctx, b, key, ttl, loader, &r.Lease)
+			if err == nil && refused && !Faults.JoinAfterInvalidate.Load() {
+				err = errVoided
+			}
+			return v, err
+		case noFill, miss:
+			if r.Won {
+				p.release(ctx, r.Lease)
+			}
+			return p.loadUnfilled(ctx, key, loader)
+		case corrupt:
+			// Undecodable bytes under no lease: remove them so the next
+			// read takes a lease.
+			if err := p.leaser.Invalidate(ctx, []string{key}, 0); err != nil {
+				return p.loadUnfilled(ctx, key, loader)
+			}
+			delay = 0
+		case wait:
+			if !waited {
+				waited = true
+				p.st.LeaseWaits.Add(1)
+			}
+			// The holder may be in this process: then its result is
+			// ours without another read, unless its fill was refused.
+			if v, ok, err := p.holders.Join(ctx, key, p.countShared); ok && !errors.Is(err, errVoided) {
+				return v, err
+			} else if ok {
+				delay = 0
+			}
+			left := p.cfg.LeaseWait - time.Since(start)
+			if left <= 0 || sleep(ctx, jittered(min(delay, left))) != nil {
+				p.st.LeaseFailOpen.Add(1)
+				return p.loadUnfilled(ctx, key, loader)
+			}
+			delay = max(min(2*delay, maxPoll), time.Millisecond)
+		case hit:
+			return p.loadUnfilled(ctx, key, loader) // not reached
+		}
+		// A poll is not this caller's own store work: waiting is bounded
+		// by LeaseWait, each poll by a StoreTimeout of its own.
+		var one [1]slot[V]
+		one[0].key = key
+		pb := p.newBudget()
+		p.leaseRead(ctx, &pb, one[:], nil, false)
+		if len(pb.keep) > 0 {
+			b.keepEntry(key, pb.keep[key])
+		}
+		s := &one[0]
+		if s.failed {
+			p.st.LeaseFailOpen.Add(1)
+			return p.loadUnfilled(ctx, key, loader)
+		}
+		if s.class == hit {
+			if s.refresh {
+				// A stale value whose refresh fell to this caller:
+				// serve it, refresh behind.
+				p.refreshLater(ctx, key, ttl, loader, s.r.Lease)
+			}
+			return serve(key, s.e.v, s.e.negative)
+		}
+		r, c = s.r, s.class
+	}
+}
+
+// refreshLater reloads key in the background under lease l, unless a load
+// of key is running in this process already. The reload outlives the
+// request: it keeps ctx's values, not its cancellation, and is bounded by
+// Config.LoadTimeout.
+func (p *Pipeline[V]) refreshLater(ctx context.Context, key string, ttl time.Duration, loader Loader[V], l store.Lease) {
+	p.st.EarlyRefreshes.Add(1)
+	bctx := context.WithoutCancel(ctx)
+	go func() {
+		defer func() { _ = recover() }() // a panicking loader already counted; nobody waits here
+		_, _, _ = p.holders.Do(bctx, key, p.cfg.LoadTimeout, func(lctx context.Context) (V, error) {
+			b := p.newBudget() // the refresh's own store time, not the request's
+			v, err, _ := p.loadOne(lctx, &b, key, ttl, loader, &l)
+			return v, err
+		}, func() { p.release(bctx, l) })
+	}()
+}
+
+// maxPoll caps the backoff between two reads of a waiter: a fill is seen
+// at most this late, and a waiter reads the store at most 1/maxPoll times
+// a second.
+const maxPoll = 20 * time.Millisecond
+
+// jittered spreads d over [d/2, d) so waiters of many processes do not
+// poll in step.
+func jittered(d time.Duration) time.Duration {
+	if d <= 1 {
+		return d
+	}
+	return d/2 + time.Duration(rand.Int64N(int64(d/2)))
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// loadOne calls the loader for key and fills the result back: under lease
+// l when there is one (refused reports a fill the store refused because
+// the lease was lost), else with a plain write within budget b. A loader
+// error or panic gives the lease up, so waiters need not wait out its TTL.
+func (p *Pipeline[V]) loadOne(ctx context.Context, b *budget, key string, ttl time.Duration, loader Loader[V], l *store.Lease) (v V, err error, refused bool) {
+	filled := false
+	if l != nil {
+		defer func() {
+			if !filled {
+				p.release(ctx, *l)
+			}
+		}()
+	}
+	p.st.Loads.Add(1)
+	start := time.Now()
+	v, err = p.callLoader(ctx, key, loader)
+	cost := time.Since(start)
+	p.st.observe(OpLoad, cost)
+	f := fillItem{key: key, lease: l}
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		if p.cfg.NegativeTTL < 0 {
+			return v, err, false
+		}
+		f.data, f.ttl = p.encodeNegative(), p.cfg.Jitter(p.cfg.NegativeTTL)
+	case err != nil:
+		p.st.LoadErrs.Add(1)
+		return v, fmt.Errorf("kura: load %q: %w", key, err), false
+	default:
+		f.ttl = p.cfg.Jitter(ttl)
+		var eerr error
+		if f.data, eerr = p.Encode(key, v, p.refreshFields(start, f.ttl, cost)); eerr != nil {
+			p.report(OpSet, key, eerr)
+			return v, nil, false
+		}
+	}
+	filled, refused = p.fill(ctx, b, []fillItem{f}, OpSet)
+	return v, err, refused
+}
+
+// fillItem is one write-back: under lease when there is one.
+type fillItem struct {
+	key   string
+	data  []byte
+	ttl   time.Duration // jittered already
+	lease *store.Lease
+}
+
+// fill writes items back in one call (op names it): conditional on their
+// leases when they have them, within the call's budget b. Failures are
+// absorbed: the caller already has its value. A write over an entry the
+// lookup marked to keep is skipped; so is a write with no budget left
+// (counted in BudgetSkips). filled reports that every lease was spent
+// (the store took the fill, or refused it); refused that the store
+// refused a fill because its lease was lost.
+func (p *Pipeline[V]) fill(ctx context.Context, b *budget, items []fillItem, op Op) (filled, refused bool) {
+	items = p.unkept(b, items)
+	if len(items) == 0 {
+		return true, false
+	}
+	if b.exhausted() {
+		p.st.BudgetSkips.Add(uint64(len(items)))
+		return false, false
+	}
+	sctx, st := b.bound(ctx, nil)
+	defer b.charge(st)
+	if items[0].lease == nil || Faults.FillIgnoresLease.Load() {
+		return p.write(sctx, items, op), false
+	}
+	fills := make([]store.Fill, len(items))
+	for i, it := range items {
+		fills[i] = store.Fill{Lease: *it.lease, Value: it.data, TTL: it.ttl}
+	}
+	start := time.Now()
+	err := p.leaser.Fill(sctx, fills)
+	p.st.Since(op, start)
+	if err == nil {
+		return true, false
+	}
+	var be *store.BatchError
+	if !errors.As(err, &be) {
+		p.st.StoreErrs.Add(uint64(len(fills)))
+		p.report(op, "", err)
+		return false, false
+	}
+	filled = true
+	for _, ke := range be.Errors {
+		if errors.Is(ke.Err, store.ErrNotStored) {
+			p.st.LeaseLost.Add(1)
+			refused = true
+			continue
+		}
+		filled = false
+		p.st.StoreErrs.Add(1)
+		p.report(op, ke.Key, ke.Err)
+	}
+	return filled, refused
+}
+
+// unkept drops the items whose entry the lookup marked to keep.
+func (p *Pipeline[V]) unkept(b *budget, items []fillItem) []fillItem {
+	if b == nil || len(b.keep) == 0 {
+		return items
+	}
+	out := items[:0:0]
+	for _, it := range items {
+		if !b.kept(it.key, p.st) {
+			out = append(out, it)
+		}
+	}
+	return out
+}
+
+// write is the plain write-back: one Set, or one batch. The L1 drops the
+// keys before and after, so this process never reads its old values.
+func (p *Pipeline[V]) write(ctx context.Context, items []fillItem, op Op) bool {
+	if len(items) == 1 && op == OpSet {
+		it := items[0]
+		p.DropL1(it.key)
+		defer p.DropL1(it.key)
+		start := time.Now()
+		err := p.store.Set(ctx, it.key, it.data, it.ttl)
+		p.st.Since(OpSet, start)
+		if err != nil {
+			p.st.StoreErrs.Add(1)
+			p.report(OpSet, it.key, err)
+		}
+		return err == nil
+	}
+	batch := make([]store.Item, len(items))
+	for i, it := range items {
+		batch[i] = store.Item{Key: it.key, Value: it.data, TTL: it.ttl}
+	}
+	err := p.SetMany(ctx, batch)
+	var be *store.BatchError
+	switch {
+	case errors.As(err, &be):
+		for _, ke := range be.Errors {
+			p.report(OpSetMany, ke.Key, ke.Err)
+		}
+	case err != nil:
+		p.report(OpSetMany, "", err)
+	}
+	return err == nil
+}
+
+// refreshFields are what XFetch needs to decide an early refresh on Redis.
+func (p *Pipeline[V]) refreshFields(start time.Time, ttl, cost time.Duration) codec.Fields {
+	if p.cfg.EarlyRefresh > 0 && ttl > 0 {
+		return codec.Fields{Written: start, TTL: ttl, Cost: cost}
+	}
+	return codec.Fields{}
+}
+
+// callLoader counts a panicking loader before the panic goes on to the
+// flight, which hands it to the caller.
+func (p *Pipeline[V]) callLoader(ctx context.Context, key string, loader Loader[V]) (v V, err error) {
+	defer p.countPanic()
+	return loader(ctx, key)
+}
+
+func (p *Pipeline[V]) countPanic() {
+	if r := recover(); r != nil {
+		p.st.LoadErrs.Add(1)
+		p.st.Panics.Add(1)
+		panic(r)
+	}
+}
+
+// loadNoFill calls the loader and writes nothing back: the fail-open path
+// (another caller holds the lease, or the store failed).
+func (p *Pipeline[V]) loadNoFill(ctx context.Context, key string, loader Loader[V]) (V, error) {
+	p.st.Loads.Add(1)
+	start := time.Now()
+	v, err := p.callLoader(ctx, key, loader)
+	p.st.Since(OpLoad, start)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		p.st.LoadErrs.Add(1)
+		return v, fmt.Errorf("kura: load %q: %w", key, err)
+	}
+	return v, err
+}
+
+// release gives up lease l, best effort: if it fails, the lease expires.
+func (p *Pipeline[V]) release(ctx context.Context, l store.Lease) {
+	p.releaseMany(ctx, []store.Lease{l})
+}
+
+func (p *Pipeline[V]) releaseMany(ctx context.Context, leases []store.Lease) {
+	if len(leases) == 0 {
+		return
+	}
+	b := p.newBudget()
+	sctx, st := b.bound(context.WithoutCancel(ctx), nil)
+	defer b.charge(st)
+	if err := p.leaser.Release(sctx, leases); err != nil {
+		p.countBatchErr(err, len(leases))
+		op := OpDeleteMany
+		if len(leases) == 1 {
+			op = OpDelete
+		}
+		p.report(op, "", err)
+	}
+}
+
+// countBatchErr counts the keys a batch call failed: those named in a
+// *store.BatchError, or all n when the whole call failed.
+func (p *Pipeline[V]) countBatchErr(err error, n int) {
+	if err == nil {
+		return
+	}
+	var be *store.BatchError
+	if errors.As(err, &be) {
+		n = len(be.Errors)
+	}
+	p.st.StoreErrs.Add(uint64(n))
+}

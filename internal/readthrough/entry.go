@@ -1,0 +1,176 @@
+package readthrough
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"github.com/kuracache/kura/codec"
+	"github.com/kuracache/kura/store"
+)
+
+// entry is a decoded cached value.
+type entry[V any] struct {
+	v        V
+	negative bool
+	// fields are the envelope's header fields (write time, TTL, load
+	// cost), for early refresh.
+	fields codec.Fields
+	// keep marks an entry written for another type, too recently to
+	// overwrite (Config.SchemaGrace): a read-through does not fill it.
+	keep   bool
+	rawLen int
+}
+
+// ErrMiss marks a plain miss of one key in a batch read.
+var ErrMiss = fmt.Errorf("miss: %w", store.ErrNotFound)
+
+// errNoValue is the miss of an entry that holds no value (a lease
+// placeholder or a tombstone).
+var errNoValue = fmt.Errorf("no value: %w", store.ErrNotFound)
+
+// Encode serialises v with the envelope fields f (the schema fingerprint
+// and the write time are always set) and enforces the size guards. It
+// never logs or returns the value itself.
+func (p *Pipeline[V]) Encode(key string, v V, f codec.Fields) ([]byte, error) {
+	f.Schema, f.HasSchema = p.schema, true
+	if f.Written.IsZero() {
+		f.Written = time.Now()
+	}
+	b, h, err := p.cfg.Codec.EncodeWith(nil, v, f)
+	if err != nil {
+		if errors.Is(err, codec.ErrValueTooLarge) {
+			p.st.Rejected.Add(1)
+			return nil, fmt.Errorf("%w: key %q: %w", store.ErrValueTooLarge, key, err)
+		}
+		return nil, fmt.Errorf("kura: encode %q: %w", key, err)
+	}
+	if err := p.checkSize(key, len(b)); err != nil {
+		return nil, err
+	}
+	p.st.BytesW.Add(uint64(len(b)))
+	p.st.BytesWRaw.Add(uint64(h.RawLen))
+	p.st.addDict(h.Dict, len(b))
+	return b, nil
+}
+
+func (p *Pipeline[V]) checkSize(key string, n int) error {
+	if p.cfg.MaxValueSize > 0 && n > p.cfg.MaxValueSize {
+		p.st.Rejected.Add(1)
+		return fmt.Errorf("%w: key %q encodes to %d bytes, over the limit of %d (Options.MaxValueSize or the server's item size limit); split the value or raise the limit",
+			store.ErrValueTooLarge, key, n, p.cfg.MaxValueSize)
+	}
+	if p.cfg.WarnValueSize > 0 && n > p.cfg.WarnValueSize {
+		p.st.Large.Add(1)
+		if p.cfg.OnLargeValue != nil {
+			p.cfg.OnLargeValue(key, n)
+		}
+	}
+	return nil
+}
+
+func (p *Pipeline[V]) encodeNegative() []byte {
+	b := p.cfg.Codec.EncodeNegative(nil)
+	p.st.BytesW.Add(uint64(len(b)))
+	return b
+}
+
+func (p *Pipeline[V]) decode(key string, data []byte) (entry[V], error) {
+	var e entry[V]
+	h, err := p.cfg.Codec.DecodeSchema(data, &e.v, p.schema)
+	if err != nil {
+		if errors.Is(err, codec.ErrSchemaMismatch) {
+			p.st.SchemaMismatches.Add(1)
+			e.keep = p.tooYoungToOverwrite(h)
+		} else {
+			p.st.DecodeErrs.Add(1)
+		}
+		return e, fmt.Errorf("kura: decode %q (%d bytes): %w", key, len(data), err)
+	}
+	p.st.BytesR.Add(uint64(len(data)))
+	p.st.BytesRRaw.Add(uint64(h.RawLen))
+	e.fields, e.rawLen = h.Fields, h.RawLen
+	switch h.Kind {
+	case codec.KindValue:
+	case codec.KindNegative:
+		e.negative = true
+	default:
+		// A lease placeholder or a tombstone holds no value: a miss.
+		return e, fmt.Errorf("kura: %q holds a %s entry: %w", key, h.Kind, errNoValue)
+	}
+	return e, nil
+}
+
+// tooYoungToOverwrite reports whether an entry of another type (h is its
+// header) was written less than Config.SchemaGrace ago. A write time
+// further in the future than the grace is not believed (a skewed clock or
+// a hostile value must not pin a key).
+func (p *Pipeline[V]) tooYoungToOverwrite(h codec.Header) bool {
+	written := h.Fields.Written
+	if written.IsZero() || p.cfg.SchemaGrace < 0 {
+		return false
+	}
+	age := time.Since(written)
+	return age < p.cfg.SchemaGrace && age > -p.cfg.SchemaGrace
+}
+
+// found decodes bytes the store returned for key and counts the result: a
+// hit, a negative hit, or (bytes that do not decode, a placeholder) a miss.
+func (p *Pipeline[V]) found(key string, data []byte) (entry[V], error) {
+	if IsPlaceholder(data) {
+		p.st.Misses.Add(1)
+		return entry[V]{}, ErrMiss
+	}
+	e, err := p.decode(key, data)
+	switch {
+	case err != nil:
+		p.st.Misses.Add(1)
+	case e.negative:
+		p.st.NegHits.Add(1)
+	default:
+		p.st.Hits.Add(1)
+	}
+	return e, err
+}
+
+// LeaseEntry returns a new lease placeholder with a fresh random token:
+// the bytes a lease leaves under a key on stores that write placeholders
+// (Redis), an envelope of kind lease (docs/FORMAT.md, version 2).
+func LeaseEntry() []byte {
+	var tok [16]byte
+	binary.BigEndian.PutUint64(tok[:8], rand.Uint64())
+	binary.BigEndian.PutUint64(tok[8:], rand.Uint64())
+	return codec.AppendEntry(make([]byte, 0, 24), codec.KindLease, codec.Fields{Token: string(tok[:])})
+}
+
+// IsPlaceholder reports bytes that hold no value: a lease or a tombstone.
+// Readers count them as a miss, never as a decode error, and never hand
+// them to a caller. Four bytes tell: magic, version 2, kind.
+func IsPlaceholder(data []byte) bool {
+	return len(data) >= 4 && data[0] == codec.Magic0 && data[1] == codec.Magic1 && data[2] == 2 &&
+		(codec.Kind(data[3]) == codec.KindLease || codec.Kind(data[3]) == codec.KindTombstone)
+}
+
+// xfetch decides probabilistic early expiration (Vattani, Chierichetti,
+// Lowenstein, "Optimal Probabilistic Cache Stampede Prevention", VLDB
+// 2015) with beta 1: refresh when now - cost * ln(rand) >= expiry, where
+// cost is how long the last load took, so the chance grows as expiry
+// nears and a slow load starts earlier. Only entries in their last window
+// before expiry are considered; entries without the fields never are.
+func xfetch(f codec.Fields, now time.Time, window time.Duration) bool {
+	if f.Written.IsZero() || f.TTL <= 0 {
+		return false
+	}
+	left := f.Written.Add(f.TTL).Sub(now)
+	switch {
+	case left > window:
+		return false
+	case left <= 0:
+		return true
+	}
+	cost := max(f.Cost, time.Millisecond)
+	return float64(cost)*-math.Log(rand.Float64()) >= float64(left)
+}

@@ -1,0 +1,218 @@
+package readthrough
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/kuracache/kura/store"
+)
+
+// refreshSet is the set of keys under a FetchMany early refresh in this
+// process.
+type refreshSet struct {
+	mu   sync.Mutex
+	keys map[string]struct{}
+}
+
+// claim marks the keys of leases as under refresh and returns the leases
+// whose key was not under refresh already.
+func (r *refreshSet) claim(leases []store.Lease) (mine []store.Lease) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.keys == nil {
+		r.keys = make(map[string]struct{})
+	}
+	for _, l := range leases {
+		if _, busy := r.keys[l.Key]; busy {
+			continue
+		}
+		r.keys[l.Key] = struct{}{}
+		mine = append(mine, l)
+	}
+	return mine
+}
+
+// done unmarks the keys of leases.
+func (r *refreshSet) done(leases []store.Lease) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, l := range leases {
+		delete(r.keys, l.Key)
+	}
+}
+
+// keyResult is a lease read of one key, or its failure.
+type keyResult struct {
+	key string
+	r   store.LeaseResult
+	err error
+}
+
+// waitHub is the Cache's poller for FetchMany: the keys that callers of
+// this process wait for (another caller, anywhere, holds their lease) are
+// read together, one batched lease read per tick, however many callers
+// wait, so waiting costs the store one batch per tick and process instead
+// of one per caller.
+type waitHub struct {
+	mu      sync.Mutex
+	keys    map[string][]*waitReg
+	running bool
+	kick    bool // keys were added: poll soon again
+}
+
+// waitReg is one FetchMany's registration with the hub.
+type waitReg struct {
+	ch      chan keyResult // results for its keys; buffered for all of them
+	pending int            // keys registered and not yet received (owner only)
+}
+
+func newWaitReg(n int) *waitReg { return &waitReg{ch: make(chan keyResult, n)} }
+
+// startWait registers keys for reg and starts the poller if it is idle.
+func (p *Pipeline[V]) startWait(reg *waitReg, keys []string) {
+	h := &p.hub
+	h.mu.Lock()
+	if h.keys == nil {
+		h.keys = make(map[string][]*waitReg)
+	}
+	for _, k := range keys {
+		h.keys[k] = append(h.keys[k], reg)
+	}
+	reg.pending += len(keys)
+	h.kick = true
+	start := !h.running
+	h.running = true
+	h.mu.Unlock()
+	if start {
+		go p.pollLoop()
+	}
+}
+
+// cancelWait unregisters reg and returns the keys it was still waiting
+// for; leases the poller handed it that it never read are released.
+func (p *Pipeline[V]) cancelWait(reg *waitReg) []string {
+	h := &p.hub
+	var rest []string
+	h.mu.Lock()
+	for k, regs := range h.keys {
+		for i, r := range regs {
+			if r == reg {
+				rest = append(rest, k)
+				regs = append(regs[:i:i], regs[i+1:]...)
+				break
+			}
+		}
+		if len(regs) == 0 {
+			delete(h.keys, k)
+		} else {
+			h.keys[k] = regs
+		}
+	}
+	h.mu.Unlock()
+	for more := true; more; {
+		select {
+		case kr := <-reg.ch:
+			if kr.err == nil && kr.r.Won {
+				p.release(context.Background(), kr.r.Lease)
+			}
+			rest = append(rest, kr.key)
+		default:
+			more = false
+		}
+	}
+	reg.pending = 0
+	return rest
+}
+
+// pollLoop reads every waited-for key in one batch per tick (backing off
+// from 1 ms to maxPoll while nothing new is waited for) and hands out what
+// it finds: a value or a failure to every waiter of the key, a lease to
+// one of them. It ends when nobody waits.
+func (p *Pipeline[V]) pollLoop() {
+	h := &p.hub
+	delay := time.Millisecond
+	for {
+		time.Sleep(jittered(delay))
+		h.mu.Lock()
+		if len(h.keys) == 0 {
+			h.running = false
+			h.mu.Unlock()
+			return
+		}
+		if h.kick {
+			delay, h.kick = time.Millisecond, false
+		}
+		keys := make([]string, 0, len(h.keys))
+		for k := range h.keys {
+			keys = append(keys, k)
+		}
+		h.mu.Unlock()
+		res, err := p.pollRead(keys)
+		var failed map[string]error
+		if err != nil {
+			var be *store.BatchError
+			if errors.As(err, &be) {
+				failed = be.Failed()
+			} else {
+				failed = make(map[string]error, len(keys))
+				for _, k := range keys {
+					failed[k] = err
+				}
+			}
+		}
+		h.mu.Lock()
+		for i, k := range keys {
+			regs := h.keys[k]
+			if len(regs) == 0 {
+				continue
+			}
+			if ferr, bad := failed[k]; bad {
+				for _, r := range regs {
+					r.ch <- keyResult{key: k, err: ferr}
+				}
+				delete(h.keys, k)
+				continue
+			}
+			r := res[i]
+			switch {
+			case r.Won:
+				regs[0].ch <- keyResult{key: k, r: r}
+				if len(regs) == 1 {
+					delete(h.keys, k)
+				} else {
+					h.keys[k] = regs[1:]
+				}
+			case r.Held, r.Value != nil && IsPlaceholder(r.Value), r.Stale && p.cfg.StaleWhileRevalidate == 0:
+				// still being loaded elsewhere
+			default:
+				for _, reg := range regs {
+					reg.ch <- keyResult{key: k, r: r}
+				}
+				delete(h.keys, k)
+			}
+		}
+		h.mu.Unlock()
+		delay = min(2*delay, maxPoll)
+	}
+}
+
+// pollRead is the hub's batched lease read, bounded by Config.StoreTimeout
+// (the hub's own time: no caller's budget is charged).
+func (p *Pipeline[V]) pollRead(keys []string) ([]store.LeaseResult, error) {
+	ctx := context.Background()
+	if p.cfg.StoreTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, p.cfg.StoreTimeout)
+		defer cancel()
+	}
+	start := time.Now()
+	res, err := p.leaser.LeaseGet(ctx, keys, store.LeaseOptions{TTL: p.cfg.LeaseTTL, Placeholder: LeaseEntry()})
+	p.st.Since(OpGetMany, start)
+	if err == nil && len(res) != len(keys) {
+		err = fmt.Errorf("kura: store returned %d lease results for %d keys", len(res), len(keys))
+	}
+	return res, err
+}

@@ -1,0 +1,211 @@
+package readthrough
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/kuracache/kura/internal/l1"
+	"github.com/kuracache/kura/store"
+)
+
+// The plain operations under the Cache's Get, Set, Delete, their batch
+// forms and Invalidate: each keeps the L1 and the flights consistent with
+// what it does to the store.
+
+// Get reads key: from the L1, then the store (tracked when the L1 relies
+// on reports). A store error is counted as such, not as a miss.
+func (p *Pipeline[V]) Get(ctx context.Context, key string) (V, error) {
+	var zero V
+	if p.l1 != nil {
+		if v, neg, ok := p.l1.Get(key); ok {
+			return serve(key, v, neg)
+		}
+	}
+	tok, track := p.beginL1(key)
+	start := time.Now()
+	data, err := p.get(ctx, key, track)
+	p.st.Since(OpGet, start)
+	var e entry[V]
+	if err == nil {
+		e, err = p.found(key, data)
+	} else if errors.Is(err, store.ErrNotFound) {
+		p.st.Misses.Add(1)
+	} else {
+		p.st.StoreErrs.Add(1)
+	}
+	if track {
+		p.l1.Finish(key, tok, e.v, e.negative, e.rawLen, err == nil)
+	}
+	if err != nil {
+		return zero, err
+	}
+	return serve(key, e.v, e.negative)
+}
+
+// Set writes data under key for ttl (jittered here).
+func (p *Pipeline[V]) Set(ctx context.Context, key string, data []byte, ttl time.Duration) error {
+	p.DropL1(key)
+	defer p.DropL1(key)
+	start := time.Now()
+	err := p.store.Set(ctx, key, data, p.cfg.Jitter(ttl))
+	p.st.Since(OpSet, start)
+	if err != nil {
+		p.st.StoreErrs.Add(1)
+	}
+	return err
+}
+
+// Delete removes key.
+func (p *Pipeline[V]) Delete(ctx context.Context, key string) error {
+	p.DropL1(key)
+	defer p.DropL1(key)
+	start := time.Now()
+	err := p.store.Delete(ctx, key)
+	p.st.Since(OpDelete, start)
+	if err != nil {
+		p.st.StoreErrs.Add(1)
+	}
+	return err
+}
+
+// GetMany reads keys (unique) in one batch and returns the values found;
+// the *store.BatchError names keys that failed (store errors, bytes that
+// do not decode). A plain miss or a negative entry is left out silently.
+func (p *Pipeline[V]) GetMany(ctx context.Context, keys []string) (map[string]V, error) {
+	out := make(map[string]V, len(keys))
+	if len(keys) == 0 {
+		return out, nil
+	}
+	var slots []slot[V]
+	for _, k := range keys {
+		if p.l1 != nil {
+			if v, neg, ok := p.l1.Get(k); ok {
+				if !neg {
+					out[k] = v
+				}
+				continue
+			}
+		}
+		slots = append(slots, slot[V]{key: k})
+	}
+	if len(slots) == 0 {
+		return out, nil
+	}
+	keys = keys[:0:0]
+	toks := make([]l1Token, len(slots))
+	for i := range slots {
+		keys = append(keys, slots[i].key)
+		toks[i].t, toks[i].ok = p.beginL1(slots[i].key)
+	}
+	start := time.Now()
+	vals, err := p.getMany(ctx, keys, p.l1 != nil)
+	p.st.Since(OpGetMany, start)
+	failed := batchFailures(err, len(keys), len(vals))
+	if err != nil && failed == nil {
+		p.st.StoreErrs.Add(uint64(len(keys)))
+		p.st.Misses.Add(uint64(len(keys)))
+		for i := range slots {
+			p.finishL1(&slots[i], toks[i].t, toks[i].ok)
+		}
+		return out, err
+	}
+	p.st.StoreErrs.Add(uint64(len(failed)))
+	be := store.BatchError{Op: "get"}
+	for i := range slots {
+		s := &slots[i]
+		switch ferr, bad := failed[s.key]; {
+		case bad:
+			p.st.Misses.Add(1)
+			be.Errors = append(be.Errors, store.KeyError{Key: s.key, Err: ferr})
+		case i >= len(vals) || vals[i] == nil:
+			p.st.Misses.Add(1)
+		default:
+			e, derr := p.found(s.key, vals[i])
+			switch {
+			case derr == nil:
+				s.e, s.class = e, hit
+				if !e.negative {
+					out[s.key] = e.v
+				}
+			case !errors.Is(derr, store.ErrNotFound):
+				be.Errors = append(be.Errors, store.KeyError{Key: s.key, Err: derr})
+			}
+		}
+		p.finishL1(s, toks[i].t, toks[i].ok)
+	}
+	return out, be.Err()
+}
+
+type l1Token struct {
+	t  l1.Token
+	ok bool
+}
+
+// SetMany writes batch in one round trip per server.
+func (p *Pipeline[V]) SetMany(ctx context.Context, batch []store.Item) error {
+	if len(batch) == 0 {
+		return nil
+	}
+	if p.l1 != nil {
+		for i := range batch {
+			p.DropL1(batch[i].Key)
+		}
+		defer func() {
+			for i := range batch {
+				p.DropL1(batch[i].Key)
+			}
+		}()
+	}
+	start := time.Now()
+	err := store.SetMany(ctx, p.store, batch)
+	p.st.Since(OpSetMany, start)
+	p.countBatchErr(err, len(batch))
+	return err
+}
+
+// DeleteMany removes keys (unique, checked) in one round trip per server.
+func (p *Pipeline[V]) DeleteMany(ctx context.Context, keys []string) error {
+	p.DropL1(keys...)
+	defer p.DropL1(keys...)
+	start := time.Now()
+	err := store.DeleteMany(ctx, p.store, keys)
+	p.st.Since(OpDeleteMany, start)
+	p.countBatchErr(err, len(keys))
+	return err
+}
+
+// Invalidate removes keys (unique, checked) so the next read loads them
+// again. Before it touches the store it makes the flights of its keys
+// invisible to later callers, so nobody who starts after it returns joins
+// a load that began before it; with leases it voids every lease on them,
+// so a load that began before it cannot fill after it.
+func (p *Pipeline[V]) Invalidate(ctx context.Context, keys []string) error {
+	if !Faults.JoinAfterInvalidate.Load() {
+		for _, k := range keys {
+			p.group.Forget(k)
+			p.holders.Forget(k)
+		}
+	}
+	if p.leaser == nil {
+		return p.DeleteMany(ctx, keys)
+	}
+	p.DropL1(keys...)
+	defer p.DropL1(keys...)
+	start := time.Now()
+	err := p.leaser.Invalidate(ctx, keys, p.cfg.StaleWhileRevalidate)
+	p.st.Since(OpDeleteMany, start)
+	p.countBatchErr(err, len(keys))
+	return err
+}
+
+// DropL1 removes keys from the L1 and stops the reads in flight from
+// filling them: this process never reads its old value after a write.
+func (p *Pipeline[V]) DropL1(keys ...string) {
+	if p.l1 == nil {
+		return
+	}
+	for _, k := range keys {
+		p.l1.Drop(k)
+	}
+}

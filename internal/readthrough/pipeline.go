@@ -1,0 +1,518 @@
+// Package readthrough is the read path of a kura Cache: one pipeline that
+// Fetch and FetchMany both run, in five steps.
+//
+//  1. lookup: the L1 (if any), then the store: a plain or tracked read, or
+//     a lease read, which reads and takes leases on misses in one call;
+//  2. classify: each key is a hit (a value or a negative entry), stale or
+//     due for early refresh (served, reloaded in the background), not
+//     understood or kept (load, never overwrite), or a miss that this
+//     caller holds the lease of, waits for, or loads without a lease;
+//  3. acquire: the strategy that decides who loads: the process flight
+//     (one load per key per process) or the lease (one load per key across
+//     every process sharing the store);
+//  4. load: the loader, on a flight's goroutine for Fetch, in the caller's
+//     goroutine for FetchMany;
+//  5. fill: the write-back, conditional on the lease when there is one.
+//
+// Fetch is the one-key case: its keys are a slice of one. The store time
+// of a call is one budget over all its steps. The package knows nothing of
+// the kura API; the root package is its face.
+package readthrough
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/kuracache/kura/codec"
+	"github.com/kuracache/kura/internal/flight"
+	"github.com/kuracache/kura/internal/l1"
+	"github.com/kuracache/kura/store"
+)
+
+// Loader loads one key; ManyLoader many (see the kura package).
+type (
+	Loader[V any]     func(ctx context.Context, key string) (V, error)
+	ManyLoader[V any] func(ctx context.Context, keys []string) (map[string]V, error)
+)
+
+// Config is what the pipeline needs of the Cache's options, defaults
+// applied.
+type Config struct {
+	Codec                                  *codec.Codec
+	Schema                                 uint32 // V's fingerprint
+	NegativeTTL, StoreTimeout, LoadTimeout time.Duration
+	SchemaGrace                            time.Duration
+	LeaseTTL, LeaseWait                    time.Duration
+	StaleWhileRevalidate, EarlyRefresh     time.Duration
+	MaxValueSize, WarnValueSize            int
+	OnLargeValue                           func(key string, n int)
+	OnError                                func(op Op, key string, err error)
+	Jitter                                 func(time.Duration) time.Duration
+	Leaser                                 store.Leaser  // nil: process coordination
+	L1                                     any           // *l1.Tier[V], nil without an L1
+	Tracker                                store.Tracker // the L1's reports, nil: TTL-bounded L1
+}
+
+// Pipeline is the read path of one Cache of values of type V.
+type Pipeline[V any] struct {
+	cfg     Config
+	store   store.Store
+	leaser  store.Leaser
+	l1      *l1.Tier[V]
+	tracker store.Tracker
+	st      *Counters
+	schema  uint32
+	// group runs the process flights (one load per key per process)
+	// and, with leases, the waits for another caller's fill.
+	group flight.Group[V]
+	// holders runs the loads of lease holders, apart from group, so a
+	// caller that wins a lease never joins a wait and has to give it up.
+	holders flight.Group[V]
+	// hub polls, for FetchMany, the keys other callers hold leases on.
+	hub waitHub
+	// refreshing holds the keys a FetchMany early refresh reloads.
+	refreshing refreshSet
+	// clock bounds the first store call of reads (see budget.bound).
+	clock clock
+}
+
+// New returns the pipeline over s.
+func New[V any](s store.Store, cfg Config) *Pipeline[V] {
+	p := &Pipeline[V]{cfg: cfg, store: s, leaser: cfg.Leaser, tracker: cfg.Tracker, st: new(Counters), schema: cfg.Schema}
+	if t, ok := cfg.L1.(*l1.Tier[V]); ok {
+		p.l1 = t
+	}
+	if p.cfg.Jitter == nil {
+		p.cfg.Jitter = func(d time.Duration) time.Duration { return d }
+	}
+	return p
+}
+
+// Counters returns the pipeline's counters.
+func (p *Pipeline[V]) Counters() *Counters { return p.st }
+
+// class is what a lookup found for a key: what the caller does next.
+type class uint8
+
+const (
+	miss    class = iota // nothing usable: load (and fill)
+	hit                  // e holds a value or a negative entry to serve
+	won                  // this caller holds the lease: load and fill under it
+	wait                 // another caller holds the lease: wait for its fill
+	noFill               // load, but write nothing back
+	corrupt              // undecodable bytes under no lease: remove, look again
+)
+
+// slot is one key on its way through the pipeline.
+type slot[V any] struct {
+	key   string
+	class class
+	e     entry[V]
+	r     store.LeaseResult // the lease read, with leases
+	// refresh: serve e and reload the key in the background under r.Lease
+	// (a stale value, or one due for early refresh).
+	refresh bool
+	failed  bool // the store failed: a second look would wait it out again
+}
+
+// Fetch runs the pipeline for one key.
+func (p *Pipeline[V]) Fetch(ctx context.Context, key string, ttl time.Duration, loader Loader[V]) (V, error) {
+	if p.l1 != nil { // before any budget or timer: a hit costs none
+		if v, neg, ok := p.l1.Get(key); ok {
+			return serve(key, v, neg)
+		}
+	}
+	b := p.newBudget()
+	var one [1]slot[V]
+	s := &one[0]
+	for attempt := 0; ; attempt++ {
+		*s = slot[V]{key: key}
+		gen := p.group.Ended()
+		p.lookup(ctx, &b, one[:], attempt == 0)
+		if s.class == hit {
+			if s.refresh {
+				p.refreshLater(ctx, key, ttl, loader, s.r.Lease)
+			}
+			return serve(key, s.e.v, s.e.negative)
+		}
+		var v V
+		var err error
+		if p.leaser == nil {
+			v, err = p.acquireProcess(ctx, &b, s, gen, ttl, loader)
+		} else {
+			v, err = p.acquireLease(ctx, &b, s, ttl, loader)
+		}
+		if errors.Is(err, errVoided) && attempt < maxRetries {
+			// The load this caller joined was overtaken by an
+			// Invalidate (its fill was refused): look again.
+			continue
+		}
+		if errors.Is(err, errVoided) {
+			return p.loadNoFill(ctx, key, loader)
+		}
+		return v, err
+	}
+}
+
+// maxRetries bounds how often a Fetch looks again after the load it
+// joined lost its lease; then it loads without writing back.
+const maxRetries = 3
+
+// serve is the result of a hit.
+func serve[V any](key string, v V, negative bool) (V, error) {
+	if negative {
+		var zero V
+		return zero, Absent(key)
+	}
+	return v, nil
+}
+
+// Absent is the error for a key cached as "not found".
+func Absent(key string) error {
+	return fmt.Errorf("kura: %q is cached as absent: %w", key, store.ErrNotFound)
+}
+
+// FetchMany runs the pipeline for keys (unique, checked).
+func (p *Pipeline[V]) FetchMany(ctx context.Context, keys []string, ttl time.Duration, loader ManyLoader[V]) (map[string]V, error) {
+	out := make(map[string]V, len(keys))
+	slots := make([]slot[V], 0, len(keys))
+	for _, k := range keys {
+		if p.l1 != nil {
+			if v, neg, ok := p.l1.Get(k); ok {
+				if !neg {
+					out[k] = v
+				}
+				continue
+			}
+		}
+		slots = append(slots, slot[V]{key: k})
+	}
+	if len(slots) == 0 {
+		return out, nil
+	}
+	b := p.newBudget()
+	p.lookup(ctx, &b, slots, true)
+	if err := ctx.Err(); err != nil {
+		return out, err
+	}
+	rest, refresh := slots[:0], []store.Lease(nil)
+	for _, s := range slots {
+		if s.class != hit || (s.r.Won && s.r.Stale) { // a stale value is reloaded now
+			if s.class == hit && !s.e.negative {
+				out[s.key] = s.e.v
+			}
+			rest = append(rest, s)
+			continue
+		}
+		if !s.e.negative {
+			out[s.key] = s.e.v
+		}
+		if s.refresh {
+			refresh = append(refresh, s.r.Lease)
+		}
+	}
+	if len(refresh) > 0 {
+		p.refreshManyLater(ctx, refresh, ttl, loader)
+	}
+	if len(rest) == 0 {
+		return out, nil
+	}
+	if p.leaser == nil {
+		return out, p.loadManyProcess(ctx, &b, out, rest, ttl, loader)
+	}
+	return out, p.acquireManyLease(ctx, out, rest, ttl, loader)
+}
+
+// lookup reads the keys of slots and classifies each one. With an L1
+// the read is tracked (it fills the L1); with leases, the keys it did not
+// find are read again with the lease read, which takes their leases.
+// early asks the lease read for early refresh. Store errors and
+// undecodable bytes are absorbed (counted, reported to OnError) and look
+// like a miss, so a broken cache never breaks the caller.
+func (p *Pipeline[V]) lookup(ctx context.Context, b *budget, slots []slot[V], early bool) {
+	if p.leaser == nil || p.l1 != nil {
+		p.read(ctx, b, slots)
+		if p.leaser == nil {
+			return
+		}
+	}
+	var idx []int
+	if p.l1 != nil {
+		for i := range slots {
+			if slots[i].class != hit {
+				idx = append(idx, i)
+			}
+		}
+		if len(idx) == 0 {
+			return
+		}
+	}
+	p.leaseRead(ctx, b, slots, idx, early)
+}
+
+// read is the plain (or, with an L1, tracked) read of slots: one Get for
+// one key, one batch for more.
+func (p *Pipeline[V]) read(ctx context.Context, b *budget, slots []slot[V]) {
+	if b.exhausted() {
+		p.st.BudgetSkips.Add(1)
+		for i := range slots {
+			p.st.Misses.Add(1)
+			slots[i].failed = true
+		}
+		return
+	}
+	sctx, st := b.bound(ctx, &p.clock)
+	defer b.charge(st)
+	if len(slots) == 1 {
+		s := &slots[0]
+		tok, track := p.beginL1(s.key)
+		start := time.Now()
+		data, err := p.get(sctx, s.key, track)
+		p.st.Since(OpGet, start)
+		p.classify(b, s, data, err, OpGet, true)
+		p.finishL1(s, tok, track)
+		return
+	}
+	keys := make([]string, len(slots))
+	toks := make([]l1.Token, len(slots))
+	track := make([]bool, len(slots))
+	for i := range slots {
+		keys[i] = slots[i].key
+		toks[i], track[i] = p.beginL1(keys[i])
+	}
+	start := time.Now()
+	vals, err := p.getMany(sctx, keys, p.l1 != nil)
+	p.st.Since(OpGetMany, start)
+	failed := batchFailures(err, len(keys), len(vals))
+	for i := range slots {
+		kerr := failed[keys[i]]
+		if failed == nil && err != nil {
+			kerr = err // the whole batch failed
+		}
+		var data []byte
+		if kerr == nil && len(vals) == len(keys) {
+			data = vals[i]
+			if data == nil {
+				kerr = store.ErrNotFound
+			}
+		}
+		p.classify(b, &slots[i], data, kerr, OpGetMany, failed != nil)
+		p.finishL1(&slots[i], toks[i], track[i])
+	}
+	if err != nil && failed == nil {
+		p.report(OpGetMany, "", err)
+	}
+}
+
+// classify turns one plain read into the slot's class.
+// A whole batch's failure is reported once by the caller, not per key
+// (reportFail false).
+func (p *Pipeline[V]) classify(b *budget, s *slot[V], data []byte, err error, op Op, reportFail bool) {
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			p.st.Misses.Add(1)
+			return
+		}
+		p.st.StoreErrs.Add(1)
+		p.st.Misses.Add(1)
+		s.failed = true
+		if reportFail {
+			p.report(op, s.key, err)
+		}
+		return
+	}
+	e, derr := p.found(s.key, data)
+	switch {
+	case derr == nil:
+		s.e, s.class = e, hit
+	case errors.Is(derr, store.ErrNotFound):
+	case errors.Is(derr, codec.ErrNotUnderstood):
+		// A newer writer's entry: a miss here, but its writer reads it
+		// back, so this call must not replace it.
+		b.keepEntry(s.key, false)
+		s.class = noFill
+		p.report(op, s.key, derr)
+	case e.keep:
+		// A recent entry of another type (rolling deploy).
+		b.keepEntry(s.key, true)
+		s.class = noFill
+		p.report(op, s.key, derr)
+	default:
+		p.report(op, s.key, derr)
+	}
+}
+
+// leaseRead is the lookup of a store with leases: one LeaseGet for the
+// keys of slots at idx (all of them when idx is nil), which reads them and
+// takes a lease on every key that holds nothing, then classify.
+func (p *Pipeline[V]) leaseRead(ctx context.Context, b *budget, slots []slot[V], idx []int, early bool) {
+	n := len(slots)
+	if idx != nil {
+		n = len(idx)
+	}
+	at := func(j int) *slot[V] {
+		if idx != nil {
+			return &slots[idx[j]]
+		}
+		return &slots[j]
+	}
+	op := OpGetMany
+	if n == 1 {
+		op = OpGet
+	}
+	fail := func(j int, err error) {
+		s := at(j)
+		s.failed, s.class = true, noFill
+		p.st.StoreErrs.Add(1)
+		p.st.Misses.Add(1)
+		p.report(op, s.key, err)
+	}
+	if b.exhausted() {
+		p.st.BudgetSkips.Add(uint64(n))
+		for j := range n {
+			s := at(j)
+			s.failed, s.class = true, noFill
+			p.st.Misses.Add(1)
+		}
+		return
+	}
+	keys := make([]string, n)
+	for j := range n {
+		keys[j] = at(j).key
+	}
+	opts := store.LeaseOptions{TTL: p.cfg.LeaseTTL, Placeholder: LeaseEntry()}
+	if early {
+		opts.Recache = p.cfg.EarlyRefresh
+	}
+	sctx, st := b.bound(ctx, &p.clock)
+	start := time.Now()
+	res, err := p.leaser.LeaseGet(sctx, keys, opts)
+	p.st.Since(op, start)
+	b.charge(st)
+	if err == nil && len(res) != n {
+		err = fmt.Errorf("kura: store returned %d lease results for %d keys", len(res), n)
+	}
+	var failed map[string]error
+	if err != nil {
+		var be *store.BatchError
+		if !errors.As(err, &be) || len(res) != n {
+			if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+				p.st.BudgetSkips.Add(uint64(n)) // the read spent the budget
+			}
+			for j := range n {
+				fail(j, err)
+			}
+			return
+		}
+		failed = be.Failed()
+	}
+	for j := range n {
+		if ferr, ok := failed[keys[j]]; ok {
+			fail(j, ferr)
+			continue
+		}
+		p.classifyLease(b, at(j), res[j], early)
+	}
+}
+
+// classifyLease is classify for a lease read, decoding the value when
+// there is one to serve.
+func (p *Pipeline[V]) classifyLease(b *budget, s *slot[V], r store.LeaseResult, early bool) {
+	s.r = r
+	placeholder := r.Value != nil && IsPlaceholder(r.Value)
+	if r.Value != nil && !placeholder && (!r.Stale || p.cfg.StaleWhileRevalidate > 0) {
+		e, err := p.found(s.key, r.Value)
+		switch {
+		case err == nil:
+			if r.Stale {
+				p.st.StaleServed.Add(1)
+			}
+			s.e, s.class = e, hit
+			// Early refresh (memcached's R flag) or a stale value under
+			// stale-while-revalidate: serve it, reload behind. A store
+			// without the R flag (Redis) hands out the value's own bytes
+			// as its version: refresh (XFetch) on condition that the
+			// value did not change meanwhile.
+			s.refresh = r.Won || (early && p.cfg.EarlyRefresh > 0 && r.Lease.Token != nil &&
+				xfetch(e.fields, time.Now(), p.cfg.EarlyRefresh))
+			return
+		case errors.Is(err, codec.ErrNotUnderstood):
+			// A newer writer's entry: never overwrite it.
+			p.report(OpGet, s.key, err)
+			b.keepEntry(s.key, false)
+			s.class = noFill
+			return
+		case e.keep:
+			// A recent value of another type (a rolling deploy).
+			p.st.SchemaKept.Add(1)
+			p.report(OpGet, s.key, err)
+			s.class = noFill
+			return
+		default:
+			p.report(OpGet, s.key, err)
+			s.class = corrupt
+			if r.Won {
+				s.class = won
+			}
+			return
+		}
+	}
+	p.st.Misses.Add(1)
+	switch {
+	case placeholder, r.Held:
+		s.class = wait
+	case r.Won:
+		s.class = won
+	default:
+		s.class = noFill
+	}
+}
+
+// get is one store read, tracked when the L1 relies on reports.
+func (p *Pipeline[V]) get(ctx context.Context, key string, track bool) ([]byte, error) {
+	if track && p.tracker != nil {
+		return p.tracker.GetTracked(ctx, key)
+	}
+	return p.store.Get(ctx, key)
+}
+
+func (p *Pipeline[V]) getMany(ctx context.Context, keys []string, track bool) ([][]byte, error) {
+	if track && p.tracker != nil {
+		return p.tracker.GetManyTracked(ctx, keys)
+	}
+	return store.GetMany(ctx, p.store, keys)
+}
+
+// beginL1 places the L1's placeholder for a read of key that may fill it.
+func (p *Pipeline[V]) beginL1(key string) (l1.Token, bool) {
+	if p.l1 == nil || (p.tracker != nil && !p.tracker.Tracks(key)) {
+		return l1.Token{}, false
+	}
+	return p.l1.Begin(key), true
+}
+
+// finishL1 fills the L1 with a hit, unless the key was invalidated while
+// the read was in flight.
+func (p *Pipeline[V]) finishL1(s *slot[V], tok l1.Token, track bool) {
+	if track {
+		p.l1.Finish(s.key, tok, s.e.v, s.e.negative, s.e.rawLen, s.class == hit)
+	}
+}
+
+// batchFailures returns the per-key failures of a batch call (nil if
+// none, or if the whole call failed).
+func batchFailures(err error, nKeys, nVals int) map[string]error {
+	var be *store.BatchError
+	if err != nil && errors.As(err, &be) {
+		return be.Failed()
+	}
+	return nil
+}
+
+func (p *Pipeline[V]) report(op Op, key string, err error) {
+	if p.cfg.OnError != nil {
+		p.cfg.OnError(op, key, err)
+	}
+}

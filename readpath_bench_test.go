@@ -1,0 +1,148 @@
+package kura_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+	"github.com/redis/rueidis/rueidisaside"
+	"github.com/vmihailenco/msgpack/v5"
+
+	"github.com/kuracache/kura"
+	"github.com/kuracache/kura/internal/servers"
+	"github.com/kuracache/kura/internal/servertest"
+	"github.com/kuracache/kura/store/redisstore"
+)
+
+// BenchmarkReadPath: 64 goroutines read a warm set of 10,000 keys of a ~1
+// KB struct from one private redis-server, each contender on its own keys,
+// in interleaved rounds (round1/a, round1/b, ..., round2/a, ...) so a drift
+// of the machine touches every one alike. Compare ops/s within a round;
+// take medians over the rounds (scripts/bench-readpath.sh):
+//
+//   - kura: Fetch with zero-valued kura.Options over
+//     redisstore.NewFromURL(ctx, url, redisstore.Options{}) (leases on, the
+//     StoreTimeout budget on, no L1): the default read path;
+//   - kura-no-budget: the same with StoreTimeout -1;
+//   - rueidisaside-nocache: rueidisaside with DisableCache (no client-side
+//     cache: a round trip per read, as kura without an L1), typed with the
+//     same serializer (msgpack).
+//
+// KURA_BENCH_ROUNDS sets the number of rounds (default 5).
+func BenchmarkReadPath(b *testing.B) {
+	srv := servertest.Redis(b, servers.RedisConfig{})
+	ctx := context.Background()
+	const conc = 64
+	type contender struct {
+		name  string
+		get   func(i int) error
+		loads func() uint64
+	}
+	var cs []contender
+	kuraC := func(name string, opts kura.Options) {
+		st, err := redisstore.NewFromURL(ctx, srv.URL(), redisstore.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { st.Close() })
+		c, err := kura.New[benchValue](st, opts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		prefix := name + ":"
+		load := func(_ context.Context, key string) (benchValue, error) {
+			i, _ := strconv.Atoi(key[len(prefix):])
+			return newBenchValue(i), nil
+		}
+		cs = append(cs, contender{name, func(i int) error {
+			_, err := c.Fetch(ctx, prefix+strconv.Itoa(i), time.Hour, load)
+			return err
+		}, func() uint64 { return c.Stats().LoaderCalls }})
+	}
+	kuraC("kura", kura.Options{})
+	kuraC("kura-no-budget", kura.Options{StoreTimeout: -1})
+	{
+		ac, err := rueidisaside.NewClient(rueidisaside.ClientOption{
+			ClientOption: rueidis.ClientOption{InitAddress: []string{srv.Addr}, DisableCache: true}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(ac.Close)
+		tc := rueidisaside.NewTypedCacheAsideClient[benchValue](ac,
+			func(v *benchValue) (string, error) { p, err := msgpack.Marshal(v); return string(p), err },
+			func(s string) (*benchValue, error) {
+				var v benchValue
+				return &v, msgpack.Unmarshal([]byte(s), &v)
+			})
+		var loads atomic.Uint64
+		cs = append(cs, contender{"rueidisaside-nocache", func(i int) error {
+			_, err := tc.Get(ctx, time.Hour, "aside:"+strconv.Itoa(i), func(context.Context, string) (*benchValue, error) {
+				loads.Add(1)
+				v := newBenchValue(i)
+				return &v, nil
+			})
+			return err
+		}, loads.Load})
+	}
+	for _, c := range cs {
+		for i := 0; i < benchKeys; i++ {
+			if err := c.get(i); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	rounds := 5
+	if n, err := strconv.Atoi(os.Getenv("KURA_BENCH_ROUNDS")); err == nil && n > 0 {
+		rounds = n
+	}
+	for round := 1; round <= rounds; round++ {
+		for _, c := range cs {
+			b.Run(fmt.Sprintf("round%d/%s", round, c.name), func(b *testing.B) {
+				warmHitsOnly(b, conc, c.get, c.loads)
+			})
+		}
+	}
+}
+
+// BenchmarkFetchHitBudget is one warm Fetch at a time (default options, leases
+// on, no L1) with the StoreTimeout budget and without it, for benchstat
+// over -count=10 (BENCHMARKS.md, "One read path").
+func BenchmarkFetchHitBudget(b *testing.B) {
+	srv := servertest.Redis(b, servers.RedisConfig{})
+	ctx := context.Background()
+	st, err := redisstore.NewFromURL(ctx, srv.URL(), redisstore.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	load := func(context.Context, string) (benchValue, error) { return newBenchValue(1), nil }
+	for _, tc := range []struct {
+		name    string
+		timeout time.Duration
+	}{{"budget", 0}, {"no-budget", -1}} {
+		c, err := kura.New[benchValue](st, kura.Options{StoreTimeout: tc.timeout})
+		if err != nil {
+			b.Fatal(err)
+		}
+		key := "hit:" + tc.name
+		if _, err := c.Fetch(ctx, key, time.Hour, load); err != nil {
+			b.Fatal(err)
+		}
+		b.Run(tc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := c.Fetch(ctx, key, time.Hour, load); err != nil {
+					b.Fatal(err)
+				}
+			}
+			if c.Stats().LoaderCalls != 1 {
+				b.Fatal("not a hit benchmark")
+			}
+		})
+	}
+}
