@@ -33,6 +33,10 @@ const (
 	// (compressor s2), which starts with its own length; no compressor
 	// byte. Bits 5-7 of byte 2 are reserved (not understood).
 	compactS2 byte = 0x10
+	// compactRefresh is bit 5 of byte 2: after the write time, the TTL in
+	// whole seconds and the load cost in microseconds (two uvarints), the
+	// fields early refresh reads, which every Fetch writes.
+	compactRefresh byte = 0x20
 )
 
 // maxCompactSecs bounds a compact write time (272 years after the epoch)
@@ -52,7 +56,8 @@ const (
 	IDString byte = 5
 	// IDMsgPackArray is MessagePack with structs as arrays of their
 	// field values in declaration order (msgpack/v5
-	// UseArrayEncodedStructs): what Options.Compact writes under MsgPack
+	// UseArrayEncodedStructs, integers in their fewest bytes): what
+	// Options.Compact writes under MsgPack
 	// with a schema fingerprint for a struct, or a slice, array or map of
 	// structs. Field names are not
 	// in the value; a reader decodes it into its type only when the
@@ -141,6 +146,10 @@ func (msgpackArraySerializer) Marshal(dst []byte, v any) ([]byte, error) {
 	e.w.b = dst
 	e.enc.Reset(&e.w) // clears the flags, so set them each time
 	e.enc.UseArrayEncodedStructs(true)
+	// int64 fields in the fewest bytes (msgpack/v5 writes them as 9 by
+	// default); any integer encoding decodes into any integer field, and
+	// these types hold no interface that would see the narrower type.
+	e.enc.UseCompactInts(true)
 	err := e.enc.Encode(v)
 	out := e.w.b
 	e.w.b = nil
@@ -310,6 +319,12 @@ func appendCompactHeader(dst []byte, h *Header) []byte {
 	}
 	rest := h.Fields
 	rest.HasSchema, rest.Schema, rest.Written = false, 0, time.Time{}
+	ttl := h.Fields.TTL / time.Second
+	refresh := h.Fields.TTL > 0 && h.Fields.TTL%time.Second == 0 && ttl <= maxCompactSecs && h.Fields.Cost >= 0
+	if refresh {
+		rest.TTL, rest.Cost = 0, 0
+		version |= compactRefresh
+	}
 	if !rest.empty() {
 		layout |= compactFields
 	}
@@ -322,6 +337,10 @@ func appendCompactHeader(dst []byte, h *Header) []byte {
 	}
 	if layout&compactWritten != 0 {
 		dst = binary.AppendUvarint(dst, uint64(secs))
+	}
+	if refresh {
+		dst = binary.AppendUvarint(dst, uint64(ttl))
+		dst = binary.AppendUvarint(dst, uint64(h.Fields.Cost.Microseconds()))
 	}
 	if layout&compactFields != 0 {
 		dst = appendFields(dst, &rest)
@@ -387,6 +406,23 @@ func parseCompact(data []byte, h *Header) error {
 		h.Fields.Written = CompactEpoch.Add(time.Duration(s) * time.Second)
 		off += n
 	}
+	refresh := data[2]&compactRefresh != 0
+	if refresh {
+		ttl, n := binary.Uvarint(data[off:])
+		if n <= 0 {
+			return fmt.Errorf("%w: ttl", ErrTruncated)
+		}
+		off += n
+		cost, m := binary.Uvarint(data[off:])
+		switch {
+		case m == 0:
+			return fmt.Errorf("%w: load cost", ErrTruncated)
+		case m < 0 || ttl > maxCompactSecs || ttl == 0 || cost > maxCompactSecs*1e6:
+			return fmt.Errorf("%w: ttl or load cost out of range", ErrCorrupt)
+		}
+		off += m
+		h.Fields.TTL, h.Fields.Cost = time.Duration(ttl)*time.Second, time.Duration(cost)*time.Microsecond
+	}
 	if layout&compactFields != 0 {
 		start, end, err := fieldSection(data, off)
 		if err != nil {
@@ -396,10 +432,13 @@ func parseCompact(data []byte, h *Header) error {
 		if err := parseFields(data[start:end], &f); err != nil {
 			return err
 		}
-		if f.HasSchema || !f.Written.IsZero() {
-			return fmt.Errorf("%w: schema or written time in a compact entry's field section", ErrCorrupt)
+		if f.HasSchema || !f.Written.IsZero() || (refresh && (f.TTL > 0 || f.Cost > 0)) {
+			return fmt.Errorf("%w: a field of the compact header repeated in its field section", ErrCorrupt)
 		}
 		f.HasSchema, f.Schema, f.Written = h.Fields.HasSchema, h.Fields.Schema, h.Fields.Written
+		if refresh {
+			f.TTL, f.Cost = h.Fields.TTL, h.Fields.Cost
+		}
 		h.Fields = f
 		off = end
 	}

@@ -436,7 +436,7 @@ func ParseHeader(data []byte) (Header, error) {
 			return h, nil
 		}
 	case VersionCompact:
-		if flags&^compactS2 != 0 {
+		if flags&^(compactS2|compactRefresh) != 0 {
 			return h, fmt.Errorf("%w: flag bits %#02x in version 3", ErrUnsupportedVersion, flags)
 		}
 		if err := parseCompact(data, &h); err != nil {

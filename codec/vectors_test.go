@@ -149,7 +149,8 @@ func vectorInputs() []vector {
 		{Name: "compact-string-utf8", Kind: "string", Value: str("user:42 → 東京"), Options: cmp, Fields: Fields{Written: sec}},
 		{Name: "compact-record-small", Kind: "record", Value: smallJSON, Options: cmp, Fields: Fields{Schema: 0x9e3779b9, HasSchema: true, Written: sec}, Note: "a struct with a fingerprint under msgpack: serializer 6, a msgpack array of the field values in declaration order"},
 		{Name: "compact-record-no-schema", Kind: "record", Value: smallJSON, Options: cmp, Fields: Fields{Written: sec}, Note: "without a fingerprint a struct stays a msgpack map (serializer 1)"},
-		{Name: "compact-record-s2-fields", Kind: "record", Value: recJSON, Options: cmp, Fields: Fields{Schema: 0x9e3779b9, HasSchema: true, Written: sec, TTL: time.Hour, Cost: 4500 * time.Microsecond}, Note: "compressed (layout bit 0x08), TTL and cost in a version 2 field section (bit 0x40)"},
+		{Name: "compact-record-s2-fields", Kind: "record", Value: recJSON, Options: cmp, Fields: Fields{Schema: 0x9e3779b9, HasSchema: true, Written: sec, TTL: time.Hour, Cost: 4500 * time.Microsecond}, Note: "compressed with s2 (byte 2 bit 0x10: the block carries its length), TTL in seconds and cost in µs after the write time (byte 2 bit 0x20)"},
+		{Name: "compact-record-fetch-ms-ttl", Kind: "record", Value: smallJSON, Options: cmp, Fields: Fields{Schema: 0x9e3779b9, HasSchema: true, Written: sec, TTL: 1500 * time.Millisecond, Cost: 250 * time.Microsecond}, Note: "a TTL that is not whole seconds stays in a version 2 field section (layout bit 0x40), exact"},
 		{Name: "compact-record-zstd-content-dict", Kind: "record", Value: recJSON, Options: with(func(o *vectorOptions) {
 			o.Compressor, o.Level, o.Dictionary, o.DictionaryHex, o.Compact = "zstd", 3, DictionaryID(vectorRaw), dict, true
 		}), Fields: Fields{Schema: 0x9e3779b9, HasSchema: true, Written: sec}, Note: "a dictionary value: the digest travels in the field section"},
@@ -195,6 +196,9 @@ func malformedVectors() []malformedVector {
 		{"v3 compressed without a length", "c14b0309" + "02" + "00", "ErrTruncated"},
 		{"v3 s2 block without its length", "c14b1301", "ErrTruncated"},
 		{"v3 s2 block claiming 8 GiB", "c14b1301" + "8080808020", "ErrTooLarge"},
+		{"v3 ttl of 0 s", "c14b2301" + "00" + "00" + "c0", "ErrCorrupt"},
+		{"v3 load cost cut short", "c14b2301" + "3c", "ErrTruncated"},
+		{"v3 ttl twice (slot and field section)", "c14b2341" + "3c" + "00" + "04" + "0302ea60" + "c0", "ErrCorrupt"},
 		{"v3 schema inside the field section", "c14b0341" + "06" + "010412345678" + "c0", "ErrCorrupt"},
 		{"v3 field section longer than the entry", "c14b0341" + "09" + "0301", "ErrTruncated"},
 		{"v3 string that is not UTF-8", "c14b0305" + "ff", "ErrDeserialize"},
@@ -206,7 +210,7 @@ func malformedVectors() []malformedVector {
 func notUnderstoodVectors() []malformedVector {
 	return []malformedVector{
 		{"future version 4", "c14b04000001000001c0", "ErrUnsupportedVersion"},
-		{"version 3 with a reserved bit of byte 2", "c14b2301c0", "ErrUnsupportedVersion"},
+		{"version 3 with a reserved bit of byte 2", "c14b4301c0", "ErrUnsupportedVersion"},
 		{"version 3 with the reserved layout bit", "c14b0381c0", "ErrNotUnderstood"},
 		{"version 2 with a flag bit", "c14b12000001000001c0", "ErrUnsupportedVersion"},
 		{"version 1 with an unknown flag", "c14b21010000" + "00", "ErrUnsupportedVersion"},

@@ -210,7 +210,7 @@ export function parseHeader(data: Uint8Array): Header {
       return h;
     }
   } else if (h.version === VERSION_COMPACT) {
-    if (flags & ~0x10) fail('ErrUnsupportedVersion', `flag bits 0x${flags.toString(16)} in version 3`);
+    if (flags & ~0x30) fail('ErrUnsupportedVersion', `flag bits 0x${flags.toString(16)} in version 3`);
     parseCompact(data, h);
     if (h.serializer === 0) fail('ErrUnknownSerializer', 'serializer id 0');
     return h;
@@ -272,6 +272,19 @@ function parseCompact(data: Uint8Array, h: Header): void {
     h.fields.written = (COMPACT_EPOCH + w.value) * 1000;
     off += w.n;
   }
+  const refresh = (data[2] & 0x20) !== 0;
+  if (refresh) {
+    // Byte 2's bit 0x20: TTL in whole seconds, load cost in microseconds.
+    const t = readUvarint(data, off);
+    if (t.n <= 0) fail('ErrTruncated', 'ttl');
+    off += t.n;
+    const c = readUvarint(data, off);
+    if (c.n === 0) fail('ErrTruncated', 'load cost');
+    if (c.n < 0 || t.value > 2 ** 33 || t.value === 0 || c.value > 2 ** 33 * 1e6) fail('ErrCorrupt', 'ttl or load cost out of range');
+    off += c.n;
+    h.fields.ttl = t.value * 1000;
+    if (c.value > 0) h.fields.cost = c.value;
+  }
   if (layout & Compact.fields) {
     const fl = readUvarint(data, off);
     if (fl.n === 0) fail('ErrTruncated', 'field section length');
@@ -279,8 +292,12 @@ function parseCompact(data: Uint8Array, h: Header): void {
     if (fl.value > data.length - off - fl.n) fail('ErrTruncated', `field section of ${fl.value} bytes, ${data.length - off - fl.n} left`);
     const f: Fields = {};
     parseFields(data, off + fl.n, off + fl.n + fl.value, f);
-    if (f.schema !== undefined || f.written !== undefined) fail('ErrCorrupt', "schema or written time in a compact entry's field section");
-    h.fields = { ...f, schema: h.fields.schema, written: h.fields.written };
+    if (f.schema !== undefined || f.written !== undefined || (refresh && (f.ttl !== undefined || f.cost !== undefined))) {
+      fail('ErrCorrupt', "a field of the compact header repeated in its field section");
+    }
+    h.fields = refresh ? { ...f, schema: h.fields.schema, written: h.fields.written, ttl: h.fields.ttl, cost: h.fields.cost } : { ...f, schema: h.fields.schema, written: h.fields.written };
+    if (h.fields.cost === undefined) delete h.fields.cost;
+    if (h.fields.ttl === undefined) delete h.fields.ttl;
     if (h.fields.schema === undefined) delete h.fields.schema;
     if (h.fields.written === undefined) delete h.fields.written;
     off += fl.n + fl.value;
@@ -312,16 +329,26 @@ function compactHeader(fields: Fields | undefined, ser: number, comp: number, di
   if (f.schema !== undefined) layout |= Compact.schema;
   const secs = f.written !== undefined ? Math.floor(Math.floor(f.written) / 1000) - COMPACT_EPOCH : -1;
   if (secs >= 0 && secs <= 2 ** 33) layout |= Compact.written;
+  const ttlMs = f.ttl !== undefined ? Math.floor(f.ttl) : 0;
+  const refresh = ttlMs > 0 && ttlMs % 1000 === 0 && ttlMs / 1000 <= 2 ** 33;
   const rest: Fields = { ...f, schema: undefined, written: undefined };
+  if (refresh) {
+    rest.ttl = undefined;
+    rest.cost = undefined;
+  }
   const fb = fieldsBytes(rest);
   if (fb.length > 1) layout |= Compact.fields;
-  const h = [MAGIC0, MAGIC1, comp === CompressorId.s2 ? VERSION_COMPACT | 0x10 : VERSION_COMPACT, layout];
+  const h = [MAGIC0, MAGIC1, VERSION_COMPACT | (comp === CompressorId.s2 ? 0x10 : 0) | (refresh ? 0x20 : 0), layout];
   if ((layout & Compact.serMask) === 0) h.push(ser);
   if (f.schema !== undefined) {
     const s = f.schema >>> 0;
     h.push(s >>> 24, (s >>> 16) & 0xff, (s >>> 8) & 0xff, s & 0xff);
   }
   if (layout & Compact.written) pushUvarint(h, secs);
+  if (refresh) {
+    pushUvarint(h, ttlMs / 1000);
+    pushUvarint(h, f.cost !== undefined && f.cost > 0 ? Math.floor(f.cost) : 0);
+  }
   if (layout & Compact.fields) h.push(...fb);
   if (comp !== 0) {
     if (comp !== CompressorId.s2) h.push(comp);
