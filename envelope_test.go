@@ -21,7 +21,7 @@ func testNewerWriter(t *testing.T, s store.Store) {
 	ctx := context.Background()
 	c := newCache(t, s, kura.Options{})
 	newer := map[string][]byte{
-		"nw:version3":  {codec.Magic0, codec.Magic1, 3, 0, 0, 1, 0, 0, 1, 0xc0},
+		"nw:version4":  {codec.Magic0, codec.Magic1, 4, 0, 0, 1, 0, 0, 1, 0xc0},
 		"nw:kind":      {codec.Magic0, codec.Magic1, codec.Version, 0x7f, 0},
 		"nw:critical":  append([]byte{codec.Magic0, codec.Magic1, codec.Version, 0, 3, 0x90, 1, 0}, 1, 0, 0, 1, 0xc0),
 		"nw:v1flagbit": {codec.Magic0, codec.Magic1, codec.Version1 | 0x20, 1, 0, 0, 1, 0xc0},

@@ -58,7 +58,9 @@ type Options struct {
 	// must save for the compressed form to be kept; otherwise the value
 	// is stored uncompressed, which costs nothing to decode. If 0, it
 	// defaults to DefaultMinSavings (0.1, i.e. 10%); if negative, the
-	// compressed form is kept whenever it is smaller at all.
+	// compressed form is kept whenever it is smaller at all. With
+	// Compact, 0 means the compressed form is kept whenever the entry is
+	// smaller, header included.
 	MinSavings float64
 
 	// MaxDecodedSize caps the uncompressed payload length, in bytes, that
@@ -121,6 +123,20 @@ type Options struct {
 	// matching 28-bit id then changes no value at all. If false, such
 	// values decode with the dictionary that matches their id.
 	RequireDictionaryDigest bool
+
+	// Compact makes Encode write the compact envelope (version 3,
+	// docs/FORMAT.md): no kind byte or empty field section, the write
+	// time in seconds (4 bytes), no length for an uncompressed payload,
+	// and under MsgPack a string stored as its UTF-8 bytes (serializer
+	// String) and a struct written with a schema fingerprint stored as an
+	// array of its field values (serializer MsgPackArray). A 17-character
+	// string with its write time takes 25 bytes instead of 41. If false,
+	// Encode writes version 2. Every reader of this package reads both;
+	// readers from before version 3 treat a compact entry as not
+	// understood (a miss they do not overwrite), so upgrade every reader
+	// before setting it on any writer. With Compact, a MinSavings of 0
+	// keeps a compressed form whenever it is smaller, header included.
+	Compact bool
 }
 
 // Codec encodes values into kura envelopes and decodes them. It is safe
@@ -133,6 +149,7 @@ type Codec struct {
 	minCompress int
 	minSavings  float64
 	maxDecoded  int
+	compact     bool
 
 	sers  [256]Serializer
 	comps [256]Compressor
@@ -148,6 +165,7 @@ func New(opts Options) (*Codec, error) {
 		minCompress: opts.MinCompressSize,
 		minSavings:  opts.MinSavings,
 		maxDecoded:  opts.MaxDecodedSize,
+		compact:     opts.Compact,
 	}
 	if c.ser == nil {
 		c.ser = MsgPack()
@@ -164,6 +182,11 @@ func New(opts Options) (*Codec, error) {
 	switch {
 	case math.IsNaN(c.minSavings) || c.minSavings >= 1:
 		return nil, fmt.Errorf("kura: codec: MinSavings: %v; want a fraction below 1 (0 for the default, negative for any saving)", opts.MinSavings)
+	case c.minSavings == 0 && opts.Compact:
+		// Compact values keep compression whenever it saves bytes net of
+		// the header it adds (EncodeWith): smaller than the seed's
+		// always-Snappy at every size (docs/FORMAT.md, "Version 3").
+		c.minSavings = 0
 	case c.minSavings == 0:
 		c.minSavings = DefaultMinSavings
 	case c.minSavings < 0:
@@ -176,7 +199,7 @@ func New(opts Options) (*Codec, error) {
 		c.maxDecoded = DefaultMaxDecodedSize
 	}
 
-	for _, s := range []Serializer{MsgPack(), JSON(), Raw(), IDList()} {
+	for _, s := range []Serializer{MsgPack(), JSON(), Raw(), IDList(), String(), MsgPackArray()} {
 		c.sers[s.ID()] = s
 	}
 	for _, s := range append([]Serializer{c.ser}, opts.Serializers...) {
@@ -276,6 +299,10 @@ func (c *Codec) Serializer() Serializer { return c.ser }
 // Compressor returns the compressor Encode tries.
 func (c *Codec) Compressor() Compressor { comp, _, _ := c.encoding(); return comp }
 
+// Compact reports whether Encode writes the compact envelope
+// (Options.Compact).
+func (c *Codec) Compact() bool { return c.compact }
+
 // MaxDecodedSize returns the effective decode limit in bytes.
 func (c *Codec) MaxDecodedSize() int { return c.maxDecoded }
 
@@ -306,18 +333,27 @@ func (c *Codec) Encode(dst []byte, v any) ([]byte, Header, error) {
 // EncodeWith is Encode with header fields (a schema fingerprint, write
 // time, TTL, load cost). Fields that are zero cost no bytes.
 func (c *Codec) EncodeWith(dst []byte, v any, f Fields) ([]byte, Header, error) {
+	ser, version := c.ser, Version
+	if c.compact {
+		version = VersionCompact
+		ser = compactSerializer(ser, v, f.HasSchema)
+		if ser.ID() == IDString {
+			// The serializer says it is a string: no fingerprint needed.
+			f.HasSchema, f.Schema = false, 0
+		}
+	}
 	bp := getBuf()
-	payload, err := c.ser.Marshal((*bp)[:0], v)
+	payload, err := ser.Marshal((*bp)[:0], v)
 	if err != nil {
 		putBuf(bp, payload)
-		return dst, Header{}, fmt.Errorf("kura: encode with %s: %w", c.ser.Name(), err)
+		return dst, Header{}, fmt.Errorf("kura: encode with %s: %w", ser.Name(), err)
 	}
 	if len(payload) > c.maxDecoded {
 		putBuf(bp, payload)
 		return dst, Header{}, fmt.Errorf("%w: %d bytes serialized, MaxDecodedSize is %d", ErrValueTooLarge, len(payload), c.maxDecoded)
 	}
 	start := len(dst)
-	h := Header{Version: Version, Serializer: c.ser.ID(), RawLen: len(payload), Fields: f}
+	h := Header{Version: version, Serializer: ser.ID(), RawLen: len(payload), Fields: f}
 	h.Fields.DictDigest = DictDigest{} // set below, only with a dictionary
 	comp, dictID, digest := c.encoding()
 	if id := comp.ID(); id != IDNone && len(payload) >= c.minCompress {
@@ -327,14 +363,24 @@ func (c *Codec) EncodeWith(dst []byte, v any, f Fields) ([]byte, Header, error) 
 		}
 		dst = AppendHeader(dst, h)
 		h.Len = len(dst) - start
-		out, err := comp.Compress(dst, payload)
+		var out []byte
+		if s2c, ok := comp.(s2Compressor); ok && version == VersionCompact {
+			out, err = s2c.compressSmallest(dst, payload)
+		} else {
+			out, err = comp.Compress(dst, payload)
+		}
 		if err != nil {
 			putBuf(bp, payload)
 			return dst[:start], Header{}, fmt.Errorf("kura: encode with %s: %w", comp.Name(), err)
 		}
 		saved := len(payload) - (len(out) - len(dst))
+		if version == VersionCompact {
+			// What the compressed form's header adds: compressor, dictionary
+			// id and length (and a dictionary's digest).
+			saved -= len(dst) - start - compactHeaderLen(&h)
+		}
 		if saved > 0 && float64(saved) >= c.minSavings*float64(len(payload)) && !ratioTooHigh(len(payload), len(out)-len(dst)) &&
-			c.readable(payload, len(out)-start) {
+			readable(ser, payload, len(out)-start) {
 			putBuf(bp, payload)
 			return out, h, nil
 		}

@@ -286,7 +286,7 @@ func TestMalformed(t *testing.T) {
 	// Entries from a newer writer are not malformed: a reader must not
 	// overwrite them.
 	for name, data := range map[string][]byte{
-		"future version": {Magic0, Magic1, 3, 0, 0, 1, 0, 0, 1, 0xc0},
+		"future version": {Magic0, Magic1, 4, 0, 0, 1, 0, 0, 1, 0xc0},
 		"version 0":      {Magic0, Magic1, 0, 1, 0, 0, 0},
 		"unknown flag":   {Magic0, Magic1, Version1 | 0x20, 1, 0, 0, 0},
 		"unknown kind":   {Magic0, Magic1, Version, 0x7f, 0},

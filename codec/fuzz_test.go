@@ -33,6 +33,20 @@ func FuzzDecode(f *testing.F) {
 	if b, _, err := c.EncodeWith(nil, map[string]any{"k": "v"}, full); err == nil {
 		f.Add(b)
 	}
+	cc, err := New(Options{MaxDecodedSize: 1 << 20, Compact: true})
+	if err != nil {
+		f.Fatal(err)
+	}
+	type rec struct {
+		ID   int
+		Name string
+		Qty  int
+	}
+	for _, v := range []any{"user:42 logged in", rec{42, "apple", 3}, map[string]any{"k": strings.Repeat("v", 300)}, []byte{1, 2}, 7} {
+		if b, _, err := cc.EncodeWith(nil, v, full); err == nil {
+			f.Add(b)
+		}
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		orig := bytes.Clone(data)
 		for _, dst := range []any{new(any), new(string), new(map[string]any), new([]byte)} {
@@ -74,15 +88,19 @@ func FuzzRoundTrip(f *testing.F) {
 	f.Add(strings.Repeat("金利 rates ", 50), byte(1), byte(1), int16(-1))
 	f.Add(strings.Repeat("ab", 500), byte(2), byte(2), int16(100))
 	f.Add("", byte(0), byte(3), int16(-1))
+	f.Add("user:42 logged in", byte(0x80), byte(0), int16(0))
+	f.Add(strings.Repeat("金利 rates ", 50), byte(0x80), byte(4), int16(-1))
+	f.Add("\xff invalid", byte(0x80), byte(1), int16(0))
 	sers := []Serializer{MsgPack(), JSON(), Raw()}
 	comps := []Compressor{None(), S2Better(), S2(), Zstd(1), Zstd(3)}
-	codecs := map[[2]int]*Codec{}
+	codecs := map[[3]int]*Codec{}
 	f.Fuzz(func(t *testing.T, s string, si, ci byte, minSize int16) {
-		key := [2]int{int(si) % len(sers), int(ci) % len(comps)}
+		// Bit 7 of si: the compact envelope (version 3).
+		key := [3]int{int(si&0x7f) % len(sers), int(ci) % len(comps), int(si >> 7)}
 		c, ok := codecs[key]
 		if !ok || minSize != 0 {
 			var err error
-			c, err = New(Options{Serializer: sers[key[0]], Compressor: comps[key[1]], MinCompressSize: int(minSize), MinSavings: -1})
+			c, err = New(Options{Serializer: sers[key[0]], Compressor: comps[key[1]], MinCompressSize: int(minSize), MinSavings: -1, Compact: key[2] == 1})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -252,9 +252,64 @@ func parseFields(b []byte, f *Fields) error {
 	return nil
 }
 
+// parseDictAndLen parses the dictionary id and the uncompressed length at
+// data[off:] into h and returns the offset after them.
+func parseDictAndLen(data []byte, off int, h *Header) (int, error) {
+	n, err := parseDictID(data[off:], h)
+	if err != nil {
+		return off, err
+	}
+	off += n
+	n, err = parseRawLen(data[off:], h)
+	return off + n, err
+}
+
+// parseDictID parses the dictionary id uvarint at the start of b into h
+// and returns its length.
+func parseDictID(b []byte, h *Header) (int, error) {
+	d, n := binary.Uvarint(b)
+	switch {
+	case n == 0:
+		return 0, fmt.Errorf("%w: dictionary id", ErrTruncated)
+	case n < 0 || d > 1<<32-1 || n > binary.MaxVarintLen32:
+		return 0, fmt.Errorf("%w: dictionary id out of range", ErrCorrupt)
+	}
+	h.Dict = uint32(d)
+	return n, nil
+}
+
+// parseRawLen parses the uncompressed length uvarint at the start of b
+// into h and returns its length.
+func parseRawLen(b []byte, h *Header) (int, error) {
+	l, n := binary.Uvarint(b)
+	switch {
+	case n == 0:
+		return 0, fmt.Errorf("%w: uncompressed length", ErrTruncated)
+	case n < 0 || l > math.MaxInt>>1:
+		return 0, fmt.Errorf("%w: uncompressed length out of range", ErrCorrupt)
+	}
+	h.RawLen = int(l)
+	return n, nil
+}
+
+// fieldSection parses the field section length at data[off:] and returns
+// where the section's fields start and end.
+func fieldSection(data []byte, off int) (start, end int, err error) {
+	fl, n := binary.Uvarint(data[off:])
+	switch {
+	case n == 0:
+		return 0, 0, fmt.Errorf("%w: field section length", ErrTruncated)
+	case n < 0 || fl > MaxFieldsLen:
+		return 0, 0, fmt.Errorf("%w: field section length out of range", ErrCorrupt)
+	case fl > uint64(len(data)-off-n):
+		return 0, 0, fmt.Errorf("%w: field section of %d bytes, %d left", ErrTruncated, fl, len(data)-off-n)
+	}
+	return off + n, off + n + int(fl), nil
+}
+
 // Header is the decoded envelope header.
 type Header struct {
-	// Version is the format version (1 or 2).
+	// Version is the format version (1, 2 or VersionCompact).
 	Version byte
 	// Kind is what the entry holds; KindValue or KindNegative in
 	// version 1.
@@ -281,7 +336,9 @@ type Header struct {
 // AppendHeader appends the encoding of h to dst. Len is ignored. A
 // Version of 0 means Version (2); Version1 writes the first format, which
 // has no fields and only values and negative entries (Negative, or Kind
-// KindNegative). Entries that are not values end after their fields.
+// KindNegative). VersionCompact writes a value in the compact layout
+// (entries that are not values are written in version 2). Entries that
+// are not values end after their fields.
 func AppendHeader(dst []byte, h Header) []byte {
 	kind := h.Kind
 	if h.Negative {
@@ -292,6 +349,8 @@ func AppendHeader(dst []byte, h Header) []byte {
 			return append(dst, Magic0, Magic1, Version1|FlagNegative)
 		}
 		dst = append(dst, Magic0, Magic1, Version1, h.Serializer, h.Compressor)
+	} else if h.Version == VersionCompact && kind == KindValue {
+		return appendCompactHeader(dst, &h)
 	} else {
 		dst = append(dst, Magic0, Magic1, Version, byte(kind))
 		dst = appendFields(dst, &h.Fields)
@@ -360,17 +419,12 @@ func ParseHeader(data []byte) (Header, error) {
 		if h.Kind > kindMax {
 			return h, fmt.Errorf("%w: entry kind %d", ErrNotUnderstood, data[3])
 		}
-		fl, n := binary.Uvarint(data[4:])
-		switch {
-		case n == 0:
-			return h, fmt.Errorf("%w: field section length", ErrTruncated)
-		case n < 0 || fl > MaxFieldsLen:
-			return h, fmt.Errorf("%w: field section length out of range", ErrCorrupt)
-		case fl > uint64(len(data)-4-n):
-			return h, fmt.Errorf("%w: field section of %d bytes, %d left", ErrTruncated, fl, len(data)-4-n)
+		start, end, err := fieldSection(data, 4)
+		if err != nil {
+			return h, err
 		}
-		off = 4 + n + int(fl)
-		if err := parseFields(data[4+n:off], &h.Fields); err != nil {
+		off = end
+		if err := parseFields(data[start:end], &h.Fields); err != nil {
 			return h, err
 		}
 		if h.Kind != KindValue {
@@ -381,33 +435,29 @@ func ParseHeader(data []byte) (Header, error) {
 			}
 			return h, nil
 		}
+	case VersionCompact:
+		if flags&^(compactS2|compactRefresh) != 0 {
+			return h, fmt.Errorf("%w: flag bits %#02x in version 3", ErrUnsupportedVersion, flags)
+		}
+		if err := parseCompact(data, &h); err != nil {
+			return h, err
+		}
+		if h.Serializer == 0 {
+			return h, fmt.Errorf("%w: serializer id 0", ErrUnknownSerializer)
+		}
+		return h, nil
 	default:
-		return h, fmt.Errorf("%w: version %d (this reader knows %d and %d)", ErrUnsupportedVersion, h.Version, Version1, Version)
+		return h, fmt.Errorf("%w: version %d (this reader knows %d, %d and %d)", ErrUnsupportedVersion, h.Version, Version1, Version, VersionCompact)
 	}
 	if len(data) < off+2 {
 		return h, fmt.Errorf("%w: header ends at byte %d", ErrTruncated, len(data))
 	}
 	h.Serializer = data[off]
 	h.Compressor = data[off+1]
-	off += 2
-	d, n := binary.Uvarint(data[off:])
-	switch {
-	case n == 0:
-		return h, fmt.Errorf("%w: dictionary id", ErrTruncated)
-	case n < 0 || d > 1<<32-1 || n > binary.MaxVarintLen32:
-		return h, fmt.Errorf("%w: dictionary id out of range", ErrCorrupt)
+	off, err := parseDictAndLen(data, off+2, &h)
+	if err != nil {
+		return h, err
 	}
-	h.Dict = uint32(d)
-	off += n
-	l, n := binary.Uvarint(data[off:])
-	switch {
-	case n == 0:
-		return h, fmt.Errorf("%w: uncompressed length", ErrTruncated)
-	case n < 0 || l > math.MaxInt>>1:
-		return h, fmt.Errorf("%w: uncompressed length out of range", ErrCorrupt)
-	}
-	off += n
-	h.RawLen = int(l)
 	h.Len = off
 	if h.Serializer == 0 {
 		return h, fmt.Errorf("%w: serializer id 0", ErrUnknownSerializer)

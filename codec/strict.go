@@ -43,6 +43,12 @@ type strictDest struct{ v any }
 // of the payload and the stored bytes, so a compressed payload cannot
 // multiply the decompression ratio by the per-byte bound.
 func unmarshal(ser Serializer, data []byte, v any, stored int) error {
+	if _, ok := ser.(msgpackArraySerializer); ok {
+		if _, strict := v.(strictDest); strict {
+			return errPositional
+		}
+		return msgpackSerializer{}.decodeBounded(data, v, AllocBound(min(len(data), stored)), false)
+	}
 	if ms, ok := ser.(msgpackSerializer); ok {
 		sd, strict := v.(strictDest)
 		if strict {
@@ -158,12 +164,12 @@ func (c *Codec) DecodeSchemaContext(ctx context.Context, data []byte, v any, sch
 // an entry of stored bytes: a msgpack or JSON payload so compressible
 // that its decode would exceed the allocation bound of the stored size is
 // written uncompressed instead (readers refuse what would cost more).
-func (c *Codec) readable(payload []byte, stored int) bool {
+func readable(ser Serializer, payload []byte, stored int) bool {
 	if stored >= len(payload) {
 		return true
 	}
-	switch c.ser.(type) {
-	case msgpackSerializer:
+	switch ser.(type) {
+	case msgpackSerializer, msgpackArraySerializer:
 		return checkMsgPack(payload, AllocBound(stored)) == nil
 	case jsonSerializer:
 		return checkJSON(payload, AllocBound(stored)) == nil

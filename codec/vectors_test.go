@@ -35,6 +35,7 @@ type vectorOptions struct {
 	MinSavings      float64 `json:"min_savings"`       // as in Options
 	Dictionary      uint32  `json:"dictionary,omitempty"`
 	DictionaryHex   string  `json:"dictionary_hex,omitempty"` // raw-content zstd dictionary
+	Compact         bool    `json:"compact,omitempty"`        // Options.Compact: version 3
 }
 
 type vector struct {
@@ -113,6 +114,8 @@ func vectorInputs() []vector {
 	dict := hex.EncodeToString(vectorRaw)
 	def := vectorOptions{Serializer: "msgpack", Compressor: "s2"}
 	with := func(f func(*vectorOptions)) vectorOptions { o := def; f(&o); return o }
+	cmp := with(func(o *vectorOptions) { o.Compact = true })
+	sec := time.Unix(1795000000, 0).UTC()
 	return []vector{
 		{Name: "negative", Kind: "negative", Value: json.RawMessage("null"), Options: def, Note: "a cached \"not found\""},
 		{Name: "negative-with-fields", Kind: "negative", Value: json.RawMessage("null"), Options: def, Fields: Fields{Written: time.UnixMilli(1795000000123).UTC(), TTL: 30 * time.Second}, Note: "fields on an entry that holds no value"},
@@ -140,6 +143,20 @@ func vectorInputs() []vector {
 		{Name: "raw-bytes-300-none", Kind: "bytes", Value: hx(bytes.Repeat([]byte{0xAB}, 300)), Options: with(func(o *vectorOptions) { o.Serializer, o.Compressor = "raw", "none" }), Note: "uncompressed length 300 takes a two-byte uvarint"},
 		{Name: "raw-incompressible", Kind: "bytes", Value: hx(noise), Options: with(func(o *vectorOptions) { o.Serializer = "raw" }), Note: "s2 saves less than MinSavings: stored uncompressed"},
 		{Name: "raw-always-compress", Kind: "string", Value: str("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"), Options: with(func(o *vectorOptions) { o.Serializer, o.MinCompressSize, o.MinSavings = "raw", -1, -1 })},
+		// Version 3 (Options.Compact). Write times are whole seconds: the
+		// compact form stores seconds.
+		{Name: "compact-string-17", Kind: "string", Value: str("user:42 logged in"), Options: cmp, Fields: Fields{Schema: 0x6d1d4e1b, HasSchema: true, Written: sec}, Note: "a string under msgpack: serializer 5 (string), no fingerprint (the serializer says it is a string), write time in seconds; 25 bytes"},
+		{Name: "compact-string-utf8", Kind: "string", Value: str("user:42 → 東京"), Options: cmp, Fields: Fields{Written: sec}},
+		{Name: "compact-record-small", Kind: "record", Value: smallJSON, Options: cmp, Fields: Fields{Schema: 0x9e3779b9, HasSchema: true, Written: sec}, Note: "a struct with a fingerprint under msgpack: serializer 6, a msgpack array of the field values in declaration order"},
+		{Name: "compact-record-no-schema", Kind: "record", Value: smallJSON, Options: cmp, Fields: Fields{Written: sec}, Note: "without a fingerprint a struct stays a msgpack map (serializer 1)"},
+		{Name: "compact-record-s2-fields", Kind: "record", Value: recJSON, Options: cmp, Fields: Fields{Schema: 0x9e3779b9, HasSchema: true, Written: sec, TTL: time.Hour, Cost: 4500 * time.Microsecond}, Note: "compressed with s2 (byte 2 bit 0x10: the block carries its length), TTL in seconds and cost in µs after the write time (byte 2 bit 0x20)"},
+		{Name: "compact-record-fetch-ms-ttl", Kind: "record", Value: smallJSON, Options: cmp, Fields: Fields{Schema: 0x9e3779b9, HasSchema: true, Written: sec, TTL: 1500 * time.Millisecond, Cost: 250 * time.Microsecond}, Note: "a TTL that is not whole seconds stays in a version 2 field section (layout bit 0x40), exact"},
+		{Name: "compact-record-zstd-content-dict", Kind: "record", Value: recJSON, Options: with(func(o *vectorOptions) {
+			o.Compressor, o.Level, o.Dictionary, o.DictionaryHex, o.Compact = "zstd", 3, DictionaryID(vectorRaw), dict, true
+		}), Fields: Fields{Schema: 0x9e3779b9, HasSchema: true, Written: sec}, Note: "a dictionary value: the digest travels in the field section"},
+		{Name: "compact-json-record", Kind: "record", Value: smallJSON, Options: with(func(o *vectorOptions) { o.Serializer, o.Compact = "json", true }), Fields: Fields{Schema: 0x9e3779b9, HasSchema: true, Written: sec}, Note: "other serializers are written as they are; the layout byte names them"},
+		{Name: "compact-raw-bytes", Kind: "bytes", Value: hx([]byte{0, 1, 2, 0xfe, 0xff}), Options: with(func(o *vectorOptions) { o.Serializer, o.Compact = "raw", true })},
+		{Name: "compact-msgpack-bytes", Kind: "bytes", Value: hx([]byte("not a string")), Options: cmp, Fields: Fields{Written: sec}, Note: "a []byte under msgpack stays msgpack (bin)"},
 	}
 }
 
@@ -166,13 +183,35 @@ func malformedVectors() []malformedVector {
 		{"payload longer than length", "c14b0101000001" + "c0c0", "ErrCorrupt"},
 		{"length over MaxDecodedSize (8 GiB)", "c14b01010100" + "8080808080" + "20", "ErrTooLarge"},
 		{"s2 block longer than length", "c14b0101010001" + "0a" + "24" + "61616161616161616161", "ErrCorrupt"},
+		{"v3 no layout byte", "c14b03", "ErrTruncated"},
+		{"v3 schema cut short", "c14b0311" + "1234", "ErrTruncated"},
+		{"v3 write time cut short", "c14b0325" + "b4cc", "ErrTruncated"},
+		{"v3 write time over 2^33 s", "c14b0325" + "8180808020" + "61", "ErrCorrupt"},
+		{"v3 small serializer id written as a byte", "c14b0300" + "01" + "c0", "ErrCorrupt"},
+		{"v3 serializer byte missing", "c14b0300", "ErrTruncated"},
+		{"v3 unknown serializer", "c14b0300" + "fa" + "c0", "ErrUnknownSerializer"},
+		{"v3 compressed with compressor 0", "c14b0309" + "00" + "00" + "01" + "c0", "ErrCorrupt"},
+		{"v3 compressor byte 1 (s2 is a bit of byte 2)", "c14b0309" + "01" + "01" + "c0", "ErrCorrupt"},
+		{"v3 s2 bit and a compressor byte", "c14b1309" + "02" + "00" + "01" + "c0", "ErrCorrupt"},
+		{"v3 compressed without a length", "c14b0309" + "02" + "00", "ErrTruncated"},
+		{"v3 s2 block without its length", "c14b1301", "ErrTruncated"},
+		{"v3 s2 block claiming 8 GiB", "c14b1301" + "8080808020", "ErrTooLarge"},
+		{"v3 ttl of 0 s", "c14b2301" + "00" + "00" + "c0", "ErrCorrupt"},
+		{"v3 load cost cut short", "c14b2301" + "3c", "ErrTruncated"},
+		{"v3 ttl twice (slot and field section)", "c14b2341" + "3c" + "00" + "04" + "0302ea60" + "c0", "ErrCorrupt"},
+		{"v3 schema inside the field section", "c14b0341" + "06" + "010412345678" + "c0", "ErrCorrupt"},
+		{"v3 field section longer than the entry", "c14b0341" + "09" + "0301", "ErrTruncated"},
+		{"v3 string that is not UTF-8", "c14b0305" + "ff", "ErrDeserialize"},
+		{"v3 length over MaxDecodedSize (8 GiB)", "c14b0309" + "02" + "00" + "8080808020", "ErrTooLarge"},
 	}
 }
 
 // notUnderstoodVectors are well-formed entries from a newer writer.
 func notUnderstoodVectors() []malformedVector {
 	return []malformedVector{
-		{"future version 3", "c14b03000001000001c0", "ErrUnsupportedVersion"},
+		{"future version 4", "c14b04000001000001c0", "ErrUnsupportedVersion"},
+		{"version 3 with a reserved bit of byte 2", "c14b4301c0", "ErrUnsupportedVersion"},
+		{"version 3 with the reserved layout bit", "c14b0381c0", "ErrNotUnderstood"},
 		{"version 2 with a flag bit", "c14b12000001000001c0", "ErrUnsupportedVersion"},
 		{"version 1 with an unknown flag", "c14b21010000" + "00", "ErrUnsupportedVersion"},
 		{"unknown entry kind 9", "c14b020900", "ErrNotUnderstood"},
@@ -182,7 +221,7 @@ func notUnderstoodVectors() []malformedVector {
 
 func vectorCodec(t *testing.T, o vectorOptions) *Codec {
 	t.Helper()
-	opts := Options{MinCompressSize: o.MinCompressSize, MinSavings: o.MinSavings, Dictionary: o.Dictionary}
+	opts := Options{MinCompressSize: o.MinCompressSize, MinSavings: o.MinSavings, Dictionary: o.Dictionary, Compact: o.Compact}
 	opts.Serializer = map[string]Serializer{"msgpack": MsgPack(), "json": JSON(), "raw": Raw()}[o.Serializer]
 	switch o.Compressor {
 	case "none":

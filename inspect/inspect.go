@@ -284,6 +284,9 @@ func describeKura(r *Report, raw []byte, h codec.Header, perr error, opts Option
 		return
 	}
 	r.Value = toJSON(v, m)
+	if h.Serializer == codec.IDMsgPackArray {
+		r.Note = "a struct stored as the array of its field values in declaration order (compact envelope); the field names are those of the Go type with schema fingerprint " + kh.Schema
+	}
 }
 
 func serializerName(id byte) string {
@@ -296,6 +299,10 @@ func serializerName(id byte) string {
 		return "raw"
 	case codec.IDIDList:
 		return "idlist"
+	case codec.IDString:
+		return "string"
+	case codec.IDMsgPackArray:
+		return "msgpack-array"
 	}
 	return fmt.Sprintf("id %d", id)
 }
@@ -308,6 +315,8 @@ func compressorName(id byte) string {
 		return "s2"
 	case codec.IDZstd:
 		return "zstd"
+	case codec.IDS2Dict:
+		return "s2-dict"
 	}
 	return fmt.Sprintf("id %d", id)
 }

@@ -182,7 +182,7 @@ func TestInspectEnvelopeV2(t *testing.T) {
 		}
 	}
 	// A newer version: described, not decoded.
-	newer := append([]byte{0xC1, 0x4B, 0x03}, val[3:]...)
+	newer := append([]byte{0xC1, 0x4B, 0x04}, val[3:]...)
 	if rep := inspect.Bytes("k", newer, inspect.Options{Codec: cd}); rep.Format != "kura" || !strings.Contains(rep.Note, "newer writer") {
 		t.Errorf("newer version: %+v", rep)
 	}
@@ -200,6 +200,39 @@ func TestInspectZlib(t *testing.T) {
 	}
 }
 
+// TestCompactEntries: kura inspect (and the UI, which shows its reports)
+// describes compact (version 3) entries: the string serializer, a struct
+// stored as an array with its fingerprint, the write time in seconds.
+func TestCompactEntries(t *testing.T) {
+	cd, err := codec.New(codec.Options{Compact: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type fruit struct {
+		ID   int
+		Name string
+		Qty  int
+	}
+	written := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	str, _, err := cd.EncodeWith(nil, "user:42 logged in", codec.Fields{Written: written})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep := inspect.Bytes("s", str, inspect.Options{})
+	if rep.Format != "kura" || rep.Kura.Version != 3 || rep.Kura.Serializer != "string" || string(rep.Value) != `"user:42 logged in"` ||
+		rep.Kura.Written == nil || !rep.Kura.Written.Equal(written) || rep.StoredBytes != 25 {
+		t.Fatalf("string: %+v %+v", rep, rep.Kura)
+	}
+	rec, _, err := cd.EncodeWith(nil, fruit{42, "apple", 3}, codec.Fields{Schema: 0xabcdef01, HasSchema: true, Written: written})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep = inspect.Bytes("r", rec, inspect.Options{})
+	if rep.Kura.Serializer != "msgpack-array" || rep.Kura.Schema != "abcdef01" || string(rep.Value) != `[42,"apple",3]` || !strings.Contains(rep.Note, "abcdef01") {
+		t.Fatalf("struct: %+v %+v", rep, rep.Kura)
+	}
+}
+
 // FuzzBytes: any bytes are described (valid JSON value or none), never a
 // panic, whatever format they pretend to be.
 func FuzzBytes(f *testing.F) {
@@ -209,7 +242,10 @@ func FuzzBytes(f *testing.F) {
 	zw := gzip.NewWriter(&gz)
 	zw.Write([]byte(`{"a":1}`))
 	zw.Close()
-	for _, s := range [][]byte{val, gz.Bytes(), append(s2.EncodeSnappy(nil, []byte{0x81, 0xa1, 'a', 1}), 1), []byte(`{"a":[1,2]}`), {0x78, 0x9c, 0x01}, {0xC1, 0x4B, 0x02, 0x03, 0x00}, {}} {
+	cc, _ := codec.New(codec.Options{Compact: true})
+	cval, _, _ := cc.EncodeWith(nil, struct{ A, B int }{1, 2}, codec.Fields{HasSchema: true, Schema: 7, Written: time.Now()})
+	cstr, _, _ := cc.EncodeWith(nil, "compact", codec.Fields{Written: time.Now()})
+	for _, s := range [][]byte{cval, cstr, {0xC1, 0x4B, 0x03, 0x81}, val, gz.Bytes(), append(s2.EncodeSnappy(nil, []byte{0x81, 0xa1, 'a', 1}), 1), []byte(`{"a":[1,2]}`), {0x78, 0x9c, 0x01}, {0xC1, 0x4B, 0x02, 0x03, 0x00}, {}} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {

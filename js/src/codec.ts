@@ -36,13 +36,18 @@ export const DEFAULT_MIN_SAVINGS = 0.1;
 export const MAX_RATIO = 256;
 export const RATIO_FLOOR = 1 << 20;
 
+/** The compact value format (version 3), which `compact` writers write. */
+export const VERSION_COMPACT = 3;
+/** The zero of a compact entry's write time (seconds): 2026-01-01T00:00:00Z, in Unix seconds. */
+export const COMPACT_EPOCH = 1767225600;
+
 /** Entry kinds (byte 3 of a version 2 entry). */
 export const Kind = { value: 0, negative: 1, lease: 2, tombstone: 3 } as const;
 export type KindName = keyof typeof Kind;
 const kindNames: KindName[] = ['value', 'negative', 'lease', 'tombstone'];
 
 /** Serializer ids. */
-export const SerializerId = { msgpack: 1, json: 2, raw: 3, idlist: 4 } as const;
+export const SerializerId = { msgpack: 1, json: 2, raw: 3, idlist: 4, string: 5, 'msgpack-array': 6 } as const;
 export type SerializerName = keyof typeof SerializerId;
 /** Compressor ids. */
 export const CompressorId = { none: 0, s2: 1, zstd: 2, 's2-dict': 3 } as const;
@@ -204,27 +209,159 @@ export function parseHeader(data: Uint8Array): Header {
       if (data.length !== off) fail('ErrCorrupt', `${h.kind} entry followed by ${data.length - off} byte(s)`);
       return h;
     }
+  } else if (h.version === VERSION_COMPACT) {
+    if (flags & ~0x30) fail('ErrUnsupportedVersion', `flag bits 0x${flags.toString(16)} in version 3`);
+    parseCompact(data, h);
+    if (h.serializer === 0) fail('ErrUnknownSerializer', 'serializer id 0');
+    return h;
   } else {
-    return fail('ErrUnsupportedVersion', `version ${h.version} (this reader knows 1 and 2)`);
+    return fail('ErrUnsupportedVersion', `version ${h.version} (this reader knows 1, 2 and 3)`);
   }
   if (data.length < off + 2) fail('ErrTruncated', `header ends at byte ${data.length}`);
   h.serializer = data[off];
   h.compressor = data[off + 1];
   off += 2;
-  const d = readUvarint(data, off);
-  if (d.n === 0) fail('ErrTruncated', 'dictionary id');
-  if (d.n < 0 || d.value > 0xffffffff || d.n > 5) fail('ErrCorrupt', 'dictionary id out of range');
-  h.dict = d.value;
-  off += d.n;
-  const l = readUvarint(data, off);
-  if (l.n === 0) fail('ErrTruncated', 'uncompressed length');
-  if (l.n < 0 || l.value > Number.MAX_SAFE_INTEGER) fail('ErrCorrupt', 'uncompressed length out of range');
-  off += l.n;
-  h.rawLen = l.value;
+  off += readDictID(data, off, h);
+  off += readRawLen(data, off, h);
   h.len = off;
   if (h.serializer === 0) fail('ErrUnknownSerializer', 'serializer id 0');
   return h;
 }
+
+/** Reads the dictionary id uvarint at off into h; returns its length. */
+function readDictID(data: Uint8Array, off: number, h: Header): number {
+  const d = readUvarint(data, off);
+  if (d.n === 0) fail('ErrTruncated', 'dictionary id');
+  if (d.n < 0 || d.value > 0xffffffff || d.n > 5) fail('ErrCorrupt', 'dictionary id out of range');
+  h.dict = d.value;
+  return d.n;
+}
+
+/** Reads the uncompressed length uvarint at off into h; returns its length. */
+function readRawLen(data: Uint8Array, off: number, h: Header): number {
+  const l = readUvarint(data, off);
+  if (l.n === 0) fail('ErrTruncated', 'uncompressed length');
+  if (l.n < 0 || l.value > Number.MAX_SAFE_INTEGER) fail('ErrCorrupt', 'uncompressed length out of range');
+  h.rawLen = l.value;
+  return l.n;
+}
+
+/** The compact layout byte (docs/FORMAT.md, "Version 3"). */
+const Compact = { serMask: 0x07, compressed: 0x08, schema: 0x10, written: 0x20, fields: 0x40, reserved: 0x80 } as const;
+
+function parseCompact(data: Uint8Array, h: Header): void {
+  if (data.length < 4) fail('ErrTruncated', 'no layout byte');
+  const layout = data[3];
+  if (layout & Compact.reserved) fail('ErrNotUnderstood', 'compact layout bit 0x80');
+  let off = 4;
+  h.serializer = layout & Compact.serMask;
+  if (h.serializer === 0) {
+    if (data.length < off + 1) fail('ErrTruncated', 'serializer id');
+    h.serializer = data[off++];
+    if (h.serializer <= Compact.serMask) fail('ErrCorrupt', `serializer id ${h.serializer} written as a byte`);
+  }
+  if (layout & Compact.schema) {
+    if (data.length < off + 4) fail('ErrTruncated', 'schema fingerprint');
+    h.fields.schema = ((data[off] << 24) | (data[off + 1] << 16) | (data[off + 2] << 8) | data[off + 3]) >>> 0;
+    off += 4;
+  }
+  if (layout & Compact.written) {
+    const w = readUvarint(data, off);
+    if (w.n === 0) fail('ErrTruncated', 'write time');
+    if (w.n < 0 || w.value > 2 ** 33) fail('ErrCorrupt', 'write time out of range');
+    h.fields.written = (COMPACT_EPOCH + w.value) * 1000;
+    off += w.n;
+  }
+  const refresh = (data[2] & 0x20) !== 0;
+  if (refresh) {
+    // Byte 2's bit 0x20: TTL in whole seconds, load cost in microseconds.
+    const t = readUvarint(data, off);
+    if (t.n <= 0) fail('ErrTruncated', 'ttl');
+    off += t.n;
+    const c = readUvarint(data, off);
+    if (c.n === 0) fail('ErrTruncated', 'load cost');
+    if (c.n < 0 || t.value > 2 ** 33 || t.value === 0 || c.value > 2 ** 33 * 1e6) fail('ErrCorrupt', 'ttl or load cost out of range');
+    off += c.n;
+    h.fields.ttl = t.value * 1000;
+    if (c.value > 0) h.fields.cost = c.value;
+  }
+  if (layout & Compact.fields) {
+    const fl = readUvarint(data, off);
+    if (fl.n === 0) fail('ErrTruncated', 'field section length');
+    if (fl.n < 0 || fl.value > MAX_FIELDS_LEN) fail('ErrCorrupt', 'field section length out of range');
+    if (fl.value > data.length - off - fl.n) fail('ErrTruncated', `field section of ${fl.value} bytes, ${data.length - off - fl.n} left`);
+    const f: Fields = {};
+    parseFields(data, off + fl.n, off + fl.n + fl.value, f);
+    if (f.schema !== undefined || f.written !== undefined || (refresh && (f.ttl !== undefined || f.cost !== undefined))) {
+      fail('ErrCorrupt', "a field of the compact header repeated in its field section");
+    }
+    h.fields = refresh ? { ...f, schema: h.fields.schema, written: h.fields.written, ttl: h.fields.ttl, cost: h.fields.cost } : { ...f, schema: h.fields.schema, written: h.fields.written };
+    if (h.fields.cost === undefined) delete h.fields.cost;
+    if (h.fields.ttl === undefined) delete h.fields.ttl;
+    if (h.fields.schema === undefined) delete h.fields.schema;
+    if (h.fields.written === undefined) delete h.fields.written;
+    off += fl.n + fl.value;
+  }
+  if (data[2] & 0x10) {
+    // Byte 2's bit 0x10: a Snappy block (compressor s2), no compressor byte.
+    if (layout & Compact.compressed) fail('ErrCorrupt', 's2 bit and a compressor byte');
+    h.compressor = CompressorId.s2;
+  } else if (layout & Compact.compressed) {
+    if (data.length < off + 1) fail('ErrTruncated', 'compressor id');
+    h.compressor = data[off++];
+    if (h.compressor === 0 || h.compressor === CompressorId.s2) fail('ErrCorrupt', `compressor byte ${h.compressor} (0 is none; s2 is byte 2's bit 0x10)`);
+  }
+  if (h.compressor !== 0) {
+    if (compactHasDict(h.compressor)) off += readDictID(data, off, h);
+    // A Snappy or S2 block starts with its own uncompressed length: the header does not repeat it.
+    const n = readRawLen(data, off, h);
+    if (compactHasLen(h.compressor)) off += n;
+  } else {
+    h.rawLen = data.length - off;
+  }
+  h.len = off;
+}
+
+function compactHeader(fields: Fields | undefined, ser: number, comp: number, dict: number, rawLen: number): number[] {
+  let layout = ser <= Compact.serMask ? ser : 0;
+  if (comp !== 0 && comp !== CompressorId.s2) layout |= Compact.compressed;
+  const f = fields ?? {};
+  if (f.schema !== undefined) layout |= Compact.schema;
+  const secs = f.written !== undefined ? Math.floor(Math.floor(f.written) / 1000) - COMPACT_EPOCH : -1;
+  if (secs >= 0 && secs <= 2 ** 33) layout |= Compact.written;
+  const ttlMs = f.ttl !== undefined ? Math.floor(f.ttl) : 0;
+  const refresh = ttlMs > 0 && ttlMs % 1000 === 0 && ttlMs / 1000 <= 2 ** 33;
+  const rest: Fields = { ...f, schema: undefined, written: undefined };
+  if (refresh) {
+    rest.ttl = undefined;
+    rest.cost = undefined;
+  }
+  const fb = fieldsBytes(rest);
+  if (fb.length > 1) layout |= Compact.fields;
+  const h = [MAGIC0, MAGIC1, VERSION_COMPACT | (comp === CompressorId.s2 ? 0x10 : 0) | (refresh ? 0x20 : 0), layout];
+  if ((layout & Compact.serMask) === 0) h.push(ser);
+  if (f.schema !== undefined) {
+    const s = f.schema >>> 0;
+    h.push(s >>> 24, (s >>> 16) & 0xff, (s >>> 8) & 0xff, s & 0xff);
+  }
+  if (layout & Compact.written) pushUvarint(h, secs);
+  if (refresh) {
+    pushUvarint(h, ttlMs / 1000);
+    pushUvarint(h, f.cost !== undefined && f.cost > 0 ? Math.floor(f.cost) : 0);
+  }
+  if (layout & Compact.fields) h.push(...fb);
+  if (comp !== 0) {
+    if (comp !== CompressorId.s2) h.push(comp);
+    if (compactHasDict(comp)) pushUvarint(h, dict);
+    if (compactHasLen(comp)) pushUvarint(h, rawLen);
+  }
+  return h;
+}
+
+/** Every compressor but s2 names a dictionary id in a compact entry. */
+const compactHasDict = (comp: number): boolean => comp !== CompressorId.s2;
+/** s2 and s2-dict blocks start with their uncompressed length; other compressors store it in a compact header. */
+const compactHasLen = (comp: number): boolean => comp !== CompressorId.s2 && comp !== CompressorId['s2-dict'];
 
 function fieldsBytes(f: Fields | undefined): number[] {
   const out: number[] = [];
@@ -264,7 +401,7 @@ export function encodeEntry(kind: Exclude<KindName, 'value'>, fields?: Fields): 
   return Buffer.from([MAGIC0, MAGIC1, VERSION, Kind[kind], ...fb]);
 }
 
-function valueHeader(fields: Fields | undefined, ser: number, comp: number, dict: number, rawLen: number): number[] {
+function valueHeaderV2(fields: Fields | undefined, ser: number, comp: number, dict: number, rawLen: number): number[] {
   const h = [MAGIC0, MAGIC1, VERSION, Kind.value, ...fieldsBytes(fields), ser, comp];
   pushUvarint(h, dict);
   pushUvarint(h, rawLen);
@@ -293,6 +430,15 @@ export interface CodecOptions {
   dictionaries?: Map<number, Uint8Array> | Record<number, Uint8Array>;
   /** The id (in `dictionaries`) to compress with. Default 0: none. */
   dictionary?: number;
+  /**
+   * Write the compact envelope (version 3, docs/FORMAT.md): with 'msgpack',
+   * a string is stored as its UTF-8 bytes (serializer 'string') without a
+   * schema fingerprint, the write time in seconds, no length for an
+   * uncompressed payload. Default false (version 2). Every reader of this
+   * package and of the Go package from the same release reads both; older
+   * readers treat compact entries as not understood, so upgrade readers first.
+   */
+  compact?: boolean;
 }
 
 /** A decoded entry: the header and, for kind 'value', the value. */
@@ -323,6 +469,7 @@ export class Codec {
   private readonly minSavings: number;
   private readonly level: number;
   private readonly dictId: number;
+  private readonly compact: boolean;
   private readonly dicts = new Map<number, DictEntry>();
   // Writing: @msgpack/msgpack, which encodes integers beyond 32 bits as
   // int64/uint64 (msgpackr writes them as float64, which Go's int fields
@@ -341,11 +488,13 @@ export class Codec {
     this.minCompress = mc === 0 ? DEFAULT_MIN_COMPRESS_SIZE : mc < 0 ? 0 : mc;
     const ms = opts.minSavings ?? 0;
     if (Number.isNaN(ms) || ms >= 1) throw new Error(`kura: codec: minSavings: ${ms}; want a fraction below 1`);
-    this.minSavings = ms === 0 ? DEFAULT_MIN_SAVINGS : ms < 0 ? 0 : ms;
+    // Compact: 0 keeps compression whenever the entry is smaller, header included (as Go).
+    this.minSavings = ms === 0 ? (opts.compact ? 0 : DEFAULT_MIN_SAVINGS) : ms < 0 ? 0 : ms;
     const md = opts.maxDecodedSize ?? 0;
     if (md < 0) throw new Error(`kura: codec: maxDecodedSize: ${md}; want 0 (64 MiB) or a positive size`);
     this.maxDecodedSize = md === 0 ? DEFAULT_MAX_DECODED_SIZE : md;
     this.level = opts.zstdLevel ?? 3;
+    this.compact = opts.compact ?? false;
     const entries = opts.dictionaries instanceof Map ? [...opts.dictionaries] : Object.entries(opts.dictionaries ?? {}).map(([k, v]) => [Number(k), v] as const);
     for (const [id, bytes] of entries) {
       if (!Number.isInteger(id) || id <= 0 || id > 0xffffffff) throw new Error(`kura: codec: dictionaries: id ${id} is not a uint32 above 0`);
@@ -400,10 +549,14 @@ export class Codec {
   }
 
   /** Serializes v with the codec's serializer. */
-  serialize(v: unknown): Uint8Array {
-    switch (this.serializer) {
+  serialize(v: unknown, ser: SerializerName = this.serializer): Uint8Array {
+    switch (ser) {
       case 'msgpack':
+      case 'msgpack-array':
         return this.enc.encode(v);
+      case 'string':
+        if (typeof v === 'string') return Buffer.from(v, 'utf8');
+        throw new TypeError('kura: encode with string: want a string');
       case 'json': {
         const s = JSON.stringify(v);
         if (s === undefined) throw new TypeError('kura: encode with json: value has no JSON form');
@@ -425,18 +578,26 @@ export class Codec {
    * (otherwise it is stored as is, as the Go writer does).
    */
   encode(v: unknown, fields?: Fields): Buffer {
-    const payload = this.serialize(v);
+    let serName = this.serializer;
+    let plain = fields && fields.dictDigest ? { ...fields, dictDigest: undefined } : fields;
+    if (this.compact && serName === 'msgpack' && typeof v === 'string' && !hasLoneSurrogate(v)) {
+      // The serializer says it is a string: no fingerprint needed (as Go writes it).
+      serName = 'string';
+      if (plain && plain.schema !== undefined) plain = { ...plain, schema: undefined };
+    }
+    const payload = this.serialize(v, serName);
     if (payload.length > this.maxDecodedSize) {
       throw new RangeError(`kura: value too large: ${payload.length} bytes serialized, maxDecodedSize is ${this.maxDecodedSize}`);
     }
-    const ser = SerializerId[this.serializer];
+    const ser = SerializerId[serName];
     const compId = CompressorId[this.compressor];
-    const plain = fields && fields.dictDigest ? { ...fields, dictDigest: undefined } : fields;
+    const valueHeader = this.compact ? compactHeader : valueHeaderV2;
     if (compId !== 0 && payload.length >= this.minCompress) {
       const withDict = this.dictId ? { ...plain, dictDigest: this.digestOf(this.dicts.get(this.dictId)!) } : plain;
       const hdr = valueHeader(withDict, ser, compId, this.dictId, payload.length);
       const out = this.compress(payload);
-      const saved = payload.length - out.length;
+      // Compact: what the compressed form's header adds counts against it.
+      const saved = payload.length - out.length - (this.compact ? hdr.length - valueHeader(withDict, ser, 0, 0, payload.length).length : 0);
       const stored = hdr.length + out.length;
       if (saved > 0 && saved >= this.minSavings * payload.length && !ratioTooHigh(payload.length, out.length) && this.readable(payload, stored)) {
         const b = Buffer.allocUnsafe(stored);
@@ -468,7 +629,7 @@ export class Codec {
   private readable(payload: Uint8Array, stored: number): boolean {
     if (stored >= payload.length) return true;
     try {
-      if (this.serializer === 'msgpack') checkMsgPack(payload, allocBound(stored));
+      if (this.serializer === 'msgpack' || this.serializer === 'msgpack-array') checkMsgPack(payload, allocBound(stored));
       else if (this.serializer === 'json') checkJSON(payload, allocBound(stored));
       return true;
     } catch {
@@ -543,7 +704,14 @@ export class Codec {
   /** Deserializes raw; when raw is not owned (a view the caller frees), nothing returned may alias it. */
   private deserialize(ser: SerializerName, raw: Uint8Array, stored: number, owned: boolean): unknown {
     switch (ser) {
+      case 'string':
+        try {
+          return utf8.decode(raw);
+        } catch (err) {
+          throw new FormatError('ErrDeserialize', `string: ${(err as Error).message}`, { cause: err });
+        }
       case 'msgpack':
+      case 'msgpack-array':
         checkMsgPack(raw, allocBound(Math.min(raw.length, stored)));
         try {
           return this.dec.unpack(raw);
@@ -576,8 +744,17 @@ function serializerName(id: number): SerializerName | undefined {
       return 'raw';
     case 4:
       return 'idlist';
+    case 5:
+      return 'string';
+    case 6:
+      return 'msgpack-array';
   }
   return undefined;
+}
+
+/** A string with a lone surrogate has no UTF-8 form; it stays msgpack (as Go keeps invalid UTF-8 in msgpack). */
+function hasLoneSurrogate(s: string): boolean {
+  return /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/.test(s);
 }
 
 function ratioTooHigh(rawLen: number, storedLen: number): boolean {

@@ -110,7 +110,7 @@ function suite(name, open) {
 
     test('entries a newer writer wrote are loaded around, never overwritten; malformed ones are', async () => {
       const c = new Cache(env.store, { storeTimeout: 5000, });
-      const future = Buffer.from('c14b03000001000001c0', 'hex');
+      const future = Buffer.from('c14b04000001000001c0', 'hex');
       await env.setRaw('nu:1', future);
       await env.setRaw('bad:1', Buffer.from('c14b0101000005c0', 'hex'));
       assert.equal(await c.fetch('nu:1', async () => 'loaded'), 'loaded');
