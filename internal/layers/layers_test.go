@@ -44,8 +44,9 @@ var harness = []string{
 	"internal/servers", "internal/servertest", "internal/proctest", "internal/faults",
 	"internal/leaserace", "internal/l1proc", "internal/browsertest", "internal/readme",
 	"internal/history", "internal/readcheck", "internal/layers", "store/storetest",
-	"internal/startdown",   // shared scenario of the stores' start-with-the-cache-down tests
-	"internal/nodeinterop", // the Go side of the Node package's cross-language tests
+	"internal/mixedversion", // one process of the rolling-upgrade run (scripts/mixed-version.sh)
+	"internal/startdown",    // shared scenario of the stores' start-with-the-cache-down tests
+	"internal/nodeinterop",  // the Go side of the Node package's cross-language tests
 }
 
 // harnessUsers may import harness packages outside tests.
