@@ -2,6 +2,7 @@ package kura_test
 
 import (
 	"context"
+	"runtime"
 	"testing"
 	"time"
 
@@ -50,7 +51,7 @@ func TestBudgetCostsNothingOnAHit(t *testing.T) {
 				if _, err := c.Fetch(ctx, key, time.Hour, load); err != nil {
 					t.Fatal(err)
 				}
-				allocs[timeout] = testing.AllocsPerRun(500, func() {
+				allocs[timeout] = allocsPerFetch(2000, func() {
 					if _, err := c.Fetch(ctx, key, time.Hour, load); err != nil {
 						t.Fatal(err)
 					}
@@ -59,11 +60,30 @@ func TestBudgetCostsNothingOnAHit(t *testing.T) {
 					t.Fatalf("StoreTimeout %v: %d loads, %d budget skips: not a hit path", timeout, st.LoaderCalls, st.BudgetSkips)
 				}
 			}
-			t.Logf("allocations per warm Fetch: %.0f with the budget, %.0f without", allocs[0], allocs[-1])
-			if allocs[0] > allocs[-1] {
-				t.Errorf("the budget costs %.0f allocations per hit", allocs[0]-allocs[-1])
+			t.Logf("allocations per warm Fetch: %.2f with the budget, %.2f without", allocs[0], allocs[-1])
+			// The shared deadline tick is renewed every StoreTimeout/8 and
+			// its few allocations are spread over every read in that time:
+			// a fraction of one per hit (more under -race, where a read is
+			// slower). A whole allocation per hit is what this test refuses.
+			if allocs[0]-allocs[-1] >= 0.5 {
+				t.Errorf("the budget costs %.2f allocations per hit", allocs[0]-allocs[-1])
 			}
 			goleak.VerifyNone(t, ignore)
 		})
 	}
+}
+
+// allocsPerFetch is testing.AllocsPerRun without its rounding down to a
+// whole number: the mean number of allocations per call of f over runs
+// calls, after one warm-up call.
+func allocsPerFetch(runs int, f func()) float64 {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	f()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range runs {
+		f()
+	}
+	runtime.ReadMemStats(&after)
+	return float64(after.Mallocs-before.Mallocs) / float64(runs)
 }
