@@ -96,6 +96,10 @@ func (c *Cache[V]) Stats() Stats {
 	if h, ok := store.Find[*health.Store](c.store); ok {
 		s.Nodes = h.Stats().Nodes
 	}
+	if r, ok := store.Find[store.ConnReporter](c.store); ok {
+		cs := r.ConnStats()
+		s.Conn = &cs
+	}
 	return s
 }
 

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/kuracache/kura/internal/readthrough"
+	"github.com/kuracache/kura/store"
 	"github.com/kuracache/kura/store/health"
 )
 
@@ -126,6 +127,14 @@ type Stats struct {
 	// store is (or wraps) a *health.Store, nil otherwise. It describes the
 	// store, shared by every Cache on it, not this Cache alone.
 	Nodes []health.NodeStats
+
+	// Conn is the store's connection history when it reports one
+	// (store.ConnReporter: redisstore and memcache, also through
+	// store/health), nil otherwise: whether it has reached its servers
+	// yet, background connect attempts, and per address dials,
+	// reconnects and address changes. Like Nodes, it describes the store,
+	// shared by every Cache on it. kuraprom.NewConnCollector exports it.
+	Conn *store.ConnStats
 }
 
 // Histogram is a latency distribution over LatencyBuckets().
