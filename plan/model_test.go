@@ -210,8 +210,19 @@ func TestUncheckedConstraints(t *testing.T) {
 	if !hasNote(p, "no public price found") {
 		t.Errorf("notes do not say prices are missing: %v", p.Notes)
 	}
-	// Only cache.t2.small has a price: it is never called the cheapest,
-	// the rows are ranked by nodes, and its cost says it is the catalog's.
+	// Only cache.t2.small has a price (the other catalog prices removed
+	// for this case): it is never called the cheapest, the rows are ranked
+	// by nodes, and its cost says it is the catalog's.
+	one := DefaultCatalog()
+	for i := range one.Nodes {
+		if one.Nodes[i].Name != "cache.t2.small" {
+			one.Nodes[i].PricePerHour = 0
+		}
+	}
+	p, err = New(one, Input{Workload: Workload{DataBytes: 40 * gib, ReadsPerSec: 1000, ReadValueBytes: 100}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if p.Cheapest >= 0 || strings.Contains(strings.ToLower(p.Why), "cheapest") ||
 		!strings.Contains(p.Why, "Only cache.t2.small has a price (the catalog's price of 2026-11-23)") ||
 		!strings.Contains(p.Why, "nothing") && !strings.Contains(p.Why, "no cost to compare") {
