@@ -133,9 +133,17 @@ func TestCodecsFiles(t *testing.T) {
 	if !strings.Contains(dom, `class="frontier"`) || !strings.Contains(dom, `id="recommended">`+rep.Recommended) {
 		t.Errorf("rendered report lacks the frontier or the recommendation %q", rep.Recommended)
 	}
+	// --dict-out writes the recommended candidate's dictionary, and
+	// nothing when it has none. Which candidate wins is decided by CPU
+	// timings of 24 values (--min-time 1ms): on a busy machine plain s2
+	// can win, so the test holds the rule, not the winner.
 	d, err := os.ReadFile(dict)
-	if err != nil || len(d) == 0 || !strings.Contains(rep.Recommended, "dict") {
-		t.Fatalf("dictionary file for %q: %d bytes, %v", rep.Recommended, len(d), err)
+	if strings.Contains(rep.Recommended, "dict") {
+		if err != nil || len(d) == 0 {
+			t.Fatalf("dictionary file for %q: %d bytes, %v", rep.Recommended, len(d), err)
+		}
+	} else if !os.IsNotExist(err) {
+		t.Fatalf("%q has no dictionary, but --dict-out wrote %d bytes (%v)", rep.Recommended, len(d), err)
 	}
 	// The same values from stdin, and from a directory.
 	root := newRootCmd()
