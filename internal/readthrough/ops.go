@@ -77,18 +77,7 @@ func (p *Pipeline[V]) GetMany(ctx context.Context, keys []string) (map[string]V,
 	if len(keys) == 0 {
 		return out, nil
 	}
-	var slots []slot[V]
-	for _, k := range keys {
-		if p.l1 != nil {
-			if v, neg, ok := p.l1.Get(k); ok {
-				if !neg {
-					out[k] = v
-				}
-				continue
-			}
-		}
-		slots = append(slots, slot[V]{key: k})
-	}
+	slots := p.l1Split(keys, out)
 	if len(slots) == 0 {
 		return out, nil
 	}
@@ -208,4 +197,23 @@ func (p *Pipeline[V]) DropL1(keys ...string) {
 	for _, k := range keys {
 		p.l1.Drop(k)
 	}
+}
+
+// l1Split serves from the L1 the keys it holds (a negative entry is left
+// out of out, as a miss of the source) and returns a slot for each other
+// key, in order: the first step of GetMany and FetchMany.
+func (p *Pipeline[V]) l1Split(keys []string, out map[string]V) []slot[V] {
+	slots := make([]slot[V], 0, len(keys))
+	for _, k := range keys {
+		if p.l1 != nil {
+			if v, neg, ok := p.l1.Get(k); ok {
+				if !neg {
+					out[k] = v
+				}
+				continue
+			}
+		}
+		slots = append(slots, slot[V]{key: k})
+	}
+	return slots
 }

@@ -177,18 +177,7 @@ func Absent(key string) error {
 // FetchMany runs the pipeline for keys (unique, checked).
 func (p *Pipeline[V]) FetchMany(ctx context.Context, keys []string, ttl time.Duration, loader ManyLoader[V]) (map[string]V, error) {
 	out := make(map[string]V, len(keys))
-	slots := make([]slot[V], 0, len(keys))
-	for _, k := range keys {
-		if p.l1 != nil {
-			if v, neg, ok := p.l1.Get(k); ok {
-				if !neg {
-					out[k] = v
-				}
-				continue
-			}
-		}
-		slots = append(slots, slot[V]{key: k})
-	}
+	slots := p.l1Split(keys, out)
 	if len(slots) == 0 {
 		return out, nil
 	}
