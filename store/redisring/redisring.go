@@ -423,3 +423,20 @@ func (s *Store) Invalidate(ctx context.Context, keys []string, stale time.Durati
 		return sh.Invalidate(ctx, part, stale)
 	})
 }
+
+var (
+	_ store.PrefixReader = (*Store)(nil)
+	_ store.MetaReader   = (*Store)(nil)
+)
+
+// GetPrefix implements store.PrefixReader on the shard that owns key
+// (GETRANGE there): kura inspect and kura ui read a bounded part of a
+// large value whichever shard holds it.
+func (s *Store) GetPrefix(ctx context.Context, key string, max int) ([]byte, int64, error) {
+	return s.of(key).GetPrefix(ctx, key, max)
+}
+
+// KeyMeta implements store.MetaReader on the shard that owns key.
+func (s *Store) KeyMeta(ctx context.Context, key string) (store.KeyMeta, error) {
+	return s.of(key).KeyMeta(ctx, key)
+}

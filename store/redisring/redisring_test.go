@@ -256,3 +256,27 @@ func TestOptionsRefused(t *testing.T) {
 		t.Errorf("ketama with weights: %v", err)
 	}
 }
+
+// TestPrefixAndMetaOnTheOwningShard: kura inspect's bounded read and key
+// metadata go to the shard that holds the key.
+func TestPrefixAndMetaOnTheOwningShard(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, redisring.Options{Servers: shards(t, 3)})
+	for i := range 30 {
+		k := fmt.Sprintf("big:%d", i)
+		if err := s.Set(ctx, k, []byte(strings.Repeat("x", 1000+i)), time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		p, size, err := s.GetPrefix(ctx, k, 10)
+		if err != nil || string(p) != "xxxxxxxxxx" || size != int64(1000+i) {
+			t.Fatalf("GetPrefix(%s, 10) = %q, %d, %v", k, p, size, err)
+		}
+		m, err := s.KeyMeta(ctx, k)
+		if err != nil || m.Node != s.NodeOf(k) || m.NoTTL || m.TTL <= 0 {
+			t.Fatalf("KeyMeta(%s) = %+v, %v; want its shard %s and a TTL", k, m, err, s.NodeOf(k))
+		}
+	}
+	if _, _, err := s.GetPrefix(ctx, "no:such:key", 10); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("GetPrefix of a missing key = %v", err)
+	}
+}
