@@ -15,10 +15,7 @@ import (
 // to and read from the shard kura's redisring store finds it on, for the
 // default ring and for one chosen in the URL.
 func TestRedisRing(t *testing.T) {
-	addrs := make([]string, 3)
-	for i := range addrs {
-		addrs[i] = servertest.Redis(t, servers.RedisConfig{}).Addr
-	}
+	_, addrs := servertest.RedisShards(t, 3, servers.RedisConfig{})
 	for _, query := range []string{"", "?ring=ketama&weights=1,2,1"} {
 		t.Run("ring"+query, func(t *testing.T) {
 			target := "redis+ring://" + strings.Join(addrs, ",") + query

@@ -26,10 +26,7 @@ import (
 // and the scan page shows the scan of every shard.
 func TestConsoleAcrossShards(t *testing.T) {
 	ctx := context.Background()
-	addrs := make([]string, 3)
-	for i := range addrs {
-		addrs[i] = servertest.Redis(t, servers.RedisConfig{}).Addr
-	}
+	_, addrs := servertest.RedisShards(t, 3, servers.RedisConfig{})
 	target := "redis+ring://" + strings.Join(addrs, ",")
 	st, err := storeurl.Open(ctx, target)
 	if err != nil {

@@ -182,10 +182,7 @@ func TestVersion(t *testing.T) {
 // TestBenchRing: kura bench on a redis+ring:// target spreads the keys
 // over the shards by the store's ring and reports the ring topology.
 func TestBenchRing(t *testing.T) {
-	addrs := make([]string, 3)
-	for i := range addrs {
-		addrs[i] = servertest.Redis(t, servers.RedisConfig{}).Addr
-	}
+	_, addrs := servertest.RedisShards(t, 3, servers.RedisConfig{})
 	target := "redis+ring://" + strings.Join(addrs, ",") + "?ring=dalli"
 	out, stderr, err := kura(t, "bench", target, "-t", "mget", "--multi-keys", "8", "-c", "2", "-n", "300", "--prefill", "--keys", "500", "--json")
 	if err != nil {

@@ -166,10 +166,7 @@ func TestHistories(t *testing.T) {
 	for i, m := range pool {
 		mc[i] = m.Addr
 	}
-	var shards []string
-	for range 3 {
-		shards = append(shards, servertest.Redis(t, servers.RedisConfig{}).Addr)
-	}
+	_, shards := servertest.RedisShards(t, 3, servers.RedisConfig{})
 	addrs := map[string][]string{"redis": {r.URL()}, "cluster": {cl.URL()}, "ring": shards, "memcached": mc, "memstore": nil}
 	t.Cleanup(func() { printSummary(t) })
 	// One group of processes at a time: the machine is small and shared.

@@ -24,10 +24,7 @@ import (
 )
 
 func shards(t testing.TB, n int) []string {
-	addrs := make([]string, n)
-	for i := range addrs {
-		addrs[i] = servertest.Redis(t, servers.RedisConfig{}).Addr
-	}
+	_, addrs := servertest.RedisShards(t, n, servers.RedisConfig{})
 	return addrs
 }
 
@@ -148,12 +145,7 @@ func TestInvalidateReachesTheOwningShard(t *testing.T) {
 // key is moved to another shard.
 func TestDownShardFailsOnlyItsKeys(t *testing.T) {
 	ctx := context.Background()
-	rs := make([]*servers.Redis, 3)
-	addrs := make([]string, 3)
-	for i := range rs {
-		rs[i] = servertest.Redis(t, servers.RedisConfig{})
-		addrs[i] = rs[i].Addr
-	}
+	rs, addrs := servertest.RedisShards(t, 3, servers.RedisConfig{})
 	base := open(t, redisring.Options{Servers: addrs, Redis: redisstore.Options{MaxRetries: -1}})
 	hs, err := health.New(base, health.Options{})
 	if err != nil {

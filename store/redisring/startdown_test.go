@@ -28,12 +28,7 @@ func TestStartWithAShardDown(t *testing.T) {
 	for _, scenario := range startdown.Scenarios {
 		t.Run(scenario, func(t *testing.T) {
 			ctx := context.Background()
-			r := make([]*servers.Redis, 3)
-			addrs := make([]string, 3)
-			for i := range r {
-				r[i] = servertest.Redis(t, servers.RedisConfig{})
-				addrs[i] = r[i].Addr
-			}
+			r, addrs := servertest.RedisShards(t, 3, servers.RedisConfig{})
 			down, res, up := startdown.Down(t, scenario, r[1].Proc)
 			addrs[1] = down
 			s := open(t, redisring.Options{Servers: addrs, Redis: redisstore.Options{Resolver: res, DialTimeout: time.Second}})

@@ -22,12 +22,7 @@ import (
 // read, not hidden by the L1).
 func TestL1TrackingPerShard(t *testing.T) {
 	ctx := context.Background()
-	rs := make([]*servers.Redis, 3)
-	addrs := make([]string, 3)
-	for i := range rs {
-		rs[i] = servertest.Redis(t, servers.RedisConfig{})
-		addrs[i] = rs[i].Addr
-	}
+	rs, addrs := servertest.RedisShards(t, 3, servers.RedisConfig{})
 	sa := open(t, redisring.Options{Servers: addrs, Redis: redisstore.Options{Tracking: redisstore.Tracking{Enabled: true}}})
 	if !sa.Tracking() {
 		t.Fatal("Tracking() = false with Redis.Tracking on")
