@@ -14,6 +14,11 @@
 // other shards keep serving: unlike go-redis's Ring and dalli, keys are
 // never moved to another shard during an outage.
 //
+// With Options.Redis.Tracking every shard tracks the reads of kura's L1
+// tier and reports its own keys' changes (the Store is a store.Tracker);
+// a shard started while its server is down keeps connecting in the
+// background (see New).
+//
 // Its URL form is redis+ring://host1:port,host2:port?ring=go-redis (see
 // store/storeurl), which cannot be read as a Cluster's redis://h1,h2.
 package redisring
