@@ -80,6 +80,35 @@ export async function startRedis(extra = []) {
   };
 }
 
+/** Starts a private memcached; returns { addr, port, proc, stop, stall, resume }. */
+export async function startMemcached() {
+  const bin = lookPath('memcached');
+  const port = await freePort();
+  const proc = spawn(bin, ['-l', '127.0.0.1', '-p', String(port), '-U', '0', '-m', '64', '-t', '2', '-u', 'root'], { stdio: 'ignore' });
+  await waitPort(port);
+  let stopped = false;
+  return {
+    addr: `127.0.0.1:${port}`,
+    port,
+    proc,
+    stall: () => process.kill(proc.pid, 'SIGSTOP'),
+    resume: () => process.kill(proc.pid, 'SIGCONT'),
+    stop: async () => {
+      if (stopped) return;
+      stopped = true;
+      try { process.kill(proc.pid, 'SIGCONT'); } catch { /* gone */ }
+      proc.kill('SIGKILL');
+      await new Promise((r) => (proc.exitCode !== null ? r() : proc.once('exit', r)));
+    },
+  };
+}
+
+/** Starts a pool of n memcached servers; addr is the "memcache://a,b,c" form the Go helper takes. */
+export async function startMemcachedPool(n = 3) {
+  const nodes = await Promise.all(Array.from({ length: n }, () => startMemcached()));
+  return { nodes, servers: nodes.map((m) => m.addr), addr: `memcache://${nodes.map((m) => m.addr).join(',')}`, stop: () => Promise.all(nodes.map((m) => m.stop())) };
+}
+
 /** Starts a Redis Cluster of `masters` redis-servers (no replicas). */
 export async function startCluster(masters = 3) {
   const nodes = [];
