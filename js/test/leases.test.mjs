@@ -71,14 +71,19 @@ test('an invalidate from Go voids a Node fill in flight; the next Node caller lo
   const c = new Cache(store, { ttl: 60_000, storeTimeout: 5000 });
   let version = 1;
   let started;
+  let release;
   const loading = new Promise((r) => (started = r));
-  const slow = c.fetch('inv:go', async () => { const v = `v${version}`; started(); await new Promise((r) => setTimeout(r, 300)); return v; });
+  const gate = new Promise((r) => (release = r));
+  // The old load is held until the invalidation has returned (no sleep: a
+  // Go process takes from 0.3 s to seconds to start on a loaded machine).
+  const slow = c.fetch('inv:go', async () => { const v = `v${version}`; started(); await gate; return v; });
   await loading;
   version = 2; // the source of truth changes...
   runInterop('invalidate', server.addr, 'inv:go'); // ...and Go invalidates while Node loads
   // A Node caller arriving after the invalidate returned: never the old load.
-  const late = await c.fetch('inv:go', async () => `v${version}`);
-  assert.equal(late, 'v2');
+  const late = c.fetch('inv:go', async () => `v${version}`);
+  release();
+  assert.equal(await late, 'v2');
   assert.equal(await slow, 'v1'); // the caller that started before gets its own load
   assert.equal(c.stats().leaseFillsLost, 1, 'the old fill was refused');
   assert.equal(await c.get('inv:go'), 'v2');
@@ -86,7 +91,9 @@ test('an invalidate from Go voids a Node fill in flight; the next Node caller lo
 
 test('an invalidate from Node voids a Go fill in flight', { skip }, async () => {
   const c = new Cache(store, { ttl: 60_000, storeTimeout: 5000 });
-  const go = goStampede('inv:node', 1, 600, 'stale-from-go', 1);
+  // Go's load takes 1.5 s after it counts itself: time for this process to
+  // see the count and invalidate, even on a loaded machine.
+  const go = goStampede('inv:node', 1, 1500, 'stale-from-go', 1);
   // Wait until Go holds the lease (its placeholder is under the key).
   const until = Date.now() + 10_000;
   while ((await raw.get('loads:inv:node')) !== '1' && Date.now() < until) await new Promise((r) => setTimeout(r, 10));

@@ -75,6 +75,8 @@ export interface MetaRequest {
   returnCAS?: boolean;
   /** s: return the item size. */
   returnSize?: boolean;
+  /** t: return the TTL left (seconds, -1 for none). */
+  returnTTL?: boolean;
   /** T: TTL in wire seconds (see ttlSeconds); sent when set. */
   ttl?: number;
   /** C: compare CAS. */
@@ -136,6 +138,7 @@ export function encodeRequest(r: MetaRequest, o = 0): Buffer {
   if (b64) line += ' b';
   if (r.returnValue) line += ' v';
   if (r.returnCAS) line += ' c';
+  if (r.returnTTL) line += ' t';
   if (r.returnSize) line += ' s';
   if (r.invalidate) line += ' I';
   if (r.ttl !== undefined) line += ` T${Math.floor(r.ttl)}`;
