@@ -60,61 +60,31 @@ type Article struct {
 }
 
 func main() {
-	if len(os.Args) >= 2 && (os.Args[1] == "ring" || os.Args[1] == "wirekeys") {
-		out, err := placement(os.Args[1:])
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "nodeinterop:", err)
-			os.Exit(1)
-		}
-		if err := json.NewEncoder(os.Stdout).Encode(out); err != nil {
-			os.Exit(1)
-		}
-		return
-	}
-	if len(os.Args) == 4 && os.Args[1] == "dictwrite" {
+	switch {
+	case len(os.Args) >= 2 && (os.Args[1] == "ring" || os.Args[1] == "wirekeys"):
+		emit(placement(os.Args[1:]))
+	case len(os.Args) == 7 && os.Args[1] == "history":
+		emit(history(os.Args[2:]))
+	case len(os.Args) == 4 && os.Args[1] == "dictwrite":
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
-		out, err := dictWrite(ctx, os.Args[2], os.Args[3])
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "nodeinterop:", err)
-			os.Exit(1)
-		}
-		if err := json.NewEncoder(os.Stdout).Encode(out); err != nil {
-			os.Exit(1)
-		}
-		return
-	}
-	if len(os.Args) == 7 && os.Args[1] == "history" {
-		out, err := history(os.Args[2:])
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "nodeinterop:", err)
-			os.Exit(1)
-		}
-		if err := json.NewEncoder(os.Stdout).Encode(out); err != nil {
-			os.Exit(1)
-		}
-		return
-	}
-	if len(os.Args) >= 3 && (os.Args[1] == "stampede" || os.Args[1] == "invalidate") {
+		emit(dictWrite(ctx, os.Args[2], os.Args[3]))
+	case len(os.Args) >= 3 && (os.Args[1] == "stampede" || os.Args[1] == "invalidate"):
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
-		out, err := lease(ctx, os.Args[1:])
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "nodeinterop:", err)
-			os.Exit(1)
-		}
-		if err := json.NewEncoder(os.Stdout).Encode(out); err != nil {
-			os.Exit(1)
-		}
-		return
-	}
-	if len(os.Args) != 4 {
-		fmt.Fprintln(os.Stderr, "usage: nodeinterop write|read ADDR PREFIX")
+		emit(lease(ctx, os.Args[1:]))
+	case len(os.Args) == 4:
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		emit(run(ctx, os.Args[1], os.Args[2], os.Args[3]))
+	default:
+		fmt.Fprintln(os.Stderr, "usage: nodeinterop write|read|dictwrite|stampede|invalidate|history|ring|wirekeys ... (see the package comment)")
 		os.Exit(2)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	out, err := run(ctx, os.Args[1], os.Args[2], os.Args[3])
+}
+
+// emit prints out as JSON, or err and exits 1.
+func emit[T any](out T, err error) {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "nodeinterop:", err)
 		os.Exit(1)

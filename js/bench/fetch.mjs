@@ -6,6 +6,8 @@ import snappy from 'snappy';
 import { createCache } from 'cache-manager';
 import { Keyv } from 'keyv';
 import KeyvRedis from '@keyv/redis';
+import { BentoCache, bentostore } from 'bentocache';
+import { redisDriver } from 'bentocache/drivers/redis';
 import { Cache, RedisStore } from '../dist/index.js';
 import { startRedis } from '../test/helpers.mjs';
 
@@ -33,6 +35,8 @@ await store.ready();
 const kura = new Cache(store, { ttl: 3600_000, storeTimeout: 5000 });
 const keyv = new Keyv({ store: new KeyvRedis(`redis://${redis.addr}`), namespace: 'kv' });
 const cm = createCache({ stores: [new Keyv({ store: new KeyvRedis(`redis://${redis.addr}`), namespace: 'cm' })] });
+// BentoCache with its Redis layer only (no in-memory L1, as kura here: every hit is a read from Redis).
+const bento = new BentoCache({ default: 'r', stores: { r: bentostore().useL2Layer(redisDriver({ connection: { host, port } })) } });
 
 const recs = Array.from({ length: KEYS }, (_, i) => record(i));
 let bytesJSON = 0, bytesSnappy = 0, bytesKura = 0;
@@ -47,6 +51,7 @@ for (let i = 0; i < KEYS; i++) {
   bytesKura += (await plain.getBuffer(`kura:${i}`)).length;
   await keyv.set(`${i}`, recs[i]);
   await cm.set(`${i}`, recs[i]);
+  await bento.set({ key: `${i}`, value: recs[i], ttl: '1h' });
 }
 
 let loads = 0;
@@ -58,6 +63,7 @@ const peers = {
   'kura fetch': (i) => kura.fetch(`kura:${i}`, fail),
   'keyv get (@keyv/redis)': (i) => keyv.get(`${i}`),
   'cache-manager wrap (keyv redis store)': (i) => cm.wrap(`${i}`, fail),
+  'BentoCache getOrSet (Redis layer, no L1)': (i) => bento.getOrSet({ key: `${i}`, factory: () => fail(`b:${i}`), ttl: '1h' }),
 };
 
 const cpu = new Map();
@@ -95,5 +101,6 @@ plainAP.disconnect();
 await store.close();
 await keyv.disconnect?.();
 await cm.disconnect?.();
+await bento.disconnectAll?.();
 await redis.stop();
 process.exit(0);

@@ -62,6 +62,11 @@ export async function startRedis(extra = []) {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kura-js-redis-'));
   const proc = spawn(bin, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...extra], { stdio: 'ignore' });
   await waitPort(port);
+  return serverHandle(proc, port, () => fs.rmSync(dir, { recursive: true, force: true }));
+}
+
+/** What a started server process is to a test: its address, SIGSTOP/SIGCONT, and stop. */
+function serverHandle(proc, port, cleanup = () => {}) {
   let stopped = false;
   return {
     addr: `127.0.0.1:${port}`,
@@ -75,7 +80,7 @@ export async function startRedis(extra = []) {
       try { process.kill(proc.pid, 'SIGCONT'); } catch { /* gone */ }
       proc.kill('SIGKILL');
       await new Promise((r) => (proc.exitCode !== null ? r() : proc.once('exit', r)));
-      fs.rmSync(dir, { recursive: true, force: true });
+      cleanup();
     },
   };
 }
@@ -86,21 +91,7 @@ export async function startMemcached() {
   const port = await freePort();
   const proc = spawn(bin, ['-l', '127.0.0.1', '-p', String(port), '-U', '0', '-m', '64', '-t', '2', '-u', 'root'], { stdio: 'ignore' });
   await waitPort(port);
-  let stopped = false;
-  return {
-    addr: `127.0.0.1:${port}`,
-    port,
-    proc,
-    stall: () => process.kill(proc.pid, 'SIGSTOP'),
-    resume: () => process.kill(proc.pid, 'SIGCONT'),
-    stop: async () => {
-      if (stopped) return;
-      stopped = true;
-      try { process.kill(proc.pid, 'SIGCONT'); } catch { /* gone */ }
-      proc.kill('SIGKILL');
-      await new Promise((r) => (proc.exitCode !== null ? r() : proc.once('exit', r)));
-    },
-  };
+  return serverHandle(proc, port);
 }
 
 /** Starts a pool of n memcached servers; addr is the "memcache://a,b,c" form the Go helper takes. */
@@ -142,4 +133,15 @@ export function interopBinary() {
 export function runInterop(cmd, addr, prefix) {
   const out = execFileSync(interopBinary(), [cmd, addr, prefix], { encoding: 'utf8' });
   return JSON.parse(out);
+}
+
+/** A seeded xorshift32 generator in [0, 1): the fuzz loops replay the same inputs every run. */
+export function rng(seed) {
+  let s = seed >>> 0 || 1;
+  return () => {
+    s ^= s << 13; s >>>= 0;
+    s ^= s >>> 17;
+    s ^= s << 5; s >>>= 0;
+    return s / 0x100000000;
+  };
 }

@@ -7,17 +7,8 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { KetamaRing, wireKey, ResponseParser, MetaProtocolError, MetaServerError, MemcacheStore, Cache, HealthStore } from '../dist/index.js';
-import { interopBinary, repoDir, serverSkip, startMemcachedPool } from './helpers.mjs';
+import { interopBinary, repoDir, rng, serverSkip, startMemcachedPool } from './helpers.mjs';
 
-function rng(seed) {
-  let s = seed >>> 0 || 1;
-  return () => {
-    s ^= s << 13; s >>>= 0;
-    s ^= s >>> 17;
-    s ^= s << 5; s >>>= 0;
-    return s / 0x100000000;
-  };
-}
 
 function randomKey(r) {
   const kinds = ['user:', 'article:', 'キー', 'with space ', '\t', 'é', 'x'];

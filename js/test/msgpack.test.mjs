@@ -7,16 +7,8 @@ import assert from 'node:assert/strict';
 import { Encoder } from '@msgpack/msgpack';
 import { Packr, Unpackr } from 'msgpackr';
 import { Codec, decodeMsgPack, MsgPackError, checkMsgPack, FormatError } from '../dist/index.js';
+import { rng } from './helpers.mjs';
 
-function rng(seed) {
-  let s = seed >>> 0 || 1;
-  return () => {
-    s ^= s << 13; s >>>= 0;
-    s ^= s >>> 17;
-    s ^= s << 5; s >>>= 0;
-    return s / 0x100000000;
-  };
-}
 
 const alphabet = ['a', 'b', 'z', 'é', '日本', '😀', ' ', 'id', 'name', '0'];
 function randomString(r) {
