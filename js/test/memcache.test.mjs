@@ -156,7 +156,7 @@ test('memcached: a stalled server\'s keys go to the loader within the store budg
   const victim = pool.nodes[0];
   const onVictim = keys.filter((k) => store.nodeOf(k) === victim.addr);
   assert.ok(onVictim.length > 0);
-  victim.stall();
+  await victim.stall();
   try {
     let loaded = [];
     const got = await c.fetchMany(keys, async (ks) => { loaded = ks; return new Map(ks.map((k) => [k, k])); });
@@ -166,4 +166,19 @@ test('memcached: a stalled server\'s keys go to the loader within the store budg
     victim.resume();
     await hs.close?.();
   }
+});
+
+test('memcached: a stalled server\'s connection is dropped after readTimeout (its requests fail, nothing piles up); after SIGCONT it works again', { skip, timeout: 30_000 }, async () => {
+  const victim = pool.nodes[1];
+  const s = new MemcacheStore({ servers: pool.servers, readTimeout: 200 });
+  const key = Array.from({ length: 100 }, (_, i) => `rt:${i}`).find((k) => s.nodeOf(k) === victim.addr);
+  await s.setBatch(victim.addr, [{ key, value: Buffer.from('v'), ttl: 60_000 }]);
+  await victim.stall();
+  try {
+    await assert.rejects(s.getBatch(victim.addr, [key]), /no answer for 200 ms/);
+  } finally {
+    victim.resume();
+  }
+  assert.deepEqual(await s.getBatch(victim.addr, [key]), [Buffer.from('v')]);
+  await s.close();
 });
