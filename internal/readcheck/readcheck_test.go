@@ -45,8 +45,10 @@ func combos(backend string) []combo {
 		}
 		return out
 	case "redis", "cluster":
+		// The L1 either relies on Tracking's reports or, without
+		// Tracking, is bounded by MaxStaleness.
 		for _, leases := range []bool{true, false} {
-			for _, l1 := range []string{"", "tracking"} {
+			for _, l1 := range []string{"", "tracking", "staleness"} {
 				for _, h := range []bool{false, true} {
 					out = append(out, combo{Backend: backend, Leases: leases, L1: l1, Health: h})
 					if leases {
@@ -54,10 +56,6 @@ func combos(backend string) []combo {
 					}
 				}
 			}
-			// An L1 over Redis without Tracking, bounded by MaxStaleness
-			// (its health and early-refresh variants are those of
-			// memcached's L1, which runs them all).
-			out = append(out, combo{Backend: backend, Leases: leases, L1: "staleness"})
 		}
 	case "memcached":
 		for _, leases := range []bool{true, false} {

@@ -53,7 +53,7 @@ func (p *Pipeline[V]) acquireProcess(ctx context.Context, b *budget, s *slot[V],
 				return vouched[V]{v: v}, err
 			}
 		}
-		v, err, _, _ := p.loadOne(lctx, b, s.key, ttl, loader, nil)
+		v, _, _, err := p.loadOne(lctx, b, s.key, ttl, loader, nil)
 		return vouched[V]{v: v}, err
 	}, p.countShared)
 	return r.v, err
@@ -122,7 +122,7 @@ func (p *Pipeline[V]) leaseLoad(ctx context.Context, b *budget, key string, ttl 
 	for delay := time.Millisecond; ; {
 		switch c {
 		case won:
-			v, err, at, refused := p.loadOne(ctx, b, key, ttl, loader, &r.Lease)
+			v, at, refused, err := p.loadOne(ctx, b, key, ttl, loader, &r.Lease)
 			if err == nil && refused && !Faults.JoinAfterInvalidate.Load() {
 				err = errVoided
 			}
@@ -201,7 +201,7 @@ func (p *Pipeline[V]) refreshLater(ctx context.Context, key string, ttl time.Dur
 		defer func() { _ = recover() }() // a panicking loader already counted; nobody waits here
 		_, _, _ = p.holders.Do(bctx, key, p.cfg.LoadTimeout, func(lctx context.Context) (vouched[V], error) {
 			b := p.newBudget() // the refresh's own store time, not the request's
-			v, err, at, _ := p.loadOne(lctx, &b, key, ttl, loader, &l)
+			v, at, _, err := p.loadOne(lctx, &b, key, ttl, loader, &l)
 			return vouched[V]{v: v, at: at}, err
 		}, func() { p.release(bctx, l) })
 	}()
@@ -241,7 +241,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 // the result is vouched for from (see vouched): when the fill the store
 // took under l was sent, else when the load began. A loader error or
 // panic gives the lease up, so waiters need not wait out its TTL.
-func (p *Pipeline[V]) loadOne(ctx context.Context, b *budget, key string, ttl time.Duration, loader Loader[V], l *store.Lease) (v V, err error, at time.Time, refused bool) {
+func (p *Pipeline[V]) loadOne(ctx context.Context, b *budget, key string, ttl time.Duration, loader Loader[V], l *store.Lease) (v V, at time.Time, refused bool, err error) {
 	filled := false
 	if l != nil {
 		defer func() {
@@ -259,18 +259,18 @@ func (p *Pipeline[V]) loadOne(ctx context.Context, b *budget, key string, ttl ti
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		if p.cfg.NegativeTTL < 0 {
-			return v, err, start, false
+			return v, start, false, err
 		}
 		f.data, f.ttl = p.encodeNegative(), p.cfg.Jitter(p.cfg.NegativeTTL)
 	case err != nil:
 		p.st.LoadErrs.Add(1)
-		return v, fmt.Errorf("kura: load %q: %w", key, err), start, false
+		return v, start, false, fmt.Errorf("kura: load %q: %w", key, err)
 	default:
 		f.ttl = p.cfg.Jitter(ttl)
 		var eerr error
 		if f.data, eerr = p.Encode(key, v, p.refreshFields(start, f.ttl, cost)); eerr != nil {
 			p.report(OpSet, key, eerr)
-			return v, nil, start, false
+			return v, start, false, nil
 		}
 	}
 	_, kept := b.keep[key]
@@ -280,7 +280,7 @@ func (p *Pipeline[V]) loadOne(ctx context.Context, b *budget, key string, ttl ti
 	if filled && !refused && !kept && l != nil && !Faults.FillIgnoresLease.Load() {
 		at = sent
 	}
-	return v, err, at, refused
+	return v, at, refused, err
 }
 
 // fillItem is one write-back: under lease when there is one.
