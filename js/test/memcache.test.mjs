@@ -148,6 +148,17 @@ test('memcached pool: batches per server, keys of every form, fetchMany loads mi
   assert.deepEqual(reloaded.sort(), ['with space', 'x'.repeat(300)].sort());
 });
 
+test('memcached: the empty key (no wire form) is a miss of its own; the keys read with it still hit', { skip }, async () => {
+  const c = new Cache(store, { ttl: 60_000, storeTimeout: 5000 });
+  const keys = Array.from({ length: 20 }, (_, i) => `ek:${i}`);
+  await c.fetchMany(keys, async (ks) => new Map(ks.map((k) => [k, k])));
+  let loaded = [];
+  const got = await c.fetchMany(['', ...keys], async (ks) => { loaded = ks; return new Map(ks.map((k) => [k, `L${k}`])); });
+  assert.deepEqual(loaded, ['']);
+  assert.equal(got.get(''), 'L');
+  for (const k of keys) assert.equal(got.get(k), k);
+});
+
 test('memcached: a stalled server\'s keys go to the loader within the store budget; the others keep hitting', { skip, timeout: 30_000 }, async () => {
   const hs = new HealthStore(store);
   // A budget a loaded machine's live servers answer within; the stopped one never answers.
