@@ -67,6 +67,9 @@ export class MemcacheStore implements Store, Leaser {
   async getBatch(node: string, keys: string[]): Promise<(Buffer | null)[]> {
     const out = await this.conn(node).exec(keys.map((key) => ({ cmd: 'mg', key, returnValue: true })), keys.length > 1);
     return out.map((o) => {
+      // A key memcached cannot hold (the empty key) is a miss of its own,
+      // not a failure of the other keys read with it.
+      if (o instanceof RangeError) return null;
       if (o instanceof Error) throw o;
       if (o === undefined || o.status === 'EN' || isPlaceholder(o) || o.stale) return null;
       if (o.status !== 'VA') throw new Error(`kura: memcache ${node}: unexpected answer ${o.status} to mg`);
