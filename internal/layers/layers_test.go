@@ -68,7 +68,6 @@ var exceptions = map[string]string{
 	"kuraprom -> store/health":               "#26: kuraprom reads node health from the Cache's Stats",
 	"loadgen -> internal/servers":            "#26: loadgen gets its servers from its caller",
 	"loadgen -> store/memcache":              "#26: loadgen opens stores through store/storeurl",
-	"loadgen -> store/redisring":             "#26: loadgen places ring keys through package ring, not the store",
 	"scan -> store/memcache":                 "#26: scan reads keys through a store capability",
 	"scan -> store/memcache/meta":            "#26: scan reads keys through a store capability",
 	"scan -> store/redisstore":               "#26: scan reads keys through a store capability",
