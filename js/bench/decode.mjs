@@ -1,9 +1,12 @@
 // Decoding one ~1 KB article record, µs of CPU per call (process.cpuUsage:
 // on a shared machine wall time also counts the time other jobs run), in one process: kura's
-// msgpack decoder vs msgpackr on the same bytes, JSON.parse of the same
-// record, and kura's whole envelope decode (header + S2 + msgpack).
+// msgpack reader (checkMsgPack's bound walk + @msgpack/msgpack's Decoder),
+// the bare @msgpack/msgpack Decoder and msgpackr on the same bytes,
+// JSON.parse of the same record, and kura's whole envelope decode (header +
+// S2 + msgpack).
 // Interleaved rounds, medians. Run: cd js && npm run build && node bench/decode.mjs
 import { Unpackr } from 'msgpackr';
+import { Decoder } from '@msgpack/msgpack';
 import { Codec, parseHeader, s2Decode, decodeMsgPack } from '../dist/index.js';
 import { record } from './record.mjs';
 
@@ -15,10 +18,12 @@ const raws = vals.map((v) => {
 });
 const jsons = Array.from({ length: 1000 }, (_, i) => JSON.stringify(record(i)));
 const unpackr = new Unpackr({ useRecords: false, mapsAsObjects: true, int64AsType: 'number' });
+const bare = new Decoder();
 const cases = {
   'JSON.parse (string)': (i) => JSON.parse(jsons[i]),
   'msgpackr unpack': (i) => unpackr.unpack(raws[i]),
-  'kura decodeMsgPack': (i) => decodeMsgPack(raws[i]),
+  '@msgpack/msgpack Decoder (bare)': (i) => bare.decode(raws[i]),
+  'kura decodeMsgPack (bound walk + @msgpack)': (i) => decodeMsgPack(raws[i]),
   'kura Codec.decode (header + S2 + msgpack)': (i) => codec.decode(vals[i]),
 };
 const res = Object.fromEntries(Object.keys(cases).map((k) => [k, []]));

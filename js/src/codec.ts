@@ -9,8 +9,7 @@
  */
 
 import { createHash } from 'node:crypto';
-import { Encoder } from '@msgpack/msgpack';
-import { decodeMsgPack } from './msgpack.js';
+import { Decoder, Encoder, ExtensionCodec } from '@msgpack/msgpack';
 import { FormatError } from './errors.js';
 import { readUvarint, pushUvarint, uvarintLen } from './varint.js';
 import { s2Decode, s2Encode, parseS2Dict, S2CorruptError, type S2Dict } from './s2.js';
@@ -475,9 +474,8 @@ export class Codec {
   private readonly dicts = new Map<number, DictEntry>();
   // Writing: @msgpack/msgpack, which encodes integers beyond 32 bits as
   // int64/uint64 (msgpackr writes them as float64, which Go's int fields
-  // refuse). Reading: kura's own decoder (msgpack.ts), standard msgpack
-  // only, faster than JSON.parse on a 1 KB record; Date is the timestamp
-  // extension (-1) both ways.
+  // refuse). Reading: @msgpack/msgpack's Decoder too (decodeMsgPack), after
+  // checkMsgPack's bound; Date is the timestamp extension (-1) both ways.
   private readonly enc = new Encoder({ ignoreUndefined: false });
   private scratch: Buffer = Buffer.alloc(0);
 
@@ -728,12 +726,7 @@ export class Codec {
         }
       case 'msgpack':
       case 'msgpack-array':
-        checkMsgPack(raw, allocBound(Math.min(raw.length, stored)));
-        try {
-          return decodeMsgPack(raw);
-        } catch (err) {
-          throw new FormatError('ErrDeserialize', `msgpack: ${(err as Error).message}`, { cause: err });
-        }
+        return decodeWalked(raw, checkMsgPack(raw, allocBound(Math.min(raw.length, stored))), true);
       case 'json': {
         if (raw.length > stored) checkJSON(raw, allocBound(stored));
         try {
@@ -766,6 +759,76 @@ function serializerName(id: number): SerializerName | undefined {
       return 'msgpack-array';
   }
   return undefined;
+}
+
+/** Thrown by decodeMsgPack for bytes that are not one standard msgpack value; the codec turns it into ErrDeserialize. */
+export class MsgPackError extends Error {
+  override name = 'MsgPackError';
+}
+
+/**
+ * The extension types a reader accepts: the timestamp (-1) only, as Go's
+ * decoder into `any`. @msgpack/msgpack would return any other type as an
+ * ExtData, and msgpackr reads 0x42, 0x65, 0x69, 0x70, 0x73, 0x78, ... as
+ * JavaScript objects (a Set, a RegExp, an Error); a Go writer never meant
+ * either.
+ */
+class TimestampOnly extends ExtensionCodec {
+  override decode(data: Uint8Array, type: number, context: undefined): unknown {
+    if (type !== -1) throw new MsgPackError(`extension type ${type} (only the timestamp, -1, is standard)`);
+    return super.decode(data, type, context);
+  }
+}
+
+// One reused decoder: decode is synchronous, and @msgpack/msgpack clones the
+// instance if it were ever re-entered. Its map keys are strings or numbers
+// (anything else is an error), and a "__proto__" key is an error: the
+// prototype of a decoded object is never set.
+const reader = new Decoder({ extensionCodec: new TimestampOnly() });
+
+/**
+ * Decodes exactly one standard msgpack value from b (trailing bytes are an
+ * error) with @msgpack/msgpack: maps as plain objects, 64-bit integers as
+ * the nearest double, the timestamp extension (-1) as a Date, bin as a
+ * Buffer of its own (never a view of b). Any other extension type, a map key
+ * that is not a string or number, and a "__proto__" key throw MsgPackError.
+ * It walks b with checkMsgPack first (Go's allocation bound and depth
+ * limit), which throws a FormatError (ErrBomb).
+ */
+export function decodeMsgPack(b: Uint8Array): unknown {
+  return decodeWalked(b, checkMsgPack(b), false);
+}
+
+/**
+ * Decodes b, already walked by checkMsgPack (hasBin: what it returned).
+ * Errors are MsgPackError, or FormatError ErrDeserialize for the codec.
+ */
+function decodeWalked(b: Uint8Array, hasBin: boolean, forCodec: boolean): unknown {
+  let v: unknown;
+  try {
+    v = reader.decode(b);
+  } catch (err) {
+    const why = (err as Error).message;
+    if (forCodec) throw new FormatError('ErrDeserialize', `msgpack: ${why}`, { cause: err });
+    throw err instanceof MsgPackError ? err : new MsgPackError(why, { cause: err });
+  }
+  return hasBin ? ownBins(v) : v;
+}
+
+/**
+ * Replaces the bin values @msgpack/msgpack returns (views of the input,
+ * which may be the codec's scratch buffer) with Buffers of their own. Only
+ * called when checkMsgPack saw a bin: a value without one is not walked.
+ */
+function ownBins(v: unknown): unknown {
+  if (v instanceof Uint8Array) return Buffer.from(v);
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) v[i] = ownBins(v[i]);
+  } else if (v !== null && typeof v === 'object' && !(v instanceof Date)) {
+    const o = v as Record<string, unknown>;
+    for (const k in o) o[k] = ownBins(o[k]);
+  }
+  return v;
 }
 
 /** A string with a lone surrogate has no UTF-8 form; it stays msgpack (as Go keeps invalid UTF-8 in msgpack). */

@@ -7,7 +7,6 @@ export * from './codec.js';
 export { fingerprint, schema } from './schema.js';
 export { s2Encode, s2Decode, parseS2Dict, s2DictBytes, type S2Dict } from './s2.js';
 export { checkMsgPack, checkJSON, allocBound, MAX_DEPTH } from './check.js';
-export { decodeMsgPack, MsgPackError } from './msgpack.js';
 export { zstdAvailable } from './zstd.js';
 export { ValueTooLargeError } from './errors.js';
 export { Cache, cacheDefaults, type CacheOptions, type CacheStats, type FetchOptions, type Loader, type ManyLoader, type Op } from './cache.js';

@@ -1,7 +1,7 @@
-// kura's msgpack decoder (the hit path's): cross-checked against two
-// independent implementations on random values, fuzzed with mutated
-// payloads, and held to what a cache reader needs (no prototype pollution,
-// no views of a scratch buffer, no JavaScript-only extensions).
+// The hit path's msgpack reader (@msgpack/msgpack's Decoder behind kura's
+// bound check): cross-checked against msgpackr on random values, fuzzed with
+// mutated payloads, and held to what a cache reader needs (no prototype
+// pollution, no views of a scratch buffer, no JavaScript-only extensions).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Encoder } from '@msgpack/msgpack';
@@ -48,6 +48,19 @@ const norm = (v) => {
   return v;
 };
 
+// Every bin comes back as a Buffer over memory of its own, never a view of the input.
+function assertOwnBins(v, input) {
+  if (v instanceof Uint8Array) {
+    assert.ok(Buffer.isBuffer(v), 'bin is a Buffer');
+    const apart = v.buffer !== input.buffer || v.byteOffset >= input.byteOffset + input.length || v.byteOffset + v.length <= input.byteOffset;
+    assert.ok(apart, 'bin aliases the input'); // (small Buffers share Node's pool: compare the ranges)
+  } else if (Array.isArray(v)) v.forEach((x) => assertOwnBins(x, input));
+  else if (v && typeof v === 'object' && !(v instanceof Date)) {
+    assert.equal(Object.getPrototypeOf(v), Object.prototype);
+    Object.values(v).forEach((x) => assertOwnBins(x, input));
+  }
+}
+
 test('decodeMsgPack reads what @msgpack/msgpack and msgpackr write, as msgpackr reads it', () => {
   const r = rng(2026);
   const enc = new Encoder({ ignoreUndefined: false });
@@ -58,6 +71,7 @@ test('decodeMsgPack reads what @msgpack/msgpack and msgpackr write, as msgpackr 
     for (const b of [enc.encode(v), packr.pack(v)]) {
       const got = decodeMsgPack(b);
       assert.deepEqual(norm(got), norm(v), `value ${i}`);
+      assertOwnBins(got, b);
       assert.deepEqual(norm(got), norm(unpackr.unpack(b)), `value ${i} vs msgpackr`);
     }
   }
@@ -75,18 +89,32 @@ test('decodeMsgPack: 64-bit integers, float32, the three timestamp sizes', () =>
   assert.equal(decodeMsgPack(t12).getTime(), -1000);
 });
 
-test('decodeMsgPack: a "__proto__" key is an own property, never the prototype', () => {
-  const b = new Encoder().encode(JSON.parse('{"__proto__":{"polluted":true},"a":1}'));
-  const o = decodeMsgPack(b);
+test('decodeMsgPack: a "__proto__" key is an error, never the prototype', () => {
+  // @msgpack/msgpack refuses the key (DecodeError) before it could be
+  // assigned; at any depth, and through the codec it is ErrDeserialize.
+  const enc = new Encoder();
+  for (const json of ['{"__proto__":{"polluted":true},"a":1}', '{"a":[{"b":1,"__proto__":{"polluted":true}}]}']) {
+    const b = enc.encode(JSON.parse(json));
+    assert.throws(() => decodeMsgPack(b), MsgPackError);
+    assert.equal({}.polluted, undefined);
+    // The same map written by a Codec under a key of the same length, then renamed in place.
+    const c = new Codec({ minCompressSize: 1 << 20 });
+    const e = Buffer.from(c.encode(JSON.parse(json.replace('__proto__', '__protoXX'))));
+    const at = e.indexOf('__protoXX');
+    const hostile = Buffer.concat([e.subarray(0, at), Buffer.from('__proto__'), e.subarray(at + 9)]);
+    assert.throws(() => c.decode(hostile), (err) => err instanceof FormatError && err.code === 'ErrDeserialize');
+    assert.equal({}.polluted, undefined);
+  }
+  // "constructor" and "prototype" are ordinary own keys.
+  const o = decodeMsgPack(enc.encode({ constructor: 1, prototype: 2 }));
   assert.equal(Object.getPrototypeOf(o), Object.prototype);
-  assert.equal(o.polluted, undefined);
-  assert.deepEqual(Object.keys(o), ['__proto__', 'a']);
-  assert.equal({}.polluted, undefined);
+  assert.deepEqual(Object.keys(o), ['constructor', 'prototype']);
 });
 
 test('decodeMsgPack: extension types other than the timestamp are errors, not JavaScript objects', () => {
   // msgpackr reads type 0x73 as a Set and 0x78 as a RegExp; a Go writer never meant that.
-  for (const hex of ['d47300', 'd57800c0', 'c70142ff']) {
+  // Negative types other than -1 are reserved: also errors, never an ExtData.
+  for (const hex of ['d47300', 'd57800c0', 'c70142ff', 'd4fe00', 'd48000', 'd47f00', '91d40000', '81a161c70142ff']) {
     assert.throws(() => decodeMsgPack(Buffer.from(hex, 'hex')), MsgPackError);
   }
 });
@@ -100,7 +128,17 @@ test('bin values do not alias the codec\'s scratch buffer', () => {
   assert.ok(first.blob.equals(Buffer.alloc(600, 1)));
 });
 
-test('fuzz: mutated payloads decode or throw MsgPackError, nothing else', () => {
+test('decodeMsgPack: hostile counts and nesting are refused by the bound check before decoding', () => {
+  // Without checkMsgPack, @msgpack/msgpack would allocate an array of the
+  // claimed length (2^32 - 1 slots) before reading any element.
+  for (const hex of ['ddffffffff', 'dfffffffff', 'dc0100', '91'.repeat(300) + 'c0', 'c6ffffffff00']) {
+    assert.throws(() => decodeMsgPack(Buffer.from(hex, 'hex')), (e) => e instanceof FormatError && e.code === 'ErrBomb', hex.slice(0, 16));
+  }
+  // Go's depth limit: 256 levels decode, 257 do not.
+  assert.deepEqual(decodeMsgPack(Buffer.from('91'.repeat(255) + '90', 'hex')).length, 1);
+});
+
+test('fuzz: mutated payloads decode or throw MsgPackError or ErrBomb, nothing else', () => {
   const r = rng(77);
   const enc = new Encoder();
   let refused = 0;
@@ -115,18 +153,34 @@ test('fuzz: mutated payloads decode or throw MsgPackError, nothing else', () => 
       else if (op === 1) m = m.subarray(0, at);
       else m = Buffer.concat([m.subarray(0, at), Buffer.from([Math.floor(r() * 256)]), m.subarray(at)]);
     }
+    let walked = true;
     try {
       checkMsgPack(m);
     } catch (e) {
       assert.ok(e instanceof FormatError && e.code === 'ErrBomb', String(e));
+      walked = false;
     }
-    // Even without the walk: its own checks refuse every lie before allocating.
     try {
-      decodeMsgPack(m);
+      assertOwnBins(decodeMsgPack(m), m);
+      assert.ok(walked, `${m.toString('hex')}: decoded what the bound check refused`);
     } catch (e) {
-      assert.ok(e instanceof MsgPackError, `${m.toString('hex')}: ${e?.stack ?? e}`);
+      if (e instanceof assert.AssertionError) throw e;
+      // ErrBomb exactly when the walk refused; otherwise the decoder's own refusal.
+      if (walked) assert.ok(e instanceof MsgPackError, `${m.toString('hex')}: ${e?.stack ?? e}`);
+      else assert.ok(e instanceof FormatError && e.code === 'ErrBomb', `${m.toString('hex')}: ${e?.stack ?? e}`);
       refused++;
     }
   }
   assert.ok(refused > 0);
+});
+
+test('decodeMsgPack: a string that is not UTF-8 (Go can write one) decodes to a string, never an error', () => {
+  // @msgpack/msgpack reads strings of up to 200 bytes with its own decoder,
+  // which does not validate (bytes c3 28 read as one character); longer ones
+  // with TextDecoder (U+FFFD per bad byte). Lossy either way, as any
+  // JavaScript string of such bytes is: pinned here so a change is seen.
+  assert.equal(typeof decodeMsgPack(Buffer.from('a3ff6162', 'hex')), 'string');
+  assert.equal(typeof decodeMsgPack(Buffer.from('a2c328', 'hex')), 'string');
+  const long = decodeMsgPack(Buffer.from('d9c9' + 'ff'.repeat(201), 'hex'));
+  assert.equal(long, '\ufffd'.repeat(201));
 });
