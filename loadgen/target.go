@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/kuracache/kura/ring"
-	"github.com/kuracache/kura/store/redisring"
 	"github.com/kuracache/kura/store/storeurl"
 )
 
@@ -34,10 +33,9 @@ type Target struct {
 	// sets it when the server reports cluster_enabled:1.
 	Cluster bool
 	// Ring is set for redis+ring:// (standalone Redis shards): the ring
-	// store/redisring places keys with, built from the URL's ring=,
-	// weights=, names= and hashtag=, so each shard gets the keys a kura
-	// application on the same URL sends it. Its String is the URL's
-	// ring mode.
+	// store/redisring places keys with (storeurl.Target.Placement), built
+	// from the URL's ring=, weights=, names= and hashtag=, so each shard
+	// gets the keys a kura application on the same URL sends it.
 	Ring ring.Ring
 	// RingMode is the URL's ring= ("" for the default, go-redis).
 	RingMode ring.Mode
@@ -99,7 +97,7 @@ func ParseTarget(s string) (Target, error) {
 		t.Kind = KindRedis
 	case storeurl.RedisRing:
 		t.Kind = KindRedis
-		r, err := redisring.NewRing(st.RedisRingOptions())
+		r, err := st.Placement()
 		if err != nil {
 			return Target{}, fmt.Errorf("%w: target %s: %w", ErrConfig, st.Redacted(), err)
 		}
