@@ -63,8 +63,9 @@ func (p *Pipeline[V]) countShared() { p.st.Shared.Add(1) }
 
 // acquireLease is the lease strategy for one key: the lease holder loads
 // in a flight of its own kind (holders); everyone else in this process
-// shares one waiting flight that polls the store (or joins a holder of
-// this process) until the fill is there. A caller that joined takes the
+// shares one waiting flight, which joins a holder of this process or
+// waits, through the Cache's poller (the hub, the same step FetchMany
+// waits with), until the fill is there. A caller that joined takes the
 // shared result only if the store vouched for it after the caller asked
 // (see vouched); else it gets errVoided and looks again.
 func (p *Pipeline[V]) acquireLease(ctx context.Context, b *budget, s *slot[V], ttl time.Duration, loader Loader[V]) (V, error) {
@@ -114,12 +115,14 @@ func (p *Pipeline[V]) loadUnfilled(ctx context.Context, key string, loader Loade
 }
 
 // leaseLoad is the body of a lease flight: load under the lease, or wait
-// for the holder's fill with backoff, bounded by Config.LeaseWait; when
-// the bound passes, load without writing back (fail open).
+// for the holder's fill, bounded by Config.LeaseWait; when the bound
+// passes, load without writing back (fail open). Waiting is the same step
+// as FetchMany's: the key goes to the Cache's poller (the hub), which
+// reads every key this process waits for in one batch per tick.
 func (p *Pipeline[V]) leaseLoad(ctx context.Context, b *budget, key string, ttl time.Duration, loader Loader[V], r store.LeaseResult, c class) (vouched[V], error) {
 	start := time.Now()
-	waited := false
-	for delay := time.Millisecond; ; {
+	var reg *waitReg
+	for {
 		switch c {
 		case won:
 			v, at, refused, err := p.loadOne(ctx, b, key, ttl, loader, &r.Lease)
@@ -138,11 +141,11 @@ func (p *Pipeline[V]) leaseLoad(ctx context.Context, b *budget, key string, ttl 
 			if err := p.leaser.Invalidate(ctx, []string{key}, 0); err != nil {
 				return p.loadUnfilled(ctx, key, loader)
 			}
-			delay = 0
 		case wait:
-			if !waited {
-				waited = true
+			if reg == nil {
 				p.st.LeaseWaits.Add(1)
+				reg = newWaitReg(1)
+				defer p.cancelWait(reg)
 			}
 			// The holder may be in this process: then its result is
 			// ours without another read, unless its fill was refused or
@@ -150,33 +153,27 @@ func (p *Pipeline[V]) leaseLoad(ctx context.Context, b *budget, key string, ttl 
 			// between: read the store instead).
 			if hr, ok, err := p.holders.Join(ctx, key, p.countShared); ok && !errors.Is(err, errVoided) && (err != nil || hr.takes(start)) {
 				return hr, err
-			} else if ok {
-				delay = 0
 			}
-			left := p.cfg.LeaseWait - time.Since(start)
-			if left <= 0 || sleep(ctx, jittered(min(delay, left))) != nil {
-				p.st.LeaseFailOpen.Add(1)
-				return p.loadUnfilled(ctx, key, loader)
-			}
-			delay = max(min(2*delay, maxPoll), time.Millisecond)
 		case hit:
 			return p.loadUnfilled(ctx, key, loader) // not reached
 		}
-		// A poll is not this caller's own store work: waiting is bounded
-		// by LeaseWait, each poll by a StoreTimeout of its own.
-		var one [1]slot[V]
-		one[0].key = key
-		pb := p.newBudget()
-		sent := time.Now()
-		p.leaseRead(ctx, &pb, one[:], nil, false)
-		if len(pb.keep) > 0 {
-			b.keepEntry(key, pb.keep[key])
+		if reg == nil { // after a corrupt entry was removed
+			reg = newWaitReg(1)
+			defer p.cancelWait(reg)
 		}
-		s := &one[0]
-		if s.failed {
+		// The poller hands this key only the result of a read sent after
+		// it was registered, so that moment vouches for a value found.
+		asked := time.Now()
+		p.startWait(reg, []string{key})
+		got, err := p.awaitFills(ctx, reg, start)
+		if err != nil {
+			return vouched[V]{}, err
+		}
+		if got == nil || got[0].failed {
 			p.st.LeaseFailOpen.Add(1)
 			return p.loadUnfilled(ctx, key, loader)
 		}
+		s := &got[0]
 		if s.class == hit {
 			if s.refresh {
 				// A stale value whose refresh fell to this caller:
@@ -184,7 +181,7 @@ func (p *Pipeline[V]) leaseLoad(ctx context.Context, b *budget, key string, ttl 
 				p.refreshLater(ctx, key, ttl, loader, s.r.Lease)
 			}
 			v, err := serve(key, s.e.v, s.e.negative)
-			return vouched[V]{v: v, at: sent}, err
+			return vouched[V]{v: v, at: asked}, err
 		}
 		r, c = s.r, s.class
 	}
@@ -207,9 +204,9 @@ func (p *Pipeline[V]) refreshLater(ctx context.Context, key string, ttl time.Dur
 	}()
 }
 
-// maxPoll caps the backoff between two reads of a waiter: a fill is seen
-// at most this late, and a waiter reads the store at most 1/maxPoll times
-// a second.
+// maxPoll caps the backoff between two reads of the poller: a fill is
+// seen at most this late, and the poller reads a waited-for key at most
+// 1/maxPoll times a second once nothing new is waited for.
 const maxPoll = 20 * time.Millisecond
 
 // jittered spreads d over [d/2, d) so waiters of many processes do not
@@ -219,20 +216,6 @@ func jittered(d time.Duration) time.Duration {
 		return d
 	}
 	return d/2 + time.Duration(rand.Int64N(int64(d/2)))
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	if d <= 0 {
-		return ctx.Err()
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // loadOne calls the loader for key and fills the result back: under lease

@@ -70,7 +70,8 @@ type Pipeline[V any] struct {
 	// holders runs the loads of lease holders, apart from group, so a
 	// caller that wins a lease never joins a wait and has to give it up.
 	holders flight.Group[vouched[V]]
-	// hub polls, for FetchMany, the keys other callers hold leases on.
+	// hub polls, for Fetch and FetchMany, the keys other callers hold
+	// leases on: one batched read per tick for the whole process.
 	hub waitHub
 	// refreshing holds the keys a FetchMany early refresh reloads.
 	refreshing refreshSet
