@@ -8,6 +8,7 @@ package l1
 import (
 	"hash/maphash"
 	"math"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -40,15 +41,45 @@ var epoch = time.Now()
 
 // Tier is the L1 of one Cache. The zero value is not usable; see New.
 type Tier[V any] struct {
+	// Read by every hit and written only by New and Close: no counter
+	// shares their cache lines, so a hit on one core does not make the
+	// next hit on the other core fetch them again.
 	c      *otter.Cache[string, item[V]]
 	maxAge time.Duration // > 0: an entry older than this is a miss, to the nanosecond
 	vSize  int
 	clone  bool
-	seed   maphash.Seed
-	shards [shards]shard
 	closed atomic.Bool
+	seed   maphash.Seed
+	_      [padding]byte
 
-	hits, negHits, misses, evictions, invalidations, flushes atomic.Uint64
+	// stripes count the hits: each hit adds to a stripe picked at random,
+	// so hits on different cores rarely write the same cache line (one
+	// counter for all of them cost a cache-line transfer per hit under
+	// parallel reads). Stats sums them: exact, every hit counted once.
+	stripes [stripes]stripe
+
+	shards [shards]shard
+
+	misses, evictions, invalidations, flushes atomic.Uint64
+}
+
+// padding is the size of two cache lines: with the adjacent-line
+// prefetcher of x86 cores, lines are fetched in pairs.
+const padding = 128
+
+// stripes is the number of hit counters; a power of two.
+const stripes = 16
+
+// stripe is one hit counter, alone on its pair of cache lines.
+type stripe struct {
+	hits, negHits atomic.Uint64
+	_             [padding - 16]byte
+}
+
+// stripe picks the hit counter of one hit: a per-thread random number
+// (math/rand/v2's runtime source), no shared state.
+func (l *Tier[V]) stripe() *stripe {
+	return &l.stripes[rand.Uint32()%stripes]
 }
 
 // shard holds the placeholders of the reads in flight for its keys.
@@ -126,10 +157,10 @@ func (l *Tier[V]) Get(key string) (v V, negative, ok bool) {
 		return v, false, false
 	}
 	if e.negative {
-		l.negHits.Add(1)
+		l.stripe().negHits.Add(1)
 		return v, true, true
 	}
-	l.hits.Add(1)
+	l.stripe().hits.Add(1)
 	v = e.v
 	if l.clone {
 		v = any(v).(Cloner[V]).Clone()
@@ -225,8 +256,13 @@ type Stats struct {
 
 // Stats returns a snapshot of the counters.
 func (l *Tier[V]) Stats() Stats {
+	var hits, negHits uint64
+	for i := range l.stripes {
+		hits += l.stripes[i].hits.Load()
+		negHits += l.stripes[i].negHits.Load()
+	}
 	return Stats{
-		Hits: l.hits.Load(), NegativeHits: l.negHits.Load(), Misses: l.misses.Load(),
+		Hits: hits, NegativeHits: negHits, Misses: l.misses.Load(),
 		Entries: uint64(l.c.EstimatedSize()), Bytes: l.c.WeightedSize(), Evictions: l.evictions.Load(),
 		Invalidations: l.invalidations.Load(), Flushes: l.flushes.Load(),
 	}

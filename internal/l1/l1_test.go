@@ -1,6 +1,7 @@
 package l1
 
 import (
+	"sync"
 	"testing"
 	"time"
 )
@@ -37,5 +38,35 @@ func TestMaxAgeIsExact(t *testing.T) {
 	l.Finish("k", tok, "old", false, 1, true)
 	if _, _, ok := l.Get("k"); ok {
 		t.Fatal("a read overtaken by a drop filled the tier")
+	}
+}
+
+// TestStatsExact: hits, negative hits and misses from parallel readers are
+// each counted once (the hit counters are striped; Stats sums them).
+func TestStatsExact(t *testing.T) {
+	l, err := New[int](1<<20, time.Hour, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	l.Finish("v", l.Begin("v"), 1, false, 8, true)
+	l.Finish("neg", l.Begin("neg"), 0, true, 0, true)
+	const readers, each = 8, 3000
+	var wg sync.WaitGroup
+	for range readers {
+		wg.Go(func() {
+			for j := range each {
+				k := [...]string{"v", "neg", "absent"}[j%3]
+				if _, neg, ok := l.Get(k); ok != (k != "absent") || neg != (k == "neg") {
+					t.Errorf("Get(%q) = neg %v, ok %v", k, neg, ok)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	st := l.Stats()
+	if want := uint64(readers * each / 3); st.Hits != want || st.NegativeHits != want || st.Misses != want {
+		t.Fatalf("Stats = %+v, want %d hits, negative hits and misses", st, want)
 	}
 }
