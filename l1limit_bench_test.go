@@ -19,6 +19,9 @@ import (
 	"github.com/kuracache/kura/store/redisstore"
 )
 
+// l1ClockResolution is internal/l1's ClockResolution.
+const l1ClockResolution = 10 * time.Millisecond
+
 // smallValue is a small struct, as a service caches many of: a hit copies
 // it whole (no pointers but the string's).
 type smallValue struct {
@@ -45,7 +48,10 @@ func l1LimitKeys() []string {
 //
 //   - otter: GetIfPresent on an otter cache configured as the L1
 //     configures its own (weigher, MaximumWeight 256 MiB, expiry after
-//     write of L1Options.MaxTTL's default) holding the same values;
+//     write of L1Options.MaxTTL's default, a CoarseClock of the L1's
+//     resolution) holding the same values: the limit;
+//   - otter-precise: the same with otter's default clock (the precise
+//     time on every read), as a user configures otter by default;
 //   - kura: Cache.Fetch served from the L1 (redisstore with Tracking, one
 //     private redis-server, Options.L1 256 MiB).
 //
@@ -95,15 +101,22 @@ func BenchmarkL1Limit(b *testing.B) {
 		v      smallValue
 		weight uint32
 	}
-	oc := otter.Must(&otter.Options[string, entry]{
-		MaximumWeight:    256 << 20,
-		Weigher:          func(_ string, e entry) uint32 { return e.weight },
-		ExpiryCalculator: otter.ExpiryWriting[string, entry](kura.DefaultL1MaxTTL),
-	})
-	b.Cleanup(func() { oc.StopAllGoroutines() })
-	for _, k := range keys {
-		oc.Set(k, entry{v: value(k), weight: 100})
+	bare := func(clock otter.Clock) *otter.Cache[string, entry] {
+		oc := otter.Must(&otter.Options[string, entry]{
+			Clock:            clock,
+			MaximumWeight:    256 << 20,
+			Weigher:          func(_ string, e entry) uint32 { return e.weight },
+			ExpiryCalculator: otter.ExpiryWriting[string, entry](kura.DefaultL1MaxTTL),
+		})
+		b.Cleanup(func() { oc.StopAllGoroutines() })
+		for _, k := range keys {
+			oc.Set(k, entry{v: value(k), weight: 100})
+		}
+		return oc
 	}
+	coarse := otter.NewCoarseClock(l1ClockResolution)
+	b.Cleanup(coarse.Stop)
+	oc, precise := bare(coarse), bare(nil)
 
 	sides := []struct {
 		name string
@@ -111,6 +124,10 @@ func BenchmarkL1Limit(b *testing.B) {
 	}{
 		{"otter", func(key string) (smallValue, bool) {
 			e, ok := oc.GetIfPresent(key)
+			return e.v, ok
+		}},
+		{"otter-precise", func(key string) (smallValue, bool) {
+			e, ok := precise.GetIfPresent(key)
 			return e.v, ok
 		}},
 		{"kura", func(key string) (smallValue, bool) {

@@ -22,11 +22,11 @@ ab=${KURA_BENCH_AB:-5}
 
 go test -c -o "$out/new.test" .
 rm -rf "$out/base-src"
+trap 'git worktree remove --force "$out/base-src" 2>/dev/null || true' EXIT
 git worktree add --detach "$out/base-src" "$base" >/dev/null
 cp l1limit_bench_test.go "$out/base-src/"
 cp internal/cputime/cputime.go "$out/base-src/internal/cputime/"
 (cd "$out/base-src" && go test -c -o "$out/base.test" .)
-git worktree remove --force "$out/base-src"
 
 ratios() { # file: lines "<label> <benchmark line>"
 	python3 - "$1" <<'PY'
@@ -34,7 +34,7 @@ import re, sys, statistics, collections
 val = collections.defaultdict(dict)  # (label, g, side, metric) -> round -> value
 for line in open(sys.argv[1]):
     f = line.split()
-    m = re.match(r'BenchmarkL1Limit/round(\d+)/g(\d+)/(\w+)', f[1]) if len(f) > 1 else None
+    m = re.match(r'BenchmarkL1Limit/round(\d+)/g(\d+)/([\w-]+?)(-\d+)?$', f[1]) if len(f) > 1 else None
     if not m:
         continue
     for i in range(2, len(f) - 1):
@@ -43,12 +43,13 @@ for line in open(sys.argv[1]):
 labels = sorted({k[0] for k in val})
 for label in labels:
     for metric in ('ns/op', 'cpu-ns/op'):
-        for g in (1, 2, 32):
-            o, k = val.get((label, g, 'otter', metric), {}), val.get((label, g, 'kura', metric), {})
-            r = [o[i] / k[i] for i in k if i in o]
-            if r:
-                print(f"{label:5s} {metric:9s} g{g:<3d} otter {statistics.median(o.values()):7.1f}  kura {statistics.median(k.values()):7.1f}"
-                      f"  kura/otter throughput: median {statistics.median(r):.2f}x  min {min(r):.2f}x  max {max(r):.2f}x  (rounds {len(r)})")
+        for peer in ('otter', 'otter-precise'):
+            for g in (1, 2, 32):
+                o, k = val.get((label, g, peer, metric), {}), val.get((label, g, 'kura', metric), {})
+                r = [o[i] / k[i] for i in k if i in o]
+                if r:
+                    print(f"{label:4s} {metric:9s} g{g:<3d} {peer:13s} {statistics.median(o.values()):7.1f}  kura {statistics.median(k.values()):7.1f}"
+                          f"  kura/{peer} throughput: median {statistics.median(r):.2f}x  min {min(r):.2f}x  max {max(r):.2f}x  (rounds {len(r)})")
 PY
 }
 

@@ -117,7 +117,9 @@ func New[V any](maxBytes int64, ttl, maxAge time.Duration) (*Tier[V], error) {
 	for i := range l.shards {
 		l.shards[i].pending = make(map[string]*pending)
 	}
+	clk := acquireClock()
 	c, err := otter.New(&otter.Options[string, item[V]]{
+		Clock:            clk,
 		MaximumWeight:    uint64(maxBytes),
 		Weigher:          func(k string, e item[V]) uint32 { return e.weight },
 		ExpiryCalculator: otter.ExpiryWriting[string, item[V]](ttl),
@@ -128,10 +130,50 @@ func New[V any](maxBytes int64, ttl, maxAge time.Duration) (*Tier[V], error) {
 		},
 	})
 	if err != nil {
+		releaseClock()
 		return nil, err
 	}
 	l.c = c
 	return l, nil
+}
+
+// ClockResolution is how often the tiers' clock reads the time: otter
+// reads its clock on every lookup (for the entry's expiry), and the
+// precise time costs a large part of a hit, so the tiers share a clock
+// that reads it once per ClockResolution and costs a hit an atomic load.
+// An entry expires (L1Options.MaxTTL) up to ClockResolution earlier or
+// later than its TTL says, later still when the process is starved of
+// CPU. The staleness bound of a tier without reports (maxAge) does not
+// rely on it: Get checks it against the precise time.
+const ClockResolution = 10 * time.Millisecond
+
+// clock is the coarse clock the tiers of the process share: one goroutine
+// for all of them, stopped when the last tier closes.
+var clock struct {
+	mu   sync.Mutex
+	refs int
+	c    *otter.CoarseClock
+}
+
+func acquireClock() *otter.CoarseClock {
+	clock.mu.Lock()
+	defer clock.mu.Unlock()
+	if clock.refs == 0 {
+		clock.c = otter.NewCoarseClock(ClockResolution)
+	}
+	clock.refs++
+	return clock.c
+}
+
+// releaseClock stops the clock when no tier uses it any more. A closed
+// tier may still hold it: a stopped CoarseClock reads the precise time.
+func releaseClock() {
+	clock.mu.Lock()
+	defer clock.mu.Unlock()
+	if clock.refs--; clock.refs == 0 {
+		clock.c.Stop()
+		clock.c = nil
+	}
 }
 
 // weigh estimates the memory of an entry: the key, the size of V, twice
@@ -240,13 +282,15 @@ func (l *Tier[V]) OnReport(keys []string) {
 	}
 }
 
-// Close empties the tier and stops otter's goroutines; later reads miss.
+// Close empties the tier and stops otter's goroutines (and the shared
+// clock's, if this was the last tier); later reads miss.
 func (l *Tier[V]) Close() {
 	if l.closed.Swap(true) {
 		return
 	}
 	l.c.InvalidateAll()
 	l.c.StopAllGoroutines()
+	releaseClock()
 }
 
 // Stats are the tier's counters.
