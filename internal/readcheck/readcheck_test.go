@@ -59,6 +59,18 @@ func combos(backend string) []combo {
 			// memcached's L1, which runs them all).
 			out = append(out, combo{Backend: backend, Leases: leases, L1: "staleness"})
 		}
+	case "ring":
+		// Sharded standalone Redis (store/redisring): the read path over
+		// per-shard leases, per-shard tracking and the per-shard breaker;
+		// early refresh and the MaxStaleness L1 add nothing per shard that
+		// "redis" does not check.
+		for _, leases := range []bool{true, false} {
+			for _, l1 := range []string{"", "tracking"} {
+				for _, h := range []bool{false, true} {
+					out = append(out, combo{Backend: backend, Leases: leases, L1: l1, Health: h})
+				}
+			}
+		}
 	case "memcached":
 		for _, leases := range []bool{true, false} {
 			for _, l1 := range []string{"", "staleness"} {
@@ -100,7 +112,7 @@ func faults(backend, pipelineFault string) []combo {
 var knownViolations = map[string]string{}
 
 func init() {
-	for _, b := range []string{"redis", "cluster", "memcached"} {
+	for _, b := range []string{"redis", "cluster", "ring", "memcached"} {
 		for _, c := range append(combos(b), combo{Backend: b, Leases: true, Hot: true}) {
 			switch {
 			case c.L1 == "staleness" && c.Leases:
@@ -154,10 +166,11 @@ func TestHistories(t *testing.T) {
 	for i, m := range pool {
 		mc[i] = m.Addr
 	}
-	addrs := map[string][]string{"redis": {r.URL()}, "cluster": {cl.URL()}, "memcached": mc, "memstore": nil}
+	_, shards := servertest.RedisShards(t, 3, servers.RedisConfig{})
+	addrs := map[string][]string{"redis": {r.URL()}, "cluster": {cl.URL()}, "ring": shards, "memcached": mc, "memstore": nil}
 	t.Cleanup(func() { printSummary(t) })
 	// One group of processes at a time: the machine is small and shared.
-	for _, backend := range []string{"redis", "cluster", "memcached", "memstore"} {
+	for _, backend := range []string{"redis", "cluster", "ring", "memcached", "memstore"} {
 		t.Run(backend, func(t *testing.T) {
 			run(t, addrs, db.Addr, append(combos(backend), faults(backend, "")...), "")
 		})
