@@ -70,7 +70,9 @@ ratios "$out/ab.txt"
 echo "== 3. the L1-off hit path, this tree vs $base, alternately"
 for i in $(seq "$ab"); do
 	for bin in base new; do
-		"$out/$bin.test" -test.run '^$' -test.bench '^BenchmarkFetchHitBudget$' -test.benchtime 3000x 2>/dev/null |
+		# Under heavy load the budgeted variant can time out into a loader
+		# call, which fails that run ("not a hit benchmark"): keep going.
+		{ "$out/$bin.test" -test.run '^$' -test.bench '^BenchmarkFetchHitBudget$' -test.benchtime 3000x 2>/dev/null || true; } |
 			awk -v b="$bin" '/^BenchmarkFetchHitBudget/ {print b, $0}'
 	done
 done | tee "$out/l1off.txt"
