@@ -10,19 +10,12 @@ import { BentoCache, bentostore } from 'bentocache';
 import { redisDriver } from 'bentocache/drivers/redis';
 import { Cache, RedisStore } from '../dist/index.js';
 import { startRedis } from '../test/helpers.mjs';
+import { record } from './record.mjs';
 
 const KEYS = 1000;
 const CALLERS = 64;
 const ROUND_MS = Number(process.env.ROUND_MS ?? 1000);
 const ROUNDS = Number(process.env.ROUNDS ?? 5);
-
-// A ~1 KB article-like record (JSON ~1 KB).
-function record(i) {
-  const words = ['yen', 'rates', 'bank', 'market', 'policy', 'inflation', 'bond', 'yield', 'trade', 'export'];
-  let body = '';
-  for (let j = 0; body.length < 700; j++) body += words[(i * 7 + j * 3) % words.length] + ' ';
-  return { id: i, title: `Article ${i}: the yen and the rates`, author: { id: i % 97, name: `Author ${i % 97}` }, tags: ['economy', 'japan', `t${i % 13}`], published: '2026-11-24T22:00:00Z', views: i * 31, body };
-}
 
 const redis = await startRedis();
 const [host, port] = [redis.addr.split(':')[0], Number(redis.addr.split(':')[1])];

@@ -227,7 +227,7 @@ describe('failures never reach a fetch caller', { skip }, () => {
     try {
       assert.equal(await c.fetch('h:1', async () => 'v'), 'v');
       assert.equal(await c.fetch('h:1', async () => 'loaded'), 'v'); // a hit
-      r.stall();
+      await r.stall();
       // 64 concurrent callers while stalled: all served by the loader, none sees an error.
       const res = await Promise.all(Array.from({ length: 64 }, (_, i) => c.fetch(`h:${i % 8}`, async (k) => `L${k}`)));
       assert.equal(res.length, 64);
@@ -274,7 +274,7 @@ describe('failures never reach a fetch caller', { skip }, () => {
       await new Promise((x) => setTimeout(x, 100));
       const pingsBefore = Number((await watcher.info('commandstats')).match(/cmdstat_ping:calls=(\d+)/)?.[1] ?? 0);
       const sentBefore = hs.stats()[0].probesSent;
-      r.stall();
+      await r.stall();
       await new Promise((x) => setTimeout(x, 500)); // ~25 probe rounds at 10-20 ms
       const during = hs.stats()[0];
       r.resume();

@@ -119,7 +119,25 @@ function serverHandle(proc, port, cleanup = () => {}) {
     addr: `127.0.0.1:${port}`,
     port,
     proc,
-    stall: () => process.kill(proc.pid, 'SIGSTOP'),
+    // SIGSTOP takes effect when the server's threads are next scheduled,
+    // not when kill returns: wait until every thread is stopped, or a
+    // request sent at once may still be answered.
+    stall: async () => {
+      process.kill(proc.pid, 'SIGSTOP');
+      const tasks = `/proc/${proc.pid}/task`;
+      for (let i = 0; i < 5000; i++) {
+        const states = fs.readdirSync(tasks).map((t) => {
+          try {
+            return fs.readFileSync(`${tasks}/${t}/stat`, 'latin1').replace(/^.*\) /s, '')[0];
+          } catch {
+            return 'T'; // a thread that ended
+          }
+        });
+        if (states.every((c) => c === 'T' || c === 't')) return;
+        await new Promise((r) => setTimeout(r, 1));
+      }
+      throw new Error(`server ${proc.pid} did not stop`);
+    },
     resume: () => process.kill(proc.pid, 'SIGCONT'),
     stop: async () => {
       if (stopped) return;

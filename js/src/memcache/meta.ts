@@ -294,6 +294,12 @@ export interface ConnOptions {
   maxValue?: number;
   /** Connect timeout (ms). Default 1000. */
   connectTimeout?: number;
+  /**
+   * How long answers may stop coming while requests wait (ms), as Go's
+   * ReadTimeout: past it the connection is dropped and its requests fail,
+   * so a stalled server does not collect requests without end. Default 3000.
+   */
+  readTimeout?: number;
 }
 
 /**
@@ -306,6 +312,9 @@ export class MetaConnection {
   private parser?: ResponseParser;
   private readonly queue: Pending[] = [];
   private closed = false;
+  // When answers last came (or the oldest waiting request was sent), for readTimeout.
+  private lastProgress = 0;
+  private watchdog?: NodeJS.Timeout;
   readonly host: string;
   readonly port: number;
 
@@ -325,6 +334,7 @@ export class MetaConnection {
     sock.once('connect', () => clearTimeout(timer));
     sock.on('data', (chunk: Buffer) => {
       if (this.sock !== sock) return;
+      this.lastProgress = performance.now();
       let answers;
       try {
         answers = parser.push(chunk);
@@ -351,6 +361,25 @@ export class MetaConnection {
     sock.destroy();
     const e = err.message.includes(this.addr) ? err : new Error(`kura: memcache ${this.addr}: ${err.message}`, { cause: err });
     for (const p of this.queue.splice(0)) p.reject(e);
+    this.stopWatchdog();
+  }
+
+  private startWatchdog(sock: net.Socket): void {
+    if (this.watchdog) return;
+    const limit = this.opts.readTimeout ?? 3000;
+    this.watchdog = setInterval(() => {
+      if (this.queue.length === 0) {
+        this.stopWatchdog();
+        return;
+      }
+      if (performance.now() - this.lastProgress > limit) this.fail(sock, new Error(`no answer for ${limit} ms`));
+    }, Math.max(10, Math.floor(limit / 4)));
+    this.watchdog.unref();
+  }
+
+  private stopWatchdog(): void {
+    if (this.watchdog) clearInterval(this.watchdog);
+    this.watchdog = undefined;
   }
 
   private answer(sock: net.Socket, a: MetaResponse | MetaServerError): void {
@@ -408,6 +437,8 @@ export class MetaConnection {
     if (sent.length === 0) return Promise.resolve(outcomes);
     if (quiet) parts.push(encodeRequest({ cmd: 'mn' }));
     const sock = this.sock ?? this.connect();
+    if (this.queue.length === 0) this.lastProgress = performance.now();
+    this.startWatchdog(sock);
     return new Promise<Outcome[]>((resolve, reject) => {
       const sub: Outcome[] = new Array(sent.length).fill(undefined);
       this.queue.push({

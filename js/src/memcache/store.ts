@@ -25,6 +25,8 @@ export interface MemcacheStoreOptions {
   maxValue?: number;
   /** Connect timeout (ms). Default 1000. */
   connectTimeout?: number;
+  /** How long answers may stop coming while requests wait before the connection is dropped (ms). Default 3000. */
+  readTimeout?: number;
 }
 
 const isResponse = (o: Outcome): o is MetaResponse => o !== undefined && !(o instanceof Error);
@@ -44,7 +46,7 @@ export class MemcacheStore implements Store, Leaser {
 
   constructor(private readonly opts: MemcacheStoreOptions) {
     this.ring = new KetamaRing(opts.servers);
-    for (const a of this.ring.servers) this.conns.set(a, new MetaConnection(a, { maxValue: opts.maxValue, connectTimeout: opts.connectTimeout }));
+    for (const a of this.ring.servers) this.conns.set(a, new MetaConnection(a, { maxValue: opts.maxValue, connectTimeout: opts.connectTimeout, readTimeout: opts.readTimeout }));
   }
 
   nodeOf(key: string): string {
@@ -65,6 +67,9 @@ export class MemcacheStore implements Store, Leaser {
   async getBatch(node: string, keys: string[]): Promise<(Buffer | null)[]> {
     const out = await this.conn(node).exec(keys.map((key) => ({ cmd: 'mg', key, returnValue: true })), keys.length > 1);
     return out.map((o) => {
+      // A key memcached cannot hold (the empty key) is a miss of its own,
+      // not a failure of the other keys read with it.
+      if (o instanceof RangeError) return null;
       if (o instanceof Error) throw o;
       if (o === undefined || o.status === 'EN' || isPlaceholder(o) || o.stale) return null;
       if (o.status !== 'VA') throw new Error(`kura: memcache ${node}: unexpected answer ${o.status} to mg`);
@@ -161,7 +166,7 @@ export class MemcacheStore implements Store, Leaser {
   prober(node: string): Prober {
     // A connection of its own: a probe never queues behind the
     // application's pipelines.
-    const c = new MetaConnection(node, { connectTimeout: this.opts.connectTimeout });
+    const c = new MetaConnection(node, { connectTimeout: this.opts.connectTimeout, readTimeout: this.opts.readTimeout });
     return {
       ping: async () => {
         const [o] = await c.exec([{ cmd: 'mn' }], false);
