@@ -37,7 +37,9 @@ type L1Options struct {
 	// MaxTTL bounds how long a value stays in the L1 without being read
 	// from the server again, however long it lives there. It bounds the
 	// harm of a report the server never sent (a cluster slot moved to
-	// another node). If zero, DefaultL1MaxTTL (5 minutes).
+	// another node). It is kept to a coarse clock: a value may go up to
+	// 10 ms before or after MaxTTL (docs/l1.md). If zero,
+	// DefaultL1MaxTTL (5 minutes).
 	MaxTTL time.Duration
 
 	// MaxStaleness allows an L1 over a store with no server-assisted

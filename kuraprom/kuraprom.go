@@ -53,7 +53,7 @@ func NewCollector(caches ...Source) *Collector {
 		large:      d("large_values_total", "Writes above the warning size (Options.WarnValueSize)."),
 		rejected:   d("rejected_values_total", "Writes refused for exceeding the maximum value size."),
 		bytes:      d("value_bytes_total", "Value bytes moved, by direction (read, write) and stage (raw = serialized before compression, stored = what crossed the network).", "direction", "stage"),
-		latency:    d("operation_duration_seconds", "Latency of store operations and loader calls.", "op"),
+		latency:    d("operation_duration_seconds", "Latency of store operations and loader calls. Hits served by the L1 tier are not timed (they are counted, exactly, in kura_l1_lookups_total).", "op"),
 		panics:     d("loader_panics_total", "Loader calls that panicked (also counted as loader errors)."),
 		budgetSkips: d("budget_skips_total",
 			"Store calls a read-through skipped because it had spent its StoreTimeout on a slow or stalled server."),

@@ -8,6 +8,7 @@ package l1
 import (
 	"hash/maphash"
 	"math"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -40,15 +41,45 @@ var epoch = time.Now()
 
 // Tier is the L1 of one Cache. The zero value is not usable; see New.
 type Tier[V any] struct {
+	// Read by every hit and written only by New and Close: no counter
+	// shares their cache lines, so a hit on one core does not make the
+	// next hit on the other core fetch them again.
 	c      *otter.Cache[string, item[V]]
 	maxAge time.Duration // > 0: an entry older than this is a miss, to the nanosecond
 	vSize  int
 	clone  bool
-	seed   maphash.Seed
-	shards [shards]shard
 	closed atomic.Bool
+	seed   maphash.Seed
+	_      [padding]byte
 
-	hits, negHits, misses, evictions, invalidations, flushes atomic.Uint64
+	// stripes count the hits: each hit adds to a stripe picked at random,
+	// so hits on different cores rarely write the same cache line (one
+	// counter for all of them cost a cache-line transfer per hit under
+	// parallel reads). Stats sums them: exact, every hit counted once.
+	stripes [stripes]stripe
+
+	shards [shards]shard
+
+	misses, evictions, invalidations, flushes atomic.Uint64
+}
+
+// padding is the size of two cache lines: with the adjacent-line
+// prefetcher of x86 cores, lines are fetched in pairs.
+const padding = 128
+
+// stripes is the number of hit counters; a power of two.
+const stripes = 16
+
+// stripe is one hit counter, alone on its pair of cache lines.
+type stripe struct {
+	hits, negHits atomic.Uint64
+	_             [padding - 16]byte
+}
+
+// stripe picks the hit counter of one hit: a per-thread random number
+// (math/rand/v2's runtime source), no shared state.
+func (l *Tier[V]) stripe() *stripe {
+	return &l.stripes[rand.Uint32()%stripes]
 }
 
 // shard holds the placeholders of the reads in flight for its keys.
@@ -86,7 +117,9 @@ func New[V any](maxBytes int64, ttl, maxAge time.Duration) (*Tier[V], error) {
 	for i := range l.shards {
 		l.shards[i].pending = make(map[string]*pending)
 	}
+	clk := acquireClock()
 	c, err := otter.New(&otter.Options[string, item[V]]{
+		Clock:            clk,
 		MaximumWeight:    uint64(maxBytes),
 		Weigher:          func(k string, e item[V]) uint32 { return e.weight },
 		ExpiryCalculator: otter.ExpiryWriting[string, item[V]](ttl),
@@ -97,10 +130,50 @@ func New[V any](maxBytes int64, ttl, maxAge time.Duration) (*Tier[V], error) {
 		},
 	})
 	if err != nil {
+		releaseClock()
 		return nil, err
 	}
 	l.c = c
 	return l, nil
+}
+
+// ClockResolution is how often the tiers' clock reads the time: otter
+// reads its clock on every lookup (for the entry's expiry), and the
+// precise time costs a large part of a hit, so the tiers share a clock
+// that reads it once per ClockResolution and costs a hit an atomic load.
+// An entry expires (L1Options.MaxTTL) up to ClockResolution earlier or
+// later than its TTL says, later still when the process is starved of
+// CPU. The staleness bound of a tier without reports (maxAge) does not
+// rely on it: Get checks it against the precise time.
+const ClockResolution = 10 * time.Millisecond
+
+// clock is the coarse clock the tiers of the process share: one goroutine
+// for all of them, stopped when the last tier closes.
+var clock struct {
+	mu   sync.Mutex
+	refs int
+	c    *otter.CoarseClock
+}
+
+func acquireClock() *otter.CoarseClock {
+	clock.mu.Lock()
+	defer clock.mu.Unlock()
+	if clock.refs == 0 {
+		clock.c = otter.NewCoarseClock(ClockResolution)
+	}
+	clock.refs++
+	return clock.c
+}
+
+// releaseClock stops the clock when no tier uses it any more. A closed
+// tier may still hold it: a stopped CoarseClock reads the precise time.
+func releaseClock() {
+	clock.mu.Lock()
+	defer clock.mu.Unlock()
+	if clock.refs--; clock.refs == 0 {
+		clock.c.Stop()
+		clock.c = nil
+	}
 }
 
 // weigh estimates the memory of an entry: the key, the size of V, twice
@@ -126,10 +199,10 @@ func (l *Tier[V]) Get(key string) (v V, negative, ok bool) {
 		return v, false, false
 	}
 	if e.negative {
-		l.negHits.Add(1)
+		l.stripe().negHits.Add(1)
 		return v, true, true
 	}
-	l.hits.Add(1)
+	l.stripe().hits.Add(1)
 	v = e.v
 	if l.clone {
 		v = any(v).(Cloner[V]).Clone()
@@ -209,13 +282,15 @@ func (l *Tier[V]) OnReport(keys []string) {
 	}
 }
 
-// Close empties the tier and stops otter's goroutines; later reads miss.
+// Close empties the tier and stops otter's goroutines (and the shared
+// clock's, if this was the last tier); later reads miss.
 func (l *Tier[V]) Close() {
 	if l.closed.Swap(true) {
 		return
 	}
 	l.c.InvalidateAll()
 	l.c.StopAllGoroutines()
+	releaseClock()
 }
 
 // Stats are the tier's counters.
@@ -225,8 +300,13 @@ type Stats struct {
 
 // Stats returns a snapshot of the counters.
 func (l *Tier[V]) Stats() Stats {
+	var hits, negHits uint64
+	for i := range l.stripes {
+		hits += l.stripes[i].hits.Load()
+		negHits += l.stripes[i].negHits.Load()
+	}
 	return Stats{
-		Hits: l.hits.Load(), NegativeHits: l.negHits.Load(), Misses: l.misses.Load(),
+		Hits: hits, NegativeHits: negHits, Misses: l.misses.Load(),
 		Entries: uint64(l.c.EstimatedSize()), Bytes: l.c.WeightedSize(), Evictions: l.evictions.Load(),
 		Invalidations: l.invalidations.Load(), Flushes: l.flushes.Load(),
 	}
