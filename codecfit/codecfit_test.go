@@ -16,6 +16,7 @@ import (
 	"github.com/kuracache/kura/internal/corpus"
 	"github.com/kuracache/kura/internal/servers"
 	"github.com/kuracache/kura/internal/servertest"
+	"github.com/kuracache/kura/internal/vis/vistest"
 	"github.com/kuracache/kura/store/storeurl"
 )
 
@@ -271,4 +272,26 @@ func TestSampleStore(t *testing.T) {
 	if _, _, err := codecfit.SampleStore(context.Background(), mem, codecfit.SampleOptions{}); err != codecfit.ErrCannotList {
 		t.Fatalf("in-process store: %v", err)
 	}
+}
+
+// TestHTMLNeutralizesHostileStrings: every string of a codecs report
+// (candidate names, the reason, the machine, the configuration snippet
+// that names a --dict-out file) reaches the page with its controls and
+// bidi overrides made visible, not obeyed.
+func TestHTMLNeutralizesHostileStrings(t *testing.T) {
+	rep, err := codecfit.Analyze(values(t, articles(16)), fast)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vistest.Fill(rep)
+	var b bytes.Buffer
+	if err := codecfit.WriteHTML(&b, rep); err != nil {
+		t.Fatal(err)
+	}
+	vistest.CheckPage(t, "codecs report", b.String())
+	b.Reset()
+	if err := codecfit.WriteText(&b, rep); err != nil {
+		t.Fatal(err)
+	}
+	vistest.CheckText(t, "codecs text", b.String())
 }
