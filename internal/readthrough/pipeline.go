@@ -389,7 +389,6 @@ func (p *Pipeline[V]) leaseRead(ctx context.Context, b *budget, slots []slot[V],
 	start := time.Now()
 	res, err := p.leaser.LeaseGet(sctx, keys, opts)
 	p.st.Since(op, start)
-	defer b.charge(st) // the decodes below (a dictionary lookup) are in the budget too
 	if err == nil && len(res) != n {
 		err = fmt.Errorf("kura: store returned %d lease results for %d keys", len(res), n)
 	}
@@ -400,6 +399,7 @@ func (p *Pipeline[V]) leaseRead(ctx context.Context, b *budget, slots []slot[V],
 			if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 				p.st.BudgetSkips.Add(uint64(n)) // the read spent the budget
 			}
+			b.charge(st)
 			for j := range n {
 				fail(j, err)
 			}
@@ -414,6 +414,7 @@ func (p *Pipeline[V]) leaseRead(ctx context.Context, b *budget, slots []slot[V],
 		}
 		p.classifyLease(sctx, b, at(j), res[j], early)
 	}
+	b.charge(st) // after the decodes: a dictionary lookup is in the budget too
 }
 
 // classifyLease is classify for a lease read, decoding the value when
