@@ -10,7 +10,7 @@
 
 import { createHash } from 'node:crypto';
 import { Encoder } from '@msgpack/msgpack';
-import { Unpackr } from 'msgpackr';
+import { decodeMsgPack } from './msgpack.js';
 import { FormatError } from './errors.js';
 import { readUvarint, pushUvarint, uvarintLen } from './varint.js';
 import { s2Decode, s2Encode, parseS2Dict, S2CorruptError, type S2Dict } from './s2.js';
@@ -35,6 +35,8 @@ export const DEFAULT_MIN_SAVINGS = 0.1;
 /** Above RATIO_FLOOR a payload may claim at most MAX_RATIO times its stored size. */
 export const MAX_RATIO = 256;
 export const RATIO_FLOOR = 1 << 20;
+/** Blocks up to this size decompress into the codec's reused scratch buffer. */
+const SCRATCH_MAX = 256 << 10;
 
 /** The compact value format (version 3), which `compact` writers write. */
 export const VERSION_COMPACT = 3;
@@ -473,11 +475,11 @@ export class Codec {
   private readonly dicts = new Map<number, DictEntry>();
   // Writing: @msgpack/msgpack, which encodes integers beyond 32 bits as
   // int64/uint64 (msgpackr writes them as float64, which Go's int fields
-  // refuse). Reading: msgpackr, about as fast as JSON.parse, with records
-  // and other extensions off so only standard msgpack is produced; Date is
-  // the timestamp extension (-1) both ways.
+  // refuse). Reading: kura's own decoder (msgpack.ts), standard msgpack
+  // only, faster than JSON.parse on a 1 KB record; Date is the timestamp
+  // extension (-1) both ways.
   private readonly enc = new Encoder({ ignoreUndefined: false });
-  private readonly dec = new Unpackr({ useRecords: false, mapsAsObjects: true, int64AsType: 'number' });
+  private scratch: Buffer = Buffer.alloc(0);
 
   constructor(opts: CodecOptions = {}) {
     this.serializer = opts.serializer ?? 'msgpack';
@@ -654,6 +656,7 @@ export class Codec {
     if (h.rawLen > this.maxDecodedSize) fail('ErrTooLarge', `header claims ${h.rawLen} bytes, limit ${this.maxDecodedSize}`);
     const payload = data.subarray(h.len);
     let raw: Uint8Array;
+    let owned = true;
     if (h.compressor === 0) {
       if (h.dict !== 0) fail('ErrCorrupt', `dictionary ${h.dict} without a compressor`);
       if (payload.length < h.rawLen) fail('ErrTruncated', `payload has ${payload.length} of ${h.rawLen} bytes`);
@@ -683,11 +686,13 @@ export class Codec {
       try {
         if (h.compressor === 1) {
           if (de) fail('ErrCorrupt', `s2 block with dictionary ${h.dict}`);
-          raw = s2Decode(payload, h.rawLen);
+          raw = s2Decode(payload, h.rawLen, undefined, this.scratchFor(h.rawLen));
+          owned = raw.buffer !== this.scratch.buffer;
         } else if (h.compressor === 3) {
           const sd = this.s2Dict(de!);
           if (!sd) fail('ErrUnknownDictionary', `dictionary ${h.dict} is not an S2 dictionary`);
-          raw = s2Decode(payload, h.rawLen, sd!);
+          raw = s2Decode(payload, h.rawLen, sd!, this.scratchFor(h.rawLen));
+          owned = raw.buffer !== this.scratch.buffer;
         } else {
           const stored = data.length;
           return zstdDecompress(payload, h.rawLen, de ? this.zstdDict(de) : undefined, (view) => this.deserialize(serName!, view, stored, false));
@@ -698,7 +703,18 @@ export class Codec {
         throw err;
       }
     }
-    return this.deserialize(serName!, raw, data.length, true);
+    return this.deserialize(serName!, raw, data.length, owned);
+  }
+
+  /**
+   * The scratch buffer a block up to SCRATCH_MAX bytes decompresses into
+   * (every deserializer copies out what it keeps): grown on demand, never
+   * past SCRATCH_MAX; undefined above it (the decoder allocates).
+   */
+  private scratchFor(n: number): Buffer | undefined {
+    if (n > SCRATCH_MAX) return undefined;
+    if (this.scratch.length < n) this.scratch = Buffer.allocUnsafeSlow(Math.max(n, Math.min(SCRATCH_MAX, this.scratch.length * 2)));
+    return this.scratch;
   }
 
   /** Deserializes raw; when raw is not owned (a view the caller frees), nothing returned may alias it. */
@@ -714,7 +730,7 @@ export class Codec {
       case 'msgpack-array':
         checkMsgPack(raw, allocBound(Math.min(raw.length, stored)));
         try {
-          return this.dec.unpack(raw);
+          return decodeMsgPack(raw);
         } catch (err) {
           throw new FormatError('ErrDeserialize', `msgpack: ${(err as Error).message}`, { cause: err });
         }
