@@ -258,7 +258,7 @@ func Analyze(values []Value, opts Options) (*Report, error) {
 		}
 		if size <= 64<<10 {
 			name := fmt.Sprintf("s2+dict-%s", sizeName(size))
-			progress("training %s on %d values (%s)", name, len(samples), sizeName(trainBytes))
+			progress("training %s on %d values (%s)", name, len(samples), humanBytes(int64(trainBytes)))
 			if d, id, err := codec.TrainS2Dictionary(samples, size); err != nil {
 				progress("%s: %v", name, err)
 			} else {
@@ -280,7 +280,7 @@ func Analyze(values []Value, opts Options) (*Report, error) {
 			}
 		}
 		name := fmt.Sprintf("zstd+dict-%s", sizeName(size))
-		progress("training %s on %d values (%s)", name, len(samples), sizeName(trainBytes))
+		progress("training %s on %d values (%s)", name, len(samples), humanBytes(int64(trainBytes)))
 		d, id, err := codec.TrainContentDictionary(samples, size)
 		if err != nil {
 			// Too few or too uniform samples: report it as a missing row,
