@@ -58,7 +58,7 @@ type Options struct {
 
 // Candidate results.
 type Result struct {
-	// Name identifies the candidate ("s2", "zstd-3+dict-16K",
+	// Name identifies the candidate ("s2", "zstd-3+dict-16KiB",
 	// "msgpack+snappy").
 	Name string `json:"name"`
 	// Reference is true for msgpack+snappy (the common Go cache codec) and JSON,
@@ -258,7 +258,7 @@ func Analyze(values []Value, opts Options) (*Report, error) {
 		}
 		if size <= 64<<10 {
 			name := fmt.Sprintf("s2+dict-%s", sizeName(size))
-			progress("training %s on %d values (%s)", name, len(samples), sizeName(trainBytes))
+			progress("training %s on %d values (%s)", name, len(samples), humanBytes(int64(trainBytes)))
 			if d, id, err := codec.TrainS2Dictionary(samples, size); err != nil {
 				progress("%s: %v", name, err)
 			} else {
@@ -280,7 +280,7 @@ func Analyze(values []Value, opts Options) (*Report, error) {
 			}
 		}
 		name := fmt.Sprintf("zstd+dict-%s", sizeName(size))
-		progress("training %s on %d values (%s)", name, len(samples), sizeName(trainBytes))
+		progress("training %s on %d values (%s)", name, len(samples), humanBytes(int64(trainBytes)))
 		d, id, err := codec.TrainContentDictionary(samples, size)
 		if err != nil {
 			// Too few or too uniform samples: report it as a missing row,
@@ -328,14 +328,22 @@ func Analyze(values []Value, opts Options) (*Report, error) {
 	return rep, nil
 }
 
+// sizeName names a dictionary size in a candidate's name in the one size
+// grammar of every kura command (internal/units: KiB = 1,024 B, KB =
+// 1,000 B), exactly, so the name reads back as the size: 16KiB, 1MiB,
+// 16KB (a --dict-sizes 16K), 1500B.
 func sizeName(n int) string {
 	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%dMiB", n>>20)
 	case n >= 1<<10 && n%(1<<10) == 0:
-		return fmt.Sprintf("%dK", n>>10)
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+		return fmt.Sprintf("%dKiB", n>>10)
+	case n >= 1e6 && n%1e6 == 0:
+		return fmt.Sprintf("%dMB", n/1e6)
+	case n >= 1e3 && n%1e3 == 0:
+		return fmt.Sprintf("%dKB", n/1e3)
 	}
-	return fmt.Sprintf("%d B", n)
+	return fmt.Sprintf("%dB", n)
 }
 
 // measure encodes every test value for the sizes, then times encode and
@@ -556,7 +564,7 @@ func sortByBytes(rs []Result) []Result {
 }
 
 // NewCodec returns a writer's Codec for a recommended candidate name
-// ("s2", "zstd-3", "s2+dict-16K", "zstd-1+dict-4K", ...) with its
+// ("s2", "zstd-3", "s2+dict-16KiB", "zstd-1+dict-4KiB", ...) with its
 // dictionary d (nil for candidates without one), reading with source
 // (may be nil). It is what the candidate's Go field describes.
 func NewCodec(name string, d []byte, source codec.DictionarySource) (*codec.Codec, error) {

@@ -16,6 +16,8 @@ import (
 	"github.com/kuracache/kura/internal/corpus"
 	"github.com/kuracache/kura/internal/servers"
 	"github.com/kuracache/kura/internal/servertest"
+	"github.com/kuracache/kura/internal/units"
+	"github.com/kuracache/kura/internal/vis/vistest"
 	"github.com/kuracache/kura/store/storeurl"
 )
 
@@ -270,5 +272,57 @@ func TestSampleStore(t *testing.T) {
 	}
 	if _, _, err := codecfit.SampleStore(context.Background(), mem, codecfit.SampleOptions{}); err != codecfit.ErrCannotList {
 		t.Fatalf("in-process store: %v", err)
+	}
+}
+
+// TestHTMLNeutralizesHostileStrings: every string of a codecs report
+// (candidate names, the reason, the machine, the configuration snippet
+// that names a --dict-out file) reaches the page with its controls and
+// bidi overrides made visible, not obeyed.
+func TestHTMLNeutralizesHostileStrings(t *testing.T) {
+	rep, err := codecfit.Analyze(values(t, articles(16)), fast)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vistest.Fill(rep)
+	var b bytes.Buffer
+	if err := codecfit.WriteHTML(&b, rep); err != nil {
+		t.Fatal(err)
+	}
+	vistest.CheckPage(t, "codecs report", b.String())
+	b.Reset()
+	if err := codecfit.WriteText(&b, rep); err != nil {
+		t.Fatal(err)
+	}
+	vistest.CheckText(t, "codecs text", b.String())
+}
+
+// TestCandidateNamesSpeakTheSizeGrammar: a dictionary candidate's name
+// gives the size it was trained for (Options.DictSizes, --dict-sizes) in
+// the one grammar of every kura command (KiB = 1,024 B, KB = 1,000 B):
+// the name reads back, through the parser of --dict-sizes, as that size
+// (a "16K" candidate was 16,384 B once while --dict-sizes 16K meant
+// 16,000).
+func TestCandidateNamesSpeakTheSizeGrammar(t *testing.T) {
+	opts := fast
+	opts.DictSizes = []int{4 << 10, 6000}
+	rep, err := codecfit.Analyze(values(t, articles(16)), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[int]string{}
+	for _, x := range rep.Results {
+		_, size, ok := strings.Cut(x.Name, "+dict-")
+		if !ok {
+			continue
+		}
+		n, err := units.ParseBytes(size)
+		if err != nil {
+			t.Fatalf("candidate %s: its size %q does not parse: %v", x.Name, size, err)
+		}
+		seen[int(n)] = size
+	}
+	if seen[4<<10] != "4KiB" || seen[6000] != "6KB" || len(seen) != 2 {
+		t.Errorf("dictionary sizes named %v; want 4096 as 4KiB and 6000 as 6KB", seen)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/kuracache/kura/internal/units"
+	"github.com/kuracache/kura/internal/vis"
 )
 
 // WriteJSON writes the report as indented JSON (schema kura.codecs/v1).
@@ -24,6 +25,7 @@ func WriteJSON(w io.Writer, r *Report) error {
 
 // WriteText writes the table and the recommendation for a terminal.
 func WriteText(w io.Writer, r *Report) error {
+	r = visible(r)
 	fmt.Fprintf(w, "%d values: dictionaries trained on %d, measured on the other %d (%s of JSON, median %d B serialized)\n",
 		r.Values, r.TrainValues, r.TestValues, humanBytes(r.JSONBytes), r.RawP50)
 	fmt.Fprintf(w, "CPU times are this process's CPU per value on %s.\n\n", r.Machine)
@@ -76,6 +78,7 @@ func WriteHTML(w io.Writer, r *Report) error {
 		maxY = math.Max(maxY, float64(x.Bytes)/float64(max(1, r.TestValues)))
 	}
 	maxX, maxY = niceCeil(maxX), niceCeil(maxY)
+	r = visible(r)
 	var pts []point
 	var frontier []point
 	for _, x := range sortByCPU(r.Results) {
@@ -120,6 +123,21 @@ func WriteHTML(w io.Writer, r *Report) error {
 		data.Go = x.Go
 	}
 	return htmlReport.Execute(w, data)
+}
+
+// visible returns a copy of r whose strings (candidate names, the reason,
+// the machine, the configuration snippet, which names a --dict-out file)
+// have every control and bidi character made visible (vis.Escape): the
+// template escapes HTML, not a right-to-left override.
+func visible(r *Report) *Report {
+	c := *r
+	c.Recommended, c.Reason, c.Machine = vis.Escape(r.Recommended), vis.Escape(r.Reason), vis.Escape(r.Machine)
+	c.Results = make([]Result, len(r.Results))
+	for i, x := range r.Results {
+		x.Name, x.Go = vis.Escape(x.Name), vis.Escape(x.Go)
+		c.Results[i] = x
+	}
+	return &c
 }
 
 func sortByCPU(rs []Result) []Result {

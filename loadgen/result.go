@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/kuracache/kura/internal/vis"
 )
 
 // Result is what a run measured. Every number is rounded once, when the
@@ -207,8 +209,8 @@ func (r *Result) WriteText(w io.Writer) error {
 			mode = fmt.Sprintf("open loop at %.0f ops/s", r.TargetRate)
 		}
 	}
-	fmt.Fprintf(&b, "target       %s (%s, %d node(s), %s)\n", r.Target, r.Topology, r.Nodes, r.Protocol)
-	fmt.Fprintf(&b, "workload     %s\n", r.Workload)
+	fmt.Fprintf(&b, "target       %s (%s, %d node(s), %s)\n", vis.Escape(r.Target), vis.Escape(r.Topology), r.Nodes, vis.Escape(r.Protocol))
+	fmt.Fprintf(&b, "workload     %s\n", vis.Escape(r.Workload))
 	fmt.Fprintf(&b, "load         %d connections, pipeline %d, %s\n", r.Connections, r.Pipeline, mode)
 	if r.PrefillKeys > 0 {
 		fmt.Fprintf(&b, "prefill      %d keys in %.3f s\n", r.PrefillKeys, r.PrefillSeconds)
@@ -220,7 +222,7 @@ func (r *Result) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "ops          %d\n", r.Ops)
 	fmt.Fprintf(&b, "errors       %d\n", r.Errors)
 	for _, e := range r.ErrorSamples {
-		fmt.Fprintf(&b, "  error      %s\n", e)
+		fmt.Fprintf(&b, "  error      %s\n", vis.Escape(e)) // a server's words
 	}
 	fmt.Fprintf(&b, "throughput   %.1f ops/s (successful operations only)\n", r.OpsPerSec)
 	if r.Abandoned > 0 {
@@ -257,12 +259,12 @@ func (r *Result) WriteText(w io.Writer) error {
 		sort.Strings(keys)
 		parts := make([]string, len(keys))
 		for i, k := range keys {
-			parts[i] = fmt.Sprintf("%s=%d", k, s.Commands[k])
+			parts[i] = fmt.Sprintf("%s=%d", vis.Escape(k), s.Commands[k])
 		}
 		fmt.Fprintf(&b, "server cmds  %s\n", strings.Join(parts, " "))
 		if len(s.PerNode) > 1 {
 			for _, n := range s.PerNode {
-				fmt.Fprintf(&b, "  node       %s commands=%d cpu=%.3f s\n", n.Addr, n.Commands, n.CPUSeconds)
+				fmt.Fprintf(&b, "  node       %s commands=%d cpu=%.3f s\n", vis.Escape(n.Addr), n.Commands, n.CPUSeconds)
 			}
 		}
 	} else {

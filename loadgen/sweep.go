@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/kuracache/kura/internal/servers"
+	"github.com/kuracache/kura/internal/vis"
 )
 
 // Sweep parameters: the Config field that changes from step to step.
@@ -179,14 +180,14 @@ func Sweep(ctx context.Context, sc SweepConfig) (*SweepResult, error) {
 // WriteText writes one line per step: the value, throughput and p99.
 func (sr *SweepResult) WriteText(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-12s %14s %10s %10s %10s %14s\n", sr.Param, "ops/s", "p50 ms", "p99 ms", "errors", "srv cpu/1k op")
+	fmt.Fprintf(&b, "%-12s %14s %10s %10s %10s %14s\n", vis.Escape(sr.Param), "ops/s", "p50 ms", "p99 ms", "errors", "srv cpu/1k op")
 	for _, st := range sr.Steps {
 		r := st.Result
 		cpu := "-"
 		if r.Server != nil {
 			cpu = fmt.Sprintf("%.6f", r.Server.CPUSecondsPer1kOps)
 		}
-		fmt.Fprintf(&b, "%-12s %14.1f %10.3f %10.3f %10d %14s\n", st.Value, r.OpsPerSec, r.Latency.P50, r.Latency.P99, r.Errors, cpu)
+		fmt.Fprintf(&b, "%-12s %14.1f %10.3f %10.3f %10d %14s\n", vis.Escape(st.Value), r.OpsPerSec, r.Latency.P50, r.Latency.P99, r.Errors, cpu)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -212,13 +212,13 @@ func TestReadCodecs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Recommended != "zstd-3+dict-16K" || len(c.Bytes) != 3 {
+	if c.Recommended != "zstd-3+dict-16KiB" || len(c.Bytes) != 3 {
 		t.Fatalf("codecs: %+v", c)
 	}
 	if r, err := c.Ratio("json", c.Recommended); err != nil || !near(r, 3894600.0/11684000) {
 		t.Errorf("json → recommended: %v %v", r, err)
 	}
-	if r, err := c.Ratio("msgpack+snappy", "zstd-3+dict-16K"); err != nil || !near(r, 3894600.0/6231200) {
+	if r, err := c.Ratio("msgpack+snappy", "zstd-3+dict-16KiB"); err != nil || !near(r, 3894600.0/6231200) {
 		t.Errorf("msgpack+snappy → zstd: %v %v", r, err)
 	}
 	if _, err := c.Ratio("gob", "json"); !errors.Is(err, ErrInput) || !strings.Contains(err.Error(), "json, msgpack+snappy") {

@@ -17,7 +17,7 @@ const CodecsSchema = "kura.codecs/v1"
 // the stored bytes of the same test values under every candidate codec.
 type CodecSizes struct {
 	// Bytes maps a candidate ("json", "msgpack+snappy", "s2",
-	// "zstd-3+dict-16K", ...) to the test values' stored bytes.
+	// "zstd-3+dict-16KiB", ...) to the test values' stored bytes.
 	Bytes map[string]float64
 	// Recommended is the candidate kura codecs recommends.
 	Recommended string

@@ -119,7 +119,7 @@ type WhatIf struct {
 	// in memory, on the wire and the largest value. Zero means no change.
 	CodecRatio float64
 	// CodecName says where the ratio came from, for the report
-	// ("json → zstd-3+dict-16K"); optional.
+	// ("json → zstd-3+dict-16KiB"); optional.
 	CodecName string
 	// MaxValueBytes is a value-size guard (kura.Options.MaxValueSize):
 	// values above it are not cached. Zero means no guard.

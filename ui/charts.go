@@ -13,7 +13,7 @@ import (
 // The charts are SVG drawn on the server: no script, nothing to build.
 // Every text in them is escaped (key patterns come from the cache).
 
-func esc(s string) string { return template.HTMLEscapeString(vis.Escape(s)) }
+func esc(s string) string { return vis.HTML(s) }
 
 // histogramSVG draws keys per value-size bucket, from the first to the last
 // non-empty bucket.

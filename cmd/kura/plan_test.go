@@ -202,7 +202,7 @@ func TestPlanArgs(t *testing.T) {
 		t.Errorf("--scan --codec: %v\n%s", err, out)
 	}
 	out, _, err = kura(t, "plan", "--data", "1GB", "--codecs", "../../plan/testdata/codecs-v1.json", "--codec-from", "msgpack+snappy", "--node", "cache.r7g.large")
-	if err != nil || !strings.Contains(out, "codec ratio 0.625 (msgpack+snappy → zstd-3+dict-16K)") {
+	if err != nil || !strings.Contains(out, "codec ratio 0.625 (msgpack+snappy → zstd-3+dict-16KiB)") {
 		t.Errorf("--codecs: %v\n%s", err, out)
 	}
 	out, _, err = kura(t, "plan", "--print-catalog")

@@ -1,6 +1,7 @@
 package readthrough
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -78,9 +79,9 @@ func (p *Pipeline[V]) encodeNegative() []byte {
 	return b
 }
 
-func (p *Pipeline[V]) decode(key string, data []byte) (entry[V], error) {
+func (p *Pipeline[V]) decode(ctx context.Context, key string, data []byte) (entry[V], error) {
 	var e entry[V]
-	h, err := p.cfg.Codec.DecodeSchema(data, &e.v, p.schema)
+	h, err := p.cfg.Codec.DecodeSchemaContext(ctx, data, &e.v, p.schema)
 	if err != nil {
 		if errors.Is(err, codec.ErrSchemaMismatch) {
 			p.st.SchemaMismatches.Add(1)
@@ -119,12 +120,15 @@ func (p *Pipeline[V]) tooYoungToOverwrite(h codec.Header) bool {
 
 // found decodes bytes the store returned for key and counts the result: a
 // hit, a negative hit, or (bytes that do not decode, a placeholder) a miss.
-func (p *Pipeline[V]) found(key string, data []byte) (entry[V], error) {
+// ctx bounds the decode's dictionary lookup (a value whose dictionary the
+// Codec does not hold yet): a Fetch passes its store budget's context, so
+// a slow DictionarySource costs no more than a slow store.
+func (p *Pipeline[V]) found(ctx context.Context, key string, data []byte) (entry[V], error) {
 	if IsPlaceholder(data) {
 		p.st.Misses.Add(1)
 		return entry[V]{}, ErrMiss
 	}
-	e, err := p.decode(key, data)
+	e, err := p.decode(ctx, key, data)
 	switch {
 	case err != nil:
 		p.st.Misses.Add(1)

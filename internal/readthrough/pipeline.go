@@ -94,6 +94,14 @@ func New[V any](s store.Store, cfg Config) *Pipeline[V] {
 // Counters returns the pipeline's counters.
 func (p *Pipeline[V]) Counters() *Counters { return p.st }
 
+// lookupEnded reports a decode that failed because its context ended
+// during a dictionary lookup (the store budget or the caller's deadline):
+// the bytes may be sound, so they are neither served nor replaced.
+func lookupEnded(err error) bool {
+	return errors.Is(err, codec.ErrUnknownDictionary) &&
+		(errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled))
+}
+
 // class is what a lookup found for a key: what the caller does next.
 type class uint8
 
@@ -266,7 +274,7 @@ func (p *Pipeline[V]) read(ctx context.Context, b *budget, slots []slot[V]) {
 		start := time.Now()
 		data, err := p.get(sctx, s.key, track)
 		p.st.Since(OpGet, start)
-		p.classify(b, s, data, err, OpGet, true)
+		p.classify(sctx, b, s, data, err, OpGet, true)
 		p.finishL1(s, tok, track)
 		return
 	}
@@ -293,7 +301,7 @@ func (p *Pipeline[V]) read(ctx context.Context, b *budget, slots []slot[V]) {
 				kerr = store.ErrNotFound
 			}
 		}
-		p.classify(b, &slots[i], data, kerr, OpGetMany, failed != nil)
+		p.classify(sctx, b, &slots[i], data, kerr, OpGetMany, failed != nil)
 		p.finishL1(&slots[i], toks[i], track[i])
 	}
 	if err != nil && failed == nil {
@@ -301,10 +309,11 @@ func (p *Pipeline[V]) read(ctx context.Context, b *budget, slots []slot[V]) {
 	}
 }
 
-// classify turns one plain read into the slot's class.
+// classify turns one plain read into the slot's class; ctx (the read's
+// bounded context) bounds a dictionary lookup of the decode.
 // A whole batch's failure is reported once by the caller, not per key
 // (reportFail false).
-func (p *Pipeline[V]) classify(b *budget, s *slot[V], data []byte, err error, op Op, reportFail bool) {
+func (p *Pipeline[V]) classify(ctx context.Context, b *budget, s *slot[V], data []byte, err error, op Op, reportFail bool) {
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			p.st.Misses.Add(1)
@@ -318,14 +327,15 @@ func (p *Pipeline[V]) classify(b *budget, s *slot[V], data []byte, err error, op
 		}
 		return
 	}
-	e, derr := p.found(s.key, data)
+	e, derr := p.found(ctx, s.key, data)
 	switch {
 	case derr == nil:
 		s.e, s.class = e, hit
 	case errors.Is(derr, store.ErrNotFound):
-	case errors.Is(derr, codec.ErrNotUnderstood):
-		// A newer writer's entry: a miss here, but its writer reads it
-		// back, so this call must not replace it.
+	case errors.Is(derr, codec.ErrNotUnderstood), lookupEnded(derr):
+		// A newer writer's entry, or one whose dictionary lookup the
+		// budget ended: a miss here, but its writer reads it back, so
+		// this call must not replace it.
 		b.keepEntry(s.key, false)
 		s.class = noFill
 		p.report(op, s.key, derr)
@@ -400,7 +410,6 @@ func (p *Pipeline[V]) leaseRead(ctx context.Context, b *budget, slots []slot[V],
 	start := time.Now()
 	res, err := p.leaser.LeaseGet(sctx, keys, opts)
 	p.st.Since(op, start)
-	b.charge(st)
 	if err == nil && len(res) != n {
 		err = fmt.Errorf("kura: store returned %d lease results for %d keys", len(res), n)
 	}
@@ -411,6 +420,7 @@ func (p *Pipeline[V]) leaseRead(ctx context.Context, b *budget, slots []slot[V],
 			if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 				p.st.BudgetSkips.Add(uint64(n)) // the read spent the budget
 			}
+			b.charge(st)
 			for j := range n {
 				fail(j, err)
 			}
@@ -423,17 +433,18 @@ func (p *Pipeline[V]) leaseRead(ctx context.Context, b *budget, slots []slot[V],
 			fail(j, ferr)
 			continue
 		}
-		p.classifyLease(b, at(j), res[j], early)
+		p.classifyLease(sctx, b, at(j), res[j], early)
 	}
+	b.charge(st) // after the decodes: a dictionary lookup is in the budget too
 }
 
 // classifyLease is classify for a lease read, decoding the value when
 // there is one to serve.
-func (p *Pipeline[V]) classifyLease(b *budget, s *slot[V], r store.LeaseResult, early bool) {
+func (p *Pipeline[V]) classifyLease(ctx context.Context, b *budget, s *slot[V], r store.LeaseResult, early bool) {
 	s.r = r
 	placeholder := r.Value != nil && IsPlaceholder(r.Value)
 	if r.Value != nil && !placeholder && (!r.Stale || p.cfg.StaleWhileRevalidate > 0) {
-		e, err := p.found(s.key, r.Value)
+		e, err := p.found(ctx, s.key, r.Value)
 		switch {
 		case err == nil:
 			if r.Stale {
@@ -448,8 +459,10 @@ func (p *Pipeline[V]) classifyLease(b *budget, s *slot[V], r store.LeaseResult, 
 			s.refresh = r.Won || (early && p.cfg.EarlyRefresh > 0 && r.Lease.Token != nil &&
 				xfetch(e.fields, time.Now(), p.cfg.EarlyRefresh))
 			return
-		case errors.Is(err, codec.ErrNotUnderstood):
-			// A newer writer's entry: never overwrite it.
+		case errors.Is(err, codec.ErrNotUnderstood), lookupEnded(err):
+			// A newer writer's entry, or one whose dictionary lookup the
+			// budget ended (not corrupt: readable once the dictionary
+			// is found): never overwrite it.
 			p.report(OpGet, s.key, err)
 			b.keepEntry(s.key, false)
 			s.class = noFill

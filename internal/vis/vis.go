@@ -15,6 +15,7 @@ package vis
 
 import (
 	"fmt"
+	"html"
 	"strings"
 	"unicode/utf8"
 )
@@ -56,6 +57,13 @@ func Escape(s string) string {
 	}
 	return b.String()
 }
+
+// HTML returns s for an HTML page (text, or a quoted attribute value):
+// Escape, then the HTML escaping of <, >, &, ' and ". Every report kura
+// writes as HTML passes the strings a user or a cache controls (key names,
+// labels, file names, catalog entries, URLs) through it, so a bidi
+// override cannot reorder what a page shows.
+func HTML(s string) string { return html.EscapeString(Escape(s)) }
 
 // EscapeBytes is Escape for bytes (a memcached binary key, a value
 // prefix).

@@ -7,6 +7,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/kuracache/kura/internal/vis"
 	"github.com/kuracache/kura/plan"
 )
 
@@ -32,7 +33,7 @@ func WriteHTML(w io.Writer, p *plan.Plan, points []plan.TrafficPoint) error {
 	var b strings.Builder
 	title := "kura plan: node count, binding constraint and monthly cost"
 	b.WriteString("<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>")
-	b.WriteString(html.EscapeString(title))
+	b.WriteString(esc(title))
 	b.WriteString(`</title><style>
 body{font:14px/1.45 system-ui,sans-serif;margin:24px;color:#222;max-width:1150px}
 h1{font-size:20px} h2{font-size:16px;margin-top:30px}
@@ -42,13 +43,13 @@ svg text{font:12px system-ui,sans-serif} .note{color:#555} .sw{display:inline-bl
 code{background:#f4f4f4;padding:1px 4px}
 </style></head><body>
 `)
-	fmt.Fprintf(&b, "<h1>%s</h1>\n", html.EscapeString(title))
+	fmt.Fprintf(&b, "<h1>%s</h1>\n", esc(title))
 	var head strings.Builder
 	header(&head, p)
 	for _, line := range strings.Split(strings.TrimPrefix(strings.TrimSpace(head.String()), "kura plan: "), "\n") {
-		fmt.Fprintf(&b, "<p>%s</p>\n", html.EscapeString(line))
+		fmt.Fprintf(&b, "<p>%s</p>\n", html.EscapeString(line)) // header escaped its strings (vis.Escape)
 	}
-	fmt.Fprintf(&b, "<p id=\"summary\">%s</p>\n", html.EscapeString(p.Why))
+	fmt.Fprintf(&b, "<p id=\"summary\">%s</p>\n", esc(p.Why))
 
 	b.WriteString("<h2>Node types, fewest nodes first</h2>\n<table id=\"plan\"><tr><th>node type</th><th>nodes</th><th>binds</th><th>memory</th><th>CPU</th><th>network</th><th>baseline / burst Gbps</th><th>per hour</th><th>per month</th></tr>\n")
 	for i, r := range p.Rows {
@@ -146,7 +147,10 @@ code{background:#f4f4f4;padding:1px 4px}
 	return err
 }
 
-func esc(s string) string { return html.EscapeString(s) }
+// esc makes a string safe for the page: catalog entries, --price names and
+// notes are the user's (vis.HTML: controls and bidi overrides made
+// visible, then HTML-escaped).
+func esc(s string) string { return vis.HTML(s) }
 
 // focusRow is the node type the nodes-against-traffic chart follows: the
 // cheapest, else the first sized row.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/kuracache/kura/internal/vis"
 	"github.com/kuracache/kura/plan"
 )
 
@@ -27,8 +28,8 @@ func WriteText(w io.Writer, p *plan.Plan) error {
 			skipped = append(skipped, r)
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Node.Name, nodes(r, p), r.Binding,
-			need(r, plan.Memory), need(r, plan.CPU), need(r, plan.Network), gbps(r.Node), hourly(r, p), monthly(r, p))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", vis.Escape(r.Node.Name), nodes(r, p), r.Binding,
+			need(r, plan.Memory), need(r, plan.CPU), need(r, plan.Network), gbps(r.Node), vis.Escape(hourly(r, p)), vis.Escape(monthly(r, p))) // the currency is the catalog's text
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -39,15 +40,15 @@ func WriteText(w io.Writer, p *plan.Plan) error {
 	if len(skipped) > 0 {
 		b.WriteString("\nNot sized:\n")
 		for _, r := range skipped {
-			fmt.Fprintf(&b, "  %s: %s\n", r.Node.Name, r.Skipped)
+			fmt.Fprintf(&b, "  %s: %s\n", vis.Escape(r.Node.Name), vis.Escape(r.Skipped))
 		}
 	}
-	fmt.Fprintf(&b, "\n%s\n", p.Why)
+	fmt.Fprintf(&b, "\n%s\n", vis.Escape(p.Why))
 	if lv := largestRows(p); len(lv) > 0 {
 		fmt.Fprintf(&b, "\nLargest value, %s, on each node's link (baseline; at burst in brackets):\n", plan.FormatBytes(p.Effective.MaxValueBytes))
 		tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 		for _, r := range lv {
-			line := fmt.Sprintf("  %s\t%s\t%s", r.Node.Name, transfer(r.Largest), saturate(r.Largest))
+			line := fmt.Sprintf("  %s\t%s\t%s", vis.Escape(r.Node.Name), transfer(r.Largest), saturate(r.Largest))
 			if p.Effective.LargePerSec > 0 {
 				line += "\t" + busy(r.Largest, p)
 			}
@@ -60,10 +61,10 @@ func WriteText(w io.Writer, p *plan.Plan) error {
 	if len(p.Notes) > 0 {
 		b.WriteString("\nNotes:\n")
 		for _, n := range p.Notes {
-			fmt.Fprintf(&b, "  - %s\n", n)
+			fmt.Fprintf(&b, "  - %s\n", vis.Escape(n))
 		}
 	}
-	fmt.Fprintf(&b, "\nSources (catalog of %s; prices change, check before you buy):\n", p.Catalog.Date)
+	fmt.Fprintf(&b, "\nSources (catalog of %s; prices change, check before you buy):\n", vis.Escape(p.Catalog.Date))
 	for _, r := range p.Rows {
 		src := r.Node.Source
 		if r.PriceFlag {
@@ -71,7 +72,7 @@ func WriteText(w io.Writer, p *plan.Plan) error {
 		} else if r.Priced {
 			src += "; price: the catalog's, gathered " + r.Node.Date
 		}
-		fmt.Fprintf(&b, "  %s (%s): %s\n", r.Node.Name, r.Node.Date, src)
+		fmt.Fprintf(&b, "  %s (%s): %s\n", vis.Escape(r.Node.Name), vis.Escape(r.Node.Date), vis.Escape(src))
 	}
 	seen := map[string]bool{}
 	for _, r := range p.Rows {
@@ -80,11 +81,11 @@ func WriteText(w io.Writer, p *plan.Plan) error {
 		}
 		seen[r.Provider.Name] = true
 		for _, s := range r.Provider.Sources {
-			fmt.Fprintf(&b, "  %s rule, %s\n", r.Provider.Name, s)
+			fmt.Fprintf(&b, "  %s rule, %s\n", vis.Escape(r.Provider.Name), vis.Escape(s))
 		}
 	}
 	if e := p.Effective; e.Scaling != nil && !e.ScalingDefault {
-		fmt.Fprintf(&b, "  thread scaling: %s\n", e.Scaling.Name)
+		fmt.Fprintf(&b, "  thread scaling: %s\n", vis.Escape(e.Scaling.Name))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
@@ -92,7 +93,7 @@ func WriteText(w io.Writer, p *plan.Plan) error {
 
 func header(b *strings.Builder, p *plan.Plan) {
 	c, e := p.Catalog, p.Effective
-	fmt.Fprintf(b, "kura plan: node catalog of %s, prices in %s for %s\n", c.Date, c.Currency, c.PriceRegion)
+	fmt.Fprintf(b, "kura plan: node catalog of %s, prices in %s for %s\n", vis.Escape(c.Date), vis.Escape(c.Currency), vis.Escape(c.PriceRegion))
 	var parts []string
 	if e.DataBytes > 0 {
 		s := plan.FormatBytes(e.DataBytes) + " of data"
@@ -123,7 +124,7 @@ func header(b *strings.Builder, p *plan.Plan) {
 	if e.CodecRatio > 0 && e.CodecRatio != 1 {
 		c := fmt.Sprintf("codec ratio %.3g (bytes after / before)", e.CodecRatio)
 		if e.CodecName != "" {
-			c = fmt.Sprintf("codec ratio %.3g (%s)", e.CodecRatio, e.CodecName)
+			c = fmt.Sprintf("codec ratio %.3g (%s)", e.CodecRatio, vis.Escape(e.CodecName))
 		}
 		what = append(what, c)
 	}
