@@ -202,9 +202,22 @@ func (s *Store) Release(ctx context.Context, leases []store.Lease) error {
 // Invalidate deletes keys (one DEL per hash slot, pipelined): values and
 // placeholders alike, so any lease taken before is void and its fill is
 // dropped. Redis has no stale-while-revalidate here; stale is ignored.
+//
+// With Options.InvalidateWait (the default in Sentinel mode) it returns
+// only once the replicas have the deletion too, or fails with an error
+// matching ErrNotReplicated (see InvalidateWait).
 func (s *Store) Invalidate(ctx context.Context, keys []string, stale time.Duration) error {
 	if err := store.CheckTTL(stale); err != nil {
 		return err
+	}
+	if s.waitReplicas > 0 {
+		cn, err := s.ready(ctx)
+		if err != nil {
+			return err
+		}
+		if !cn.cluster {
+			return s.deleteAndWait(ctx, cn, keys)
+		}
 	}
 	if len(keys) == 1 {
 		return s.Delete(ctx, keys[0])

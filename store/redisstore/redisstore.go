@@ -100,6 +100,14 @@ type Options struct {
 	// refusal is reported by the requests. If zero, DefaultStartWait
 	// (500 ms); negative does not wait at all.
 	StartWait time.Duration
+	// Sentinel, when its MasterSet is set, makes Addrs the sentinels'
+	// addresses and the Store follows the primary they name (see
+	// Sentinel). The zero value is off.
+	Sentinel Sentinel
+	// InvalidateWait makes Invalidate wait until replicas have the
+	// deletion (see InvalidateWait). The zero value waits for one replica
+	// in Sentinel mode and does not wait otherwise.
+	InvalidateWait InvalidateWait
 	// Resolver looks up the seeds' host names on every new connection, so
 	// a name that moves to another address (a managed service's failover
 	// or node replacement) is followed on the next reconnect. If nil,
@@ -142,6 +150,16 @@ type Store struct {
 	prefixes []string
 	// probes are the dedicated per-node clients of ProbeNode (health.go).
 	probes probeSet
+
+	// masterSet is the Sentinel master set ("" unless Sentinel mode):
+	// the node's stable name, whichever server is primary.
+	masterSet string
+	// waitReplicas > 0 makes Invalidate wait for that many replicas
+	// (sentinel.go), for up to waitTimeout; notReplicated counts the
+	// invalidations that timed out.
+	waitReplicas  int
+	waitTimeout   time.Duration
+	notReplicated atomic.Uint64
 
 	// Background slot-map refreshes: Close cancels and waits for them.
 	mu       sync.Mutex
@@ -282,6 +300,16 @@ func open(ctx context.Context, co rueidis.ClientOption, opts Options) (*Store, e
 		opts.Configure(&co)
 	}
 	co.DisableCache = true
+	if err := configureSentinel(&co, opts.Sentinel); err != nil {
+		return nil, err
+	}
+	if co.Sentinel.MasterSet != "" && opts.DB != 0 {
+		co.SelectDB = opts.DB
+	}
+	waitN, waitT, err := waitPolicy(opts.InvalidateWait, co.Sentinel.MasterSet != "")
+	if err != nil {
+		return nil, err
+	}
 	var h *hub
 	if opts.Tracking.Enabled {
 		h = &hub{}
@@ -290,6 +318,7 @@ func open(ctx context.Context, co rueidis.ClientOption, opts Options) (*Store, e
 		}
 	}
 	s := newStore(append([]string(nil), co.InitAddress...), true)
+	s.masterSet, s.waitReplicas, s.waitTimeout = co.Sentinel.MasterSet, waitN, waitT
 	if h != nil {
 		s.hub, s.prefixes = h, append([]string(nil), opts.Tracking.Prefixes...)
 	}
