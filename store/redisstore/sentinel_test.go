@@ -12,6 +12,7 @@ import (
 	"github.com/kuracache/kura/internal/servertest"
 	"github.com/kuracache/kura/store"
 	"github.com/kuracache/kura/store/redisstore"
+	"github.com/kuracache/kura/store/storeurl"
 	"github.com/kuracache/kura/store/storetest"
 )
 
@@ -238,4 +239,31 @@ func waitReplicated(t *testing.T, set *servers.SentinelSet, key string) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Fatalf("%s never reached the replica", key)
+}
+
+// TestSentinelURL opens a Sentinel-managed primary from its
+// redis+sentinel:// URL, passwords for both tiers included.
+func TestSentinelURL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-server test")
+	}
+	t.Parallel()
+	set := servertest.SentinelSet(t, servers.SentinelConfig{Password: dataPW, SentinelPassword: sentinelPW})
+	url := "redis+sentinel://:" + dataPW + "@" + strings.Join(set.SentinelAddrs(), ",") + "/" + set.MasterSet + "?sentinel_password=" + sentinelPW
+	s, err := storeurl.Open(context.Background(), url)
+	if err != nil {
+		t.Fatalf("Open = %v", err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	if err := s.Set(ctx, "k", []byte("v"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := set.Primary.Do(ctx, "GET", "k"); err != nil || v != "v" {
+		t.Fatalf("the value is not on the primary: %q, %v", v, err)
+	}
+	_, err = storeurl.Open(context.Background(), strings.Replace(url, sentinelPW, "wrong-pw", 1))
+	if err == nil || strings.Contains(err.Error(), "wrong-pw") || strings.Contains(err.Error(), dataPW) {
+		t.Fatalf("Open with a wrong sentinel password = %v", err)
+	}
 }
