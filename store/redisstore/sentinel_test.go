@@ -12,8 +12,8 @@ import (
 	"github.com/kuracache/kura/internal/servertest"
 	"github.com/kuracache/kura/store"
 	"github.com/kuracache/kura/store/redisstore"
-	"github.com/kuracache/kura/store/storeurl"
 	"github.com/kuracache/kura/store/storetest"
+	"github.com/kuracache/kura/store/storeurl"
 )
 
 const (
