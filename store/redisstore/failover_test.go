@@ -325,3 +325,41 @@ func TestLeaseAcrossFailover(t *testing.T) {
 		t.Fatalf("k:kept = %q, %v", v, err)
 	}
 }
+
+// BenchmarkInvalidateWait measures what waiting for a replica costs an
+// Invalidate on a Sentinel-managed primary with one replica (all on this
+// machine's loopback): "wait" is the default in Sentinel mode (DEL and
+// WAIT 1 on a dedicated connection), "nowait" is InvalidateWait.Replicas
+// -1 (DEL on the shared pipeline). 64 goroutines invalidate one key each
+// per call.
+func BenchmarkInvalidateWait(b *testing.B) {
+	set := servertest.SentinelSet(b, servers.SentinelConfig{})
+	for _, mode := range []struct {
+		name string
+		wait redisstore.InvalidateWait
+	}{{"wait", redisstore.InvalidateWait{}}, {"nowait", redisstore.InvalidateWait{Replicas: -1}}} {
+		b.Run(mode.name, func(b *testing.B) {
+			o := sentinelOpts(set)
+			o.InvalidateWait = mode.wait
+			o.FailFast = true
+			s, err := redisstore.New(context.Background(), o)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			var n atomic.Int64
+			b.SetParallelism(32) // 64 goroutines on 2 cores
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				ctx := context.Background()
+				for pb.Next() {
+					k := fmt.Sprintf("user:%d", n.Add(1)%1000)
+					if err := s.Invalidate(ctx, []string{k}, 0); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
+}

@@ -267,3 +267,69 @@ func TestSentinelURL(t *testing.T) {
 		t.Fatalf("Open with a wrong sentinel password = %v", err)
 	}
 }
+
+// TestSentinelManualFailover: a failover the sentinels run on purpose
+// (SENTINEL FAILOVER, as a managed service does for maintenance) leaves
+// the old primary alive as a replica. The Store moves to the new
+// primary, and a key read through tracking before the switch is not kept:
+// the L1 is told (a flush, or a report of the key) once another client
+// changes the key on the new primary.
+func TestSentinelManualFailover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-server test")
+	}
+	t.Parallel()
+	set := servertest.SentinelSet(t, servers.SentinelConfig{Password: dataPW, SentinelPassword: sentinelPW})
+	o := sentinelOpts(set)
+	o.Tracking = redisstore.Tracking{Enabled: true}
+	s := openSentinel(t, o)
+	ctx := context.Background()
+	if err := s.Set(ctx, "k", []byte("v1"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetTracked(ctx, "k"); err != nil {
+		t.Fatal(err)
+	}
+	keys0, flushes0 := s.TrackingReports()
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	// A sentinel that has just learnt of the replica answers NOGOODSLAVE
+	// until it has talked to it.
+	for {
+		_, err := servers.RedisDo(ctx, set.Sentinels[0].Addr, sentinelPW, "SENTINEL", "FAILOVER", set.MasterSet)
+		if err == nil {
+			break
+		}
+		if wctx.Err() != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if _, err := set.WaitMaster(wctx, set.Primary.Addr); err != nil {
+		t.Fatal(err)
+	}
+	// The Store follows: its writes reach the new primary.
+	for {
+		err := s.Set(ctx, "probe", []byte("x"), 0)
+		if v, _ := set.Replica.Do(ctx, "GET", "probe"); err == nil && v == "x" {
+			break
+		}
+		if wctx.Err() != nil {
+			t.Fatalf("the Store did not follow the failover: %v", err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, err := set.Replica.Do(ctx, "SET", "k", "v2"); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		keys, flushes := s.TrackingReports()
+		if keys > keys0 || flushes > flushes0 {
+			break
+		}
+		if wctx.Err() != nil {
+			t.Fatal("a key read before the failover was changed on the new primary and the L1 was never told")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
