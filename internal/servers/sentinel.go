@@ -1,6 +1,7 @@
 package servers
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -30,6 +31,12 @@ type SentinelConfig struct {
 	// DownAfter is "sentinel down-after-milliseconds": how long the
 	// primary must not answer before a failover starts; 0 means 1s.
 	DownAfter time.Duration
+	// FailoverTimeout is "sentinel failover-timeout"; 0 means 5s. A
+	// failover that aborts is tried again after twice this. A sentinel
+	// re-points a replica that follows another address than the primary's
+	// (ReplicaLink) after this long: tests that delay the link set it
+	// long.
+	FailoverTimeout time.Duration
 	// ReplicaLink, when set, is given the primary's address and returns
 	// the address the replica replicates from (a fault-injection proxy in
 	// front of the primary), so a test can delay or cut the replication
@@ -163,7 +170,7 @@ func StartSentinelSet(ctx context.Context, cfg SentinelConfig) (*SentinelSet, er
 	pHost, pPort, _ := net.SplitHostPort(set.Primary.Addr)
 	for i := 0; i < n; i++ {
 		p, err := retryPort(func(port int) (*Proc, error) {
-			return startSentinel(ctx, bin, port, set, pHost, pPort, n/2+1, downAfter)
+			return startSentinel(ctx, bin, port, set, pHost, pPort, n/2+1, downAfter, cmp.Or(cfg.FailoverTimeout, 5*time.Second))
 		})
 		if err != nil {
 			return fail(err)
@@ -187,7 +194,7 @@ func StartSentinelSet(ctx context.Context, cfg SentinelConfig) (*SentinelSet, er
 	return set, nil
 }
 
-func startSentinel(ctx context.Context, bin string, port int, set *SentinelSet, pHost, pPort string, quorum int, downAfter time.Duration) (*Proc, error) {
+func startSentinel(ctx context.Context, bin string, port int, set *SentinelSet, pHost, pPort string, quorum int, downAfter, failoverTimeout time.Duration) (*Proc, error) {
 	dir, err := os.MkdirTemp("", "kura-redis-sentinel-")
 	if err != nil {
 		return nil, err
@@ -203,11 +210,7 @@ func startSentinel(ctx context.Context, bin string, port int, set *SentinelSet, 
 		"sentinel resolve-hostnames no",
 		fmt.Sprintf("sentinel monitor %s %s %s %d", name, pHost, pPort, quorum),
 		fmt.Sprintf("sentinel down-after-milliseconds %s %d", name, downAfter.Milliseconds()),
-		// A long failover timeout keeps a replica that replicates
-		// through a proxy (SentinelConfig.ReplicaLink) where it is:
-		// sentinels re-point a replica that follows "the wrong address"
-		// only after this long.
-		fmt.Sprintf("sentinel failover-timeout %s 60000", name),
+		fmt.Sprintf("sentinel failover-timeout %s %d", name, failoverTimeout.Milliseconds()),
 		fmt.Sprintf("sentinel parallel-syncs %s 1", name),
 	}
 	if set.Password != "" {
@@ -254,4 +257,45 @@ func waitFor(ctx context.Context, limit time.Duration, fn func() error) error {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// KillPrimary SIGKILLs the primary once every sentinel has read the
+// replica's INFO in the last 2 seconds. A sentinel refreshes a replica's
+// INFO every 10 seconds while the primary is up and refuses to promote a
+// replica whose INFO is more than 5 seconds old when the primary is
+// found down (the failover aborts, to be tried again after twice the
+// failover timeout): killing the primary at a random moment makes
+// failovers take seconds longer about half the time.
+func (s *SentinelSet) KillPrimary(ctx context.Context) error {
+	if err := s.WaitFreshInfo(ctx); err != nil {
+		return err
+	}
+	s.Primary.Kill()
+	return nil
+}
+
+// WaitFreshInfo waits until every sentinel has read the replica's INFO
+// in the last 2 seconds (see KillPrimary), for a test that must kill the
+// primary at a moment of its choosing: call it just before.
+func (s *SentinelSet) WaitFreshInfo(ctx context.Context) error {
+	for _, p := range s.Sentinels {
+		if err := waitFor(ctx, 15*time.Second, func() error {
+			out, err := RedisDo(ctx, p.Addr, s.SentinelPassword, "SENTINEL", "REPLICAS", s.MasterSet)
+			if err != nil {
+				return err
+			}
+			f := strings.Split(out, "\n")
+			for i := 0; i+1 < len(f); i++ {
+				if f[i] == "info-refresh" {
+					if ms, err := strconv.Atoi(f[i+1]); err == nil && ms < 2000 {
+						return nil
+					}
+				}
+			}
+			return fmt.Errorf("sentinel %s: the replica's INFO is not fresh", p.Addr)
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -207,7 +207,9 @@ func TestSentinelFailover(t *testing.T) {
 	if err != nil || m != set.Primary.Addr {
 		t.Fatalf("Master = %q, %v; want %s", m, err, set.Primary.Addr)
 	}
-	set.Primary.Kill()
+	if err := set.KillPrimary(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	m, err = set.WaitMaster(wctx, set.Primary.Addr)

@@ -247,7 +247,10 @@ func TestSentinelFailoverUnderLoad(t *testing.T) {
 	l := newFailoverLoad(200)
 	l1Before := c.Stats().L1.Flushes
 	r := l.run(t, c, time.Second, time.Second, func() {
-		set.Primary.Kill()
+		if err := set.KillPrimary(context.Background()); err != nil {
+			t.Error(err)
+			return
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		if _, err := set.WaitMaster(ctx, set.Primary.Addr); err != nil {
@@ -266,6 +269,9 @@ func TestSentinelFailoverUnderLoad(t *testing.T) {
 	st := c.Stats()
 	if r.Errors != 0 || r.Stale != 0 {
 		t.Fatalf("errors %d, stale reads %d; want 0", r.Errors, r.Stale)
+	}
+	if st.Conn == nil || st.Conn.Failovers != 1 || st.Conn.Primary != set.Replica.Addr || st.Conn.TrackingFlushes == 0 {
+		t.Fatalf("Stats.Conn after one failover = %+v; want 1 failover to %s and a tracking flush", st.Conn, set.Replica.Addr)
 	}
 	if st.L1.Flushes <= l1Before {
 		t.Fatalf("the L1 was not flushed on failover (flushes %d -> %d)", l1Before, st.L1.Flushes)
@@ -297,7 +303,9 @@ func TestLeaseAcrossFailover(t *testing.T) {
 	}
 	waitReplicated(t, set, "k:inval")
 	waitReplicated(t, set, "k:kept")
-	set.Primary.Kill()
+	if err := set.KillPrimary(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	for {

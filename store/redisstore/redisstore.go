@@ -160,6 +160,10 @@ type Store struct {
 	waitReplicas  int
 	waitTimeout   time.Duration
 	notReplicated atomic.Uint64
+	// primary is the server a Sentinel-mode Store follows now, failovers
+	// the times it changed (sentinel.go).
+	primary   atomic.Pointer[string]
+	failovers atomic.Uint64
 
 	// Background slot-map refreshes: Close cancels and waits for them.
 	mu       sync.Mutex

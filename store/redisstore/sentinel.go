@@ -181,3 +181,39 @@ func connectedReplicas(ctx context.Context, cn *conn) (int64, error) {
 	replicas, err := role[2].ToArray()
 	return int64(len(replicas)), err
 }
+
+// primaryPoll is how often a Sentinel-mode Store looks at which server
+// its client follows, to count failovers (ConnStats).
+const primaryPoll = 250 * time.Millisecond
+
+// watchPrimary notes the primary every primaryPoll until the Store is
+// closed.
+func (s *Store) watchPrimary(cn *conn) {
+	defer s.bg.Done()
+	t := time.NewTicker(primaryPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.bgCtx.Done():
+			return
+		case <-t.C:
+			s.notePrimary(cn)
+		}
+	}
+}
+
+// notePrimary records the server the client sends writes to, counting a
+// change as a failover.
+func (s *Store) notePrimary(cn *conn) {
+	var addr string
+	for a := range cn.c.Nodes() {
+		addr = a
+	}
+	if addr == "" {
+		return
+	}
+	old := s.primary.Swap(&addr)
+	if old != nil && *old != addr {
+		s.failovers.Add(1)
+	}
+}

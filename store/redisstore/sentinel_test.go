@@ -112,7 +112,9 @@ func TestSentinelFailoverStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, flushes := s.TrackingReports()
-	set.Primary.Kill()
+	if err := set.KillPrimary(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		v, err := s.Get(ctx, "k")
@@ -166,6 +168,9 @@ func TestInvalidateAcrossFailover(t *testing.T) {
 			t.Parallel()
 			var proxy *faults.Proxy
 			set := servertest.SentinelSet(t, servers.SentinelConfig{Password: dataPW, DownAfter: 500 * time.Millisecond,
+				// The replica follows the proxy: the sentinels must not
+				// re-point it at the primary during the test.
+				FailoverTimeout: time.Minute,
 				ReplicaLink: func(primary string) (string, error) {
 					proxy = servertest.Proxy(t, primary, faults.ProxyOptions{})
 					return proxy.Addr(), nil
@@ -178,7 +183,9 @@ func TestInvalidateAcrossFailover(t *testing.T) {
 				t.Fatal(err)
 			}
 			waitReplicated(t, set, "user:1")
-
+			if err := set.WaitFreshInfo(ctx); err != nil {
+				t.Fatal(err)
+			}
 			proxy.Stall()
 			released := make(chan struct{})
 			if !tc.stale {
