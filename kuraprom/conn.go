@@ -22,6 +22,7 @@ type ConnCollector struct {
 	dials, dialFails, reconnects, lookups, lookupFails *prometheus.Desc
 	changes                                            *prometheus.Desc
 	primary, failovers, trackFlushes, notReplicated    *prometheus.Desc
+	replicaReads                                       *prometheus.Desc
 }
 
 var _ prometheus.Collector = (*ConnCollector)(nil)
@@ -50,6 +51,7 @@ func NewConnCollector(name string, src store.ConnReporter) *ConnCollector {
 		trackFlushes: d("tracking_flushes_total", "Times server-assisted invalidation had to drop every key (a tracking connection broke: failover, restart; FLUSHALL); each flushes the L1 of every Cache on the store."),
 		notReplicated: d("invalidations_not_replicated_total",
 			"Invalidations the primary applied that not enough replicas acknowledged in time (redisstore InvalidateWait)."),
+		replicaReads: d("replica_reads_total", "Commands sent to a replica (redisstore ReadFromReplicas)."),
 	}
 }
 
@@ -57,7 +59,7 @@ func NewConnCollector(name string, src store.ConnReporter) *ConnCollector {
 func (c *ConnCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.connected, c.attempts, c.attemptFails, c.resolved,
 		c.dials, c.dialFails, c.reconnects, c.lookups, c.lookupFails, c.changes,
-		c.primary, c.failovers, c.trackFlushes, c.notReplicated} {
+		c.primary, c.failovers, c.trackFlushes, c.notReplicated, c.replicaReads} {
 		ch <- d
 	}
 }
@@ -78,6 +80,7 @@ func (c *ConnCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.failovers, st.Failovers)
 	counter(c.trackFlushes, st.TrackingFlushes)
 	counter(c.notReplicated, st.NotReplicated)
+	counter(c.replicaReads, st.ReplicaReads)
 	if st.Primary != "" {
 		ch <- prometheus.MustNewConstMetric(c.primary, prometheus.GaugeValue, 1, c.name, st.Primary)
 	}

@@ -46,6 +46,9 @@ type ConnStats struct {
 	// NotReplicated counts invalidations that the primary applied but not
 	// enough replicas acknowledged in time (redisstore.InvalidateWait).
 	NotReplicated uint64
+	// ReplicaReads counts the commands sent to a replica (redisstore's
+	// Options.ReadFromReplicas).
+	ReplicaReads uint64
 }
 
 // NodeConnStats is one server address's connection history.

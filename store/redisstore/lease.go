@@ -104,6 +104,7 @@ func (s *Store) LeaseGet(ctx context.Context, keys []string, opts store.LeaseOpt
 	px := pxMillis(opts.TTL)
 	cmds := make([]rueidis.Completed, len(missing))
 	for j, i := range missing {
+		s.wrote(keys[i])
 		cmds[j] = cn.c.B().Set().Key(keys[i]).Value(ph).Nx().PxMilliseconds(px).Build()
 	}
 	for j, r := range cn.c.DoMulti(ctx, cmds...) {
@@ -148,6 +149,7 @@ func (s *Store) Fill(ctx context.Context, fills []store.Fill) error {
 		if f.TTL > 0 {
 			px = strconv.FormatInt(pxMillis(f.TTL), 10)
 		}
+		s.wrote(f.Lease.Key)
 		execs = append(execs, rueidis.LuaExec{Keys: []string{f.Lease.Key},
 			Args: []string{s.valueArg(ctx, f.Lease.Token), s.valueArg(ctx, f.Value), px}})
 		sent = append(sent, i)

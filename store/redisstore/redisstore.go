@@ -108,6 +108,10 @@ type Options struct {
 	// deletion (see InvalidateWait). The zero value waits for one replica
 	// in Sentinel mode and does not wait otherwise.
 	InvalidateWait InvalidateWait
+	// ReadFromReplicas sends reads to a replica in Sentinel mode (see
+	// ReplicaReads for the staleness it costs). The zero value reads from
+	// the primary.
+	ReadFromReplicas ReplicaReads
 	// Resolver looks up the seeds' host names on every new connection, so
 	// a name that moves to another address (a managed service's failover
 	// or node replacement) is followed on the next reconnect. If nil,
@@ -164,6 +168,11 @@ type Store struct {
 	// the times it changed (sentinel.go).
 	primary   atomic.Pointer[string]
 	failovers atomic.Uint64
+	// recent is the keys this Store wrote lately, whose reads go to the
+	// primary (nil unless ReadFromReplicas); replicaReads counts the
+	// commands sent to a replica.
+	recent       *recentKeys
+	replicaReads atomic.Uint64
 
 	// Background slot-map refreshes: Close cancels and waits for them.
 	mu       sync.Mutex
@@ -323,6 +332,10 @@ func open(ctx context.Context, co rueidis.ClientOption, opts Options) (*Store, e
 	}
 	s := newStore(append([]string(nil), co.InitAddress...), true)
 	s.masterSet, s.waitReplicas, s.waitTimeout = co.Sentinel.MasterSet, waitN, waitT
+	if err := s.configureReplicaReads(&co, opts.ReadFromReplicas); err != nil {
+		s.bgCancel()
+		return nil, err
+	}
 	if h != nil {
 		s.hub, s.prefixes = h, append([]string(nil), opts.Tracking.Prefixes...)
 	}
@@ -467,6 +480,7 @@ func (s *Store) Set(ctx context.Context, key string, value []byte, ttl time.Dura
 	if err := s.checkItem(key, value, ttl); err != nil {
 		return err
 	}
+	s.wrote(key)
 	if err := cn.c.Do(ctx, s.setCmd(ctx, cn, key, value, ttl)).Error(); err != nil {
 		return s.wrapErr(s.addrOf(key), err)
 	}
@@ -524,6 +538,7 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 	if err := store.CheckKey(key); err != nil {
 		return err
 	}
+	s.wrote(key)
 	if err := cn.c.Do(ctx, cn.c.B().Del().Key(key).Build()).Error(); err != nil {
 		return s.wrapErr(s.addrOf(key), err)
 	}

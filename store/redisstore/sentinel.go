@@ -131,6 +131,7 @@ func (s *Store) deleteAndWait(ctx context.Context, cn *conn, keys []string) erro
 	if len(keys) == 0 {
 		return nil
 	}
+	s.wrote(keys...)
 	res := cn.c.DoMulti(ctx,
 		cn.c.B().Del().Key(keys...).Build(),
 		cn.c.B().Wait().Numreplicas(int64(s.waitReplicas)).Timeout(s.waitTimeout.Milliseconds()).Build())
@@ -205,10 +206,7 @@ func (s *Store) watchPrimary(cn *conn) {
 // notePrimary records the server the client sends writes to, counting a
 // change as a failover.
 func (s *Store) notePrimary(cn *conn) {
-	var addr string
-	for a := range cn.c.Nodes() {
-		addr = a
-	}
+	addr := primaryOf(s.bgCtx, cn)
 	if addr == "" {
 		return
 	}
