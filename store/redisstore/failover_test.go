@@ -371,3 +371,49 @@ func BenchmarkInvalidateWait(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkReplicaReads compares GETs of 100 warm 1 KB keys from 64
+// goroutines sent to the primary and to the replica (ReadFromReplicas).
+// On this machine both servers share its 2 cores with the client, so it
+// shows what the routing costs, not what a replica adds in capacity.
+func BenchmarkReplicaReads(b *testing.B) {
+	set := servertest.SentinelSet(b, servers.SentinelConfig{})
+	val := make([]byte, 1024)
+	for _, mode := range []struct {
+		name    string
+		replica bool
+	}{{"primary", false}, {"replica", true}} {
+		b.Run(mode.name, func(b *testing.B) {
+			o := sentinelOpts(set)
+			o.ReadFromReplicas.Enabled = mode.replica
+			o.FailFast = true
+			s, err := redisstore.New(context.Background(), o)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			ctx := context.Background()
+			for i := range 100 {
+				if err := s.Set(ctx, fmt.Sprintf("k:%d", i), val, 0); err != nil {
+					b.Fatal(err)
+				}
+			}
+			time.Sleep(1500 * time.Millisecond) // past the primary window of those writes
+			var n atomic.Int64
+			b.SetParallelism(32)
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if _, err := s.Get(ctx, fmt.Sprintf("k:%d", n.Add(1)%100)); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.StopTimer()
+			if mode.replica && s.ConnStats().ReplicaReads == 0 {
+				b.Fatal("no read went to the replica")
+			}
+		})
+	}
+}
