@@ -10,7 +10,6 @@ import (
 	"github.com/kuracache/kura/internal/l1"
 	"github.com/kuracache/kura/internal/readthrough"
 	"github.com/kuracache/kura/store"
-	"github.com/kuracache/kura/store/health"
 )
 
 // Loader loads the value for one key from the source of truth (usually a
@@ -93,8 +92,8 @@ func (c *Cache[V]) Stats() Stats {
 		s.Hits += t.Hits
 		s.NegativeHits += t.NegativeHits
 	}
-	if h, ok := store.Find[*health.Store](c.store); ok {
-		s.Nodes = h.Stats().Nodes
+	if h, ok := store.Find[store.HealthReporter](c.store); ok {
+		s.Nodes = h.NodeHealth()
 	}
 	if r, ok := store.Find[store.ConnReporter](c.store); ok {
 		cs := r.ConnStats()

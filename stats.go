@@ -7,7 +7,6 @@ import (
 
 	"github.com/kuracache/kura/internal/readthrough"
 	"github.com/kuracache/kura/store"
-	"github.com/kuracache/kura/store/health"
 )
 
 // Op names a timed operation in Stats.Latency.
@@ -124,9 +123,11 @@ type Stats struct {
 	L1 L1Stats
 
 	// Nodes is the health of each node of the store when the Cache's
-	// store is (or wraps) a *health.Store, nil otherwise. It describes the
-	// store, shared by every Cache on it, not this Cache alone.
-	Nodes []health.NodeStats
+	// store is (or wraps) one that watches it (store.HealthReporter: a
+	// store/health breaker), nil otherwise. It describes the store,
+	// shared by every Cache on it, not this Cache alone.
+	// (store.NodeHealth is health.NodeStats under its store name.)
+	Nodes []store.NodeHealth
 
 	// Conn is the store's connection history when it reports one
 	// (store.ConnReporter: redisstore and memcache, also through

@@ -43,8 +43,8 @@ type L1Options struct {
 	// MaxStaleness allows an L1 over a store with no server-assisted
 	// invalidation (memcached; Redis without redisstore's
 	// Options.Tracking), and is the staleness bound it then has: a value
-	// is served from the L1 for at most MaxStaleness after it was read
-	// from the store, even if another process changed or deleted it in
+	// is served from the L1 for at most MaxStaleness after the store read
+	// that filled it began, even if another process changed or deleted it in
 	// the meantime (writes through this Cache drop the key at once). If
 	// zero, such a store with MaxBytes set is an error. Ignored over a
 	// tracking store.

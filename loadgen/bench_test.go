@@ -113,7 +113,7 @@ func BenchmarkRoute(b *testing.B) {
 		top  *topology
 	}{
 		{"cluster", &topology{addrs: []string{"a:1", "b:1", "c:1"}, cluster: true}},
-		{"memcached-ring", &topology{addrs: ring.Servers(), ring: ring}},
+		{"memcached-ring", &topology{addrs: ring.Servers(), place: ring.Index}},
 	}
 	// Ring.Index hashes []byte(key), which the compiler keeps on the stack
 	// only up to 32 bytes: the default "key:" prefix makes 16-byte keys.

@@ -20,13 +20,17 @@ const slotCount = slot.Count
 // topology maps a key to the node that owns it. For a standalone server and
 // a one-server memcached pool there is one node; for Redis Cluster the
 // owner of the key's hash slot; for a memcached pool the server that
-// kura's own ketama ring (store/memcache.Ring) picks, so a benchmark loads
-// each server with exactly the keys a kura application would send it.
+// kura's own ketama ring (store/memcache.Ring) picks, and for sharded
+// Redis (redis+ring://) the shard store/redisring's ring picks, so a
+// benchmark loads each server with exactly the keys a kura application
+// would send it.
 type topology struct {
 	addrs   []string
 	cluster bool
 	owner   [slotCount]uint16 // slot to index in addrs, cluster only
-	ring    *memcache.Ring    // memcached pools of more than one server
+	// place is the ring of a memcached pool or of Redis shards (more than
+	// one server); it keeps no reference to the key.
+	place   func(key string) int
 	version int
 }
 
@@ -39,8 +43,8 @@ func (t *topology) route(key []byte) int {
 		// would allocate for keys longer than 32 bytes.
 		return int(t.owner[slot.Of(unsafe.String(unsafe.SliceData(key), len(key)))])
 	}
-	// The same: Ring.Index keeps no reference to the key.
-	return t.ring.Index(unsafe.String(unsafe.SliceData(key), len(key)))
+	// The same: the rings keep no reference to the key.
+	return t.place(unsafe.String(unsafe.SliceData(key), len(key)))
 }
 
 // clusterState holds the current topology; workers follow MOVED replies by
@@ -100,7 +104,7 @@ func discover(ctx context.Context, s *settings) (*topology, error) {
 			if err != nil {
 				return nil, cfgErr("target %s: %v", t, err)
 			}
-			top.ring = ring
+			top.place = ring.Index
 		}
 		for _, a := range t.Addrs {
 			c, err := dial(ctx, s, a)
@@ -114,6 +118,9 @@ func discover(ctx context.Context, s *settings) (*topology, error) {
 			}
 		}
 		return top, nil
+	}
+	if t.Ring != nil {
+		return shards(ctx, s)
 	}
 	var lastErr error
 	for _, seed := range t.Addrs {
@@ -232,4 +239,26 @@ func parseSlots(v any, seed string) (*topology, error) {
 		return nil, fmt.Errorf("the Redis Cluster does not cover all %d slots (%d have a master; cluster_state is not ok); fix the cluster first", slotCount, covered)
 	}
 	return top, nil
+}
+
+// shards checks that every server of a redis+ring:// target answers and
+// is a standalone server (a cluster node would answer MOVED for the keys
+// the ring sends it), and returns the ring's topology.
+func shards(ctx context.Context, s *settings) (*topology, error) {
+	t := s.target
+	for _, a := range t.Addrs {
+		c, err := dial(ctx, s, a)
+		if err != nil {
+			return nil, err
+		}
+		v, err := c.redisDo("INFO", "cluster")
+		c.close()
+		if err != nil {
+			return nil, fmt.Errorf("redis at %s: INFO cluster: %v", a, err)
+		}
+		if info, _ := v.(string); strings.Contains(info, "cluster_enabled:1") {
+			return nil, fmt.Errorf("redis at %s is a cluster node, but redis+ring:// names standalone shards; point redis:// at the cluster instead", a)
+		}
+	}
+	return &topology{addrs: t.Addrs, place: t.Ring.Owner}, nil
 }

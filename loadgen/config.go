@@ -147,6 +147,9 @@ func (c Config) validate() (*settings, error) {
 		if t.Kind != KindRedis {
 			return nil, cfgErr("--cluster is for Redis targets; a memcached pool is several comma-separated addresses")
 		}
+		if t.Ring != nil {
+			return nil, cfgErr("--cluster names a Redis Cluster, but %s is sharded standalone Redis (redis+ring://); drop one of them", t)
+		}
 		t.Cluster = true
 	}
 	if c.User != "" {

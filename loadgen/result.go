@@ -18,7 +18,8 @@ import (
 type Result struct {
 	// Target is the target URL without its password.
 	Target string `json:"target"`
-	// Topology is "standalone", "cluster" or "pool".
+	// Topology is "standalone", "cluster", "pool" (memcached) or "ring"
+	// (redis+ring://: standalone Redis shards).
 	Topology string `json:"topology"`
 	// Nodes is the number of servers that took load (cluster masters).
 	Nodes int `json:"nodes"`
@@ -128,6 +129,8 @@ func (r *Result) build(s *settings, top *topology, rn *runner, t *totals, elapse
 	switch {
 	case top.cluster:
 		r.Topology = "cluster"
+	case s.target.Ring != nil:
+		r.Topology = "ring"
 	case s.target.Kind == KindMemcached:
 		r.Topology = "pool"
 		if len(top.addrs) == 1 {

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kuracache/kura/ring"
 	"github.com/kuracache/kura/store/storeurl"
 )
 
@@ -31,6 +32,13 @@ type Target struct {
 	// Cluster is set when the URL names several Redis addresses; Run also
 	// sets it when the server reports cluster_enabled:1.
 	Cluster bool
+	// Ring is set for redis+ring:// (standalone Redis shards): the ring
+	// store/redisring places keys with (storeurl.Target.Placement), built
+	// from the URL's ring=, weights=, names= and hashtag=, so each shard
+	// gets the keys a kura application on the same URL sends it.
+	Ring ring.Ring
+	// RingMode is the URL's ring= ("" for the default, go-redis).
+	RingMode ring.Mode
 }
 
 // String returns the target without its password.
@@ -39,6 +47,9 @@ func (t Target) String() string {
 	if t.TLS {
 		scheme = "rediss"
 	}
+	if t.Ring != nil {
+		scheme += "+ring"
+	}
 	s := scheme + "://"
 	if t.User != "" {
 		s += t.User + "@"
@@ -46,6 +57,9 @@ func (t Target) String() string {
 	s += strings.Join(t.Addrs, ",")
 	if t.DB != 0 {
 		s += "/" + strconv.Itoa(t.DB)
+	}
+	if t.RingMode != "" {
+		s += "?ring=" + string(t.RingMode)
 	}
 	return s
 }
@@ -58,6 +72,9 @@ func (t Target) String() string {
 //	rediss://...                          (TLS)
 //	redis://host:port,host:port           (Redis Cluster seeds)
 //	redis://host:port?addr=host:port      (the same, rueidis style)
+//	redis+ring://host:port,host:port[?ring=...]
+//	                                      (standalone shards placed by
+//	                                      store/redisring's ring)
 //	memcached://host:port[,host:port...]  (a memcached pool)
 //	host:port                             (redis://host:port)
 //
@@ -78,10 +95,17 @@ func ParseTarget(s string) (Target, error) {
 	switch st.Kind {
 	case storeurl.Redis:
 		t.Kind = KindRedis
+	case storeurl.RedisRing:
+		t.Kind = KindRedis
+		r, err := st.Placement()
+		if err != nil {
+			return Target{}, fmt.Errorf("%w: target %s: %w", ErrConfig, st.Redacted(), err)
+		}
+		t.Ring, t.RingMode = r, st.Ring
 	case storeurl.Memcached:
 		t.Kind = KindMemcached
 	default:
-		return Target{}, cfgErr("target %q: the scheme must be redis://, rediss:// or memcached://", st.Redacted())
+		return Target{}, cfgErr("target %q: the scheme must be redis://, rediss://, redis+ring:// or memcached://", st.Redacted())
 	}
 	return t, nil
 }

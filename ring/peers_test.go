@@ -613,6 +613,12 @@ func TestAgreesWithTwemproxy(t *testing.T) {
 				p.label, len(m), len(keys), m[0])
 		}
 	}
+	bad := 0
+	for _, m := range misplaced {
+		bad += len(m)
+	}
+	t.Logf("twemproxy (nutcracker): %d pools (ketama md5 and fnv1a_64, with and without hash_tag and weights, 1-%d servers) x %d keys: %d of %d keys on the server the ring names",
+		len(pools), maxServers, len(keys), len(pools)*len(keys)-bad, len(pools)*len(keys))
 }
 
 // mcSetAll sets every key through addr (pipelined, 1-byte values) and

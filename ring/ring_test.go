@@ -3,6 +3,7 @@ package ring
 import (
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"testing"
 )
@@ -107,9 +108,13 @@ func TestOwnerDoesNotAllocate(t *testing.T) {
 // TestRemapFraction prints, for every mode, the share of keys that move
 // when one server joins n (ideal 1/(n+1)), and checks every moved key
 // moved to the new server (rendezvous and ketama-style rings both promise
-// it) and that the share is near the ideal. BENCHMARKS.md quotes it.
+// it) and that the share is near the ideal. BENCHMARKS.md quotes it, at
+// 100,000 keys (KURA_BENCH=1 or KURA_SOAK=1); make test checks 10,000.
 func TestRemapFraction(t *testing.T) {
-	const keys = 100000
+	keys := 10000
+	if os.Getenv("KURA_BENCH") != "" || os.Getenv("KURA_SOAK") != "" {
+		keys = 100000
+	}
 	ks := make([]string, keys)
 	for i := range ks {
 		ks[i] = fmt.Sprintf("user:%d:item", i)
@@ -138,7 +143,7 @@ func TestRemapFraction(t *testing.T) {
 					}
 				}
 			}
-			frac, ideal := float64(moved)/keys, 1/float64(n+1)
+			frac, ideal := float64(moved)/float64(keys), 1/float64(n+1)
 			if frac < 0.5*ideal || frac > 1.6*ideal {
 				t.Errorf("%s %d->%d: %.4f of the keys moved, ideal %.4f", m, n, n+1, frac, ideal)
 			}

@@ -1,6 +1,10 @@
 package store
 
-import "context"
+import (
+	"context"
+	"fmt"
+	"time"
+)
 
 // NodeLocator is implemented by stores that spread keys over several
 // servers (nodes), or talk to one: it says which node serves a key, so a
@@ -26,4 +30,79 @@ type NodeProber interface {
 	// its dedicated probe connection and waits for the answer within ctx.
 	// Callers run at most one ProbeNode per node at a time.
 	ProbeNode(ctx context.Context, addr string) error
+}
+
+// HealthReporter is implemented by a store that watches the health of its
+// nodes (store/health's circuit breaker): a Cache shows it in its Stats
+// without knowing the breaker's package. Find it through wrappers with
+// [Find].
+type HealthReporter interface {
+	// NodeHealth returns one entry per watched node, sorted by address.
+	NodeHealth() []NodeHealth
+}
+
+// NodeState is a node's health as a circuit breaker sees it (see package
+// store/health for the transitions).
+type NodeState int32
+
+// The states of a node.
+const (
+	NodeUp NodeState = iota
+	NodeSuspect
+	NodeDown
+	NodeProbing
+	// NodeStates is the number of states.
+	NodeStates
+)
+
+var nodeStateNames = [...]string{"up", "suspect", "down", "probing"}
+
+func (s NodeState) String() string {
+	if s >= 0 && s < NodeStates {
+		return nodeStateNames[s]
+	}
+	return fmt.Sprintf("State(%d)", int32(s))
+}
+
+// probeBuckets are the upper bounds of NodeHealth.ProbeLatency's buckets,
+// from 50µs to 1s.
+var probeBuckets = [...]time.Duration{
+	50 * time.Microsecond, 100 * time.Microsecond, 250 * time.Microsecond, 500 * time.Microsecond,
+	time.Millisecond, 2500 * time.Microsecond, 5 * time.Millisecond, 10 * time.Millisecond,
+	25 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond, 250 * time.Millisecond,
+	500 * time.Millisecond, time.Second,
+}
+
+// ProbeBuckets returns the upper bounds of NodeHealth.ProbeLatency's
+// buckets (a copy: callers may not change them).
+func ProbeBuckets() []time.Duration { return append([]time.Duration(nil), probeBuckets[:]...) }
+
+// NodeHealth is a snapshot of one node's health. Counters only grow.
+type NodeHealth struct {
+	// Addr is the node's address.
+	Addr string
+	// State is its state now, Since when it entered it.
+	State NodeState
+	Since time.Time
+	// Probes counts probes sent; ProbeFailures those that failed or
+	// timed out.
+	Probes, ProbeFailures uint64
+	// LastProbe is the latency of the last successful probe.
+	LastProbe time.Duration
+	// ProbeLatency counts successful probes per bucket of ProbeBuckets
+	// (not cumulative); the last element counts probes slower than the
+	// last bound. ProbeLatencySum is their total time.
+	ProbeLatency    []uint64
+	ProbeLatencySum time.Duration
+	// RequestFailures counts requests whose error counted against the
+	// node (health.Options.IsFailure).
+	RequestFailures uint64
+	// InFlight is the number of keys sent to the node whose answer has
+	// not come back yet.
+	InFlight int64
+	// FailFast counts keys not sent because the node was Down (served by
+	// the loader, or by the gutter when GutterHits/GutterMisses say so).
+	FailFast uint64
+	// Transitions counts entries into each state, indexed by NodeState.
+	Transitions [NodeStates]uint64
 }

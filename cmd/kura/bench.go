@@ -37,7 +37,7 @@ type benchFlags struct {
 	noSave bool
 }
 
-const benchLong = `bench drives a Redis, Redis Cluster or memcached server and reports
+const benchLong = `bench drives a Redis, Redis Cluster, sharded Redis or memcached server and reports
 throughput, hits and misses, bytes on the wire as Gbps, latency percentiles
 from an HdrHistogram, and what the server itself paid: CPU seconds per 1,000
 operations and network bytes, read from INFO / stats before and after.
@@ -45,6 +45,8 @@ operations and network bytes, read from INFO / stats before and after.
 The target is the first argument (default redis://127.0.0.1:6379):
   redis://[user:password@]host:port[/db]   rediss:// for TLS
   redis://host:port,host:port              Redis Cluster (seeds; slots are followed)
+  redis+ring://host:port,host:port[?ring=] standalone Redis shards, each key sent where
+                                           kura's redisring store puts it (docs/rings.md)
   memcached://host:port[,host:port...]     memcached (meta protocol; --protocol text)
 Anything after the target is a Redis command template: __key__ and __data__
 are replaced by a key and a value, as in redis-benchmark-go.

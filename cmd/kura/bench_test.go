@@ -178,3 +178,26 @@ func TestVersion(t *testing.T) {
 		t.Fatalf("kura --version = %q, %v", out, err)
 	}
 }
+
+// TestBenchRing: kura bench on a redis+ring:// target spreads the keys
+// over the shards by the store's ring and reports the ring topology.
+func TestBenchRing(t *testing.T) {
+	_, addrs := servertest.RedisShards(t, 3, servers.RedisConfig{})
+	target := "redis+ring://" + strings.Join(addrs, ",") + "?ring=dalli"
+	out, stderr, err := kura(t, "bench", target, "-t", "mget", "--multi-keys", "8", "-c", "2", "-n", "300", "--prefill", "--keys", "500", "--json")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	var res struct {
+		Topology string `json:"topology"`
+		Nodes    int    `json:"nodes"`
+		Errors   int64  `json:"errors"`
+		Hits     int64  `json:"hits"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("--json output does not parse: %v\n%s", err, out)
+	}
+	if res.Topology != "ring" || res.Nodes != 3 || res.Errors != 0 || res.Hits != 8*300 {
+		t.Fatalf("kura bench %s: %+v", target, res)
+	}
+}

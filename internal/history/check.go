@@ -32,8 +32,9 @@ import (
 //   - L1 (an L1 in front of the store): R in process p may also return a
 //     value that p's L1 read from the store (a Tracked op T, itself a
 //     store read held to the property) when T ended before R did and
-//     either (Staleness > 0, docs/l1.md's MaxStaleness) T ended at most
-//     Staleness before R started, or (Staleness == 0: the server reports
+//     either (Staleness > 0, docs/l1.md's MaxStaleness) T began at most
+//     Staleness before R started (the L1 counts from before its store
+//     read was sent, so this is the exact bound), or (Staleness == 0: the server reports
 //     changes) p handled no report of a change of k, and no flush,
 //     between the end of T and the start of R.
 //   - !Leases (leases off, or a store without them): R never returns a
@@ -361,7 +362,7 @@ func (p Property) explained(ops []Op) []bool {
 				continue
 			}
 			if p.Staleness > 0 {
-				if t.End+int64(p.Staleness) >= r.Start {
+				if t.Start+int64(p.Staleness) >= r.Start {
 					out[i] = true
 				}
 				continue

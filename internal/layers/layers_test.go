@@ -65,7 +65,6 @@ var concreteUsers = []string{"cmd/...", "internal/demo", "examples/..."}
 // exceptions are today's imports that break the rules, each named with
 // the issue that removes it. The root may have at most maxRootExceptions.
 var exceptions = map[string]string{
-	" -> store/health":                       "#18: the root reads node health through a capability, not the health package",
 	"kuraprom -> store/health":               "#26: kuraprom reads node health from the Cache's Stats",
 	"loadgen -> internal/servers":            "#26: loadgen gets its servers from its caller",
 	"loadgen -> store/memcache":              "#26: loadgen opens stores through store/storeurl",

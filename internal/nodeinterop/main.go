@@ -13,6 +13,16 @@
 //	nodeinterop dictwrite ADDR PREFIX
 //	    # publishes a zstd and an S2 dictionary with dictstore and writes
 //	    # PREFIX+"zstd-dict" and PREFIX+"s2-dict" with them; prints {key: value}
+//	nodeinterop history ADDR KEY LOOPS DURATIONMS LEASES
+//	    # a reader of the per-read history test (js/test/leases.test.mjs): LOOPS
+//	    # goroutines Fetch KEY (LEASES "auto" or "off") from when it INCRs
+//	    # "ready:"+KEY until "stop:"+KEY exists; the loader reads the version
+//	    # in "src:"+KEY and takes 0-60 ms. Prints [[startMicros, endMicros, version], ...].
+//	nodeinterop ring SERVERS WEIGHTS   # keys on stdin (JSON array): prints the owner of each
+//	nodeinterop wirekeys               # keys on stdin (JSON array): prints each key's memcached wire token
+//
+// ADDR is a redis-server's "host:port", or "memcache://host:port,host:port,..."
+// for a memcached pool (the counters of stampede then live in memcached too).
 package main
 
 import (
@@ -20,12 +30,22 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/redis/rueidis"
 
 	"github.com/kuracache/kura"
 	"github.com/kuracache/kura/codec"
 	"github.com/kuracache/kura/dictstore"
+	"github.com/kuracache/kura/store"
+	"github.com/kuracache/kura/store/memcache"
+	"github.com/kuracache/kura/store/memcache/meta"
 	"github.com/kuracache/kura/store/redisstore"
 )
 
@@ -40,39 +60,31 @@ type Article struct {
 }
 
 func main() {
-	if len(os.Args) == 4 && os.Args[1] == "dictwrite" {
+	switch {
+	case len(os.Args) >= 2 && (os.Args[1] == "ring" || os.Args[1] == "wirekeys"):
+		emit(placement(os.Args[1:]))
+	case len(os.Args) == 7 && os.Args[1] == "history":
+		emit(history(os.Args[2:]))
+	case len(os.Args) == 4 && os.Args[1] == "dictwrite":
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
-		out, err := dictWrite(ctx, os.Args[2], os.Args[3])
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "nodeinterop:", err)
-			os.Exit(1)
-		}
-		if err := json.NewEncoder(os.Stdout).Encode(out); err != nil {
-			os.Exit(1)
-		}
-		return
-	}
-	if len(os.Args) >= 3 && (os.Args[1] == "stampede" || os.Args[1] == "invalidate") {
+		emit(dictWrite(ctx, os.Args[2], os.Args[3]))
+	case len(os.Args) >= 3 && (os.Args[1] == "stampede" || os.Args[1] == "invalidate"):
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 		defer cancel()
-		out, err := lease(ctx, os.Args[1:])
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "nodeinterop:", err)
-			os.Exit(1)
-		}
-		if err := json.NewEncoder(os.Stdout).Encode(out); err != nil {
-			os.Exit(1)
-		}
-		return
-	}
-	if len(os.Args) != 4 {
-		fmt.Fprintln(os.Stderr, "usage: nodeinterop write|read ADDR PREFIX")
+		emit(lease(ctx, os.Args[1:]))
+	case len(os.Args) == 4:
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		emit(run(ctx, os.Args[1], os.Args[2], os.Args[3]))
+	default:
+		fmt.Fprintln(os.Stderr, "usage: nodeinterop write|read|dictwrite|stampede|invalidate|history|ring|wirekeys ... (see the package comment)")
 		os.Exit(2)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	out, err := run(ctx, os.Args[1], os.Args[2], os.Args[3])
+}
+
+// emit prints out as JSON, or err and exits 1.
+func emit[T any](out T, err error) {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "nodeinterop:", err)
 		os.Exit(1)
@@ -85,22 +97,22 @@ func main() {
 // kind is one value kind: how to write it and how to read it, with Go types.
 type kind struct {
 	name  string
-	write func(ctx context.Context, s *redisstore.Store, key string) (any, error)
-	read  func(ctx context.Context, s *redisstore.Store, key string) (any, error)
+	write func(ctx context.Context, s store.Store, key string) (any, error)
+	read  func(ctx context.Context, s store.Store, key string) (any, error)
 }
 
 func typed[V any](name string, opts kura.Options, v V) kind {
-	mk := func(s *redisstore.Store) (*kura.Cache[V], error) { return kura.New[V](s, opts) }
+	mk := func(s store.Store) (*kura.Cache[V], error) { return kura.New[V](s, opts) }
 	return kind{
 		name: name,
-		write: func(ctx context.Context, s *redisstore.Store, key string) (any, error) {
+		write: func(ctx context.Context, s store.Store, key string) (any, error) {
 			c, err := mk(s)
 			if err != nil {
 				return nil, err
 			}
 			return v, c.Set(ctx, key, v, time.Minute)
 		},
-		read: func(ctx context.Context, s *redisstore.Store, key string) (any, error) {
+		read: func(ctx context.Context, s store.Store, key string) (any, error) {
 			c, err := mk(s)
 			if err != nil {
 				return nil, err
@@ -136,7 +148,7 @@ func kinds() ([]kind, error) {
 	}
 	neg := kind{
 		name: "negative",
-		write: func(ctx context.Context, s *redisstore.Store, key string) (any, error) {
+		write: func(ctx context.Context, s store.Store, key string) (any, error) {
 			c, err := kura.New[Article](s, kura.Options{})
 			if err != nil {
 				return nil, err
@@ -147,7 +159,7 @@ func kinds() ([]kind, error) {
 			}
 			return nil, nil
 		},
-		read: func(ctx context.Context, s *redisstore.Store, key string) (any, error) {
+		read: func(ctx context.Context, s store.Store, key string) (any, error) {
 			c, err := kura.New[Article](s, kura.Options{})
 			if err != nil {
 				return nil, err
@@ -177,8 +189,106 @@ func kinds() ([]kind, error) {
 	}, nil
 }
 
-func run(ctx context.Context, cmd, addr, prefix string) (map[string]any, error) {
+// opened is a store with the counters the lease commands keep beside it.
+// Caches are built on its Store field: the struct would hide the store's
+// optional capabilities (leases) from kura.New.
+type opened struct {
+	store.Store
+	incr func(ctx context.Context, key string) error
+	get  func(ctx context.Context, key string) (int64, error)
+}
+
+// open connects to a redis-server ("host:port") or a memcached pool
+// ("memcache://host:port,...").
+func open(ctx context.Context, addr string) (*opened, error) {
+	if servers, ok := strings.CutPrefix(addr, "memcache://"); ok {
+		s, err := memcache.New(ctx, memcache.Options{Servers: strings.Split(servers, ",")})
+		if err != nil {
+			return nil, err
+		}
+		arith := func(ctx context.Context, key string, delta uint64) (int64, error) {
+			var res meta.Response
+			req := meta.Request{Cmd: meta.Arith, Key: key, ReturnValue: true, Vivify: 3600, Initial: delta, Delta: delta}
+			if delta == 0 {
+				req = meta.Request{Cmd: meta.Get, Key: key, ReturnValue: true}
+			}
+			if err := s.Client(key).Do(ctx, &req, &res); err != nil {
+				return 0, err
+			}
+			if res.Status == meta.EN {
+				return 0, nil
+			}
+			if res.Status != meta.VA {
+				return 0, fmt.Errorf("counter %s: %s", key, res.Status)
+			}
+			return strconv.ParseInt(string(res.Value), 10, 64)
+		}
+		return &opened{Store: s,
+			incr: func(ctx context.Context, key string) error { _, err := arith(ctx, key, 1); return err },
+			get:  func(ctx context.Context, key string) (int64, error) { return arith(ctx, key, 0) },
+		}, nil
+	}
 	s, err := redisstore.New(ctx, redisstore.Options{Addrs: []string{addr}})
+	if err != nil {
+		return nil, err
+	}
+	cl := s.Client()
+	return &opened{Store: s,
+		incr: func(ctx context.Context, key string) error { return cl.Do(ctx, cl.B().Incr().Key(key).Build()).Error() },
+		get: func(ctx context.Context, key string) (int64, error) {
+			v, err := cl.Do(ctx, cl.B().Get().Key(key).Build()).AsInt64()
+			if rueidisNil(err) {
+				return 0, nil
+			}
+			return v, err
+		},
+	}, nil
+}
+
+// placement answers the ring and wirekeys commands for keys read from stdin.
+func placement(args []string) (any, error) {
+	var keys []string
+	if err := json.NewDecoder(os.Stdin).Decode(&keys); err != nil {
+		return nil, err
+	}
+	out := make([]string, len(keys))
+	if args[0] == "wirekeys" {
+		for i, k := range keys {
+			b, b64, err := meta.AppendKey(nil, k)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = string(b)
+			if b64 {
+				out[i] += " b"
+			}
+		}
+		return out, nil
+	}
+	if len(args) != 3 {
+		return nil, errors.New("usage: ring SERVERS WEIGHTS")
+	}
+	servers := strings.Split(args[1], ",")
+	var weights []int
+	for _, w := range strings.Split(args[2], ",") {
+		n, err := strconv.Atoi(w)
+		if err != nil {
+			return nil, err
+		}
+		weights = append(weights, n)
+	}
+	r, err := memcache.NewRing(servers, weights)
+	if err != nil {
+		return nil, err
+	}
+	for i, k := range keys {
+		out[i] = r.Server(k)
+	}
+	return out, nil
+}
+
+func run(ctx context.Context, cmd, addr, prefix string) (map[string]any, error) {
+	s, err := open(ctx, addr)
 	if err != nil {
 		return nil, err
 	}
@@ -193,9 +303,9 @@ func run(ctx context.Context, cmd, addr, prefix string) (map[string]any, error) 
 		var v any
 		switch cmd {
 		case "write":
-			v, err = k.write(ctx, s, key)
+			v, err = k.write(ctx, s.Store, key)
 		case "read":
-			v, err = k.read(ctx, s, key)
+			v, err = k.read(ctx, s.Store, key)
 		default:
 			return nil, fmt.Errorf("unknown command %q", cmd)
 		}
@@ -214,12 +324,12 @@ func run(ctx context.Context, cmd, addr, prefix string) (map[string]any, error) 
 // lease runs the lease commands: a stampede of Go callers on one key, or an
 // invalidation.
 func lease(ctx context.Context, args []string) (any, error) {
-	s, err := redisstore.New(ctx, redisstore.Options{Addrs: []string{args[1]}})
+	s, err := open(ctx, args[1])
 	if err != nil {
 		return nil, err
 	}
 	defer s.Close()
-	c, err := kura.New[string](s, kura.Options{})
+	c, err := kura.New[string](s.Store, kura.Options{})
 	if err != nil {
 		return nil, err
 	}
@@ -251,8 +361,7 @@ func lease(ctx context.Context, args []string) (any, error) {
 	}
 	value := args[5]
 	loader := func(ctx context.Context, k string) (string, error) {
-		cl := s.Client()
-		if err := cl.Do(ctx, cl.B().Incr().Key("loads:"+k).Build()).Error(); err != nil {
+		if err := s.incr(ctx, "loads:"+k); err != nil {
 			return "", err
 		}
 		time.Sleep(time.Duration(sleep) * time.Millisecond)
@@ -284,13 +393,12 @@ func lease(ctx context.Context, args []string) (any, error) {
 
 // barrier INCRs counter and waits until it reaches n, so processes that
 // start at different speeds stampede together.
-func barrier(ctx context.Context, s *redisstore.Store, counter string, n int64) error {
-	cl := s.Client()
-	if err := cl.Do(ctx, cl.B().Incr().Key(counter).Build()).Error(); err != nil {
+func barrier(ctx context.Context, s *opened, counter string, n int64) error {
+	if err := s.incr(ctx, counter); err != nil {
 		return err
 	}
 	for {
-		v, err := cl.Do(ctx, cl.B().Get().Key(counter).Build()).AsInt64()
+		v, err := s.get(ctx, counter)
 		if err != nil {
 			return err
 		}
@@ -356,6 +464,82 @@ func dictWrite(ctx context.Context, addr, prefix string) (map[string]any, error)
 			return nil, err
 		}
 		out[prefix+w.name] = v
+	}
+	return out, nil
+}
+
+func rueidisNil(err error) bool { return rueidis.IsRedisNil(err) }
+
+// history is the Go reader of the mixed-language per-read history test.
+func history(args []string) ([][3]int64, error) {
+	addr, key := args[0], args[1]
+	loops, err := strconv.Atoi(args[2])
+	if err != nil {
+		return nil, err
+	}
+	ms, err := strconv.Atoi(args[3])
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(ms)*time.Millisecond+30*time.Second)
+	defer cancel()
+	s, err := open(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	opts := kura.Options{StoreTimeout: 5 * time.Second}
+	if args[4] == "off" {
+		opts.Leases = kura.LeasesOff
+	}
+	c, err := kura.New[int64](s.Store, opts)
+	if err != nil {
+		return nil, err
+	}
+	loader := func(ctx context.Context, k string) (int64, error) {
+		v, err := s.get(ctx, "src:"+k)
+		if err != nil {
+			return 0, err
+		}
+		time.Sleep(time.Duration(rand.Int64N(60_000)) * time.Microsecond)
+		return v, nil
+	}
+	var stop atomic.Bool
+	end := time.Now().Add(time.Duration(ms) * time.Millisecond)
+	go func() {
+		for !stop.Load() {
+			if v, err := s.get(ctx, "stop:"+key); (err == nil && v > 0) || time.Now().After(end) {
+				stop.Store(true)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	if err := s.incr(ctx, "ready:"+key); err != nil {
+		return nil, err
+	}
+	var mu sync.Mutex
+	var out [][3]int64
+	var wg sync.WaitGroup
+	var ferr atomic.Value
+	for i := 0; i < loops; i++ {
+		wg.Go(func() {
+			for !stop.Load() {
+				start := time.Now().UnixMicro()
+				v, err := c.Fetch(ctx, key, time.Minute, loader)
+				if err != nil {
+					ferr.Store(err)
+					stop.Store(true)
+					return
+				}
+				mu.Lock()
+				out = append(out, [3]int64{start, time.Now().UnixMicro(), v})
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if err, ok := ferr.Load().(error); ok {
+		return nil, fmt.Errorf("fetch: %w", err)
 	}
 	return out, nil
 }

@@ -1,7 +1,8 @@
 // Package readcheck holds the tests that check kura's read path per read:
 // real processes (internal/proctest) read, load, write and invalidate keys
 // through a Cache on real servers (a redis-server, a 3-master Redis
-// Cluster, 3 memcached servers) and on memstore, in every combination of
+// Cluster, 3 standalone Redis shards behind store/redisring, 3 memcached
+// servers) and on memstore, in every combination of
 // leases, L1, the health wrapper, stale-while-revalidate and early refresh
 // that exists, and each recorded history is checked against the guarantee
 // the documentation gives for its combination (internal/history). The

@@ -45,8 +45,10 @@ func combos(backend string) []combo {
 		}
 		return out
 	case "redis", "cluster":
+		// The L1 either relies on Tracking's reports or, without
+		// Tracking, is bounded by MaxStaleness.
 		for _, leases := range []bool{true, false} {
-			for _, l1 := range []string{"", "tracking"} {
+			for _, l1 := range []string{"", "tracking", "staleness"} {
 				for _, h := range []bool{false, true} {
 					out = append(out, combo{Backend: backend, Leases: leases, L1: l1, Health: h})
 					if leases {
@@ -54,10 +56,18 @@ func combos(backend string) []combo {
 					}
 				}
 			}
-			// An L1 over Redis without Tracking, bounded by MaxStaleness
-			// (its health and early-refresh variants are those of
-			// memcached's L1, which runs them all).
-			out = append(out, combo{Backend: backend, Leases: leases, L1: "staleness"})
+		}
+	case "ring":
+		// Sharded standalone Redis (store/redisring): the read path over
+		// per-shard leases, per-shard tracking and the per-shard breaker;
+		// early refresh and the MaxStaleness L1 add nothing per shard that
+		// "redis" does not check.
+		for _, leases := range []bool{true, false} {
+			for _, l1 := range []string{"", "tracking"} {
+				for _, h := range []bool{false, true} {
+					out = append(out, combo{Backend: backend, Leases: leases, L1: l1, Health: h})
+				}
+			}
 		}
 	case "memcached":
 		for _, leases := range []bool{true, false} {
@@ -91,39 +101,6 @@ func faults(backend, pipelineFault string) []combo {
 	return []combo{{Backend: backend, Leases: true, Fault: "unleased-fill", LoaderDelay: 20 * time.Millisecond}}
 }
 
-// knownViolations are the checks the read path does not pass yet, each
-// with the issue that fixes it: "<combination> <check>", the check being
-// "history" (the guarantee) or "wrappers" (no call goes around a
-// wrapper). They are run and reported like the others (the log says
-// KNOWN VIOLATION), but do not fail the test unless KURA_READCHECK_STRICT=1
-// (to check a fix). Remove an entry when it is fixed; keep the list empty.
-var knownViolations = map[string]string{}
-
-func init() {
-	for _, b := range []string{"redis", "cluster", "memcached"} {
-		for _, c := range append(combos(b), combo{Backend: b, Leases: true, Hot: true}) {
-			switch {
-			case c.L1 == "staleness" && c.Leases:
-				// The L1 starts an entry's MaxStaleness clock when it
-				// writes the entry; FetchMany writes after the whole batch
-				// (loads of the missing keys included), tens of ms after
-				// the store read under load: values are served longer
-				// after their read than docs/l1.md says.
-				knownViolations[c.Name()+" history"] = "#18: the L1 counts MaxStaleness from its write, not from the store read"
-			case c.Leases:
-				// Intermittent (about 1 in 400-500 reads after an
-				// Invalidate, in one combination of ~30 per run, any
-				// backend; seen with Fetch and FetchMany, with and without
-				// early refresh): a read that began after an Invalidate
-				// returned is served a value loaded before it, e.g. by
-				// joining its process's flight after that flight's fill
-				// succeeded (before the Invalidate) but before it returned.
-				knownViolations[c.Name()+" history"] = "#18: a read after an Invalidate is now and then served a value loaded before it"
-			}
-		}
-	}
-}
-
 // outcome is the check of one combination.
 type outcome struct {
 	combo   combo
@@ -154,10 +131,11 @@ func TestHistories(t *testing.T) {
 	for i, m := range pool {
 		mc[i] = m.Addr
 	}
-	addrs := map[string][]string{"redis": {r.URL()}, "cluster": {cl.URL()}, "memcached": mc, "memstore": nil}
+	_, shards := servertest.RedisShards(t, 3, servers.RedisConfig{})
+	addrs := map[string][]string{"redis": {r.URL()}, "cluster": {cl.URL()}, "ring": shards, "memcached": mc, "memstore": nil}
 	t.Cleanup(func() { printSummary(t) })
 	// One group of processes at a time: the machine is small and shared.
-	for _, backend := range []string{"redis", "cluster", "memcached", "memstore"} {
+	for _, backend := range []string{"redis", "cluster", "ring", "memcached", "memstore"} {
 		t.Run(backend, func(t *testing.T) {
 			run(t, addrs, db.Addr, append(combos(backend), faults(backend, "")...), "")
 		})
@@ -285,18 +263,12 @@ func judge(t *testing.T, o outcome) {
 		}
 		return
 	}
-	fail := func(check string) func(string, ...any) {
-		if why, ok := knownViolations[name+" "+check]; ok && os.Getenv("KURA_READCHECK_STRICT") != "1" {
-			return func(f string, a ...any) { t.Logf("KNOWN VIOLATION ("+why+"): "+f, a...) }
-		}
-		return t.Errorf
-	}
 	if !o.res.OK() {
-		fail("history")("%s: %d reads and loads break the guarantee %q (%d of %d reads after an Invalidate were served a value loaded before it):\n%s",
+		t.Errorf("%s: %d reads and loads break the guarantee %q (%d of %d reads after an Invalidate were served a value loaded before it):\n%s",
 			name, o.res.Broken, o.combo.property(), o.res.Stale, o.res.AfterInvalidate, strings.Join(o.res.Failures, "\n"))
 	}
 	if n := sum(o.bypass); n > 0 {
-		fail("wrappers")("%s: %d store calls went around a wrapper (%v), e.g. %s", name, n, o.bypass, strings.Join(o.sample, "; "))
+		t.Errorf("%s: %d store calls went around a wrapper (%v), e.g. %s", name, n, o.bypass, strings.Join(o.sample, "; "))
 	}
 	for _, need := range needed(o.combo) {
 		if sumOf(o.calls, need...) == 0 {
@@ -313,7 +285,7 @@ func needed(c combo) [][]string {
 	switch {
 	case c.L1 == "tracking":
 		read = []string{"GetTracked", "GetManyTracked"}
-	case c.L1 == "" && c.Leases:
+	case c.Leases: // the lease read is the read (and fills an L1 bounded by MaxStaleness)
 		read = []string{"LeaseGet"}
 	}
 	out = append(out, read)
@@ -360,12 +332,6 @@ func printSummary(t *testing.T) {
 			verdict = "VIOLATION"
 		case sum(o.bypass) > 0:
 			verdict = "WENT AROUND A WRAPPER"
-		}
-		if _, ok := knownViolations[o.combo.Name()+" history"]; ok && verdict == "VIOLATION" {
-			verdict += " (known, #18)"
-		}
-		if _, ok := knownViolations[o.combo.Name()+" wrappers"]; ok && verdict == "WENT AROUND A WRAPPER" {
-			verdict += " (known, #18)"
 		}
 		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %d | %d | %d | %d | %d | %s |\n", o.combo.Name(), o.procs, o.res.Ops, o.res.Reads, o.res.Partitions,
 			o.res.AfterInvalidate, o.res.Stale, o.res.Broken, sum(o.calls), sum(o.bypass), verdict)

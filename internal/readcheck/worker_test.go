@@ -23,12 +23,13 @@ import (
 	"github.com/kuracache/kura/store/health"
 	"github.com/kuracache/kura/store/memcache"
 	"github.com/kuracache/kura/store/memstore"
+	"github.com/kuracache/kura/store/redisring"
 	"github.com/kuracache/kura/store/redisstore"
 )
 
 // combo is one configuration of a Cache under test.
 type combo struct {
-	Backend string // redis, cluster, memcached, memstore
+	Backend string // redis, cluster, ring, memcached, memstore
 	Leases  bool
 	// L1 is "" (off), "tracking" (Redis reports changes) or "staleness"
 	// (L1Options.MaxStaleness bounds it).
@@ -114,8 +115,8 @@ func (c combo) ttl() time.Duration {
 
 // args are a worker's arguments.
 type args struct {
-	// Addrs are the servers per backend: a redis:// URL, or memcached
-	// host:ports.
+	// Addrs are the servers per backend: a redis:// URL, or the ring's
+	// Redis or memcached host:ports.
 	Addrs  map[string][]string
 	DB     string // the source of truth: a standalone Redis host:port
 	Run    string
@@ -164,6 +165,12 @@ func openBase(ctx context.Context, a args, c combo) (store.Store, error) {
 			o.Tracking = redisstore.Tracking{Enabled: true}
 		}
 		return redisstore.NewFromURL(ctx, a.Addrs[c.Backend][0], o)
+	case "ring": // 3 standalone shards, store/redisring
+		o := redisstore.Options{}
+		if c.L1 == "tracking" {
+			o.Tracking = redisstore.Tracking{Enabled: true}
+		}
+		return redisring.New(ctx, redisring.Options{Servers: a.Addrs[c.Backend], Redis: o})
 	case "memcached":
 		return memcache.New(ctx, memcache.Options{Servers: a.Addrs[c.Backend], MaxIdleConns: 64})
 	case "memstore":

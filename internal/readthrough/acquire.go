@@ -19,25 +19,44 @@ import (
 // started before the lease was taken, and keeps the value.
 var errVoided = errors.New("kura: internal: the load's lease was voided")
 
+// vouched is the result of a flight with the time from which it is known
+// to hold: the moment the store operation that vouches for it was sent (a
+// fill the store took under a lease, the read that found the value), or,
+// for a load nothing checked, the moment the load began. A caller may
+// take a shared result only if it asked before that moment: then any
+// Invalidate that had returned when it asked came before the result's
+// store operation, which saw its effect (a voided lease refuses the fill,
+// a read finds the key gone). A caller that asked later looks again.
+type vouched[V any] struct {
+	v  V
+	at time.Time
+}
+
+// takes reports whether a caller that asked at asked may take r.
+func (r vouched[V]) takes(asked time.Time) bool {
+	return asked.Before(r.at) || Faults.JoinAfterInvalidate.Load()
+}
+
 // acquireProcess is the process strategy for one key: one load per key at
 // a time in this process (a flight). If a load ended since the lookup (it
 // may have filled the key), the flight looks once more before loading, so
 // a plain cold miss costs one read, not two.
 func (p *Pipeline[V]) acquireProcess(ctx context.Context, b *budget, s *slot[V], gen uint64, ttl time.Duration, loader Loader[V]) (V, error) {
 	recheck := !s.failed && s.class == miss
-	v, _, err := p.group.Do(ctx, s.key, p.cfg.LoadTimeout, func(lctx context.Context) (V, error) {
+	r, _, err := p.group.Do(ctx, s.key, p.cfg.LoadTimeout, func(lctx context.Context) (vouched[V], error) {
 		if recheck && p.group.Ended() != gen {
 			var one [1]slot[V]
 			one[0].key = s.key
 			p.read(lctx, b, one[:])
 			if one[0].class == hit {
-				return serve(s.key, one[0].e.v, one[0].e.negative)
+				v, err := serve(s.key, one[0].e.v, one[0].e.negative)
+				return vouched[V]{v: v}, err
 			}
 		}
-		v, err, _ := p.loadOne(lctx, b, s.key, ttl, loader, nil)
-		return v, err
+		v, _, _, err := p.loadOne(lctx, b, s.key, ttl, loader, nil)
+		return vouched[V]{v: v}, err
 	}, p.countShared)
-	return v, err
+	return r.v, err
 }
 
 func (p *Pipeline[V]) countShared() { p.st.Shared.Add(1) }
@@ -45,7 +64,9 @@ func (p *Pipeline[V]) countShared() { p.st.Shared.Add(1) }
 // acquireLease is the lease strategy for one key: the lease holder loads
 // in a flight of its own kind (holders); everyone else in this process
 // shares one waiting flight that polls the store (or joins a holder of
-// this process) until the fill is there.
+// this process) until the fill is there. A caller that joined takes the
+// shared result only if the store vouched for it after the caller asked
+// (see vouched); else it gets errVoided and looks again.
 func (p *Pipeline[V]) acquireLease(ctx context.Context, b *budget, s *slot[V], ttl time.Duration, loader Loader[V]) (V, error) {
 	g := &p.group
 	if s.r.Won {
@@ -58,7 +79,7 @@ func (p *Pipeline[V]) acquireLease(ctx context.Context, b *budget, s *slot[V], t
 		}
 	}
 	asked := time.Now()
-	v, res, err := g.Do(ctx, s.key, p.cfg.LoadTimeout, func(lctx context.Context) (V, error) {
+	r, res, err := g.Do(ctx, s.key, p.cfg.LoadTimeout, func(lctx context.Context) (vouched[V], error) {
 		return p.leaseLoad(lctx, b, s.key, ttl, loader, s.r, s.class)
 	}, func() {
 		p.countShared()
@@ -66,51 +87,46 @@ func (p *Pipeline[V]) acquireLease(ctx context.Context, b *budget, s *slot[V], t
 			p.release(ctx, s.r.Lease) // not reached unless the fault is on
 		}
 	})
-	var nf *unfilled
 	switch {
-	case res == flight.Led && errors.Is(err, errVoided): // started before the lease
-		return v, nil
-	case errors.As(err, &nf) && (res == flight.Led || !nf.began.Before(asked) || Faults.JoinAfterInvalidate.Load()):
-		return v, nf.err
-	case nf != nil:
-		// A load nothing checked (no lease, no fill) that began before
-		// this caller asked: an Invalidate may lie in between.
-		return v, errVoided
+	case res == flight.Led && s.r.Won:
+		// The lease holder began before it took the lease: its own load
+		// read the source after any Invalidate that returned before it.
+		if errors.Is(err, errVoided) {
+			return r.v, nil
+		}
+		return r.v, err
+	case errors.Is(err, errVoided):
+		return r.v, err
+	case err != nil && !errors.Is(err, store.ErrNotFound):
+		return r.v, err // a load's error (or this caller's context): shared as is
+	case !r.takes(asked):
+		return r.v, errVoided
 	}
-	return v, err
+	return r.v, err
 }
 
-// unfilled is the result of a load written nowhere (fail open, a store
-// failure, an entry to keep): no lease vouches for it, so only callers
-// that asked before the load began may share it.
-type unfilled struct {
-	began time.Time
-	err   error // the loader's
-}
-
-func (u *unfilled) Error() string { return "kura: internal: an unchecked load" }
-
-// loadUnfilled is loadNoFill inside a shared flight.
-func (p *Pipeline[V]) loadUnfilled(ctx context.Context, key string, loader Loader[V]) (V, error) {
+// loadUnfilled is loadNoFill inside a shared flight: nothing vouches for
+// its result but the time the load began.
+func (p *Pipeline[V]) loadUnfilled(ctx context.Context, key string, loader Loader[V]) (vouched[V], error) {
 	began := time.Now()
 	v, err := p.loadNoFill(ctx, key, loader)
-	return v, &unfilled{began: began, err: err}
+	return vouched[V]{v: v, at: began}, err
 }
 
 // leaseLoad is the body of a lease flight: load under the lease, or wait
 // for the holder's fill with backoff, bounded by Config.LeaseWait; when
 // the bound passes, load without writing back (fail open).
-func (p *Pipeline[V]) leaseLoad(ctx context.Context, b *budget, key string, ttl time.Duration, loader Loader[V], r store.LeaseResult, c class) (V, error) {
+func (p *Pipeline[V]) leaseLoad(ctx context.Context, b *budget, key string, ttl time.Duration, loader Loader[V], r store.LeaseResult, c class) (vouched[V], error) {
 	start := time.Now()
 	waited := false
 	for delay := time.Millisecond; ; {
 		switch c {
 		case won:
-			v, err, refused := p.loadOne(ctx, b, key, ttl, loader, &r.Lease)
+			v, at, refused, err := p.loadOne(ctx, b, key, ttl, loader, &r.Lease)
 			if err == nil && refused && !Faults.JoinAfterInvalidate.Load() {
 				err = errVoided
 			}
-			return v, err
+			return vouched[V]{v: v, at: at}, err
 		case noFill, miss:
 			if r.Won {
 				p.release(ctx, r.Lease)
@@ -129,9 +145,11 @@ func (p *Pipeline[V]) leaseLoad(ctx context.Context, b *budget, key string, ttl 
 				p.st.LeaseWaits.Add(1)
 			}
 			// The holder may be in this process: then its result is
-			// ours without another read, unless its fill was refused.
-			if v, ok, err := p.holders.Join(ctx, key, p.countShared); ok && !errors.Is(err, errVoided) {
-				return v, err
+			// ours without another read, unless its fill was refused or
+			// came before this flight began (an Invalidate may lie in
+			// between: read the store instead).
+			if hr, ok, err := p.holders.Join(ctx, key, p.countShared); ok && !errors.Is(err, errVoided) && (err != nil || hr.takes(start)) {
+				return hr, err
 			} else if ok {
 				delay = 0
 			}
@@ -149,6 +167,7 @@ func (p *Pipeline[V]) leaseLoad(ctx context.Context, b *budget, key string, ttl 
 		var one [1]slot[V]
 		one[0].key = key
 		pb := p.newBudget()
+		sent := time.Now()
 		p.leaseRead(ctx, &pb, one[:], nil, false)
 		if len(pb.keep) > 0 {
 			b.keepEntry(key, pb.keep[key])
@@ -164,7 +183,8 @@ func (p *Pipeline[V]) leaseLoad(ctx context.Context, b *budget, key string, ttl 
 				// serve it, refresh behind.
 				p.refreshLater(ctx, key, ttl, loader, s.r.Lease)
 			}
-			return serve(key, s.e.v, s.e.negative)
+			v, err := serve(key, s.e.v, s.e.negative)
+			return vouched[V]{v: v, at: sent}, err
 		}
 		r, c = s.r, s.class
 	}
@@ -179,10 +199,10 @@ func (p *Pipeline[V]) refreshLater(ctx context.Context, key string, ttl time.Dur
 	bctx := context.WithoutCancel(ctx)
 	go func() {
 		defer func() { _ = recover() }() // a panicking loader already counted; nobody waits here
-		_, _, _ = p.holders.Do(bctx, key, p.cfg.LoadTimeout, func(lctx context.Context) (V, error) {
+		_, _, _ = p.holders.Do(bctx, key, p.cfg.LoadTimeout, func(lctx context.Context) (vouched[V], error) {
 			b := p.newBudget() // the refresh's own store time, not the request's
-			v, err, _ := p.loadOne(lctx, &b, key, ttl, loader, &l)
-			return v, err
+			v, at, _, err := p.loadOne(lctx, &b, key, ttl, loader, &l)
+			return vouched[V]{v: v, at: at}, err
 		}, func() { p.release(bctx, l) })
 	}()
 }
@@ -217,9 +237,11 @@ func sleep(ctx context.Context, d time.Duration) error {
 
 // loadOne calls the loader for key and fills the result back: under lease
 // l when there is one (refused reports a fill the store refused because
-// the lease was lost), else with a plain write within budget b. A loader
-// error or panic gives the lease up, so waiters need not wait out its TTL.
-func (p *Pipeline[V]) loadOne(ctx context.Context, b *budget, key string, ttl time.Duration, loader Loader[V], l *store.Lease) (v V, err error, refused bool) {
+// the lease was lost), else with a plain write within budget b. at is when
+// the result is vouched for from (see vouched): when the fill the store
+// took under l was sent, else when the load began. A loader error or
+// panic gives the lease up, so waiters need not wait out its TTL.
+func (p *Pipeline[V]) loadOne(ctx context.Context, b *budget, key string, ttl time.Duration, loader Loader[V], l *store.Lease) (v V, at time.Time, refused bool, err error) {
 	filled := false
 	if l != nil {
 		defer func() {
@@ -237,22 +259,28 @@ func (p *Pipeline[V]) loadOne(ctx context.Context, b *budget, key string, ttl ti
 	switch {
 	case errors.Is(err, store.ErrNotFound):
 		if p.cfg.NegativeTTL < 0 {
-			return v, err, false
+			return v, start, false, err
 		}
 		f.data, f.ttl = p.encodeNegative(), p.cfg.Jitter(p.cfg.NegativeTTL)
 	case err != nil:
 		p.st.LoadErrs.Add(1)
-		return v, fmt.Errorf("kura: load %q: %w", key, err), false
+		return v, start, false, fmt.Errorf("kura: load %q: %w", key, err)
 	default:
 		f.ttl = p.cfg.Jitter(ttl)
 		var eerr error
 		if f.data, eerr = p.Encode(key, v, p.refreshFields(start, f.ttl, cost)); eerr != nil {
 			p.report(OpSet, key, eerr)
-			return v, nil, false
+			return v, start, false, nil
 		}
 	}
+	_, kept := b.keep[key]
+	sent := time.Now()
 	filled, refused = p.fill(ctx, b, []fillItem{f}, OpSet)
-	return v, err, refused
+	at = start
+	if filled && !refused && !kept && l != nil && !Faults.FillIgnoresLease.Load() {
+		at = sent
+	}
+	return v, at, refused, err
 }
 
 // fillItem is one write-back: under lease when there is one.

@@ -55,12 +55,24 @@ type keyResult struct {
 // this process wait for (another caller, anywhere, holds their lease) are
 // read together, one batched lease read per tick, however many callers
 // wait, so waiting costs the store one batch per tick and process instead
-// of one per caller.
+// of one per caller. A value goes only to the callers that registered
+// before the read that found it was sent (see vouched): one that
+// registered while a read was in flight may have asked after an
+// Invalidate that read did not see, and waits for the next read.
 type waitHub struct {
-	mu      sync.Mutex
-	keys    map[string][]*waitReg
+	mu   sync.Mutex
+	keys map[string][]waiter
+	// round numbers the hub's reads: a read takes the registrations
+	// made while round was at most its own number.
+	round   uint64
 	running bool
 	kick    bool // keys were added: poll soon again
+}
+
+// waiter is one registration of a key.
+type waiter struct {
+	reg   *waitReg
+	round uint64 // the hub's round when it registered
 }
 
 // waitReg is one FetchMany's registration with the hub.
@@ -76,10 +88,10 @@ func (p *Pipeline[V]) startWait(reg *waitReg, keys []string) {
 	h := &p.hub
 	h.mu.Lock()
 	if h.keys == nil {
-		h.keys = make(map[string][]*waitReg)
+		h.keys = make(map[string][]waiter)
 	}
 	for _, k := range keys {
-		h.keys[k] = append(h.keys[k], reg)
+		h.keys[k] = append(h.keys[k], waiter{reg: reg, round: h.round})
 	}
 	reg.pending += len(keys)
 	h.kick = true
@@ -99,7 +111,7 @@ func (p *Pipeline[V]) cancelWait(reg *waitReg) []string {
 	h.mu.Lock()
 	for k, regs := range h.keys {
 		for i, r := range regs {
-			if r == reg {
+			if r.reg == reg {
 				rest = append(rest, k)
 				regs = append(regs[:i:i], regs[i+1:]...)
 				break
@@ -145,6 +157,8 @@ func (p *Pipeline[V]) pollLoop() {
 		if h.kick {
 			delay, h.kick = time.Millisecond, false
 		}
+		round := h.round
+		h.round++
 		keys := make([]string, 0, len(h.keys))
 		for k := range h.keys {
 			keys = append(keys, k)
@@ -170,28 +184,34 @@ func (p *Pipeline[V]) pollLoop() {
 				continue
 			}
 			if ferr, bad := failed[k]; bad {
-				for _, r := range regs {
-					r.ch <- keyResult{key: k, err: ferr}
+				for _, w := range regs {
+					w.reg.ch <- keyResult{key: k, err: ferr}
 				}
 				delete(h.keys, k)
 				continue
 			}
 			r := res[i]
 			switch {
-			case r.Won:
-				regs[0].ch <- keyResult{key: k, r: r}
-				if len(regs) == 1 {
-					delete(h.keys, k)
-				} else {
-					h.keys[k] = regs[1:]
-				}
+			case r.Won: // a lease: whoever gets it loads, so anyone may
+				regs[0].reg.ch <- keyResult{key: k, r: r}
+				regs = regs[1:]
 			case r.Held, r.Value != nil && IsPlaceholder(r.Value), r.Stale && p.cfg.StaleWhileRevalidate == 0:
 				// still being loaded elsewhere
 			default:
-				for _, reg := range regs {
-					reg.ch <- keyResult{key: k, r: r}
+				late := regs[:0]
+				for _, w := range regs {
+					if w.round > round && !Faults.JoinAfterInvalidate.Load() {
+						late = append(late, w) // registered after this read was sent
+						continue
+					}
+					w.reg.ch <- keyResult{key: k, r: r}
 				}
+				regs = late
+			}
+			if len(regs) == 0 {
 				delete(h.keys, k)
+			} else {
+				h.keys[k] = regs
 			}
 		}
 		h.mu.Unlock()

@@ -66,10 +66,10 @@ type Pipeline[V any] struct {
 	schema  uint32
 	// group runs the process flights (one load per key per process)
 	// and, with leases, the waits for another caller's fill.
-	group flight.Group[V]
+	group flight.Group[vouched[V]]
 	// holders runs the loads of lease holders, apart from group, so a
 	// caller that wins a lease never joins a wait and has to give it up.
-	holders flight.Group[V]
+	holders flight.Group[vouched[V]]
 	// hub polls, for FetchMany, the keys other callers hold leases on.
 	hub waitHub
 	// refreshing holds the keys a FetchMany early refresh reloads.
@@ -215,20 +215,25 @@ func (p *Pipeline[V]) FetchMany(ctx context.Context, keys []string, ttl time.Dur
 }
 
 // lookup reads the keys of slots and classifies each one. With an L1
-// the read is tracked (it fills the L1); with leases, the keys it did not
-// find are read again with the lease read, which takes their leases.
-// early asks the lease read for early refresh. Store errors and
-// undecodable bytes are absorbed (counted, reported to OnError) and look
-// like a miss, so a broken cache never breaks the caller.
+// whose store reports changes the read is tracked (it fills the L1); with
+// leases, the keys it did not find are read again with the lease read,
+// which takes their leases. With leases and an L1 bounded by MaxStaleness
+// the lease read is the only read, and fills the L1: a plain read of an
+// entry an Invalidate left stale would take memcached's recache token
+// (every mg of a stale item hands it out) and never use it, so nobody
+// would reload the key while Invalidates keep it stale. early asks the
+// lease read for early refresh. Store errors and undecodable bytes are
+// absorbed (counted, reported to OnError) and look like a miss, so a
+// broken cache never breaks the caller.
 func (p *Pipeline[V]) lookup(ctx context.Context, b *budget, slots []slot[V], early bool) {
-	if p.leaser == nil || p.l1 != nil {
+	if p.leaser == nil || (p.l1 != nil && p.tracker != nil) {
 		p.read(ctx, b, slots)
 		if p.leaser == nil {
 			return
 		}
 	}
 	var idx []int
-	if p.l1 != nil {
+	if p.l1 != nil && p.tracker != nil {
 		for i := range slots {
 			if slots[i].class != hit {
 				idx = append(idx, i)
@@ -374,6 +379,21 @@ func (p *Pipeline[V]) leaseRead(ctx context.Context, b *budget, slots []slot[V],
 	opts := store.LeaseOptions{TTL: p.cfg.LeaseTTL, Placeholder: LeaseEntry()}
 	if early {
 		opts.Recache = p.cfg.EarlyRefresh
+	}
+	var toks []l1.Token
+	if p.l1 != nil && p.tracker == nil {
+		toks = make([]l1.Token, n)
+		for j := range n {
+			toks[j] = p.l1.Begin(keys[j])
+		}
+		defer func() {
+			for j := range n {
+				// A fresh value fills the L1; a stale one (served under
+				// stale-while-revalidate) does not.
+				s := at(j)
+				p.l1.Finish(s.key, toks[j], s.e.v, s.e.negative, s.e.rawLen, s.class == hit && !s.r.Stale)
+			}
+		}()
 	}
 	sctx, st := b.bound(ctx, &p.clock)
 	start := time.Now()

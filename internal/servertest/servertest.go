@@ -84,6 +84,19 @@ func MemcachedPool(tb testing.TB, n int, cfg servers.MemcachedConfig) []*servers
 	return ms
 }
 
+// RedisShards starts n standalone redis-servers for the test (the shards
+// of a redis+ring:// store) and returns them with their addresses.
+func RedisShards(tb testing.TB, n int, cfg servers.RedisConfig) ([]*servers.Redis, []string) {
+	tb.Helper()
+	rs := make([]*servers.Redis, n)
+	addrs := make([]string, n)
+	for i := range rs {
+		rs[i] = Redis(tb, cfg)
+		addrs[i] = rs[i].Addr
+	}
+	return rs, addrs
+}
+
 // Postgres starts a private PostgreSQL for the test. It takes a few
 // seconds: start one per package (in TestMain) where many tests need it.
 func Postgres(tb testing.TB, cfg servers.PostgresConfig) *servers.Postgres {

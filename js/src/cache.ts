@@ -144,6 +144,12 @@ type Read<V> =
   | { kind: 'miss'; write: boolean; held?: boolean; prev?: Buffer }
   | { kind: 'dict'; id: number; digest?: Uint8Array };
 
+/** The keys of one node waiting for this tick's read, and their callers. */
+interface ReadBatch {
+  keys: string[];
+  waiters: { resolve: (b: Buffer | null) => void; reject: (err: unknown) => void }[];
+}
+
 class Timeout extends Error {
   override name = 'TimeoutError';
 }
@@ -259,6 +265,44 @@ export class Cache<V> {
       // A throwing callback must not turn a hidden error into a visible one.
     }
   }
+
+  /**
+   * Reads one key as part of this tick's batch: the fetches that arrive
+   * before the next process.nextTick share one read per node (MGET on a
+   * standalone Redis), sent after every one of them was called, so each
+   * read still starts after its caller arrived. One timer bounds the batch.
+   * Resolves the stored bytes or null; rejects with the node's error.
+   */
+  private readOne(key: string): Promise<Buffer | null> {
+    const node = this.store.nodeOf(key);
+    let batch = this.pending.get(node);
+    if (!batch) {
+      batch = { keys: [], waiters: [] };
+      this.pending.set(node, batch);
+      if (this.pending.size === 1) process.nextTick(this.flushReads);
+    }
+    const b = batch;
+    b.keys.push(key);
+    return new Promise<Buffer | null>((resolve, reject) => void b.waiters.push({ resolve, reject }));
+  }
+
+  private readonly pending = new Map<string, ReadBatch>();
+
+  private readonly flushReads = (): void => {
+    const batches = [...this.pending];
+    this.pending.clear();
+    for (const [node, b] of batches) {
+      withTimeout(this.store.getBatch(node, b.keys), this.o.storeTimeout).then(
+        (vals) => {
+          for (let i = 0; i < b.waiters.length; i++) b.waiters[i].resolve(vals[i] ?? null);
+        },
+        (err) => {
+          if (err instanceof Timeout) this.store.timedOut?.(node, err);
+          for (const w of b.waiters) w.reject(err);
+        },
+      );
+    }
+  };
 
   /** Reads keys in one round trip per node; store errors become misses. */
   private async readRaw(keys: string[]): Promise<(Buffer | null | Error)[]> {
@@ -410,14 +454,13 @@ export class Cache<V> {
    */
   async fetch(key: string, loader: Loader<V>, opts: FetchOptions = {}): Promise<V | undefined> {
     opts.signal?.throwIfAborted();
-    // The hit path: one GET, no batching structures.
-    const node = this.store.nodeOf(key);
+    // The hit path: the key joins this tick's read of its node (one MGET
+    // for every fetch that arrived meanwhile), no batching structures here.
     let b: Buffer | null | Error;
     try {
-      b = (await abortable(withTimeout(this.store.getBatch(node, [key]), this.o.storeTimeout), opts.signal))[0];
+      b = await abortable(this.readOne(key), opts.signal);
     } catch (err) {
       if (opts.signal?.aborted) throw err;
-      if (err instanceof Timeout) this.store.timedOut?.(node, err);
       b = err instanceof Error ? err : new Error(String(err));
     }
     // A hit returns here, before any batching structure is built.

@@ -39,12 +39,15 @@ const bomb = (why: string): never => {
  * count or length claims more than the bytes left, nesting passes
  * MAX_DEPTH, 0xC1 appears, the value ends early, or decoding it would
  * allocate more than `limit` bytes (estimated as the Go reader does).
+ * Returns whether the value holds a bin (the decoder's bin values are views
+ * of b, which the codec then copies).
  */
-export function checkMsgPack(b: Uint8Array, limitBytes: number = allocBound(b.length)): void {
+export function checkMsgPack(b: Uint8Array, limitBytes: number = allocBound(b.length)): boolean {
   const limit = Math.floor(limitBytes / UNIT);
   const stack = walkStack; // reused: the walk is synchronous and never re-entered
   let est = 0;
   let depth = 0;
+  let hasBin = false;
   stack[0] = 1;
   let off = 0;
   const len = b.length;
@@ -52,7 +55,7 @@ export function checkMsgPack(b: Uint8Array, limitBytes: number = allocBound(b.le
     while (depth >= 0 && stack[depth] === 0) depth--;
     if (depth < 0) {
       if (est > limit) bomb(`decoding would allocate more than ${limitBytes} bytes`);
-      return;
+      return hasBin;
     }
     stack[depth]--;
     est += COST_VALUE;
@@ -130,6 +133,7 @@ export function checkMsgPack(b: Uint8Array, limitBytes: number = allocBound(b.le
           isMap = c === 0xdf;
           break;
         default: {
+          if (c === 0xc4 || c === 0xc5 || c === 0xc6) hasBin = true;
           const w = lenWidth[c];
           if (off + w > len) bomb('length cut short');
           let l = 0;

@@ -9,8 +9,7 @@
  */
 
 import { createHash } from 'node:crypto';
-import { Encoder } from '@msgpack/msgpack';
-import { Unpackr } from 'msgpackr';
+import { Decoder, Encoder, ExtensionCodec } from '@msgpack/msgpack';
 import { FormatError } from './errors.js';
 import { readUvarint, pushUvarint, uvarintLen } from './varint.js';
 import { s2Decode, s2Encode, parseS2Dict, S2CorruptError, type S2Dict } from './s2.js';
@@ -35,6 +34,8 @@ export const DEFAULT_MIN_SAVINGS = 0.1;
 /** Above RATIO_FLOOR a payload may claim at most MAX_RATIO times its stored size. */
 export const MAX_RATIO = 256;
 export const RATIO_FLOOR = 1 << 20;
+/** Blocks up to this size decompress into the codec's reused scratch buffer. */
+const SCRATCH_MAX = 256 << 10;
 
 /** The compact value format (version 3), which `compact` writers write. */
 export const VERSION_COMPACT = 3;
@@ -473,11 +474,10 @@ export class Codec {
   private readonly dicts = new Map<number, DictEntry>();
   // Writing: @msgpack/msgpack, which encodes integers beyond 32 bits as
   // int64/uint64 (msgpackr writes them as float64, which Go's int fields
-  // refuse). Reading: msgpackr, about as fast as JSON.parse, with records
-  // and other extensions off so only standard msgpack is produced; Date is
-  // the timestamp extension (-1) both ways.
+  // refuse). Reading: @msgpack/msgpack's Decoder too (decodeMsgPack), after
+  // checkMsgPack's bound; Date is the timestamp extension (-1) both ways.
   private readonly enc = new Encoder({ ignoreUndefined: false });
-  private readonly dec = new Unpackr({ useRecords: false, mapsAsObjects: true, int64AsType: 'number' });
+  private scratch: Buffer = Buffer.alloc(0);
 
   constructor(opts: CodecOptions = {}) {
     this.serializer = opts.serializer ?? 'msgpack';
@@ -654,6 +654,7 @@ export class Codec {
     if (h.rawLen > this.maxDecodedSize) fail('ErrTooLarge', `header claims ${h.rawLen} bytes, limit ${this.maxDecodedSize}`);
     const payload = data.subarray(h.len);
     let raw: Uint8Array;
+    let owned = true;
     if (h.compressor === 0) {
       if (h.dict !== 0) fail('ErrCorrupt', `dictionary ${h.dict} without a compressor`);
       if (payload.length < h.rawLen) fail('ErrTruncated', `payload has ${payload.length} of ${h.rawLen} bytes`);
@@ -683,11 +684,13 @@ export class Codec {
       try {
         if (h.compressor === 1) {
           if (de) fail('ErrCorrupt', `s2 block with dictionary ${h.dict}`);
-          raw = s2Decode(payload, h.rawLen);
+          raw = s2Decode(payload, h.rawLen, undefined, this.scratchFor(h.rawLen));
+          owned = raw.buffer !== this.scratch.buffer;
         } else if (h.compressor === 3) {
           const sd = this.s2Dict(de!);
           if (!sd) fail('ErrUnknownDictionary', `dictionary ${h.dict} is not an S2 dictionary`);
-          raw = s2Decode(payload, h.rawLen, sd!);
+          raw = s2Decode(payload, h.rawLen, sd!, this.scratchFor(h.rawLen));
+          owned = raw.buffer !== this.scratch.buffer;
         } else {
           const stored = data.length;
           return zstdDecompress(payload, h.rawLen, de ? this.zstdDict(de) : undefined, (view) => this.deserialize(serName!, view, stored, false));
@@ -698,7 +701,18 @@ export class Codec {
         throw err;
       }
     }
-    return this.deserialize(serName!, raw, data.length, true);
+    return this.deserialize(serName!, raw, data.length, owned);
+  }
+
+  /**
+   * The scratch buffer a block up to SCRATCH_MAX bytes decompresses into
+   * (every deserializer copies out what it keeps): grown on demand, never
+   * past SCRATCH_MAX; undefined above it (the decoder allocates).
+   */
+  private scratchFor(n: number): Buffer | undefined {
+    if (n > SCRATCH_MAX) return undefined;
+    if (this.scratch.length < n) this.scratch = Buffer.allocUnsafeSlow(Math.max(n, Math.min(SCRATCH_MAX, this.scratch.length * 2)));
+    return this.scratch;
   }
 
   /** Deserializes raw; when raw is not owned (a view the caller frees), nothing returned may alias it. */
@@ -712,12 +726,7 @@ export class Codec {
         }
       case 'msgpack':
       case 'msgpack-array':
-        checkMsgPack(raw, allocBound(Math.min(raw.length, stored)));
-        try {
-          return this.dec.unpack(raw);
-        } catch (err) {
-          throw new FormatError('ErrDeserialize', `msgpack: ${(err as Error).message}`, { cause: err });
-        }
+        return decodeWalked(raw, checkMsgPack(raw, allocBound(Math.min(raw.length, stored))), true);
       case 'json': {
         if (raw.length > stored) checkJSON(raw, allocBound(stored));
         try {
@@ -750,6 +759,76 @@ function serializerName(id: number): SerializerName | undefined {
       return 'msgpack-array';
   }
   return undefined;
+}
+
+/** Thrown by decodeMsgPack for bytes that are not one standard msgpack value; the codec turns it into ErrDeserialize. */
+export class MsgPackError extends Error {
+  override name = 'MsgPackError';
+}
+
+/**
+ * The extension types a reader accepts: the timestamp (-1) only, as Go's
+ * decoder into `any`. @msgpack/msgpack would return any other type as an
+ * ExtData, and msgpackr reads 0x42, 0x65, 0x69, 0x70, 0x73, 0x78, ... as
+ * JavaScript objects (a Set, a RegExp, an Error); a Go writer never meant
+ * either.
+ */
+class TimestampOnly extends ExtensionCodec {
+  override decode(data: Uint8Array, type: number, context: undefined): unknown {
+    if (type !== -1) throw new MsgPackError(`extension type ${type} (only the timestamp, -1, is standard)`);
+    return super.decode(data, type, context);
+  }
+}
+
+// One reused decoder: decode is synchronous, and @msgpack/msgpack clones the
+// instance if it were ever re-entered. Its map keys are strings or numbers
+// (anything else is an error), and a "__proto__" key is an error: the
+// prototype of a decoded object is never set.
+const reader = new Decoder({ extensionCodec: new TimestampOnly() });
+
+/**
+ * Decodes exactly one standard msgpack value from b (trailing bytes are an
+ * error) with @msgpack/msgpack: maps as plain objects, 64-bit integers as
+ * the nearest double, the timestamp extension (-1) as a Date, bin as a
+ * Buffer of its own (never a view of b). Any other extension type, a map key
+ * that is not a string or number, and a "__proto__" key throw MsgPackError.
+ * It walks b with checkMsgPack first (Go's allocation bound and depth
+ * limit), which throws a FormatError (ErrBomb).
+ */
+export function decodeMsgPack(b: Uint8Array): unknown {
+  return decodeWalked(b, checkMsgPack(b), false);
+}
+
+/**
+ * Decodes b, already walked by checkMsgPack (hasBin: what it returned).
+ * Errors are MsgPackError, or FormatError ErrDeserialize for the codec.
+ */
+function decodeWalked(b: Uint8Array, hasBin: boolean, forCodec: boolean): unknown {
+  let v: unknown;
+  try {
+    v = reader.decode(b);
+  } catch (err) {
+    const why = (err as Error).message;
+    if (forCodec) throw new FormatError('ErrDeserialize', `msgpack: ${why}`, { cause: err });
+    throw err instanceof MsgPackError ? err : new MsgPackError(why, { cause: err });
+  }
+  return hasBin ? ownBins(v) : v;
+}
+
+/**
+ * Replaces the bin values @msgpack/msgpack returns (views of the input,
+ * which may be the codec's scratch buffer) with Buffers of their own. Only
+ * called when checkMsgPack saw a bin: a value without one is not walked.
+ */
+function ownBins(v: unknown): unknown {
+  if (v instanceof Uint8Array) return Buffer.from(v);
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) v[i] = ownBins(v[i]);
+  } else if (v !== null && typeof v === 'object' && !(v instanceof Date)) {
+    const o = v as Record<string, unknown>;
+    for (const k in o) o[k] = ownBins(o[k]);
+  }
+  return v;
 }
 
 /** A string with a lone surrogate has no UTF-8 form; it stays msgpack (as Go keeps invalid UTF-8 in msgpack). */

@@ -13,3 +13,6 @@ export { Cache, cacheDefaults, type CacheOptions, type CacheStats, type FetchOpt
 export { RedisStore, type RedisStoreOptions } from './redis.js';
 export { HealthStore, NodeDownError, healthDefaults, type HealthOptions, type NodeState, type NodeStats, type Transition } from './health.js';
 export { NodeError, groupByNode, type Store, type SetItem, type Prober } from './store.js';
+export { MemcacheStore, type MemcacheStoreOptions } from './memcache/store.js';
+export { KetamaRing, type RingServer } from './memcache/ring.js';
+export { wireKey, ResponseParser, MetaConnection, MetaProtocolError, MetaServerError, encodeRequest, ttlSeconds, type MetaRequest, type MetaResponse } from './memcache/meta.js';

@@ -67,17 +67,21 @@ export function s2DecodedLen(src: Uint8Array): { len: number; n: number } {
  * Decodes a block into a new buffer of exactly `rawLen` bytes. The block's
  * own length prefix must equal rawLen; the block must produce exactly that
  * many bytes. With `dict`, copies may reach into the dictionary as S2's
- * Dict.Decode allows.
+ * Dict.Decode allows. With `scratch` of at least rawLen bytes, the result is
+ * a view of scratch (valid until the scratch is used again).
  */
-export function s2Decode(src: Uint8Array, rawLen: number, dict?: S2Dict): Buffer {
+export function s2Decode(src: Uint8Array, rawLen: number, dict?: S2Dict, scratch?: Buffer): Buffer {
   // No views are created on the way (each costs a few hundred ns, more than
   // decoding a small block): copies below 512 bytes run as loops.
   const lp = readUvarint(src, 0);
   if (lp.n <= 0 || lp.n > 5 || lp.value > 0xffffffff) corrupt('length prefix');
   const n = lp.n;
   if (lp.value !== rawLen) corrupt(`block claims ${lp.value} bytes, header ${rawLen}`);
-  const dst = Buffer.allocUnsafe(rawLen);
-  const out = dst;
+  // Into the caller's scratch buffer when it is large enough (the codec
+  // deserializes from it at once, copying out what it keeps): no allocation
+  // on the hit path.
+  const dst = scratch !== undefined && scratch.length >= rawLen ? scratch : Buffer.allocUnsafe(rawLen);
+  const out = dst === scratch ? dst.subarray(0, rawLen) : dst;
   const dl = dict ? dict.content.length : 0;
   const dc = dict?.content;
   let offset = dict ? dl - dict.repeat : 0;

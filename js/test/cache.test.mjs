@@ -1,16 +1,16 @@
-// The read-through API on real servers: a standalone redis-server and a
-// 3-master Redis Cluster run the same checks; then store failures (a dead
+// The read-through API on real servers: a standalone redis-server, a
+// 3-master Redis Cluster and a pool of 3 memcached servers run the same checks; then store failures (a dead
 // server) and a stalled (SIGSTOP) server under the health breaker.
 import { test, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { Redis } from 'ioredis';
-import { Cache, Codec, RedisStore, HealthStore, parseHeader } from '../dist/index.js';
-import { startRedis, startCluster, serverSkip } from './helpers.mjs';
+import { Cache, Codec, RedisStore, MemcacheStore, HealthStore, parseHeader } from '../dist/index.js';
+import { startRedis, startCluster, startMemcachedPool, serverSkip } from './helpers.mjs';
 
 const skip = serverSkip();
 
-function suite(name, open) {
-  describe(name, { skip }, () => {
+function suite(name, open, skipIt = skip) {
+  describe(name, { skip: skipIt }, () => {
     let env;
     before(async () => { env = await open(); });
     after(async () => { await env?.close(); });
@@ -142,7 +142,9 @@ function suite(name, open) {
       const p1 = c.fetch('ab:1', async () => { started(); await gate; return 'v'; }, { signal: ac.signal });
       await loading; // p1's load is running: p2 joins it
       const p2 = c.fetch('ab:1', async () => 'other');
-      await new Promise((r) => setTimeout(r, 20));
+      // Abort only once p2 has joined p1's load (no sleep: a loaded machine
+      // made 20 ms too short for p2's read to come back).
+      while (c.stats().shared < 1) await new Promise((r) => setImmediate(r));
       ac.abort(new Error('caller gave up'));
       await assert.rejects(p1, /caller gave up/);
       release();
@@ -165,6 +167,26 @@ function rawHelpers(client) {
     setRaw: (k, v) => client.set(k, v),
   };
 }
+
+suite('3-server memcached pool', async () => {
+  const pool = await startMemcachedPool(3);
+  const store = new MemcacheStore({ servers: pool.servers });
+  const one = async (k, req) => {
+    const conn = new (await import('../dist/index.js')).MetaConnection(store.nodeOf(k));
+    try {
+      return (await conn.exec([req], false))[0];
+    } finally {
+      conn.close();
+    }
+  };
+  return {
+    store,
+    pttl: async (k) => (await one(k, { cmd: 'mg', key: k, returnTTL: true })).ttl * 1000,
+    getRaw: async (k) => (await store.getBatch(store.nodeOf(k), [k]))[0],
+    setRaw: (k, v) => store.setBatch(store.nodeOf(k), [{ key: k, value: v, ttl: 0 }]),
+    close: async () => { await store.close(); await pool.stop(); },
+  };
+}, serverSkip('memcached'));
 
 suite('standalone redis-server', async () => {
   const r = await startRedis();
@@ -205,7 +227,7 @@ describe('failures never reach a fetch caller', { skip }, () => {
     try {
       assert.equal(await c.fetch('h:1', async () => 'v'), 'v');
       assert.equal(await c.fetch('h:1', async () => 'loaded'), 'v'); // a hit
-      r.stall();
+      await r.stall();
       // 64 concurrent callers while stalled: all served by the loader, none sees an error.
       const res = await Promise.all(Array.from({ length: 64 }, (_, i) => c.fetch(`h:${i % 8}`, async (k) => `L${k}`)));
       assert.equal(res.length, 64);
@@ -252,7 +274,7 @@ describe('failures never reach a fetch caller', { skip }, () => {
       await new Promise((x) => setTimeout(x, 100));
       const pingsBefore = Number((await watcher.info('commandstats')).match(/cmdstat_ping:calls=(\d+)/)?.[1] ?? 0);
       const sentBefore = hs.stats()[0].probesSent;
-      r.stall();
+      await r.stall();
       await new Promise((x) => setTimeout(x, 500)); // ~25 probe rounds at 10-20 ms
       const during = hs.stats()[0];
       r.resume();

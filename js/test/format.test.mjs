@@ -11,6 +11,7 @@ import {
   Codec, parseHeader, encodeEntry, FormatError, fingerprint,
   s2Encode, s2Decode, parseS2Dict, zstdAvailable, checkMsgPack,
 } from '../dist/index.js';
+import { rng } from './helpers.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const testdata = path.join(here, '..', '..', 'testdata');
@@ -230,17 +231,6 @@ test('hostile inputs: refused (or decoded, for the honest one) with heap growth 
 test('zstd: the WebAssembly libzstd is loaded (no garbage fallback)', () => {
   assert.equal(zstdAvailable(), true);
 });
-
-// A small deterministic PRNG so a failing fuzz case can be replayed by seed.
-function rng(seed) {
-  let s = seed >>> 0 || 1;
-  return () => {
-    s ^= s << 13; s >>>= 0;
-    s ^= s >>> 17;
-    s ^= s << 5; s >>>= 0;
-    return s / 0x100000000;
-  };
-}
 
 function randomData(r, n) {
   const b = Buffer.alloc(n);

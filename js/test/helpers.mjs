@@ -58,16 +58,86 @@ async function waitPort(port, ms = 10_000) {
 /** Starts a private redis-server; returns { addr, port, proc, stop, stall, resume }. */
 export async function startRedis(extra = []) {
   const bin = lookPath('redis-server');
-  const port = await freePort();
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kura-js-redis-'));
-  const proc = spawn(bin, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...extra], { stdio: 'ignore' });
-  await waitPort(port);
+  return startOwned('redis', async (port) => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kura-js-redis-'));
+    const proc = spawn(bin, ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...extra], { stdio: 'ignore' });
+    return { proc, cleanup: () => fs.rmSync(dir, { recursive: true, force: true }) };
+  });
+}
+
+/**
+ * Starts a server on a free port and makes sure the server answering there
+ * is the process it started: between freePort() closing the port and the
+ * server binding it, another job on this machine may take it, and a test
+ * would then talk to (and SIGSTOP the wrong pid for) somebody else's server.
+ * Asks the server for its pid (Redis INFO, memcached stats); tries another
+ * port when it is not ours.
+ */
+async function startOwned(kind, spawnAt) {
+  for (let attempt = 0; ; attempt++) {
+    const port = await freePort();
+    const { proc, cleanup } = await spawnAt(port);
+    const h = serverHandle(proc, port, cleanup);
+    try {
+      await waitPort(port);
+      if ((await serverPid(kind, port)) === proc.pid) return h;
+    } catch (err) {
+      if (attempt >= 4) {
+        await h.stop();
+        throw err;
+      }
+    }
+    await h.stop();
+    if (attempt >= 4) throw new Error(`${kind}: could not start on a port of its own`);
+  }
+}
+
+/** The pid of the server on port (Redis: INFO server; memcached: stats). */
+function serverPid(kind, port) {
+  return new Promise((resolve, reject) => {
+    const c = net.connect(port, '127.0.0.1');
+    let got = '';
+    const timer = setTimeout(() => { c.destroy(); reject(new Error(`${kind} on ${port}: no pid in time`)); }, 5000);
+    c.once('connect', () => c.write(kind === 'redis' ? 'INFO server\r\n' : 'stats\r\n'));
+    c.on('data', (d) => {
+      got += d.toString('latin1');
+      const m = kind === 'redis' ? /process_id:(\d+)/.exec(got) : /STAT pid (\d+)/.exec(got);
+      if (m) {
+        clearTimeout(timer);
+        c.destroy();
+        resolve(Number(m[1]));
+      }
+    });
+    c.once('error', (err) => { clearTimeout(timer); reject(err); });
+  });
+}
+
+/** What a started server process is to a test: its address, SIGSTOP/SIGCONT, and stop. */
+function serverHandle(proc, port, cleanup = () => {}) {
   let stopped = false;
   return {
     addr: `127.0.0.1:${port}`,
     port,
     proc,
-    stall: () => process.kill(proc.pid, 'SIGSTOP'),
+    // SIGSTOP takes effect when the server's threads are next scheduled,
+    // not when kill returns: wait until every thread is stopped, or a
+    // request sent at once may still be answered.
+    stall: async () => {
+      process.kill(proc.pid, 'SIGSTOP');
+      const tasks = `/proc/${proc.pid}/task`;
+      for (let i = 0; i < 5000; i++) {
+        const states = fs.readdirSync(tasks).map((t) => {
+          try {
+            return fs.readFileSync(`${tasks}/${t}/stat`, 'latin1').replace(/^.*\) /s, '')[0];
+          } catch {
+            return 'T'; // a thread that ended
+          }
+        });
+        if (states.every((c) => c === 'T' || c === 't')) return;
+        await new Promise((r) => setTimeout(r, 1));
+      }
+      throw new Error(`server ${proc.pid} did not stop`);
+    },
     resume: () => process.kill(proc.pid, 'SIGCONT'),
     stop: async () => {
       if (stopped) return;
@@ -75,9 +145,23 @@ export async function startRedis(extra = []) {
       try { process.kill(proc.pid, 'SIGCONT'); } catch { /* gone */ }
       proc.kill('SIGKILL');
       await new Promise((r) => (proc.exitCode !== null ? r() : proc.once('exit', r)));
-      fs.rmSync(dir, { recursive: true, force: true });
+      cleanup();
     },
   };
+}
+
+/** Starts a private memcached; returns { addr, port, proc, stop, stall, resume }. */
+export async function startMemcached() {
+  const bin = lookPath('memcached');
+  return startOwned('memcached', async (port) => ({
+    proc: spawn(bin, ['-l', '127.0.0.1', '-p', String(port), '-U', '0', '-m', '64', '-t', '2', '-u', 'root'], { stdio: 'ignore' }),
+  }));
+}
+
+/** Starts a pool of n memcached servers; addr is the "memcache://a,b,c" form the Go helper takes. */
+export async function startMemcachedPool(n = 3) {
+  const nodes = await Promise.all(Array.from({ length: n }, () => startMemcached()));
+  return { nodes, servers: nodes.map((m) => m.addr), addr: `memcache://${nodes.map((m) => m.addr).join(',')}`, stop: () => Promise.all(nodes.map((m) => m.stop())) };
 }
 
 /** Starts a Redis Cluster of `masters` redis-servers (no replicas). */
@@ -113,4 +197,15 @@ export function interopBinary() {
 export function runInterop(cmd, addr, prefix) {
   const out = execFileSync(interopBinary(), [cmd, addr, prefix], { encoding: 'utf8' });
   return JSON.parse(out);
+}
+
+/** A seeded xorshift32 generator in [0, 1): the fuzz loops replay the same inputs every run. */
+export function rng(seed) {
+  let s = seed >>> 0 || 1;
+  return () => {
+    s ^= s << 13; s >>>= 0;
+    s ^= s >>> 17;
+    s ^= s << 5; s >>>= 0;
+    return s / 0x100000000;
+  };
 }

@@ -2,7 +2,7 @@ package health
 
 import (
 	"errors"
-	"fmt"
+	"github.com/kuracache/kura/store"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -14,26 +14,18 @@ import (
 // and call the loader.
 var ErrNodeDown = errors.New("kura: node down, request not sent (circuit open)")
 
-// State is a node's health as the monitor sees it.
-type State int32
+// State is a node's health as the monitor sees it (store.NodeState, so
+// a Cache reports it without importing this package).
+type State = store.NodeState
 
 // The states of a node; see the package documentation.
 const (
-	Up State = iota
-	Suspect
-	Down
-	Probing
-	numStates
+	Up        = store.NodeUp
+	Suspect   = store.NodeSuspect
+	Down      = store.NodeDown
+	Probing   = store.NodeProbing
+	numStates = store.NodeStates
 )
-
-var stateNames = [...]string{"up", "suspect", "down", "probing"}
-
-func (s State) String() string {
-	if s >= 0 && s < numStates {
-		return stateNames[s]
-	}
-	return fmt.Sprintf("State(%d)", int32(s))
-}
 
 // States lists every State, in order, for exporters.
 func States() []State { return []State{Up, Suspect, Down, Probing} }
@@ -54,46 +46,14 @@ type Transition struct {
 
 // probeBuckets are the upper bounds of the probe latency histogram in
 // NodeStats, from 50µs to 1s (probes slower than ProbeTimeout fail).
-var probeBuckets = [...]time.Duration{
-	50 * time.Microsecond, 100 * time.Microsecond, 250 * time.Microsecond, 500 * time.Microsecond,
-	time.Millisecond, 2500 * time.Microsecond, 5 * time.Millisecond, 10 * time.Millisecond,
-	25 * time.Millisecond, 50 * time.Millisecond, 100 * time.Millisecond, 250 * time.Millisecond,
-	500 * time.Millisecond, time.Second,
-}
+var probeBuckets = [14]time.Duration(store.ProbeBuckets())
 
 // ProbeBuckets returns the upper bounds of NodeStats.ProbeLatency's
 // buckets (a copy: callers may not change them).
-func ProbeBuckets() []time.Duration { return append([]time.Duration(nil), probeBuckets[:]...) }
+func ProbeBuckets() []time.Duration { return store.ProbeBuckets() }
 
-// NodeStats is a snapshot of one node's health. Counters only grow.
-type NodeStats struct {
-	// Addr is the node's address.
-	Addr string
-	// State is its state now, Since when it entered it.
-	State State
-	Since time.Time
-	// Probes counts probes sent; ProbeFailures those that failed or
-	// timed out.
-	Probes, ProbeFailures uint64
-	// LastProbe is the latency of the last successful probe.
-	LastProbe time.Duration
-	// ProbeLatency counts successful probes per bucket of ProbeBuckets
-	// (not cumulative); the last element counts probes slower than the
-	// last bound. ProbeLatencySum is their total time.
-	ProbeLatency    []uint64
-	ProbeLatencySum time.Duration
-	// RequestFailures counts requests whose error counted against the
-	// node (Options.IsFailure).
-	RequestFailures uint64
-	// InFlight is the number of keys sent to the node whose answer has
-	// not come back yet.
-	InFlight int64
-	// FailFast counts keys not sent because the node was Down (served by
-	// the loader, or by the gutter when GutterHits/GutterMisses say so).
-	FailFast uint64
-	// Transitions counts entries into each state, indexed by State.
-	Transitions [numStates]uint64
-}
+// NodeStats is a snapshot of one node's health (store.NodeHealth).
+type NodeStats = store.NodeHealth
 
 // node is the monitor's view of one server.
 type node struct {

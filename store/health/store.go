@@ -86,6 +86,12 @@ func (s *Store) Stats() Stats {
 		GutterMisses: s.gutterMisses.Load(), GutterErrors: s.gutterErrs.Load()}
 }
 
+var _ store.HealthReporter = (*Store)(nil)
+
+// NodeHealth returns the state and counters of every node
+// (store.HealthReporter: a Cache's Stats.Nodes).
+func (s *Store) NodeHealth() []store.NodeHealth { return s.m.stats() }
+
 // State returns the state of the node at addr, and whether it is watched.
 func (s *Store) State(addr string) (State, bool) {
 	n := s.m.node(addr)

@@ -14,6 +14,11 @@
 // other shards keep serving: unlike go-redis's Ring and dalli, keys are
 // never moved to another shard during an outage.
 //
+// With Options.Redis.Tracking every shard tracks the reads of kura's L1
+// tier and reports its own keys' changes (the Store is a store.Tracker);
+// a shard started while its server is down keeps connecting in the
+// background (see New).
+//
 // Its URL form is redis+ring://host1:port,host2:port?ring=go-redis (see
 // store/storeurl), which cannot be read as a Cluster's redis://h1,h2.
 package redisring
@@ -79,16 +84,28 @@ var (
 	_ store.MaxValueSizer = (*Store)(nil)
 )
 
-// New connects to every server; it fails, naming the server, when one
-// cannot be reached.
+// New opens one redisstore.Store per server, all at once. Like
+// redisstore.New it does not fail when a server is down (refused,
+// stopped, a name that does not resolve): that shard keeps connecting in
+// the background and, until it answers, its keys fail with
+// store.ErrNotConnected (a Cache loads them from the source; the breaker
+// of store/health marks the shard Down) while the other shards serve.
+// Each shard waits at most Redis.StartWait for its server, at the same
+// time, so New takes one StartWait, not one per shard. New fails on bad
+// options, and when a server answers and refuses the credentials, naming
+// the server. With Redis.FailFast every server must answer.
 func New(ctx context.Context, opts Options) (*Store, error) {
 	r, err := NewRing(opts)
 	if err != nil {
 		return nil, err
 	}
 	s := &Store{ring: r, addrs: append([]string(nil), opts.Servers...), byAddr: map[string]int{}}
+	s.shards = make([]*redisstore.Store, len(opts.Servers))
+	errs := make([]error, len(opts.Servers))
 	firstHost, _, _ := net.SplitHostPort(opts.Servers[0])
+	var wg sync.WaitGroup
 	for i, a := range opts.Servers {
+		s.byAddr[a] = i
 		o := opts.Redis
 		o.Addrs = []string{a}
 		if o.TLS != nil && (o.TLS.ServerName == "" || o.TLS.ServerName == firstHost) {
@@ -96,13 +113,19 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 			o.TLS = o.TLS.Clone()
 			o.TLS.ServerName, _, _ = net.SplitHostPort(a)
 		}
-		sh, err := redisstore.New(ctx, o)
-		if err != nil {
-			_ = s.Close()
-			return nil, fmt.Errorf("redisring: shard %d (%s): %w", i, a, err)
-		}
-		s.shards = append(s.shards, sh)
-		s.byAddr[a] = i
+		wg.Go(func() {
+			sh, err := redisstore.New(ctx, o)
+			if err != nil {
+				errs[i] = fmt.Errorf("redisring: shard %d (%s): %w", i, a, err)
+				return
+			}
+			s.shards[i] = sh
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		_ = s.Close()
+		return nil, err
 	}
 	return s, nil
 }
@@ -196,6 +219,9 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 func (s *Store) Close() error {
 	var errs []error
 	for _, sh := range s.shards {
+		if sh == nil { // New failed before this shard was opened
+			continue
+		}
 		if err := sh.Close(); err != nil {
 			errs = append(errs, err)
 		}
@@ -208,13 +234,11 @@ func (s *Store) Ping(ctx context.Context) error {
 	errs := make([]error, len(s.shards))
 	var wg sync.WaitGroup
 	for i, sh := range s.shards {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			if err := sh.Ping(ctx); err != nil {
 				errs[i] = store.NodeErr(s.addrs[i], err)
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	return errors.Join(errs...)
@@ -260,41 +284,36 @@ func (s *Store) groups(n int, key func(int) string) [][]int {
 	return g
 }
 
-// fanout runs fn for every shard with indexes, all at once (inline when
-// only one shard has any), and merges the per-shard errors into one
-// *store.BatchError for op.
+// fanout runs fn for every shard with indexes, all at once, and merges
+// the per-shard errors into one *store.BatchError for op. The last shard
+// runs on the caller's goroutine: a batch over n shards starts n-1
+// goroutines (none when only one shard has keys).
 func (s *Store) fanout(op string, g [][]int, keyAt func(int) string, fn func(shard int, idx []int) error) error {
-	active := 0
-	for _, idx := range g {
+	last := -1
+	for sh, idx := range g {
 		if len(idx) > 0 {
-			active++
+			last = sh
 		}
 	}
 	errs := make([]error, len(g))
-	if active <= 1 {
-		for sh, idx := range g {
-			if len(idx) > 0 {
-				errs[sh] = fn(sh, idx)
-			}
+	var wg sync.WaitGroup
+	for sh, idx := range g {
+		if len(idx) == 0 || sh == last {
+			continue
 		}
-	} else {
-		var wg sync.WaitGroup
-		for sh, idx := range g {
-			if len(idx) == 0 {
-				continue
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				errs[sh] = fn(sh, idx)
-			}()
-		}
-		wg.Wait()
+		wg.Go(func() { errs[sh] = fn(sh, idx) })
 	}
-	be := &store.BatchError{Op: op}
+	if last >= 0 {
+		errs[last] = fn(last, g[last])
+	}
+	wg.Wait()
+	var be *store.BatchError
 	for sh, err := range errs {
 		if err == nil {
 			continue
+		}
+		if be == nil {
+			be = &store.BatchError{Op: op}
 		}
 		keys := make([]string, len(g[sh]))
 		for j, i := range g[sh] {
@@ -308,6 +327,9 @@ func (s *Store) fanout(op string, g [][]int, keyAt func(int) string, fn func(sha
 		for _, k := range keys {
 			be.AddNode(k, s.addrs[sh], err)
 		}
+	}
+	if be == nil {
+		return nil
 	}
 	return be.Err()
 }
@@ -405,4 +427,21 @@ func (s *Store) Invalidate(ctx context.Context, keys []string, stale time.Durati
 	return write(s, "invalidate", keys, self, func(sh *redisstore.Store, part []string) error {
 		return sh.Invalidate(ctx, part, stale)
 	})
+}
+
+var (
+	_ store.PrefixReader = (*Store)(nil)
+	_ store.MetaReader   = (*Store)(nil)
+)
+
+// GetPrefix implements store.PrefixReader on the shard that owns key
+// (GETRANGE there): kura inspect and kura ui read a bounded part of a
+// large value whichever shard holds it.
+func (s *Store) GetPrefix(ctx context.Context, key string, max int) ([]byte, int64, error) {
+	return s.of(key).GetPrefix(ctx, key, max)
+}
+
+// KeyMeta implements store.MetaReader on the shard that owns key.
+func (s *Store) KeyMeta(ctx context.Context, key string) (store.KeyMeta, error) {
+	return s.of(key).KeyMeta(ctx, key)
 }

@@ -24,10 +24,7 @@ import (
 )
 
 func shards(t testing.TB, n int) []string {
-	addrs := make([]string, n)
-	for i := range addrs {
-		addrs[i] = servertest.Redis(t, servers.RedisConfig{}).Addr
-	}
+	_, addrs := servertest.RedisShards(t, n, servers.RedisConfig{})
 	return addrs
 }
 
@@ -148,12 +145,7 @@ func TestInvalidateReachesTheOwningShard(t *testing.T) {
 // key is moved to another shard.
 func TestDownShardFailsOnlyItsKeys(t *testing.T) {
 	ctx := context.Background()
-	rs := make([]*servers.Redis, 3)
-	addrs := make([]string, 3)
-	for i := range rs {
-		rs[i] = servertest.Redis(t, servers.RedisConfig{})
-		addrs[i] = rs[i].Addr
-	}
+	rs, addrs := servertest.RedisShards(t, 3, servers.RedisConfig{})
 	base := open(t, redisring.Options{Servers: addrs, Redis: redisstore.Options{MaxRetries: -1}})
 	hs, err := health.New(base, health.Options{})
 	if err != nil {
@@ -254,5 +246,29 @@ func TestOptionsRefused(t *testing.T) {
 	}
 	if _, err := redisring.NewRing(redisring.Options{Servers: []string{"127.0.0.1:1", "127.0.0.1:2"}, Weights: []int{1, 3}, Ring: ring.ModeKetama}); err != nil {
 		t.Errorf("ketama with weights: %v", err)
+	}
+}
+
+// TestPrefixAndMetaOnTheOwningShard: kura inspect's bounded read and key
+// metadata go to the shard that holds the key.
+func TestPrefixAndMetaOnTheOwningShard(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, redisring.Options{Servers: shards(t, 3)})
+	for i := range 30 {
+		k := fmt.Sprintf("big:%d", i)
+		if err := s.Set(ctx, k, []byte(strings.Repeat("x", 1000+i)), time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		p, size, err := s.GetPrefix(ctx, k, 10)
+		if err != nil || string(p) != "xxxxxxxxxx" || size != int64(1000+i) {
+			t.Fatalf("GetPrefix(%s, 10) = %q, %d, %v", k, p, size, err)
+		}
+		m, err := s.KeyMeta(ctx, k)
+		if err != nil || m.Node != s.NodeOf(k) || m.NoTTL || m.TTL <= 0 {
+			t.Fatalf("KeyMeta(%s) = %+v, %v; want its shard %s and a TTL", k, m, err, s.NodeOf(k))
+		}
+	}
+	if _, _, err := s.GetPrefix(ctx, "no:such:key", 10); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("GetPrefix of a missing key = %v", err)
 	}
 }

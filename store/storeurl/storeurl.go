@@ -351,6 +351,16 @@ func (t *Target) ringParam(k string, v []string) error {
 	return nil
 }
 
+// Placement returns the ring that places the keys of a RedisRing Target
+// (the one redisring.New builds from it), without connecting: for tools
+// that send keys to the shards themselves, such as kura bench.
+func (t Target) Placement() (ring.Ring, error) {
+	if t.Kind != RedisRing {
+		return nil, fmt.Errorf("storeurl: %s is not a redis+ring:// target", t.Redacted())
+	}
+	return redisring.NewRing(t.RedisRingOptions())
+}
+
 // RedisRingOptions returns the redisring options a RedisRing Target names.
 func (t Target) RedisRingOptions() redisring.Options {
 	o := redisring.Options{

@@ -20,6 +20,13 @@ func TestParse(t *testing.T) {
 	if err != nil || ring.Kind != storeurl.RedisRing || ring.Cluster {
 		t.Errorf("redis+ring:// parsed as %+v, %v: want a ring, never a Cluster", ring, err)
 	}
+	if r, err := ring.Placement(); err != nil || len(r.Nodes()) != 2 || r.Nodes()[1].ID != "h2:2" {
+		t.Errorf("Placement of %s = %v, %v: want go-redis's ring over h1:1, h2:2", ring.Redacted(), r, err)
+	}
+	cl, _ := storeurl.Parse("redis://h1:1,h2:2")
+	if _, err := cl.Placement(); err == nil {
+		t.Error("a Cluster URL has a ring placement")
+	}
 	for in, want := range map[string][]string{
 		"redis://127.0.0.1:6379":                                   {"127.0.0.1:6379"},
 		"redis://:pw@h1:1,h2:2/0":                                  {"h1:1", "h2:2"},
