@@ -21,6 +21,8 @@ type ConnCollector struct {
 	connected, attempts, attemptFails, resolved        *prometheus.Desc
 	dials, dialFails, reconnects, lookups, lookupFails *prometheus.Desc
 	changes                                            *prometheus.Desc
+	primary, failovers, trackFlushes, notReplicated    *prometheus.Desc
+	replicaReads                                       *prometheus.Desc
 }
 
 var _ prometheus.Collector = (*ConnCollector)(nil)
@@ -44,13 +46,20 @@ func NewConnCollector(name string, src store.ConnReporter) *ConnCollector {
 		lookups:      d("node_resolves_total", "Lookups of the node's host name (one per new connection).", "node"),
 		lookupFails:  d("node_resolve_failures_total", "Lookups of the node's host name that failed.", "node"),
 		changes:      d("node_address_changes_total", "Connections whose address differed from the previous one's: the name moved.", "node"),
+		primary:      d("primary_info", "1 for the server a store with failover (Redis Sentinel) follows now.", "primary"),
+		failovers:    d("failovers_total", "Times the primary a store with failover follows changed (a replica was promoted)."),
+		trackFlushes: d("tracking_flushes_total", "Times server-assisted invalidation had to drop every key (a tracking connection broke: failover, restart; FLUSHALL); each flushes the L1 of every Cache on the store."),
+		notReplicated: d("invalidations_not_replicated_total",
+			"Invalidations the primary applied that not enough replicas acknowledged in time (redisstore InvalidateWait)."),
+		replicaReads: d("replica_reads_total", "Commands sent to a replica (redisstore ReadFromReplicas)."),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *ConnCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.connected, c.attempts, c.attemptFails, c.resolved,
-		c.dials, c.dialFails, c.reconnects, c.lookups, c.lookupFails, c.changes} {
+		c.dials, c.dialFails, c.reconnects, c.lookups, c.lookupFails, c.changes,
+		c.primary, c.failovers, c.trackFlushes, c.notReplicated, c.replicaReads} {
 		ch <- d
 	}
 }
@@ -68,6 +77,13 @@ func (c *ConnCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(c.connected, prometheus.GaugeValue, connected, c.name)
 	counter(c.attempts, st.ConnectAttempts)
 	counter(c.attemptFails, st.ConnectFailures)
+	counter(c.failovers, st.Failovers)
+	counter(c.trackFlushes, st.TrackingFlushes)
+	counter(c.notReplicated, st.NotReplicated)
+	counter(c.replicaReads, st.ReplicaReads)
+	if st.Primary != "" {
+		ch <- prometheus.MustNewConstMetric(c.primary, prometheus.GaugeValue, 1, c.name, st.Primary)
+	}
 	for _, n := range st.Nodes {
 		if n.Resolved != "" {
 			ch <- prometheus.MustNewConstMetric(c.resolved, prometheus.GaugeValue, 1, c.name, n.Addr, n.Resolved)

@@ -33,6 +33,22 @@ type ConnStats struct {
 	// Nodes has one entry per address the store has dialed or been
 	// configured with, sorted by address.
 	Nodes []NodeConnStats
+	// Primary is the server a store with failover (Redis Sentinel)
+	// follows now ("" for other stores, or before it has connected), and
+	// Failovers counts the times it changed: a replica was promoted.
+	Primary   string
+	Failovers uint64
+	// TrackingFlushes counts the times the server-assisted invalidation
+	// of a store with tracking (Redis CLIENT TRACKING) had to drop every
+	// key: a tracking connection broke (a failover, a restart), or the
+	// server was flushed. Each one flushes the L1 of every Cache on it.
+	TrackingFlushes uint64
+	// NotReplicated counts invalidations that the primary applied but not
+	// enough replicas acknowledged in time (redisstore.InvalidateWait).
+	NotReplicated uint64
+	// ReplicaReads counts the commands sent to a replica (redisstore's
+	// Options.ReadFromReplicas).
+	ReplicaReads uint64
 }
 
 // NodeConnStats is one server address's connection history.

@@ -26,7 +26,28 @@ func SplitUserinfo(rest string) (userinfo, hosts string, ok bool) {
 // password). A string that is not a well-formed URL is still redacted:
 // without "://", everything before its last "@" is replaced, so a
 // mistyped URL never leaks its password through an error message.
-func URL(s string) string {
+//
+// The value of a query parameter whose name holds "password"
+// (sentinel_password=) is masked too.
+func URL(s string) string { return query(userinfo(s)) }
+
+// query masks the values of the query parameters named *password*.
+func query(s string) string {
+	i := strings.IndexByte(s, '?')
+	if i < 0 {
+		return s
+	}
+	params := strings.Split(s[i+1:], "&")
+	for j, p := range params {
+		k, _, ok := strings.Cut(p, "=")
+		if ok && strings.Contains(strings.ToLower(k), "password") {
+			params[j] = k + "=" + Mask
+		}
+	}
+	return s[:i+1] + strings.Join(params, "&")
+}
+
+func userinfo(s string) string {
 	scheme, rest, ok := strings.Cut(s, "://")
 	if !ok {
 		if at := strings.LastIndexByte(s, '@'); at >= 0 {

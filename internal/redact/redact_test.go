@@ -8,6 +8,9 @@ import (
 func TestURL(t *testing.T) {
 	for _, in := range []string{
 		"redis://:s3cret@127.0.0.1:6379",
+		"redis+sentinel://h:26379/mymaster?sentinel_password=s3cret",
+		"rediss+sentinel://u:s3cret@h1,h2/mymaster/0?sentinel_user=a&sentinel_password=s3cret",
+		"redis+sentinel://h/m?sentinel_user=a&SENTINEL_PASSWORD=s3cret&x=1",
 		"redis://user:s3cret@127.0.0.1:6379/0?addr=127.0.0.1:6380",
 		"rediss://user:s3cret@h1:1,h2:2",
 		"redis://:s3 cret@host:6379",   // does not parse

@@ -196,3 +196,24 @@ func TestRestartKeepsAppendedArgs(t *testing.T) {
 		t.Fatalf("CONFIG GET maxmemory-samples after restart = %q, %v", s, err)
 	}
 }
+
+func TestSentinelFailover(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-server test")
+	}
+	ctx := context.Background()
+	set := servertest.SentinelSet(t, servers.SentinelConfig{Password: "data pw", SentinelPassword: "sentinel pw", DownAfter: 500 * time.Millisecond})
+	m, err := set.Master(ctx)
+	if err != nil || m != set.Primary.Addr {
+		t.Fatalf("Master = %q, %v; want %s", m, err, set.Primary.Addr)
+	}
+	if err := set.KillPrimary(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	m, err = set.WaitMaster(wctx, set.Primary.Addr)
+	if err != nil || m != set.Replica.Addr {
+		t.Fatalf("after the primary died, master = %q, %v; want the replica %s", m, err, set.Replica.Addr)
+	}
+}

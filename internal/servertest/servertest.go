@@ -140,3 +140,15 @@ func BlackHole(tb testing.TB) *faults.BlackHole {
 	tb.Cleanup(func() { _ = b.Close() })
 	return b
 }
+
+// SentinelSet starts a primary, a replica and the sentinels watching them
+// (see servers.StartSentinelSet), stopped when the test ends.
+func SentinelSet(tb testing.TB, cfg servers.SentinelConfig) *servers.SentinelSet {
+	tb.Helper()
+	s, err := servers.StartSentinelSet(context.Background(), cfg)
+	if err != nil {
+		handle(tb, err)
+	}
+	tb.Cleanup(s.Stop)
+	return s
+}

@@ -181,6 +181,7 @@ func (s *Store) SetMany(ctx context.Context, items []store.Item) error {
 func (s *Store) setEach(ctx context.Context, cn *conn, items []store.Item, sent []int, fails *failures) {
 	cmds := make([]rueidis.Completed, len(sent))
 	for j, i := range sent {
+		s.wrote(items[i].Key)
 		cmds[j] = s.setCmd(ctx, cn, items[i].Key, items[i].Value, items[i].TTL)
 	}
 	for j, r := range cn.c.DoMulti(ctx, cmds...) {
@@ -204,6 +205,7 @@ func (s *Store) DeleteMany(ctx context.Context, keys []string) error {
 	if len(groups) == 0 {
 		return fails.result(ctx)
 	}
+	s.wrote(keys...)
 	cmds := perGroup(groups, keys, func(k []string) rueidis.Completed { return cn.c.B().Del().Key(k...).Build() })
 	for g, r := range cn.c.DoMulti(ctx, cmds...) {
 		if err := r.Error(); err != nil {

@@ -124,6 +124,12 @@ func (s *Store) tryConnect(ctx context.Context) error {
 	}
 	s.cur.Store(cn)
 	close(s.up)
+	if s.masterSet != "" {
+		// Under mu, checked against closed: Close waits for it.
+		s.notePrimary(cn)
+		s.bg.Add(1)
+		go s.watchPrimary(cn)
+	}
 	s.mu.Unlock()
 	if cn.cluster {
 		s.refreshSlots(ctx, cn)
@@ -259,7 +265,12 @@ func (s *Store) WaitConnected(ctx context.Context) error {
 // connection attempts, and per address the dials, reconnections, name
 // lookups and address changes (probe connections included).
 func (s *Store) ConnStats() store.ConnStats {
-	st := store.ConnStats{Connected: s.cur.Load() != nil, ConnectAttempts: s.attempts.Load(), ConnectFailures: s.attemptFails.Load()}
+	st := store.ConnStats{Connected: s.cur.Load() != nil, ConnectAttempts: s.attempts.Load(), ConnectFailures: s.attemptFails.Load(),
+		Failovers: s.failovers.Load(), NotReplicated: s.notReplicated.Load(), ReplicaReads: s.replicaReads.Load()}
+	if p := s.primary.Load(); p != nil {
+		st.Primary = *p
+	}
+	_, st.TrackingFlushes = s.TrackingReports()
 	if s.dialer != nil {
 		st.Nodes = s.dialer.Stats()
 	}

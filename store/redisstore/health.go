@@ -87,6 +87,14 @@ func (s *Store) ProbeNode(ctx context.Context, addr string) error {
 	if err != nil {
 		return &store.NodeError{Addr: addr, Err: err}
 	}
+	if s.masterSet != "" {
+		// The node is the master set: ask whichever server is primary
+		// now, through the client that follows the sentinels.
+		if err := cn.c.Do(ctx, cn.c.B().Ping().Build()).Error(); err != nil {
+			return &store.NodeError{Addr: addr, Err: err}
+		}
+		return nil
+	}
 	c, err := s.probes.get(ctx, addr)
 	if err != nil {
 		return &store.NodeError{Addr: addr, Err: err}

@@ -104,6 +104,7 @@ func (s *Store) LeaseGet(ctx context.Context, keys []string, opts store.LeaseOpt
 	px := pxMillis(opts.TTL)
 	cmds := make([]rueidis.Completed, len(missing))
 	for j, i := range missing {
+		s.wrote(keys[i])
 		cmds[j] = cn.c.B().Set().Key(keys[i]).Value(ph).Nx().PxMilliseconds(px).Build()
 	}
 	for j, r := range cn.c.DoMulti(ctx, cmds...) {
@@ -148,6 +149,7 @@ func (s *Store) Fill(ctx context.Context, fills []store.Fill) error {
 		if f.TTL > 0 {
 			px = strconv.FormatInt(pxMillis(f.TTL), 10)
 		}
+		s.wrote(f.Lease.Key)
 		execs = append(execs, rueidis.LuaExec{Keys: []string{f.Lease.Key},
 			Args: []string{s.valueArg(ctx, f.Lease.Token), s.valueArg(ctx, f.Value), px}})
 		sent = append(sent, i)
@@ -202,9 +204,22 @@ func (s *Store) Release(ctx context.Context, leases []store.Lease) error {
 // Invalidate deletes keys (one DEL per hash slot, pipelined): values and
 // placeholders alike, so any lease taken before is void and its fill is
 // dropped. Redis has no stale-while-revalidate here; stale is ignored.
+//
+// With Options.InvalidateWait (the default in Sentinel mode) it returns
+// only once the replicas have the deletion too, or fails with an error
+// matching ErrNotReplicated (see InvalidateWait).
 func (s *Store) Invalidate(ctx context.Context, keys []string, stale time.Duration) error {
 	if err := store.CheckTTL(stale); err != nil {
 		return err
+	}
+	if s.waitReplicas > 0 {
+		cn, err := s.ready(ctx)
+		if err != nil {
+			return err
+		}
+		if !cn.cluster {
+			return s.deleteAndWait(ctx, cn, keys)
+		}
 	}
 	if len(keys) == 1 {
 		return s.Delete(ctx, keys[0])

@@ -100,6 +100,18 @@ type Options struct {
 	// refusal is reported by the requests. If zero, DefaultStartWait
 	// (500 ms); negative does not wait at all.
 	StartWait time.Duration
+	// Sentinel, when its MasterSet is set, makes Addrs the sentinels'
+	// addresses and the Store follows the primary they name (see
+	// Sentinel). The zero value is off.
+	Sentinel Sentinel
+	// InvalidateWait makes Invalidate wait until replicas have the
+	// deletion (see InvalidateWait). The zero value waits for one replica
+	// in Sentinel mode and does not wait otherwise.
+	InvalidateWait InvalidateWait
+	// ReadFromReplicas sends reads to a replica in Sentinel mode (see
+	// ReplicaReads for the staleness it costs). The zero value reads from
+	// the primary.
+	ReadFromReplicas ReplicaReads
 	// Resolver looks up the seeds' host names on every new connection, so
 	// a name that moves to another address (a managed service's failover
 	// or node replacement) is followed on the next reconnect. If nil,
@@ -142,6 +154,25 @@ type Store struct {
 	prefixes []string
 	// probes are the dedicated per-node clients of ProbeNode (health.go).
 	probes probeSet
+
+	// masterSet is the Sentinel master set ("" unless Sentinel mode):
+	// the node's stable name, whichever server is primary.
+	masterSet string
+	// waitReplicas > 0 makes Invalidate wait for that many replicas
+	// (sentinel.go), for up to waitTimeout; notReplicated counts the
+	// invalidations that timed out.
+	waitReplicas  int
+	waitTimeout   time.Duration
+	notReplicated atomic.Uint64
+	// primary is the server a Sentinel-mode Store follows now, failovers
+	// the times it changed (sentinel.go).
+	primary   atomic.Pointer[string]
+	failovers atomic.Uint64
+	// recent is the keys this Store wrote lately, whose reads go to the
+	// primary (nil unless ReadFromReplicas); replicaReads counts the
+	// commands sent to a replica.
+	recent       *recentKeys
+	replicaReads atomic.Uint64
 
 	// Background slot-map refreshes: Close cancels and waits for them.
 	mu       sync.Mutex
@@ -282,6 +313,16 @@ func open(ctx context.Context, co rueidis.ClientOption, opts Options) (*Store, e
 		opts.Configure(&co)
 	}
 	co.DisableCache = true
+	if err := configureSentinel(&co, opts.Sentinel); err != nil {
+		return nil, err
+	}
+	if co.Sentinel.MasterSet != "" && opts.DB != 0 {
+		co.SelectDB = opts.DB
+	}
+	waitN, waitT, err := waitPolicy(opts.InvalidateWait, co.Sentinel.MasterSet != "")
+	if err != nil {
+		return nil, err
+	}
 	var h *hub
 	if opts.Tracking.Enabled {
 		h = &hub{}
@@ -290,6 +331,11 @@ func open(ctx context.Context, co rueidis.ClientOption, opts Options) (*Store, e
 		}
 	}
 	s := newStore(append([]string(nil), co.InitAddress...), true)
+	s.masterSet, s.waitReplicas, s.waitTimeout = co.Sentinel.MasterSet, waitN, waitT
+	if err := s.configureReplicaReads(&co, opts.ReadFromReplicas); err != nil {
+		s.bgCancel()
+		return nil, err
+	}
 	if h != nil {
 		s.hub, s.prefixes = h, append([]string(nil), opts.Tracking.Prefixes...)
 	}
@@ -434,6 +480,7 @@ func (s *Store) Set(ctx context.Context, key string, value []byte, ttl time.Dura
 	if err := s.checkItem(key, value, ttl); err != nil {
 		return err
 	}
+	s.wrote(key)
 	if err := cn.c.Do(ctx, s.setCmd(ctx, cn, key, value, ttl)).Error(); err != nil {
 		return s.wrapErr(s.addrOf(key), err)
 	}
@@ -491,6 +538,7 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 	if err := store.CheckKey(key); err != nil {
 		return err
 	}
+	s.wrote(key)
 	if err := cn.c.Do(ctx, cn.c.B().Del().Key(key).Build()).Error(); err != nil {
 		return s.wrapErr(s.addrOf(key), err)
 	}

@@ -34,6 +34,11 @@ func (s *Store) addrOf(key string) string {
 // standaloneAddr is the server of a standalone store, or the first seed
 // while the store has not connected (its mode is not known yet).
 func (s *Store) standaloneAddr(cn *conn) string {
+	if s.masterSet != "" {
+		// The primary moves on a failover; the master set is what the
+		// Store talks to.
+		return SentinelNode(s.masterSet)
+	}
 	if cn != nil {
 		return cn.addr
 	}

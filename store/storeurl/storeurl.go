@@ -8,6 +8,11 @@
 //	redis+ring://host1:port1,host2:port2[/db][?ring=go-redis&weights=2,1&names=a,b&hashtag={}]
 //	                                                standalone Redis servers sharded on the client
 //	                                                (store/redisring; rediss+ring:// over TLS)
+//	redis+sentinel://[user:password@]sentinel1:26379[,sentinel2:26379...]/master-set[/db][?sentinel_user=u&sentinel_password=p]
+//	                                                a primary and its replicas managed by Redis Sentinel
+//	                                                (the user info authenticates to the data servers,
+//	                                                sentinel_user/sentinel_password to the sentinels;
+//	                                                rediss+sentinel:// is TLS to both)
 //	mem://                                          an in-process store (tests, demos)
 //
 // Errors and String never show a password.
@@ -46,6 +51,9 @@ const (
 	// RedisRing is standalone Redis servers sharded on the client side
 	// (redis+ring://), never a Cluster.
 	RedisRing Kind = "redis+ring"
+	// RedisSentinel is a primary/replica group managed by Redis Sentinel
+	// (redis+sentinel://): the URL's hosts are the sentinels.
+	RedisSentinel Kind = "redis+sentinel"
 )
 
 // Target is a parsed store URL.
@@ -70,6 +78,12 @@ type Target struct {
 	Weights []int
 	Names   []string
 	HashTag string
+	// MasterSet is a RedisSentinel's master set (the URL path's first
+	// segment); SentinelUser and SentinelPassword authenticate to the
+	// sentinels (sentinel_user= and sentinel_password=), apart from User
+	// and Password, which authenticate to the data servers.
+	MasterSet                  string
+	SentinelUser, SentinelPass string
 }
 
 // Redacted returns the URL with its password masked.
@@ -119,9 +133,9 @@ func parse(raw string, allowMem bool) (Target, error) {
 	bad := func(format string, a ...any) error {
 		return fmt.Errorf("%w %q: %s", ErrBadURL, hide(raw), fmt.Sprintf(format, a...))
 	}
-	schemes := "redis://, rediss://, redis+ring:// or memcached://"
+	schemes := "redis://, rediss://, redis+ring://, redis+sentinel:// or memcached://"
 	if allowMem {
-		schemes = "redis://, rediss://, redis+ring://, memcached:// or mem://"
+		schemes = "redis://, rediss://, redis+ring://, redis+sentinel://, memcached:// or mem://"
 	}
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok {
@@ -141,6 +155,10 @@ func parse(raw string, allowMem bool) (Target, error) {
 		t.Kind = RedisRing
 	case "rediss+ring":
 		t.Kind, t.TLS = RedisRing, true
+	case "redis+sentinel":
+		t.Kind, defPort = RedisSentinel, "26379"
+	case "rediss+sentinel":
+		t.Kind, t.TLS, defPort = RedisSentinel, true, "26379"
 	case "memcached", "memcache":
 		t.Kind, defPort = Memcached, "11211"
 	case "mem", "memory":
@@ -190,6 +208,13 @@ func parse(raw string, allowMem bool) (Target, error) {
 	}
 	hosts, query, _ := strings.Cut(rest, "?")
 	hosts, path, _ := strings.Cut(hosts, "/")
+	if t.Kind == RedisSentinel {
+		name, db, _ := strings.Cut(path, "/")
+		if name == "" {
+			return Target{}, bad("name the master set the sentinels monitor: redis+sentinel://host:26379/mymaster")
+		}
+		t.MasterSet, path = name, db
+	}
 	if path != "" {
 		db, err := strconv.Atoi(path)
 		if err != nil || db < 0 {
@@ -209,6 +234,20 @@ func parse(raw string, allowMem bool) (Target, error) {
 					return Target{}, bad("%v", err)
 				}
 				continue
+			}
+			if t.Kind == RedisSentinel {
+				if len(q[k]) != 1 {
+					return Target{}, bad("parameter %q given %d times", k, len(q[k]))
+				}
+				switch k {
+				case "sentinel_user":
+					t.SentinelUser = q[k][0]
+					continue
+				case "sentinel_password":
+					t.SentinelPass = q[k][0]
+					continue
+				}
+				return Target{}, bad("unknown parameter %q; redis+sentinel:// takes sentinel_user= and sentinel_password=", k)
 			}
 			if k != "addr" {
 				// Every command and the library read a URL the same way,
@@ -235,6 +274,9 @@ func parse(raw string, allowMem bool) (Target, error) {
 	}
 	if len(t.Addrs) == 0 {
 		return Target{}, bad("no host")
+	}
+	if t.Kind == RedisSentinel {
+		return t, nil
 	}
 	if t.Kind == Redis && len(t.Addrs) > 1 {
 		t.Cluster = true
@@ -270,6 +312,15 @@ func (t Target) RedisOptions() redisstore.Options {
 	if t.TLS && len(t.Addrs) > 0 {
 		host, _, _ := net.SplitHostPort(t.Addrs[0])
 		o.TLS = &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12}
+	}
+	if t.Kind == RedisSentinel {
+		o.Sentinel = redisstore.Sentinel{MasterSet: t.MasterSet, Username: t.SentinelUser, Password: t.SentinelPass}
+		if t.TLS {
+			// The primary is whichever server the sentinels name: the
+			// certificate is checked against the address dialled.
+			o.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
+			o.Sentinel.TLS = &tls.Config{MinVersion: tls.VersionTLS12}
+		}
 	}
 	return o
 }
@@ -350,7 +401,7 @@ func OpenTarget(ctx context.Context, t Target) (store.Store, error) {
 		return memstore.New(memstore.Options{})
 	case Memcached:
 		s, err = memcache.New(ctx, t.MemcacheOptions())
-	case Redis:
+	case Redis, RedisSentinel:
 		s, err = redisstore.New(ctx, t.RedisOptions())
 	case RedisRing:
 		s, err = redisring.New(ctx, t.RedisRingOptions())

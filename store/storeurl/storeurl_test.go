@@ -177,3 +177,41 @@ func TestParseServer(t *testing.T) {
 		t.Errorf("RedisOptions = %+v, %v", o, err)
 	}
 }
+
+func TestParseSentinel(t *testing.T) {
+	tg, err := storeurl.Parse("rediss+sentinel://app:data%2Fpw@s1,s2:26380/mymaster/2?sentinel_user=watch&sentinel_password=sent%20pw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tg.Kind != storeurl.RedisSentinel || !tg.TLS || tg.MasterSet != "mymaster" || tg.DB != 2 ||
+		tg.User != "app" || tg.Password != "data/pw" || tg.SentinelUser != "watch" || tg.SentinelPass != "sent pw" ||
+		len(tg.Addrs) != 2 || tg.Addrs[0] != "s1:26379" || tg.Addrs[1] != "s2:26380" || tg.Cluster {
+		t.Fatalf("Parse = %+v", tg)
+	}
+	o := tg.RedisOptions()
+	if o.Sentinel.MasterSet != "mymaster" || o.Sentinel.Password != "sent pw" || o.Password != "data/pw" || o.TLS == nil || o.Sentinel.TLS == nil {
+		t.Fatalf("RedisOptions = %+v", o)
+	}
+	if r := tg.Redacted(); strings.Contains(r, "pw") {
+		t.Fatalf("Redacted = %q shows a password", r)
+	}
+	for _, bad := range []string{
+		"redis+sentinel://s1:26379",                                     // no master set
+		"redis+sentinel://s1:26379/m?addr=x:1",                          // not a sentinel parameter
+		"redis+sentinel://s1:26379/m/x",                                 // bad db
+		"redis+sentinel://s1/m?sentinel_password=a&sentinel_password=b", // twice
+	} {
+		sep := "?"
+		if strings.Contains(bad, "?") {
+			sep = "&"
+		}
+		_, err := storeurl.Parse(bad + sep + "sentinel_password=hunter2")
+		if err == nil {
+			t.Errorf("storeurl.Parse(%q) accepted", bad)
+			continue
+		}
+		if strings.Contains(err.Error(), "hunter2") {
+			t.Errorf("storeurl.Parse(%q) error shows the sentinel password: %v", bad, err)
+		}
+	}
+}
