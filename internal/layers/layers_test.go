@@ -47,6 +47,7 @@ var harness = []string{
 	"internal/mixedversion", // one process of the rolling-upgrade run (scripts/mixed-version.sh)
 	"internal/startdown",    // shared scenario of the stores' start-with-the-cache-down tests
 	"internal/nodeinterop",  // the Go side of the Node package's cross-language tests
+	"internal/vis/vistest",  // hostile strings for the reports' escaping tests
 }
 
 // harnessUsers may import harness packages outside tests.
