@@ -31,20 +31,29 @@ func SplitUserinfo(rest string) (userinfo, hosts string, ok bool) {
 // (sentinel_password=) is masked too.
 func URL(s string) string { return query(userinfo(s)) }
 
-// query masks the values of the query parameters named *password*.
+// query masks the values of the parameters named *password*. It does not
+// need a "?": a mistyped URL ("redis+sentinel://h&sentinel_password=x")
+// puts the parameter in the host part, and it is masked there too. A
+// parameter runs from a "?", "&" or ";" to the next one.
 func query(s string) string {
-	i := strings.IndexByte(s, '?')
-	if i < 0 {
-		return s
+	var b strings.Builder
+	start := 0 // start of the current parameter
+	flush := func(end int) {
+		p := s[start:end]
+		if k, _, ok := strings.Cut(p, "="); ok && strings.Contains(strings.ToLower(k), "password") {
+			p = k + "=" + Mask
+		}
+		b.WriteString(p)
 	}
-	params := strings.Split(s[i+1:], "&")
-	for j, p := range params {
-		k, _, ok := strings.Cut(p, "=")
-		if ok && strings.Contains(strings.ToLower(k), "password") {
-			params[j] = k + "=" + Mask
+	for i := 0; i < len(s); i++ {
+		if strings.IndexByte("?&;", s[i]) >= 0 {
+			flush(i)
+			b.WriteByte(s[i])
+			start = i + 1
 		}
 	}
-	return s[:i+1] + strings.Join(params, "&")
+	flush(len(s))
+	return b.String()
 }
 
 func userinfo(s string) string {

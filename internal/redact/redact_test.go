@@ -39,3 +39,22 @@ func TestURL(t *testing.T) {
 		t.Errorf("a URL without a password changed: %q", got)
 	}
 }
+
+// A password parameter typed after "&" instead of "?" lands in the host
+// part of the URL; it is masked there too.
+func TestURLMasksAPasswordParameterWithoutAQuery(t *testing.T) {
+	for _, in := range []string{
+		"redis+sentinel://h&sentinel_password=hunter2",
+		"redis+sentinel://h:26379&sentinel_password=hunter2/mymaster",
+		"redis+sentinel://h;Sentinel_Password=hunter2",
+		"redis+sentinel://u:pw@h?x=1&sentinel_password=hunter2&db=2",
+	} {
+		got := URL(in)
+		if strings.Contains(got, "hunter2") || strings.Contains(got, "pw@") {
+			t.Errorf("URL(%q) = %q: a secret is shown", in, got)
+		}
+	}
+	if got := URL("redis://h:6379/0?protocol=3"); got != "redis://h:6379/0?protocol=3" {
+		t.Errorf("a URL without secrets changed: %q", got)
+	}
+}
