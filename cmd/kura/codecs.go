@@ -190,8 +190,8 @@ func parseSizes(ss []string) ([]int, error) {
 	var out []int
 	for _, s := range ss {
 		n, err := parseSize(s)
-		if err != nil || n < 1 || n > 16<<20 {
-			return nil, fmt.Errorf("--dict-sizes: %q is not a size from 1 byte to 16MiB, such as 16KiB", s)
+		if err != nil || n < 8 || n > 16<<20 { // the trainers refuse a dictionary under 8 bytes
+			return nil, fmt.Errorf("--dict-sizes: %q is not a size from 8B to 16MiB, such as 16KiB", s)
 		}
 		out = append(out, int(n))
 	}

@@ -173,6 +173,7 @@ func TestCodecsBadInput(t *testing.T) {
 		{[]string{"codecs"}, "no values"},
 		{[]string{"codecs", "/nonexistent/file.jsonl"}, "no such file"},
 		{[]string{"codecs", "x.jsonl", "--dict-sizes", "lots"}, "--dict-sizes"},
+		{[]string{"codecs", "x.jsonl", "--dict-sizes", "1"}, "from 8B to 16MiB"}, // the trainers refuse a dictionary under 8 bytes
 		{[]string{"codecs", "x.jsonl", "--publish"}, "--publish needs"},
 		{[]string{"codecs", "--url", "redis://:secret@127.0.0.1:1"}, "127.0.0.1:1"},
 	} {
