@@ -51,11 +51,6 @@ func BenchmarkL1WarmHits(b *testing.B) {
 	srv := servertest.Redis(b, servers.RedisConfig{})
 	ctx := context.Background()
 	const conc = 64
-	type contender struct {
-		name  string
-		get   func(i int) error
-		loads func() uint64
-	}
 	var cs []contender
 
 	kuraL1 := func(name string, l1 bool) {
@@ -105,28 +100,7 @@ func BenchmarkL1WarmHits(b *testing.B) {
 			return err
 		}, func() uint64 { return c.Stats().LoaderCalls }})
 	}
-	{
-		ac, err := rueidisaside.NewClient(rueidisaside.ClientOption{ClientOption: rueidis.ClientOption{InitAddress: []string{srv.Addr}}})
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(ac.Close)
-		tc := rueidisaside.NewTypedCacheAsideClient[benchValue](ac,
-			func(v *benchValue) (string, error) { p, err := msgpack.Marshal(v); return string(p), err },
-			func(s string) (*benchValue, error) {
-				var v benchValue
-				return &v, msgpack.Unmarshal([]byte(s), &v)
-			})
-		var loads atomic.Uint64
-		cs = append(cs, contender{"rueidisaside", func(i int) error {
-			_, err := tc.Get(ctx, time.Hour, "aside:"+strconv.Itoa(i), func(context.Context, string) (*benchValue, error) {
-				loads.Add(1)
-				v := newBenchValue(i)
-				return &v, nil
-			})
-			return err
-		}, loads.Load})
-	}
+	cs = append(cs, asideContender(b, ctx, "rueidisaside", srv.Addr, false))
 	{
 		rdb := redis.NewClient(&redis.Options{Addr: srv.Addr, PoolSize: conc})
 		b.Cleanup(func() { rdb.Close() })
@@ -142,8 +116,16 @@ func BenchmarkL1WarmHits(b *testing.B) {
 
 	// Warm every contender: a load and write-back, then (for the tiers
 	// that fill on a read) a read.
+	raceContenders(b, cs, conc, 2, 3)
+}
+
+// raceContenders warms every contender's keys (passes reads of each; an
+// L1 needs a second to serve from memory), then runs them in interleaved
+// rounds (round1/a, round1/b, ..., round2/a, ...) of conc goroutines, so a
+// drift of the machine touches every one alike.
+func raceContenders(b *testing.B, cs []contender, conc, passes, rounds int) {
 	for _, c := range cs {
-		for pass := 0; pass < 2; pass++ {
+		for pass := 0; pass < passes; pass++ {
 			for i := 0; i < benchKeys; i++ {
 				if err := c.get(i); err != nil {
 					b.Fatal(err)
@@ -151,7 +133,7 @@ func BenchmarkL1WarmHits(b *testing.B) {
 			}
 		}
 	}
-	for round := 1; round <= 3; round++ {
+	for round := 1; round <= rounds; round++ {
 		for _, c := range cs {
 			b.Run(fmt.Sprintf("round%d/%s", round, c.name), func(b *testing.B) {
 				warmHitsOnly(b, conc, c.get, c.loads)
@@ -333,4 +315,39 @@ func BenchmarkL1Zipf(b *testing.B) {
 			b.ReportMetric(float64(st1.Hits)/float64(st1.Hits+st1.Misses), "hit-ratio")
 		})
 	}
+}
+
+// contender is one client of a side-by-side read-path benchmark: its read
+// of key i, and how many loads it has made.
+type contender struct {
+	name  string
+	get   func(i int) error
+	loads func() uint64
+}
+
+// asideContender is rueidisaside's cache-aside client over the server at
+// addr as a contender of the read-path benchmarks: msgpack values, loads
+// counted, keys "aside:<i>". disableCache turns off its client-side cache.
+func asideContender(b *testing.B, ctx context.Context, name, addr string, disableCache bool) contender {
+	ac, err := rueidisaside.NewClient(rueidisaside.ClientOption{
+		ClientOption: rueidis.ClientOption{InitAddress: []string{addr}, DisableCache: disableCache}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(ac.Close)
+	tc := rueidisaside.NewTypedCacheAsideClient[benchValue](ac,
+		func(v *benchValue) (string, error) { p, err := msgpack.Marshal(v); return string(p), err },
+		func(s string) (*benchValue, error) {
+			var v benchValue
+			return &v, msgpack.Unmarshal([]byte(s), &v)
+		})
+	var loads atomic.Uint64
+	return contender{name, func(i int) error {
+		_, err := tc.Get(ctx, time.Hour, "aside:"+strconv.Itoa(i), func(context.Context, string) (*benchValue, error) {
+			loads.Add(1)
+			v := newBenchValue(i)
+			return &v, nil
+		})
+		return err
+	}, loads.Load}
 }

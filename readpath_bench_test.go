@@ -2,16 +2,10 @@ package kura_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"strconv"
-	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/redis/rueidis"
-	"github.com/redis/rueidis/rueidisaside"
-	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/kuracache/kura"
 	"github.com/kuracache/kura/internal/servers"
@@ -38,11 +32,6 @@ func BenchmarkReadPath(b *testing.B) {
 	srv := servertest.Redis(b, servers.RedisConfig{})
 	ctx := context.Background()
 	const conc = 64
-	type contender struct {
-		name  string
-		get   func(i int) error
-		loads func() uint64
-	}
 	var cs []contender
 	kuraC := func(name string, opts kura.Options) {
 		st, err := redisstore.NewFromURL(ctx, srv.URL(), redisstore.Options{})
@@ -66,47 +55,12 @@ func BenchmarkReadPath(b *testing.B) {
 	}
 	kuraC("kura", kura.Options{})
 	kuraC("kura-no-budget", kura.Options{StoreTimeout: -1})
-	{
-		ac, err := rueidisaside.NewClient(rueidisaside.ClientOption{
-			ClientOption: rueidis.ClientOption{InitAddress: []string{srv.Addr}, DisableCache: true}})
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(ac.Close)
-		tc := rueidisaside.NewTypedCacheAsideClient[benchValue](ac,
-			func(v *benchValue) (string, error) { p, err := msgpack.Marshal(v); return string(p), err },
-			func(s string) (*benchValue, error) {
-				var v benchValue
-				return &v, msgpack.Unmarshal([]byte(s), &v)
-			})
-		var loads atomic.Uint64
-		cs = append(cs, contender{"rueidisaside-nocache", func(i int) error {
-			_, err := tc.Get(ctx, time.Hour, "aside:"+strconv.Itoa(i), func(context.Context, string) (*benchValue, error) {
-				loads.Add(1)
-				v := newBenchValue(i)
-				return &v, nil
-			})
-			return err
-		}, loads.Load})
-	}
-	for _, c := range cs {
-		for i := 0; i < benchKeys; i++ {
-			if err := c.get(i); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
+	cs = append(cs, asideContender(b, ctx, "rueidisaside-nocache", srv.Addr, true))
 	rounds := 5
 	if n, err := strconv.Atoi(os.Getenv("KURA_BENCH_ROUNDS")); err == nil && n > 0 {
 		rounds = n
 	}
-	for round := 1; round <= rounds; round++ {
-		for _, c := range cs {
-			b.Run(fmt.Sprintf("round%d/%s", round, c.name), func(b *testing.B) {
-				warmHitsOnly(b, conc, c.get, c.loads)
-			})
-		}
-	}
+	raceContenders(b, cs, conc, 1, rounds)
 }
 
 // BenchmarkFetchHitBudget is one warm Fetch at a time (default options, leases
