@@ -38,6 +38,19 @@ func redisBackend(url func() string) func(t *testing.T) store.Store {
 	}
 }
 
+// memcachedBackend opens a memcached store over the servers at addrs for
+// each test that asks, closed when the test ends.
+func memcachedBackend(addrs ...string) func(t *testing.T) store.Store {
+	return func(t *testing.T) store.Store {
+		s, err := memcache.New(context.Background(), memcache.Options{Servers: addrs})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { s.Close() })
+		return s
+	}
+}
+
 func TestCacheRedis(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real-server test")
@@ -192,12 +205,5 @@ func TestCacheMemcached(t *testing.T) {
 	for i, m := range pool {
 		addrs[i] = m.Addr
 	}
-	runSuite(t, backend{name: "memcached", open: func(t *testing.T) store.Store {
-		s, err := memcache.New(context.Background(), memcache.Options{Servers: addrs})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
-	}})
+	runSuite(t, backend{name: "memcached", open: memcachedBackend(addrs...)})
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/kuracache/kura/internal/servers"
 	"github.com/kuracache/kura/internal/servertest"
 	"github.com/kuracache/kura/store"
-	"github.com/kuracache/kura/store/memcache"
 )
 
 // TestBudgetCostsNothingOnAHit: the StoreTimeout budget adds no allocation
@@ -28,15 +27,8 @@ func TestBudgetCostsNothingOnAHit(t *testing.T) {
 	r := servertest.Redis(t, servers.RedisConfig{})
 	m := servertest.Memcached(t, servers.MemcachedConfig{})
 	backends := map[string]func(t *testing.T) store.Store{
-		"redis": redisBackend(r.URL),
-		"memcached": func(t *testing.T) store.Store {
-			s, err := memcache.New(context.Background(), memcache.Options{Servers: []string{m.Addr}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { s.Close() })
-			return s
-		},
+		"redis":     redisBackend(r.URL),
+		"memcached": memcachedBackend(m.Addr),
 	}
 	ctx := context.Background()
 	load := func(context.Context, string) (Profile, error) { return profile(7), nil }

@@ -212,14 +212,7 @@ func indexBackends(t *testing.T) map[string]func(t *testing.T) store.Store {
 	return map[string]func(t *testing.T) store.Store{
 		"redis":         redisBackend(r.URL),
 		"redis-cluster": redisBackend(cl.URL),
-		"memcached": func(t *testing.T) store.Store {
-			s, err := memcache.New(context.Background(), memcache.Options{Servers: addrs})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { s.Close() })
-			return s
-		},
+		"memcached":     memcachedBackend(addrs...),
 		"memory": func(t *testing.T) store.Store {
 			s, err := memstore.New(memstore.Options{})
 			if err != nil {

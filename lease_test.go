@@ -13,7 +13,6 @@ import (
 	"github.com/kuracache/kura/internal/servers"
 	"github.com/kuracache/kura/internal/servertest"
 	"github.com/kuracache/kura/store"
-	"github.com/kuracache/kura/store/memcache"
 	"github.com/kuracache/kura/store/memstore"
 )
 
@@ -34,14 +33,7 @@ func leaseBackends(t *testing.T) map[string]func(t *testing.T) store.Store {
 	return map[string]func(t *testing.T) store.Store{
 		"redis":         redisBackend(r.URL),
 		"redis-cluster": redisBackend(cl.URL),
-		"memcached": func(t *testing.T) store.Store {
-			s, err := memcache.New(context.Background(), memcache.Options{Servers: addrs})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { s.Close() })
-			return s
-		},
+		"memcached":     memcachedBackend(addrs...),
 	}
 }
 

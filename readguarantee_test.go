@@ -12,7 +12,6 @@ import (
 	"github.com/kuracache/kura/internal/servers"
 	"github.com/kuracache/kura/internal/servertest"
 	"github.com/kuracache/kura/store"
-	"github.com/kuracache/kura/store/memcache"
 )
 
 // TestInvalidateGuaranteePerRead checks docs/leases.md's guarantee per
@@ -33,15 +32,8 @@ func TestInvalidateGuaranteePerRead(t *testing.T) {
 	r := servertest.Redis(t, servers.RedisConfig{})
 	m := servertest.Memcached(t, servers.MemcachedConfig{})
 	backends := map[string]func(t *testing.T) store.Store{
-		"redis": redisBackend(r.URL),
-		"memcached": func(t *testing.T) store.Store {
-			s, err := memcache.New(context.Background(), memcache.Options{Servers: []string{m.Addr}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { s.Close() })
-			return s
-		},
+		"redis":     redisBackend(r.URL),
+		"memcached": memcachedBackend(m.Addr),
 	}
 	for name, open := range backends {
 		for _, tc := range []struct {
