@@ -201,9 +201,6 @@ func TestCacheMemcached(t *testing.T) {
 		t.Skip("real-server test")
 	}
 	pool := servertest.MemcachedPool(t, 3, servers.MemcachedConfig{})
-	addrs := make([]string, len(pool))
-	for i, m := range pool {
-		addrs[i] = m.Addr
-	}
+	addrs := servertest.Addrs(pool)
 	runSuite(t, backend{name: "memcached", open: memcachedBackend(addrs...)})
 }

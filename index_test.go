@@ -205,10 +205,7 @@ func indexBackends(t *testing.T) map[string]func(t *testing.T) store.Store {
 	r := servertest.Redis(t, servers.RedisConfig{})
 	cl := servertest.RedisCluster(t)
 	pool := servertest.MemcachedPool(t, 3, servers.MemcachedConfig{})
-	addrs := make([]string, len(pool))
-	for i, m := range pool {
-		addrs[i] = m.Addr
-	}
+	addrs := servertest.Addrs(pool)
 	return map[string]func(t *testing.T) store.Store{
 		"redis":         redisBackend(r.URL),
 		"redis-cluster": redisBackend(cl.URL),

@@ -227,10 +227,7 @@ func TestLeaseRaces(t *testing.T) {
 	r := servertest.Redis(t, servers.RedisConfig{})
 	cl := servertest.RedisCluster(t)
 	pool := servertest.MemcachedPool(t, 3, servers.MemcachedConfig{})
-	mc := make([]string, len(pool))
-	for i, m := range pool {
-		mc[i] = m.Addr
-	}
+	mc := servertest.Addrs(pool)
 	backends := []backend{
 		{name: "redis", addrs: []string{r.URL()}, db: db.Addr},
 		{name: "cluster", addrs: []string{cl.URL()}, db: db.Addr},

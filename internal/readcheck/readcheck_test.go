@@ -127,10 +127,7 @@ func TestHistories(t *testing.T) {
 	r := servertest.Redis(t, servers.RedisConfig{})
 	cl := servertest.RedisCluster(t)
 	pool := servertest.MemcachedPool(t, 3, servers.MemcachedConfig{})
-	mc := make([]string, len(pool))
-	for i, m := range pool {
-		mc[i] = m.Addr
-	}
+	mc := servertest.Addrs(pool)
 	_, shards := servertest.RedisShards(t, 3, servers.RedisConfig{})
 	addrs := map[string][]string{"redis": {r.URL()}, "cluster": {cl.URL()}, "ring": shards, "memcached": mc, "memstore": nil}
 	t.Cleanup(func() { printSummary(t) })

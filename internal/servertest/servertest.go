@@ -84,6 +84,15 @@ func MemcachedPool(tb testing.TB, n int, cfg servers.MemcachedConfig) []*servers
 	return ms
 }
 
+// Addrs returns the host:port of each server of a memcached pool, in order.
+func Addrs(pool []*servers.Memcached) []string {
+	addrs := make([]string, len(pool))
+	for i, m := range pool {
+		addrs[i] = m.Addr
+	}
+	return addrs
+}
+
 // RedisShards starts n standalone redis-servers for the test (the shards
 // of a redis+ring:// store) and returns them with their addresses.
 func RedisShards(tb testing.TB, n int, cfg servers.RedisConfig) ([]*servers.Redis, []string) {
