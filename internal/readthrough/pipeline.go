@@ -133,6 +133,12 @@ func (p *Pipeline[V]) Fetch(ctx context.Context, key string, ttl time.Duration, 
 			return serve(key, v, neg)
 		}
 	}
+	if err := ctx.Err(); err != nil {
+		// A caller that already gave up gets its context's error, not
+		// whichever of a load's result and ctx.Done a select picks.
+		var zero V
+		return zero, err
+	}
 	b := p.newBudget()
 	var one [1]slot[V]
 	s := &one[0]

@@ -269,7 +269,8 @@ func TestRefusedKeys(t *testing.T) {
 
 // TestTTLOver30Days stores through the Store with TTLs beyond memcached's
 // relative limit; the server must report about that much time left
-// (not "already expired", not "never").
+// (not "already expired", not "never"). memcached's clock ticks once a
+// second and lags the wall clock, so it may report a second or two more.
 func TestTTLOver30Days(t *testing.T) {
 	ms := pool(t, servers.MemcachedConfig{})
 	s := open(t, memcache.Options{Servers: addrs(ms)})
@@ -286,7 +287,7 @@ func TestTTLOver30Days(t *testing.T) {
 		if err := s.Client(k).Do(ctx, &meta.Request{Cmd: meta.Get, Key: k, ReturnTTL: true}, &res); err != nil {
 			t.Fatal(err)
 		}
-		if want := int64(ttl / time.Second); res.Status != meta.HD || res.TTL < want-5 || res.TTL > want {
+		if want := int64(ttl / time.Second); res.Status != meta.HD || res.TTL < want-5 || res.TTL > want+2 {
 			t.Errorf("%s: %v t%d, want about %d", k, res.Status, res.TTL, want)
 		}
 	}
