@@ -11,7 +11,7 @@ import (
 	"unsafe"
 
 	"github.com/kuracache/kura/internal/slot"
-	"github.com/kuracache/kura/store/memcache"
+	"github.com/kuracache/kura/ring"
 )
 
 // slotCount is the number of Redis Cluster hash slots.
@@ -20,7 +20,8 @@ const slotCount = slot.Count
 // topology maps a key to the node that owns it. For a standalone server and
 // a one-server memcached pool there is one node; for Redis Cluster the
 // owner of the key's hash slot; for a memcached pool the server that
-// kura's own ketama ring (store/memcache.Ring) picks, and for sharded
+// kura's own ketama ring picks (package ring's libketama
+// ring with "host:port" identities, as store/memcache places keys), and for sharded
 // Redis (redis+ring://) the shard store/redisring's ring picks, so a
 // benchmark loads each server with exactly the keys a kura application
 // would send it.
@@ -100,11 +101,15 @@ func discover(ctx context.Context, s *settings) (*topology, error) {
 				}
 				seen[a] = true
 			}
-			ring, err := memcache.NewRing(t.Addrs, nil)
+			nodes := make([]ring.Node, len(t.Addrs))
+			for i, a := range t.Addrs {
+				nodes[i] = ring.Node{ID: a}
+			}
+			r, err := ring.NewKetama(nodes)
 			if err != nil {
 				return nil, cfgErr("target %s: %v", t, err)
 			}
-			top.place = ring.Index
+			top.place = r.Owner
 		}
 		for _, a := range t.Addrs {
 			c, err := dial(ctx, s, a)

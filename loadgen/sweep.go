@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/kuracache/kura/internal/harness/servers"
 	"github.com/kuracache/kura/internal/vis"
 )
 
@@ -34,7 +33,8 @@ type SweepConfig struct {
 	// Values are the parameter's values, one step each, in order.
 	Values []string
 	// StartServer is required for SweepIOThreads: each step gets a fresh
-	// server with that many threads (LocalServer gives one).
+	// server with that many threads. loadgen starts no servers itself; the
+	// caller (`kura bench sweep`) supplies them.
 	StartServer ServerStarter
 	// OnStep, when set, is called after each step.
 	OnStep func(Step)
@@ -52,26 +52,6 @@ type SweepResult struct {
 	Steps []Step `json:"steps"`
 	// Command is the command line or description shown in reports.
 	Command string `json:"command,omitempty"`
-}
-
-// LocalServer returns a ServerStarter for a private redis-server
-// (threads = io-threads) or memcached (threads = -t) on a free loopback
-// port, found on PATH.
-func LocalServer(kind Kind) ServerStarter {
-	return func(ctx context.Context, threads int) (string, func(), error) {
-		if kind == KindMemcached {
-			m, err := servers.StartMemcached(ctx, servers.MemcachedConfig{Threads: threads, MemoryMB: 1024})
-			if err != nil {
-				return "", nil, err
-			}
-			return "memcached://" + m.Addr, m.Stop, nil
-		}
-		r, err := servers.StartRedis(ctx, servers.RedisConfig{IOThreads: threads})
-		if err != nil {
-			return "", nil, err
-		}
-		return r.URL(), r.Stop, nil
-	}
 }
 
 // ParseList splits "1,8,64" into its values, for sweep flags.
