@@ -24,7 +24,7 @@ var layers = []struct {
 	name string
 	pkgs []string
 }{
-	{"internal helpers", []string{"internal/flight", "internal/slot", "internal/redact", "internal/results",
+	{"internal helpers", []string{"internal/flight", "internal/slot", "internal/redact", "internal/results", "internal/wire",
 		"internal/units", "internal/vis"}},
 	{"codec, store, ring", []string{"codec/...", "store", "ring"}},
 	{"store/*", []string{"store/memcache/...", "store/redisstore", "store/memstore", "store/health", "store/storeurl", "store/redisring",
