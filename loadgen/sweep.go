@@ -2,6 +2,7 @@ package loadgen
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -141,6 +142,10 @@ func Sweep(ctx context.Context, sc SweepConfig) (*SweepResult, error) {
 		res, err := Run(ctx, c)
 		if stop != nil {
 			stop()
+		}
+		var ce *ConfigError
+		if errors.As(err, &ce) {
+			return out, &ConfigError{Reason: fmt.Sprintf("step %s=%s: %s", sc.Param, v, ce.Reason), Err: ce.Err}
 		}
 		if err != nil {
 			return out, fmt.Errorf("step %s=%s: %w", sc.Param, v, err)
