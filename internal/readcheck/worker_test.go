@@ -158,7 +158,7 @@ type report struct {
 	Bypassed map[string]int64
 	Sample   []string
 	// Move is a move backend's counters (move.Stats), nil otherwise.
-	Move *move.Stats
+	Move     *move.Stats
 	Errors   int64
 	ErrShown string
 }
