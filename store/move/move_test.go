@@ -28,39 +28,40 @@ type fleet struct {
 	oldAddrs []string
 }
 
-// fleets starts, once per test binary, 3 redis-servers that move to 2
-// (one of them new, one kept: some keys stay) and 3 memcached servers
-// that move to 4 (one added: about a quarter of the keys move).
+// openStore opens a redisring ("redis") or memcached pool over addrs.
+func openStore(t testing.TB, kind string, addrs []string) store.Store {
+	t.Helper()
+	var s store.Store
+	var err error
+	if kind == "redis" {
+		s, err = redisring.New(context.Background(), redisring.Options{Servers: addrs})
+	} else {
+		s, err = memcache.New(context.Background(), memcache.Options{Servers: addrs, MaxIdleConns: 64})
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// newFleet is the move of kind's servers from old to new.
+func newFleet(name, kind string, old, new []string) fleet {
+	return fleet{name: name, oldAddrs: old, open: func(t testing.TB, side string) store.Store {
+		if side == "new" {
+			return openStore(t, kind, new)
+		}
+		return openStore(t, kind, old)
+	}}
+}
+
+// fleets starts 3 redis-servers that move to 2 (one of them new, one
+// kept: some keys stay) and 3 memcached servers that move to 4 (one
+// added: about a quarter of the keys move).
 func fleets(t *testing.T) []fleet {
 	t.Helper()
 	_, rs := servertest.RedisShards(t, 4, servers.RedisConfig{})
-	redisOld, redisNew := rs[:3], []string{rs[0], rs[3]}
-	pool := servertest.MemcachedPool(t, 4, servers.MemcachedConfig{MaxItemSize: 2 << 20})
-	ms := servertest.Addrs(pool)
-	mcOld, mcNew := ms[:3], ms
-	redisFleet := fleet{name: "redisring-3-to-2", oldAddrs: redisOld, open: func(t testing.TB, side string) store.Store {
-		addrs := redisOld
-		if side == "new" {
-			addrs = redisNew
-		}
-		s, err := redisring.New(context.Background(), redisring.Options{Servers: addrs})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}}
-	mcFleet := fleet{name: "memcached-3-to-4", oldAddrs: mcOld, open: func(t testing.TB, side string) store.Store {
-		addrs := mcOld
-		if side == "new" {
-			addrs = mcNew
-		}
-		s, err := memcache.New(context.Background(), memcache.Options{Servers: addrs})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}}
-	return []fleet{redisFleet, mcFleet}
+	ms := servertest.Addrs(servertest.MemcachedPool(t, 4, servers.MemcachedConfig{MaxItemSize: 2 << 20}))
+	return []fleet{newFleet("redisring-3-to-2", "redis", rs[:3], []string{rs[0], rs[3]}), newFleet("memcached-3-to-4", "memcached", ms[:3], ms)}
 }
 
 func (f fleet) move(t testing.TB, opts move.Options) *move.Store {

@@ -16,9 +16,7 @@ import (
 	"github.com/kuracache/kura/internal/harness/servers"
 	"github.com/kuracache/kura/internal/harness/servertest"
 	"github.com/kuracache/kura/store"
-	"github.com/kuracache/kura/store/memcache"
 	"github.com/kuracache/kura/store/move"
-	"github.com/kuracache/kura/store/redisring"
 )
 
 // resizeSizes are the resize measurement's sizes: the under make
@@ -56,31 +54,9 @@ func TestResizeLoads(t *testing.T) {
 	keys, callers, after, runs, from, to := resizeSizes()
 	_, rs := servertest.RedisShards(t, from+to, servers.RedisConfig{})
 	mc := servertest.Addrs(servertest.MemcachedPool(t, 4, servers.MemcachedConfig{}))
-	type topo struct {
-		name     string
-		old, new func() store.Store
-	}
-	openRing := func(addrs []string) func() store.Store {
-		return func() store.Store {
-			s, err := redisring.New(context.Background(), redisring.Options{Servers: addrs})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return s
-		}
-	}
-	openPool := func(addrs []string) func() store.Store {
-		return func() store.Store {
-			s, err := memcache.New(context.Background(), memcache.Options{Servers: addrs, MaxIdleConns: callers})
-			if err != nil {
-				t.Fatal(err)
-			}
-			return s
-		}
-	}
-	topos := []topo{
-		{fmt.Sprintf("redis %d -> %d servers", from, to), openRing(rs[:from]), openRing(rs[from:])},
-		{"memcached 3 -> 4 servers", openPool(mc[:3]), openPool(mc)},
+	topos := []fleet{
+		newFleet(fmt.Sprintf("redis %d -> %d servers", from, to), "redis", rs[:from], rs[from:]),
+		newFleet("memcached 3 -> 4 servers", "memcached", mc[:3], mc),
 	}
 	var table strings.Builder
 	fmt.Fprintf(&table, "\n| fleet | keys | callers | counted after the switch | runs | loads, naive (median) | loads, warm-up (median) | fewer loads | warm-up hits / copies (median run) |\n|---|---|---|---|---|---|---|---|---|\n")
@@ -89,7 +65,7 @@ func TestResizeLoads(t *testing.T) {
 		for r := 0; r < runs; r++ {
 			for _, mode := range []string{"naive", "warm"} {
 				prefix := fmt.Sprintf("rz:%d:%s:%d:", time.Now().UnixNano()%1e9, mode, r)
-				run := measureResize(t, tp.old, tp.new, mode, prefix, keys, callers, after)
+				run := measureResize(t, tp, mode, prefix, keys, callers, after)
 				t.Logf("%s run %d %s: %d loads, %d reads, move %+v", tp.name, r, mode, run.loads, run.reads, run.move)
 				if mode == "naive" {
 					naive = append(naive, run)
@@ -100,7 +76,7 @@ func TestResizeLoads(t *testing.T) {
 		}
 		n, w := median(naive), median(warm)
 		cut := 1 - float64(w.loads)/float64(max(n.loads, 1))
-		fmt.Fprintf(&table, "| %s | %d | %d | %v | %d | %d | %d | %.1f%% | %d / %d |\n", tp.name, keys, callers, after, runs, n.loads, w.loads, 100*cut, w.move.WarmHits, w.move.Copies)
+		fmt.Fprintf(&table, "| %s | %d | %d | %v | %d | %d | %d | %.2f%% | %d / %d |\n", tp.name, keys, callers, after, runs, n.loads, w.loads, 100*cut, w.move.WarmHits, w.move.Copies)
 		if n.loads == 0 {
 			t.Errorf("%s: the naive switch loaded nothing: the run measured nothing", tp.name)
 		}
@@ -124,13 +100,13 @@ func median(runs []resizeRun) resizeRun {
 // measureResize caches keys on the old ring, switches (naive: a Cache on
 // the new ring; warm: a Cache on a move in PhaseWarm) and counts the
 // loader calls of callers reading for after.
-func measureResize(t *testing.T, openOld, openNew func() store.Store, mode, prefix string, keys, callers int, after time.Duration) resizeRun {
+func measureResize(t *testing.T, f fleet, mode, prefix string, keys, callers int, after time.Duration) resizeRun {
 	t.Helper()
 	ctx := context.Background()
 	key := func(i int) string { return fmt.Sprintf("%sarticle:%d", prefix, i) }
 	val := func(i int) article { return article{ID: i, Body: strings.Repeat("x", 200)} }
 	// Every key cached before the switch, on the old ring.
-	old := openOld()
+	old := f.open(t, "old")
 	before, err := kura.New[article](old, kura.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -150,9 +126,9 @@ func measureResize(t *testing.T, openOld, openNew func() store.Store, mode, pref
 	var s store.Store
 	var mv *move.Store
 	if mode == "naive" {
-		s = openNew()
+		s = f.open(t, "new")
 	} else {
-		mv, err = move.New(move.Options{Old: openOld(), New: openNew(), Phase: move.PhaseWarm})
+		mv, err = move.New(move.Options{Old: f.open(t, "old"), New: f.open(t, "new"), Phase: move.PhaseWarm})
 		if err != nil {
 			t.Fatal(err)
 		}
