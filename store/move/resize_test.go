@@ -26,7 +26,7 @@ func resizeSizes() (keys, callers int, after time.Duration, runs, redisFrom, red
 	if os.Getenv("KURA_SOAK") == "1" {
 		return 100_000, 64, 60 * time.Second, 3, 24, 6
 	}
-	return 5_000, 64, 2 * time.Second, 1, 6, 2
+	return 3_000, 64, time.Second, 1, 6, 2
 }
 
 // article is the cached value: the size of a small record.
