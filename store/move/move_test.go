@@ -409,3 +409,36 @@ func TestOptions(t *testing.T) {
 		t.Error("no leases through a move of two memcached pools")
 	}
 }
+
+// TestOldOwnerDown stops the old ring's servers in the middle of the
+// warm-up: reads fall back to a miss (the Cache loads), never an error,
+// and count the failure; an Invalidate that cannot reach the old owner
+// reports it, since a copy could bring back what the old owner still
+// holds.
+func TestOldOwnerDown(t *testing.T) {
+	ctx := ctxT(t)
+	rs, addrs := servertest.RedisShards(t, 3, servers.RedisConfig{})
+	f := newFleet("redis-2-to-1", "redis", addrs[:2], addrs[2:])
+	keys := []string{"down:0", "down:1", "down:2", "down:3"} // no server on both rings: every key moves
+	s := f.move(t, move.Options{Phase: move.PhaseWarm, GuardTTL: time.Second})
+	for _, r := range rs[:2] {
+		r.Stop()
+	}
+	if v, err := s.Get(ctx, keys[0]); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("Get with the old owner down = %q, %v; want a miss", v, err)
+	}
+	vals, err := s.GetMany(ctx, keys[1:3])
+	if err != nil || vals[0] != nil || vals[1] != nil {
+		t.Errorf("GetMany with the old owner down = %q, %v; want misses", vals, err)
+	}
+	res, err := s.LeaseGet(ctx, keys[3:], store.LeaseOptions{TTL: time.Second, Placeholder: []byte("ph-down")})
+	if err != nil || !res[0].Won {
+		t.Errorf("LeaseGet with the old owner down = %+v, %v; want the lease on the new owner", res, err)
+	}
+	if st := s.Stats(); st.OldErrors == 0 || st.Copies != 0 {
+		t.Errorf("stats %+v: want old-owner errors counted, no copies", st)
+	}
+	if err := s.Invalidate(ctx, keys[:1], 0); err == nil {
+		t.Error("Invalidate with the old owner down reported success")
+	}
+}
