@@ -126,9 +126,11 @@ func (s *Store) warmPlain(ctx context.Context, keys []string) ([][]byte, error) 
 		switch {
 		case r.Won && r.Value == nil && !r.Stale:
 			won = append(won, i)
-		case r.Won: // a stale value: not ours to refresh
+		case r.Won:
+			// A stale value (memcached handed this read the refill):
+			// served, and the lease dropped, not released, since
+			// releasing a lease that came with a value removes the value.
 			out[i] = r.Value
-			_ = s.newL.Release(ctx, []store.Lease{r.Lease})
 		case r.Value != nil && !holdsNoValue(r.Value) && !r.Held:
 			out[i] = r.Value // written since the first read
 		default:
