@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kuracache/kura"
 	"github.com/kuracache/kura/codec"
 	"github.com/kuracache/kura/internal/harness/servers"
 	"github.com/kuracache/kura/internal/harness/servertest"
@@ -440,5 +441,29 @@ func TestOldOwnerDown(t *testing.T) {
 	}
 	if err := s.Invalidate(ctx, keys[:1], 0); err == nil {
 		t.Error("Invalidate with the old owner down reported success")
+	}
+}
+
+// TestCacheOverMove: a kura Cache over a move takes its leases, and an
+// L1 only when bounded by MaxStaleness (tracking reports do not pass a
+// move: they would cover one ring).
+func TestCacheOverMove(t *testing.T) {
+	f := fleets(t)[1]
+	s := f.move(t, move.Options{Phase: move.PhaseWarm})
+	c, err := kura.New[string](s, kura.Options{L1: kura.L1Options{MaxBytes: 1 << 20, MaxStaleness: 10 * time.Millisecond}})
+	if err != nil {
+		t.Fatalf("a Cache with a MaxStaleness L1 over a move: %v", err)
+	}
+	defer c.Close()
+	if got := c.Stats().Coordination; got != "leases" {
+		t.Errorf("coordination %q over a move of two memcached pools, want leases", got)
+	}
+	ctx := ctxT(t)
+	v, err := c.Fetch(ctx, "cache-over-move", time.Minute, func(context.Context, string) (string, error) { return "loaded", nil })
+	if err != nil || v != "loaded" {
+		t.Errorf("Fetch = %q, %v", v, err)
+	}
+	if _, err := kura.New[string](s, kura.Options{L1: kura.L1Options{MaxBytes: 1 << 20}}); err == nil {
+		t.Error("an L1 without MaxStaleness was accepted over a move, where no change reports pass")
 	}
 }
