@@ -143,7 +143,7 @@ func discover(ctx context.Context, s *settings) (*topology, error) {
 			return nil, fmt.Errorf("redis at %s: INFO cluster: %v", seed, err)
 		}
 		info, _ := v.(string)
-		enabled := strings.Contains(info, "cluster_enabled:1")
+		enabled := wire.ParseInfo(info)["cluster_enabled"] == "1"
 		if !enabled {
 			if t.Cluster {
 				why := "--cluster was given"
@@ -242,7 +242,7 @@ func shards(ctx context.Context, s *settings) (*topology, error) {
 		if err != nil {
 			return nil, fmt.Errorf("redis at %s: INFO cluster: %v", a, err)
 		}
-		if info, _ := v.(string); strings.Contains(info, "cluster_enabled:1") {
+		if info, _ := v.(string); wire.ParseInfo(info)["cluster_enabled"] == "1" {
 			return nil, fmt.Errorf("redis at %s is a cluster node, but redis+ring:// names standalone shards; point redis:// at the cluster instead", a)
 		}
 	}

@@ -18,10 +18,13 @@ func TestReadStats(t *testing.T) {
 		t.Errorf("ReadStats read past END: left %q", rest)
 	}
 	for in, want := range map[string]func(error) bool{
-		"SERVER_ERROR out of memory\r\n": func(err error) bool { var re *ReplyError; return errors.As(err, &re) && re.Line == "SERVER_ERROR out of memory" },
-		"ERROR\r\n":                      func(err error) bool { var re *ReplyError; return errors.As(err, &re) },
-		"VALUE x 0 1\r\n":                func(err error) bool { return errors.Is(err, ErrProtocol) },
-		"STAT a 1\r\n":                   func(err error) bool { return err != nil }, // cut off before END
+		"SERVER_ERROR out of memory\r\n": func(err error) bool {
+			var re *ReplyError
+			return errors.As(err, &re) && re.Line == "SERVER_ERROR out of memory"
+		},
+		"ERROR\r\n":       func(err error) bool { var re *ReplyError; return errors.As(err, &re) },
+		"VALUE x 0 1\r\n": func(err error) bool { return errors.Is(err, ErrProtocol) },
+		"STAT a 1\r\n":    func(err error) bool { return err != nil }, // cut off before END
 	} {
 		if _, err := ReadStats(bufio.NewReader(strings.NewReader(in))); !want(err) {
 			t.Errorf("ReadStats(%q): %v", in, err)

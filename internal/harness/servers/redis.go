@@ -179,7 +179,7 @@ func StartRedisClusterAt(ctx context.Context, host string, ports []int) (*RedisC
 	for _, n := range c.Nodes {
 		for {
 			s, err := n.Do(ctx, "CLUSTER", "INFO")
-			if err == nil && strings.Contains(s, "cluster_state:ok") {
+			if err == nil && wire.ParseInfo(s)["cluster_state"] == "ok" {
 				break
 			}
 			if time.Now().After(deadline) || ctx.Err() != nil {
