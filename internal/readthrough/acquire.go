@@ -101,9 +101,12 @@ type acquisition[V any] struct {
 	fillOp Op // OpSet for Fetch, OpSetMany for FetchMany
 	emit   func(key string, v V, err error)
 	n      int // keys in all: the hub's channel holds this many
-	start  time.Time
+	start  time.Time // after the lookup: a shared result is taken if vouched for after it
 	reg    *waitReg
 	waited bool
+	// failedOpen: LeaseWait passed; the first load this caller then leads
+	// is counted in LeaseFailOpen.
+	failedOpen, countedOpen bool
 }
 
 // maxRetries bounds how often a key is looked up again after the load it
@@ -118,8 +121,7 @@ func (p *Pipeline[V]) acquire(ctx context.Context, b *budget, slots []slot[V], g
 	a := &acquisition[V]{p: p, b: b, gen: gen, ttl: ttl, ld: ld, fillOp: fillOp, emit: emit, n: len(slots), start: time.Now()}
 	defer a.stopWaiting()
 	for round := 0; ; round++ {
-		asked := time.Now()
-		retry, err := a.collect(ctx, a.claim(ctx, slots, round > maxRetries), asked)
+		retry, err := a.collect(ctx, a.claim(ctx, slots, round > maxRetries))
 		switch {
 		case err != nil:
 			return err
@@ -213,6 +215,10 @@ func (a *acquisition[V]) claim(ctx context.Context, slots []slot[V], fresh bool)
 		}
 		c, led := p.group.Claim(s.key, fresh)
 		if led {
+			if a.failedOpen && !a.countedOpen {
+				a.countedOpen = true
+				p.st.LeaseFailOpen.Add(1)
+			}
 			proc.add(s.key, c)
 			proc.fill = append(proc.fill, p.leaser == nil) // a kept entry: see budget.keep
 			proc.check = append(proc.check, s.class == miss && !s.failed && p.leaser == nil)
@@ -269,7 +275,7 @@ func (a *acquisition[V]) removeCorrupt(ctx context.Context, slots []slot[V]) {
 // collect waits for the loads of claims and hands each result to emit,
 // or returns the keys whose shared result this caller may not take, to
 // look up again (a joined holder's load: to wait for through the hub).
-func (a *acquisition[V]) collect(ctx context.Context, claims []claimed[V], asked time.Time) ([]slot[V], error) {
+func (a *acquisition[V]) collect(ctx context.Context, claims []claimed[V]) ([]slot[V], error) {
 	var retry []slot[V]
 	var rewait []string
 	for _, c := range claims {
@@ -285,10 +291,10 @@ func (a *acquisition[V]) collect(ctx context.Context, claims []claimed[V], asked
 			// before it. Its fill was refused, its value stands.
 			err = nil
 		case c.led, c.kind == process && a.p.leaser == nil:
-		case c.kind == joinHolder && (voided || err == nil && !r.takes(asked)):
+		case c.kind == joinHolder && (voided || err == nil && !r.takes(a.start)):
 			rewait = append(rewait, c.key)
 			continue
-		case voided || (err == nil || errors.Is(err, store.ErrNotFound)) && !r.takes(asked):
+		case voided || (err == nil || errors.Is(err, store.ErrNotFound)) && !r.takes(a.start):
 			retry = append(retry, slot[V]{key: c.key})
 			continue
 		}
@@ -330,7 +336,7 @@ func (a *acquisition[V]) await(ctx context.Context) ([]slot[V], error) {
 	if err != nil || got != nil {
 		return got, err
 	}
-	a.p.st.LeaseFailOpen.Add(1)
+	a.failedOpen = true
 	keys := a.p.cancelWait(a.reg)
 	slots := make([]slot[V], len(keys))
 	for i, k := range keys {
