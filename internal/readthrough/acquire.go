@@ -100,7 +100,7 @@ type acquisition[V any] struct {
 	ld     loadFunc[V]
 	fillOp Op // OpSet for Fetch, OpSetMany for FetchMany
 	emit   func(key string, v V, err error)
-	n      int // keys in all: the hub's channel holds this many
+	n      int       // keys in all: the hub's channel holds this many
 	start  time.Time // after the lookup: a shared result is taken if vouched for after it
 	reg    *waitReg
 	waited bool

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kuracache/kura/internal/servers"
+	"github.com/kuracache/kura/internal/harness/servers"
 	"github.com/kuracache/kura/store"
 	"github.com/kuracache/kura/store/memcache"
 )
