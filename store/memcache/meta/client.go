@@ -278,10 +278,16 @@ func (cl *Client) Do(ctx context.Context, req *Request, res *Response) error {
 }
 
 // Get returns the value of key, or an error matching store.ErrNotFound.
+// A plain read of a stale item takes its recache token (W) as any mg does;
+// Get hands it back at once (see HandBack), so a reader that can reload
+// the key gets it.
 func (cl *Client) Get(ctx context.Context, key string) ([]byte, error) {
 	var res Response
-	if err := cl.Do(ctx, &Request{Cmd: Get, Key: key, ReturnValue: true}, &res); err != nil {
+	if err := cl.Do(ctx, &Request{Cmd: Get, Key: key, ReturnValue: true, ReturnCAS: true}, &res); err != nil {
 		return nil, err
+	}
+	if res.Won {
+		cl.HandBack(ctx, key, res.CAS)
 	}
 	switch {
 	case res.Placeholder(), res.Status == EN:
@@ -290,6 +296,16 @@ func (cl *Client) Get(ctx context.Context, key string) ([]byte, error) {
 		return res.Value, nil
 	}
 	return nil, cl.unexpected("mg", &res)
+}
+
+// HandBack gives up the recache token (W) of a stale item that a read
+// which will not reload it took, with "md <key> I C<cas>": the item stays
+// stale with its TTL and the next reader wins the token. If the item
+// changed since (its CAS differs), it is left alone. Best effort: if the
+// request fails, the token is lost until the item expires, as before.
+func (cl *Client) HandBack(ctx context.Context, key string, cas uint64) {
+	var res Response
+	_ = cl.Do(ctx, &Request{Cmd: Delete, Key: key, Invalidate: true, CompareCAS: cas}, &res)
 }
 
 // Set stores value under key for ttl (0: no expiry; see TTL).
