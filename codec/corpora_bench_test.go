@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"testing"
+	"time"
 
 	"github.com/golang/snappy"
 	"github.com/kuracache/kura/internal/corpus"
@@ -26,18 +28,33 @@ import (
 // struct for the articles, the same for every scheme.
 func BenchmarkCorpus(b *testing.B) {
 	type set struct {
-		name  string
-		train []any
-		test  []any
-		fresh func() any // a destination to decode into
+		name    string
+		train   []any
+		test    []any
+		fresh   func() any // a destination to decode into
+		struct_ bool       // Go structs (compact writes them as arrays)
 	}
 	var sets []set
+	structSet := func(name string, vals []any, fresh func() any) {
+		h := len(vals) / 2
+		sets = append(sets, set{name, vals[:h], vals[h:], fresh, true})
+	}
+	var artVals, itemVals, stockVals []any
 	arts := corpus.Articles(1, 128)
-	var artVals []any
 	for i := range arts {
 		artVals = append(artVals, &arts[i])
 	}
-	sets = append(sets, set{"articles", artVals[:64], artVals[64:], func() any { return new(corpus.Article) }})
+	items := corpus.Inventory(1, 1, 400)
+	for i := range items {
+		itemVals = append(itemVals, &items[i])
+	}
+	stocks := corpus.Stocks(1, 400)
+	for i := range stocks {
+		stockVals = append(stockVals, &stocks[i])
+	}
+	structSet("articles", artVals, func() any { return new(corpus.Article) })
+	structSet("items", itemVals, func() any { return new(corpus.Item) })
+	structSet("stocks", stockVals, func() any { return new(corpus.Stock) })
 	reals, errs := corpus.RealCorpora("..")
 	for _, err := range errs {
 		b.Logf("corpus skipped: %v", err)
@@ -45,7 +62,7 @@ func BenchmarkCorpus(b *testing.B) {
 	for _, r := range reals {
 		var vals []any
 		for _, doc := range r.Values {
-			var v any
+			var v map[string]any
 			if err := json.Unmarshal(doc, &v); err != nil {
 				b.Fatal(err)
 			}
@@ -54,24 +71,34 @@ func BenchmarkCorpus(b *testing.B) {
 		rng := rand.New(rand.NewPCG(1, 2))
 		rng.Shuffle(len(vals), func(i, j int) { vals[i], vals[j] = vals[j], vals[i] })
 		h := len(vals) / 2
-		sets = append(sets, set{r.Name, vals[:h], vals[h:], func() any { return new(any) }})
+		sets = append(sets, set{r.Name, vals[:h], vals[h:], func() any { return new(map[string]any) }, false})
 	}
 	for _, s := range sets {
-		var samples [][]byte
-		for _, v := range s.train {
-			p, err := msgpack.Marshal(v)
+		// Dictionaries are trained on what each envelope compresses:
+		// msgpack, or under Compact the struct-as-array form.
+		train := func(marshal func(any) ([]byte, error)) (s2d, zd []byte) {
+			var samples [][]byte
+			for _, v := range s.train {
+				p, err := marshal(v)
+				if err != nil {
+					b.Fatal(err)
+				}
+				samples = append(samples, p)
+			}
+			s2d, _, err := TrainS2Dictionary(samples, 16<<10)
 			if err != nil {
 				b.Fatal(err)
 			}
-			samples = append(samples, p)
+			zd, _, err = TrainContentDictionary(samples, 16<<10)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return s2d, zd
 		}
-		s2d, _, err := TrainS2Dictionary(samples, 16<<10)
-		if err != nil {
-			b.Fatal(err)
-		}
-		zd, _, err := TrainContentDictionary(samples, 16<<10)
-		if err != nil {
-			b.Fatal(err)
+		s2d, zd := train(msgpack.Marshal)
+		compactS2d := s2d
+		if s.struct_ {
+			compactS2d, _ = train(func(v any) ([]byte, error) { return MsgPackArray().Marshal(nil, v) })
 		}
 		jsonSize := 0
 		for _, v := range s.test {
@@ -90,6 +117,18 @@ func BenchmarkCorpus(b *testing.B) {
 			}
 			return c
 		}
+		// libS2Dict makes c compress with s2.Dict.Encode, the encoder S2
+		// dictionaries used before s2DictEncoder: the "before" row.
+		libS2Dict := func(c *Codec) *Codec {
+			e := c.dicts.enc.Load()
+			dc := *e.comp.(*s2DictCompressor)
+			dc.fast = nil
+			c.dicts.enc.Store(&dictEncoding{id: e.id, digest: e.digest, comp: &dc})
+			return c
+		}
+		// The fields a Cache writes with every Set: the value type's
+		// fingerprint and the write time.
+		fields := Fields{Schema: Fingerprint(reflect.TypeOf(s.test[0]), "msgpack"), HasSchema: true, Written: time.Now()}
 		type scheme struct {
 			name   string
 			encode func(dst []byte, v any) ([]byte, error)
@@ -97,8 +136,8 @@ func BenchmarkCorpus(b *testing.B) {
 		}
 		kuraScheme := func(name string, c *Codec) scheme {
 			return scheme{name,
-				func(dst []byte, v any) ([]byte, error) { out, _, err := c.Encode(dst, v); return out, err },
-				func(data []byte, v any) error { _, err := c.Decode(data, v); return err }}
+				func(dst []byte, v any) ([]byte, error) { out, _, err := c.EncodeWith(dst, v, fields); return out, err },
+				func(data []byte, v any) error { _, err := c.DecodeSchema(data, v, fields.Schema); return err }}
 		}
 		schemes := []scheme{
 			{"msgpack+snappy",
@@ -117,10 +156,11 @@ func BenchmarkCorpus(b *testing.B) {
 					return msgpack.Unmarshal(raw, v)
 				}},
 			kuraScheme("kura", withDict(Options{}, nil)),
+			kuraScheme("kura-s2-dict16K-lib", libS2Dict(withDict(Options{MinCompressSize: -1}, s2d))),
 			kuraScheme("kura-s2-dict16K", withDict(Options{MinCompressSize: -1}, s2d)),
-			kuraScheme("kura-s2better-dict16K", withDict(Options{Compressor: S2Better(), MinCompressSize: -1}, s2d)),
 			kuraScheme("kura-zstd1-dict16K", withDict(Options{Compressor: Zstd(1), MinCompressSize: -1}, zd)),
-			kuraScheme("kura-zstd3-dict16K", withDict(Options{Compressor: Zstd(3), MinCompressSize: -1}, zd)),
+			kuraScheme("kura-compact", withDict(Options{Compact: true}, nil)),
+			kuraScheme("kura-compact-s2-dict16K", withDict(Options{Compact: true, MinCompressSize: -1}, compactS2d)),
 		}
 		for _, sc := range schemes {
 			enc := make([][]byte, len(s.test))
