@@ -29,7 +29,7 @@ type s2DictEncoder struct {
 const (
 	// s2DictTableBits sizes the dictionary's hash table (2^16 two-byte
 	// entries, 128 KiB, built once per dictionary).
-	s2DictTableBits = 16
+	s2DictTableBits = 15
 	// s2SrcTableMaxBits bounds the value's own table (2^14 entries).
 	s2SrcTableMaxBits = 14
 	// s2DictFastMax is the largest value the encoder takes; larger
@@ -91,10 +91,7 @@ func (e *s2DictEncoder) encode(dst, src []byte) []byte {
 		table[h] = uint16(i + 1)
 		bestLen, bestOff, back := 0, 0, 0
 		if cand >= 0 && load32(src, cand) == cur {
-			l := 4
-			for i+l < n && src[cand+l] == src[i+l] {
-				l++
-			}
+			l := 4 + matchLen(src[cand+4:], src[i+4:])
 			b := 0
 			for i-b > lit && cand-b > 0 && src[cand-b-1] == src[i-b-1] {
 				b++
@@ -104,10 +101,7 @@ func (e *s2DictEncoder) encode(dst, src []byte) []byte {
 		if i <= s2.MaxDictSrcOffset-8 {
 			dc := int(e.table[hash4(cur, s2DictTableBits)])
 			if dc+4 <= dl && load32(d, dc) == cur {
-				l := 4
-				for dc+l < dl && i+l < n && d[dc+l] == src[i+l] {
-					l++
-				}
+				l := 4 + matchLen(d[dc+4:], src[i+4:])
 				b := 0
 				for i-b > lit && dc-b > 0 && d[dc-b-1] == src[i-b-1] {
 					b++
@@ -138,6 +132,21 @@ func (e *s2DictEncoder) encode(dst, src []byte) []byte {
 		dst = appendLiteral(dst, src[lit:])
 	}
 	return dst
+}
+
+// matchLen is the length of the common prefix of a and b.
+func matchLen(a, b []byte) int {
+	n := 0
+	for len(a) >= 8 && len(b) >= 8 {
+		if x := binary.LittleEndian.Uint64(a) ^ binary.LittleEndian.Uint64(b); x != 0 {
+			return n + bits.TrailingZeros64(x)>>3
+		}
+		a, b, n = a[8:], b[8:], n+8
+	}
+	for len(a) > 0 && len(b) > 0 && a[0] == b[0] {
+		a, b, n = a[1:], b[1:], n+1
+	}
+	return n
 }
 
 // appendLiteral appends a literal element of lit (1 or more bytes).
