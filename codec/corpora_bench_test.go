@@ -90,7 +90,7 @@ func benchCorpusSet(b *testing.B, trainVals, testVals []any, fresh func() any, i
 	{
 		// Dictionaries are trained on what each envelope compresses:
 		// msgpack, or under Compact the struct-as-array form.
-		train := func(marshal func(any) ([]byte, error)) (s2d, zd []byte) {
+		train := func(marshal func(any) ([]byte, error), size int) (s2d, zd []byte) {
 			var samples [][]byte
 			for _, v := range s.train {
 				p, err := marshal(v)
@@ -99,21 +99,27 @@ func benchCorpusSet(b *testing.B, trainVals, testVals []any, fresh func() any, i
 				}
 				samples = append(samples, p)
 			}
-			s2d, _, err := TrainS2Dictionary(samples, 16<<10)
+			s2d, _, err := TrainS2Dictionary(samples, size)
 			if err != nil {
 				b.Fatal(err)
 			}
-			zd, _, err = TrainContentDictionary(samples, 16<<10)
+			if size != 16<<10 {
+				return s2d, nil
+			}
+			zd, _, err = TrainContentDictionary(samples, size)
 			if err != nil {
 				b.Logf("no zstd dictionary: %v", err) // tiny values: nothing to learn
 			}
 			return s2d, zd
 		}
-		s2d, zd := train(msgpack.Marshal)
+		s2d, zd := train(msgpack.Marshal, 16<<10)
 		compactS2d := s2d
+		marshal := msgpack.Marshal
 		if s.struct_ {
-			compactS2d, _ = train(func(v any) ([]byte, error) { return MsgPackArray().Marshal(nil, v) })
+			marshal = func(v any) ([]byte, error) { return MsgPackArray().Marshal(nil, v) }
+			compactS2d, _ = train(marshal, 16<<10)
 		}
+		compactS2d64, _ := train(marshal, 64<<10)
 		jsonSize := 0
 		for _, v := range s.test {
 			j, _ := json.Marshal(v)
@@ -174,6 +180,7 @@ func benchCorpusSet(b *testing.B, trainVals, testVals []any, fresh func() any, i
 			kuraScheme("kura-s2-dict16K", withDict(Options{MinCompressSize: -1}, s2d)),
 			kuraScheme("kura-compact", withDict(Options{Compact: true}, nil)),
 			kuraScheme("kura-compact-s2-dict16K", withDict(Options{Compact: true, MinCompressSize: -1}, compactS2d)),
+			kuraScheme("kura-compact-s2-dict64K", withDict(Options{Compact: true, MinCompressSize: -1}, compactS2d64)),
 		}
 		if zd != nil {
 			schemes = append(schemes, kuraScheme("kura-zstd1-dict16K", withDict(Options{Compressor: Zstd(1), MinCompressSize: -1}, zd)))
