@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/klauspost/compress/s2"
-	"github.com/kuracache/kura/internal/corpus"
+	"github.com/kuracache/kura/internal/harness/corpus"
 	"github.com/vmihailenco/msgpack/v5"
 )
 

@@ -2,7 +2,7 @@
 # Fetch the real-world JSON data sets the codec benchmarks use that do not
 # come with a Go module of go.mod, into testdata/corpora (not committed).
 # Each comes from a public package through its registry's own client
-# (internal/corpus/real.go says how each is split into values):
+# (internal/harness/corpus/real.go says how each is split into values):
 #   emoji: npm package emojibase-data@17.0.0, en/data.json (MIT)
 #   github-webhooks: npm package @octokit/webhooks-examples@7.6.1,
 #     api.github.com/index.json (MIT): nested documents, 0.9-27 KB
