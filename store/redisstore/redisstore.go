@@ -173,6 +173,9 @@ type Store struct {
 	// commands sent to a replica.
 	recent       *recentKeys
 	replicaReads atomic.Uint64
+	// splits counts the batches that met TRYAGAIN on a slot being
+	// migrated and were sent again one key per command (batch.go).
+	splits atomic.Uint64
 
 	// Background slot-map refreshes: Close cancels and waits for them.
 	mu       sync.Mutex
@@ -390,8 +393,15 @@ func orDefault(v, def int) int {
 // (measured: ~7.6 ms per read with retries against a refused port, against
 // one dial's cost without; BENCHMARKS.md, "Hardening").
 func retryDelay(limit int) rueidis.RetryDelayFn {
-	return func(attempts int, _ rueidis.Completed, err error) time.Duration {
+	return func(attempts int, cmd rueidis.Completed, err error) time.Duration {
 		if attempts > limit || isDialError(err) {
+			return -1
+		}
+		if isTryAgain(err) && len(cmd.Commands()) > 2 {
+			// A multi-key MGET or DEL on a slot being migrated: the
+			// batch falls back to one command per key at once
+			// (oneByOne) rather than waiting for a migration that may
+			// last seconds.
 			return -1
 		}
 		return min(time.Millisecond<<attempts, 100*time.Millisecond)
