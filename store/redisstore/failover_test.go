@@ -1,6 +1,7 @@
 package redisstore_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -45,6 +46,14 @@ type failoverLoad struct {
 	writerErr atomic.Int64
 	writes    atomic.Int64
 	firstErr  atomic.Pointer[error]
+	// writer, when set, is the Cache the writer invalidates through:
+	// another process's, as far as the readers' L1 and primary window
+	// know. Nil: the readers' Cache.
+	writer    *kura.Cache[history.Value]
+	// window, when set, is a run whose guarantee has a documented
+	// window (replica reads without the Invalidate wait): a history that
+	// breaks the guarantee is logged, not failed.
+	window    bool
 	writerMsg atomic.Pointer[error] // the writer's first error
 	rec       history.Recorder
 
@@ -121,12 +130,15 @@ func (l *failoverLoad) run(t *testing.T, c *kura.Cache[history.Value], l1 bool, 
 		go func() {
 			defer wg.Done()
 			rng := rand.New(rand.NewPCG(uint64(w), 7))
+			var myLoads int // this caller's loader calls
 			loader := func(_ context.Context, key string) (history.Value, error) {
+				myLoads++
 				v := l.load(key, w)
 				time.Sleep(time.Millisecond) // a database round trip: leases matter
 				return v, nil
 			}
 			many := func(ctx context.Context, keys []string) (map[string]history.Value, error) {
+				myLoads++
 				m := make(map[string]history.Value, len(keys))
 				for _, k := range keys {
 					m[k] = l.load(k, w)
@@ -141,7 +153,7 @@ func (l *failoverLoad) run(t *testing.T, c *kura.Cache[history.Value], l1 bool, 
 				l.mu.Unlock()
 			}()
 			for ctx.Err() == nil {
-				before := l.loads.Load()
+				before := myLoads
 				start := time.Now()
 				hstart := history.Now()
 				if w%4 == 0 {
@@ -173,16 +185,16 @@ func (l *failoverLoad) run(t *testing.T, c *kura.Cache[history.Value], l1 bool, 
 					}
 					l.read(w, "Fetch", hstart, floor, v)
 				}
-				// The loads counter is shared: "no load" is judged per
-				// caller only roughly, so it is used for the first hit,
-				// where any call served without a load will do.
-				mine = append(mine, call{start: start, end: time.Now(), loaded: l.loads.Load() != before})
+				// A call served without this caller's loader: from the
+				// cache (or another caller's load in flight).
+				mine = append(mine, call{start: start, end: time.Now(), loaded: myLoads != before})
 			}
 		}()
 	}
 	// The writer: version up at the source, then Invalidate (every third
 	// time two keys of one slot, one DEL of both); the floor rises only
 	// once Invalidate has returned.
+	wc := cmp.Or(l.writer, c)
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -203,7 +215,7 @@ func (l *failoverLoad) run(t *testing.T, c *kura.Cache[history.Value], l1 bool, 
 			}
 			for ctx.Err() == nil {
 				start := history.Now()
-				if err := c.Invalidate(ctx, keys...); err != nil {
+				if err := wc.Invalidate(ctx, keys...); err != nil {
 					if ctx.Err() != nil {
 						break
 					}
@@ -259,7 +271,9 @@ func (l *failoverLoad) run(t *testing.T, c *kura.Cache[history.Value], l1 bool, 
 		t.Logf("the writer's first error (of %d): %v", r.WriterErrors, *p)
 	}
 	r.History = history.Check(l.rec.Ops(), history.Property{Leases: true, L1: l1}, 10*time.Second)
-	if !r.History.OK() {
+	if !r.History.OK() && l.window {
+		t.Logf("the history breaks the per-read guarantee within the documented window: %d stale of %d reads after an Invalidate", r.History.Stale, r.History.AfterInvalidate)
+	} else if !r.History.OK() {
 		t.Errorf("the history breaks the per-read guarantee (%v):\n%s", history.Property{Leases: true, L1: l1}, strings.Join(r.History.Failures, "\n"))
 	}
 	return r

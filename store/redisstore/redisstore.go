@@ -106,11 +106,12 @@ type Options struct {
 	Sentinel Sentinel
 	// InvalidateWait makes Invalidate wait until replicas have the
 	// deletion (see InvalidateWait). The zero value waits for one replica
-	// in Sentinel mode and does not wait otherwise.
+	// in Sentinel mode and on a Cluster whose masters have replicas, and
+	// does not wait on a standalone server.
 	InvalidateWait InvalidateWait
-	// ReadFromReplicas sends reads to a replica in Sentinel mode (see
-	// ReplicaReads for the staleness it costs). The zero value reads from
-	// the primary.
+	// ReadFromReplicas sends reads to a replica in Sentinel mode or on a
+	// Redis Cluster (see ReplicaReads for the staleness it costs). The
+	// zero value reads from the primary.
 	ReadFromReplicas ReplicaReads
 	// Resolver looks up the seeds' host names on every new connection, so
 	// a name that moves to another address (a managed service's failover
@@ -159,9 +160,11 @@ type Store struct {
 	// the node's stable name, whichever server is primary.
 	masterSet string
 	// waitReplicas > 0 makes Invalidate wait for that many replicas
-	// (sentinel.go), for up to waitTimeout; notReplicated counts the
+	// (wait.go), for up to waitTimeout; with waitAuto only on a Cluster,
+	// for the masters that have replicas. notReplicated counts the
 	// invalidations that timed out.
 	waitReplicas  int
+	waitAuto      bool
 	waitTimeout   time.Duration
 	notReplicated atomic.Uint64
 	// primary is the server a Sentinel-mode Store follows now, failovers
@@ -176,6 +179,12 @@ type Store struct {
 	// splits counts the batches that met TRYAGAIN on a slot being
 	// migrated and were sent again one key per command (batch.go).
 	splits atomic.Uint64
+
+	// orphans are leases whose Fill or Release got no answer, released
+	// in the background while releasing (orphans.go; under mu).
+	orphans         []orphan
+	releasing       bool
+	orphansReleased atomic.Uint64
 
 	// Background slot-map refreshes: Close cancels and waits for them.
 	mu       sync.Mutex
@@ -322,7 +331,7 @@ func open(ctx context.Context, co rueidis.ClientOption, opts Options) (*Store, e
 	if co.Sentinel.MasterSet != "" && opts.DB != 0 {
 		co.SelectDB = opts.DB
 	}
-	waitN, waitT, err := waitPolicy(opts.InvalidateWait, co.Sentinel.MasterSet != "")
+	waitN, waitAuto, waitT, err := waitPolicy(opts.InvalidateWait, co.Sentinel.MasterSet != "")
 	if err != nil {
 		return nil, err
 	}
@@ -334,7 +343,7 @@ func open(ctx context.Context, co rueidis.ClientOption, opts Options) (*Store, e
 		}
 	}
 	s := newStore(append([]string(nil), co.InitAddress...), true)
-	s.masterSet, s.waitReplicas, s.waitTimeout = co.Sentinel.MasterSet, waitN, waitT
+	s.masterSet, s.waitReplicas, s.waitAuto, s.waitTimeout = co.Sentinel.MasterSet, waitN, waitAuto, waitT
 	if err := s.configureReplicaReads(&co, opts.ReadFromReplicas); err != nil {
 		s.bgCancel()
 		return nil, err
