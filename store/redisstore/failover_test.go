@@ -49,7 +49,7 @@ type failoverLoad struct {
 	// writer, when set, is the Cache the writer invalidates through:
 	// another process's, as far as the readers' L1 and primary window
 	// know. Nil: the readers' Cache.
-	writer    *kura.Cache[history.Value]
+	writer *kura.Cache[history.Value]
 	// window, when set, is a run whose guarantee has a documented
 	// window (replica reads without the Invalidate wait): a history that
 	// breaks the guarantee is logged, not failed.
