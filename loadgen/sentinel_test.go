@@ -49,3 +49,21 @@ func TestSentinelTarget(t *testing.T) {
 		})
 	}
 }
+
+// TestSentinelTargetTLS: rediss+sentinel:// asks the sentinels over TLS
+// (trusting --tls-ca) and loads the primary's TLS port they name.
+func TestSentinelTargetTLS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-server test")
+	}
+	files, _ := servertest.SelfSigned(t)
+	set := servertest.SentinelSet(t, servers.SentinelConfig{Password: "data-pw", SentinelPassword: "sent-pw", TLS: files})
+	url := "rediss+sentinel://:data-pw@" + strings.Join(set.TLSSentinelAddrs, ",") + "/" + set.MasterSet + "?sentinel_password=sent-pw"
+	res := mustRun(t, Config{Target: url, TLSCAFile: files.CertFile, Command: CmdSet, Requests: 300, Connections: 2})
+	if res.Ops != 300 || res.Errors != 0 || res.Server == nil || res.Server.Commands["set"] != 300 {
+		t.Fatalf("ops %d errors %d (%v), server %v", res.Ops, res.Errors, res.ErrorSamples, res.Server)
+	}
+	if !strings.Contains(res.Target, set.PrimaryTLS) {
+		t.Fatalf("result target %q, want the primary's TLS port %s", res.Target, set.PrimaryTLS)
+	}
+}
