@@ -472,15 +472,22 @@ func TestLeaseAcrossFailover(t *testing.T) {
 // BenchmarkInvalidateWait measures what waiting for a replica costs an
 // Invalidate on a Sentinel-managed primary with one replica (all on this
 // machine's loopback): "wait" is the default in Sentinel mode (DEL and
-// WAIT 1 on a dedicated connection), "nowait" is InvalidateWait.Replicas
-// -1 (DEL on the shared pipeline). 64 goroutines invalidate one key each
+// WAIT 1 on a dedicated connection, concurrent invalidations sharing
+// one), "wait-alone" each Invalidate with its own DEL and WAIT (before
+// they were shared), "nowait" is InvalidateWait.Replicas -1 (DEL on the
+// shared pipeline). 64 goroutines invalidate one key each
 // per call.
 func BenchmarkInvalidateWait(b *testing.B) {
 	set := servertest.SentinelSet(b, servers.SentinelConfig{})
 	for _, mode := range []struct {
-		name string
-		wait redisstore.InvalidateWait
-	}{{"wait", redisstore.InvalidateWait{}}, {"nowait", redisstore.InvalidateWait{Replicas: -1}}} {
+		name  string
+		wait  redisstore.InvalidateWait
+		alone bool
+	}{
+		{"wait", redisstore.InvalidateWait{}, false},
+		{"wait-alone", redisstore.InvalidateWait{}, true},
+		{"nowait", redisstore.InvalidateWait{Replicas: -1}, false},
+	} {
 		b.Run(mode.name, func(b *testing.B) {
 			o := sentinelOpts(set)
 			o.InvalidateWait = mode.wait
@@ -490,6 +497,9 @@ func BenchmarkInvalidateWait(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer s.Close()
+			if mode.alone {
+				redisstore.WaitAlone(s)
+			}
 			var n atomic.Int64
 			b.SetParallelism(32) // 64 goroutines on 2 cores
 			b.ResetTimer()

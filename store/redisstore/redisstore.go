@@ -165,6 +165,7 @@ type Store struct {
 	// invalidations that timed out.
 	waitReplicas  int
 	waitAuto      bool
+	combiner      *waitCombiner // nil: every Invalidate waits alone
 	waitTimeout   time.Duration
 	notReplicated atomic.Uint64
 	// primary is the server a Sentinel-mode Store follows now, failovers
@@ -344,6 +345,9 @@ func open(ctx context.Context, co rueidis.ClientOption, opts Options) (*Store, e
 	}
 	s := newStore(append([]string(nil), co.InitAddress...), true)
 	s.masterSet, s.waitReplicas, s.waitAuto, s.waitTimeout = co.Sentinel.MasterSet, waitN, waitAuto, waitT
+	if waitN > 0 {
+		s.combiner = newWaitCombiner()
+	}
 	if err := s.configureReplicaReads(&co, opts.ReadFromReplicas); err != nil {
 		s.bgCancel()
 		return nil, err

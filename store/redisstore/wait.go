@@ -56,6 +56,9 @@ func (s *Store) invalidateWaiting(ctx context.Context, keys []string) (handled b
 			return false, nil // a standalone server: no wait unless asked
 		}
 		s.wrote(keys...)
+		if s.combiner != nil {
+			return true, s.waitCombined(ctx, cn, keys, s.waitReplicas)
+		}
 		return true, s.waitGroup(ctx, cn, keys, s.waitReplicas)
 	}
 	fails := failures{op: "invalidate", n: len(keys)}
