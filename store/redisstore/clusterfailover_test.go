@@ -2,14 +2,17 @@ package redisstore_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/kuracache/kura"
+	"github.com/kuracache/kura/internal/harness/faults"
 	"github.com/kuracache/kura/internal/harness/history"
 	"github.com/kuracache/kura/internal/harness/servers"
 	"github.com/kuracache/kura/internal/harness/servertest"
 	"github.com/kuracache/kura/internal/slot"
+	"github.com/kuracache/kura/store"
 	"github.com/kuracache/kura/store/redisstore"
 )
 
@@ -118,4 +121,55 @@ func promotedFrom(cl *servers.RedisCluster, r *servers.Redis) *servers.Redis {
 		}
 	}
 	return nil
+}
+
+// TestOrphanedLeaseReleased: a Fill that gets no answer (the link to the
+// server stalls until the caller's deadline) leaves its lease's
+// placeholder on the server; once the server answers again the Store
+// releases it in the background, so readers do not wait for a fill that
+// will never come until the lease expires. A Release after a Fill that
+// did land changes nothing (the value stays).
+func TestOrphanedLeaseReleased(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-server test")
+	}
+	t.Parallel()
+	r := servertest.Redis(t, servers.RedisConfig{})
+	proxy := servertest.Proxy(t, r.Addr, faults.ProxyOptions{})
+	s := open(t, "redis://"+proxy.Addr(), redisstore.Options{})
+	ctx := context.Background()
+	opts := store.LeaseOptions{TTL: time.Minute, Placeholder: []byte("\x00lease-orphan")}
+	res, err := s.LeaseGet(ctx, []string{"orphan", "filled"}, opts)
+	if err != nil || !res[0].Won || !res[1].Won {
+		t.Fatalf("LeaseGet = %+v, %v", res, err)
+	}
+	if err := s.Fill(ctx, []store.Fill{{Lease: res[1].Lease, Value: []byte("v"), TTL: time.Minute}}); err != nil {
+		t.Fatal(err)
+	}
+	proxy.Stall()
+	fctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	err = s.Fill(fctx, []store.Fill{{Lease: res[0].Lease, Value: []byte("v"), TTL: time.Minute}, {Lease: res[1].Lease, Value: []byte("v2"), TTL: time.Minute}})
+	cancel()
+	if err == nil {
+		t.Fatal("Fill through a stalled link succeeded")
+	}
+	if v, _ := r.Do(ctx, "GET", "orphan"); v != "\x00lease-orphan" {
+		t.Fatalf("the stalled Fill reached the server: %q", v)
+	}
+	// The held bytes die with the connections (a killed server's
+	// socket): the Fill never lands.
+	proxy.ResetConns()
+	proxy.Unstall()
+	servertest.Eventually(t, "the orphaned placeholder is released", func() error {
+		if n, err := r.Do(ctx, "EXISTS", "orphan"); err != nil || n != "0" {
+			return fmt.Errorf("EXISTS orphan = %q, %v", n, err)
+		}
+		return nil
+	})
+	if v, err := r.Do(ctx, "GET", "filled"); err != nil || v != "v" && v != "v2" {
+		t.Fatalf("the background release removed a filled value: %q, %v", v, err)
+	}
+	if st := s.ConnStats(); st.OrphanedLeases == 0 {
+		t.Fatalf("ConnStats.OrphanedLeases = 0 after a release (%+v)", st)
+	}
 }
