@@ -127,6 +127,14 @@ func discover(ctx context.Context, s *settings) (*topology, error) {
 	if t.Ring != nil {
 		return shards(ctx, s)
 	}
+	if t.MasterSet != "" {
+		primary, err := askSentinels(ctx, s)
+		if err != nil {
+			return nil, err
+		}
+		s.target.Addrs = []string{primary}
+		t = s.target
+	}
 	var lastErr error
 	for _, seed := range t.Addrs {
 		c, err := dial(ctx, s, seed)

@@ -7,10 +7,12 @@ import (
 )
 
 // SlotRange is one entry of a CLUSTER SLOTS reply: the slots First to
-// Last (inclusive) and the address of their master.
+// Last (inclusive), the address of their master and how many replicas
+// the reply lists for it.
 type SlotRange struct {
 	First, Last int
 	Master      string // host:port
+	Replicas    int
 }
 
 // ParseSlots reads a CLUSTER SLOTS reply as ReadValue returns it (or
@@ -43,7 +45,7 @@ func ParseSlots(v any, seedHost string) ([]SlotRange, error) {
 		if host == "" || host == "?" {
 			host = seedHost
 		}
-		out = append(out, SlotRange{First: int(lo), Last: int(hi), Master: net.JoinHostPort(host, strconv.FormatInt(port, 10))})
+		out = append(out, SlotRange{First: int(lo), Last: int(hi), Master: net.JoinHostPort(host, strconv.FormatInt(port, 10)), Replicas: len(e) - 3})
 	}
 	return out, nil
 }

@@ -52,7 +52,7 @@ func TestParseSlots(t *testing.T) {
 		[]any{int64(101), int64(16383), []any{"?", int64(7002)}},
 	}
 	got, err := ParseSlots(v, "::1")
-	want := []SlotRange{{0, 100, "10.0.0.1:7000"}, {101, 16383, "[::1]:7002"}}
+	want := []SlotRange{{0, 100, "10.0.0.1:7000", 1}, {101, 16383, "[::1]:7002", 0}}
 	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Fatalf("ParseSlots = %v, %v", got, err)
 	}

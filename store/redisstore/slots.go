@@ -12,12 +12,16 @@ import (
 const numSlots = hashslot.Count
 
 // slotMap is a cluster's slot ownership as CLUSTER SLOTS last reported
-// it. It serves error messages only (KeyError.Addr): rueidis routes the
-// commands and follows MOVED itself, so a stale map costs nothing but the
-// precision of a message.
+// it. It serves error messages (KeyError.Addr) and the default of the
+// Invalidate wait (whether a slot's master has replicas): rueidis routes
+// the commands and follows MOVED itself, so a stale map costs the
+// precision of a message, or one WAIT answered by ROLE.
 type slotMap struct {
 	addr [numSlots]string
-	at   time.Time
+	// replicas is how many replicas the slot's master has (the Invalidate
+	// wait's default, wait.go).
+	replicas [numSlots]uint8
+	at       time.Time
 }
 
 // addrOf returns the address of the server that holds key: the server on
@@ -101,8 +105,9 @@ func (s *Store) refreshSlots(ctx context.Context, cn *conn) {
 	}
 	m := &slotMap{at: time.Now()}
 	for _, r := range ranges {
+		reps := uint8(min(r.Replicas, 255))
 		for i := r.First; i <= r.Last; i++ {
-			m.addr[i] = r.Master
+			m.addr[i], m.replicas[i] = r.Master, reps
 		}
 	}
 	s.slots.Store(m)

@@ -98,9 +98,14 @@ func StartRedis(ctx context.Context, cfg RedisConfig) (*Redis, error) {
 	return &Redis{Proc: p, Password: cfg.Password}, nil
 }
 
-// RedisCluster is a running private Redis Cluster of masters only.
+// RedisCluster is a running private Redis Cluster.
 type RedisCluster struct {
+	// Nodes are the masters as started.
 	Nodes []*Redis
+	// Replicas[i] are the replicas Nodes[i] was started with (none
+	// unless StartRedisClusterWith). A failover swaps the roles: ask
+	// MasterOf who serves a slot now.
+	Replicas [][]*Redis
 }
 
 // Addrs returns the masters' addresses.
@@ -128,7 +133,7 @@ func (c *RedisCluster) URL() string {
 
 // Stop stops every node.
 func (c *RedisCluster) Stop() {
-	for _, n := range c.Nodes {
+	for _, n := range c.All() {
 		n.Stop()
 	}
 }
@@ -144,6 +149,12 @@ func StartRedisCluster(ctx context.Context, masters int) (*RedisCluster, error) 
 // the loopback address host ("" means 127.0.0.1; a port of 0 is a free
 // one): a Cluster "at a new address" with the same ports as another.
 func StartRedisClusterAt(ctx context.Context, host string, ports []int) (*RedisCluster, error) {
+	return startClusterMasters(ctx, host, ports, nil)
+}
+
+// startClusterMasters starts one master per port with the extra
+// arguments args and joins them into a Cluster.
+func startClusterMasters(ctx context.Context, host string, ports []int, args []string) (*RedisCluster, error) {
 	masters := len(ports)
 	if masters < 3 {
 		return nil, fmt.Errorf("servers: a Redis Cluster needs at least 3 masters, got %d", masters)
@@ -154,10 +165,10 @@ func StartRedisClusterAt(ctx context.Context, host string, ports []int) (*RedisC
 	}
 	c := &RedisCluster{}
 	for i := 0; i < masters; i++ {
-		cfg := RedisConfig{Cluster: true, Host: host, Port: ports[i]}
+		cfg := RedisConfig{Cluster: true, Host: host, Port: ports[i], Args: args}
 		if host != "" {
 			// Nodes reach each other from their own address, and say so.
-			cfg.Args = []string{"--cluster-announce-ip", host, "--bind-source-addr", host}
+			cfg.Args = append([]string{"--cluster-announce-ip", host, "--bind-source-addr", host}, args...)
 		}
 		n, err := StartRedis(ctx, cfg)
 		if err != nil {
@@ -166,11 +177,11 @@ func StartRedisClusterAt(ctx context.Context, host string, ports []int) (*RedisC
 		}
 		c.Nodes = append(c.Nodes, n)
 	}
-	args := append([]string{"--cluster", "create"}, c.Addrs()...)
-	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
+	create := append([]string{"--cluster", "create"}, c.Addrs()...)
+	create = append(create, "--cluster-replicas", "0", "--cluster-yes")
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(cctx, cli, args...).CombinedOutput()
+	out, err := exec.CommandContext(cctx, cli, create...).CombinedOutput()
 	if err != nil {
 		c.Stop()
 		return nil, fmt.Errorf("redis-cli --cluster create: %v: %s", err, out)
