@@ -117,11 +117,12 @@ func (h *waitHub) signal() {
 	}
 }
 
-// batch returns the keys the next read takes (under mu): every key while
-// polling, the due ones while watched (every one when woken by timeout).
-func (h *waitHub) batch(timeout bool) []string {
-	every := h.due == nil || timeout || h.all || !h.watched
-	keys := make([]string, 0, len(h.keys))
+// batch returns the keys the next read takes (under mu) and whether
+// that is every key: while polling, or when the slow timer ran out, or
+// reports may have been lost; else, while watched, the due ones.
+func (h *waitHub) batch(timeout bool) (keys []string, every bool) {
+	every = h.due == nil || timeout || h.all || !h.watched
+	keys = make([]string, 0, len(h.keys))
 	for k := range h.keys {
 		if _, due := h.due[k]; every || due {
 			keys = append(keys, k)
@@ -129,7 +130,7 @@ func (h *waitHub) batch(timeout bool) []string {
 	}
 	clear(h.due)
 	h.all = false
-	return keys
+	return keys, every
 }
 
 // waiter is one registration of a key.
@@ -229,22 +230,24 @@ func (p *Pipeline[V]) pollLoop() {
 		defer waker.WatchLeases(h.reported)()
 	}
 	delay := time.Millisecond
+	// pollAt is when the next read of every key is due. Wakes between
+	// do not move it: reports of some keys must not starve the others.
+	pollAt := time.Now().Add(jittered(delay))
 	var timer *time.Timer
 	for {
 		timeout := true
 		if waker == nil {
 			time.Sleep(jittered(delay))
-		} else {
-			// The first wake is the registration that started the loop.
+		} else if wait := time.Until(pollAt); wait > 0 {
 			if timer == nil {
-				timer = time.NewTimer(jittered(delay))
+				timer = time.NewTimer(wait)
 				defer timer.Stop()
 			} else {
-				timer.Reset(jittered(delay))
+				timer.Reset(wait)
 			}
 			select {
 			case <-h.wake:
-				timeout = false
+				timeout = !time.Now().Before(pollAt)
 			case <-timer.C:
 			}
 			timer.Stop()
@@ -255,14 +258,15 @@ func (p *Pipeline[V]) pollLoop() {
 			h.mu.Unlock()
 			return
 		}
-		base := time.Millisecond
-		if h.watched {
-			base = maxPoll
-		}
 		if h.kick {
-			delay, h.kick = base, false
+			// New keys: polling starts over at 1 ms. Watched, they are
+			// read at once (due) and the slow timer keeps its pace.
+			if !h.watched {
+				delay = time.Millisecond
+			}
+			h.kick = false
 		}
-		keys := h.batch(timeout)
+		keys, every := h.batch(timeout)
 		if len(keys) == 0 {
 			h.mu.Unlock()
 			continue
@@ -283,10 +287,14 @@ func (p *Pipeline[V]) pollLoop() {
 				}
 			}
 		}
+		var orphans []store.Lease
 		h.mu.Lock()
 		for i, k := range keys {
 			regs := h.keys[k]
 			if len(regs) == 0 {
+				if _, bad := failed[k]; !bad && res[i].Won {
+					orphans = append(orphans, res[i].Lease) // its waiters left
+				}
 				continue
 			}
 			if ferr, bad := failed[k]; bad {
@@ -322,10 +330,14 @@ func (p *Pipeline[V]) pollLoop() {
 		}
 		h.watched = watched
 		h.mu.Unlock()
-		if watched {
-			delay = min(max(2*delay, maxPoll), maxWatchedPoll)
-		} else {
-			delay = min(2*delay, maxPoll)
+		p.releaseMany(context.Background(), orphans)
+		if every {
+			if watched {
+				delay = min(max(2*delay, maxPoll), maxWatchedPoll)
+			} else {
+				delay = min(2*delay, maxPoll)
+			}
+			pollAt = time.Now().Add(jittered(delay))
 		}
 	}
 }

@@ -24,7 +24,7 @@ const WakeClientName = "kura-lease-wake"
 const wakeRetry = time.Second
 
 // waker is the lease path's push client: a rueidis client of its own, one
-// connection per server, with CLIENT TRACKING ON NOLOOP (default mode:
+// connection per server, with CLIENT TRACKING ON (default mode:
 // the server tracks every key this connection reads, and only those).
 // Lease waiters' reads go through it, so the server reports the next
 // change of each key a waiter read: the holder's fill, an Invalidate, a
@@ -97,15 +97,17 @@ func (s *Store) pushConn() *conn {
 }
 
 // openPush opens the push client with the Store's own connection options
-// (credentials, TLS, Sentinel, the dialer), tracking in default mode with
-// NOLOOP (the lease SET NX it sends reports nothing to itself), reads
+// (credentials, TLS, Sentinel, the dialer), tracking in default mode
+// without NOLOOP (the lease SET NX it sends must be reported to itself:
+// Redis forgets a key's tracking when the key changes, and with NOLOOP it
+// would do so silently, losing the report of the fill that follows), reads
 // from the primary only, and one connection per server.
 func (s *Store) openPush() error {
 	co := s.co
 	co.DisableCache = false
 	co.NewCacheStoreFn = func(rueidis.CacheStoreOption) rueidis.CacheStore { return relay{h: &s.wake.h} }
 	co.OnInvalidations = func([]rueidis.RedisMessage) {} // read pushes in the background from the start (see configureTracking)
-	co.ClientTrackingOptions = []string{"NOLOOP"}
+	co.ClientTrackingOptions = []string{}
 	co.SendToReplicas = nil
 	co.ReplicaOnly = false
 	co.PipelineMultiplex = -1
