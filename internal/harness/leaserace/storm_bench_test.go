@@ -36,6 +36,8 @@ type stormArgs struct {
 type stormReport struct {
 	Reads, Errors int64
 	Waits         []int64 // microseconds
+	// Kura is the kura Cache's statistics (kura peers only).
+	Kura *workerStats `json:",omitempty"`
 }
 
 // redisAddr is host:port of a redis:// URL.
@@ -71,6 +73,7 @@ func stormWorker(ctx context.Context, c *proctest.Child) error {
 		return time.Now().UnixNano(), err
 	}
 	var read func(ctx context.Context) (int64, error)
+	var kstats func() *workerStats
 	switch a.Peer {
 	case "kura":
 		cache, s, err := openCache(ctx, a.args)
@@ -78,6 +81,7 @@ func stormWorker(ctx context.Context, c *proctest.Child) error {
 			return err
 		}
 		defer s.Close()
+		kstats = func() *workerStats { st := statsOf(cache, 0, 0, 0); return &st }
 		read = func(ctx context.Context) (int64, error) {
 			return cache.Fetch(ctx, key, time.Minute, func(ctx context.Context, _ string) (int64, error) { return load(ctx) })
 		}
@@ -140,7 +144,11 @@ func stormWorker(ctx context.Context, c *proctest.Child) error {
 		})
 	}
 	wg.Wait()
-	return c.Report(stormReport{Reads: reads.Load(), Errors: errs.Load(), Waits: waits})
+	rep := stormReport{Reads: reads.Load(), Errors: errs.Load(), Waits: waits}
+	if kstats != nil {
+		rep.Kura = kstats()
+	}
+	return c.Report(rep)
 }
 
 // loadedKey marks, in a read's context, that the read's own loader ran.
@@ -156,7 +164,8 @@ func loaded(ctx context.Context) {
 
 // BenchmarkInvalidationStorm: one hot key invalidated 100 times a second
 // while 64 readers in 4 processes read it through a read-through cache
-// with a 5 ms loader. The figures are loader calls per invalidation (the
+// with a 5 ms loader (kura also with its L1 over Redis tracking, as
+// rueidisaside serves hits from its client-side cache). The figures are loader calls per invalidation (the
 // load the database sees), the waits of the reads that had to wait for
 // someone's load (p50, p99), and the cache server's CPU time per
 // invalidation (INFO cpu, user + sys), for kura with and without leases,
@@ -180,10 +189,11 @@ func BenchmarkInvalidationStorm(b *testing.B) {
 	}
 	type stormCase struct {
 		name, backend, peer, exe string
-		leases                   bool
+		leases, l1               bool
 	}
 	cases := []stormCase{
 		{name: "redis/kura-leases", backend: "redis", peer: "kura", leases: true},
+		{name: "redis/kura-leases-l1", backend: "redis", peer: "kura", leases: true, l1: true},
 		{name: "redis/kura-no-leases", backend: "redis", peer: "kura"},
 		{name: "redis/go-redis-cache-once", backend: "redis", peer: "go-redis-cache"},
 		{name: "redis/rueidisaside", backend: "redis", peer: "rueidisaside"},
@@ -191,7 +201,7 @@ func BenchmarkInvalidationStorm(b *testing.B) {
 		{name: "memcached/kura-no-leases", backend: "memcached", peer: "kura"},
 	}
 	if exe := os.Getenv("KURA_STORM_BEFORE"); exe != "" {
-		cases = append(cases[:1:1], append([]stormCase{{name: "redis/kura-before", backend: "redis", peer: "kura", leases: true, exe: exe}}, cases[1:]...)...)
+		cases = append(cases[:2:2], append([]stormCase{{name: "redis/kura-before", backend: "redis", peer: "kura", leases: true, exe: exe}}, cases[2:]...)...)
 	}
 	rounds := 1
 	if n, err := strconv.Atoi(os.Getenv("KURA_STORM_ROUNDS")); err == nil && n > 0 {
@@ -204,7 +214,7 @@ func BenchmarkInvalidationStorm(b *testing.B) {
 				name = fmt.Sprintf("round%d/%s", round, tc.name)
 			}
 			b.Run(name, func(b *testing.B) {
-				a := stormArgs{args: args{Backend: tc.backend, DB: db.Addr, Run: runID("storm"), Leases: tc.leases, Readers: 16},
+				a := stormArgs{args: args{Backend: tc.backend, DB: db.Addr, Run: runID("storm"), Leases: tc.leases, L1: tc.l1, Readers: 16},
 					Peer: tc.peer, Duration: dur}
 				if tc.backend == "redis" {
 					a.Addrs = []string{r.URL()}
@@ -275,6 +285,9 @@ func runStorm(b *testing.B, a stormArgs, exe string, db, r *servers.Redis) {
 		reads += rep.Reads
 		errs += rep.Errors
 		waits = append(waits, rep.Waits...)
+		if rep.Kura != nil && testing.Verbose() {
+			b.Logf("kura process: %+v", *rep.Kura)
+		}
 	}
 	loads, err := dbGet(ctx, dbc, a.key("loads"))
 	if err != nil {
