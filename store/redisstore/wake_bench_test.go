@@ -154,7 +154,7 @@ func BenchmarkLeaseWakeServerCPU(b *testing.B) {
 				}
 			}
 			cycle := func() {
-				if err := holder.Do(ctx, holder.B().Set().Key(key).Value("ph").Nx().Px(1000).Build()).Error(); err != nil {
+				if err := holder.Do(ctx, holder.B().Set().Key(key).Value("ph").Nx().PxMilliseconds(1000).Build()).Error(); err != nil {
 					b.Fatal(err)
 				}
 				for i := 0; i < waiters; i++ {
