@@ -4,7 +4,6 @@ import (
 	"context"
 	"math/rand/v2"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -16,24 +15,13 @@ import (
 	"github.com/kuracache/kura/store/redisstore"
 )
 
-// serverCPU is redis-server's CPU time so far (INFO cpu, user + sys).
+// serverCPU is redis-server's CPU time so far.
 func serverCPU(tb testing.TB, r *servers.Redis) time.Duration {
-	info, err := r.Do(context.Background(), "INFO", "cpu")
+	d, err := r.CPU(context.Background())
 	if err != nil {
 		tb.Fatal(err)
 	}
-	var total float64
-	for _, line := range strings.Split(info, "\n") {
-		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if ok && (k == "used_cpu_user" || k == "used_cpu_sys") {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				tb.Fatal(err)
-			}
-			total += f
-		}
-	}
-	return time.Duration(total * float64(time.Second))
+	return d
 }
 
 // nudge wakes a waiter without blocking the connection's reader.

@@ -7,7 +7,6 @@ import (
 	"os"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -313,26 +312,15 @@ func runStorm(b *testing.B, a stormArgs, exe string, db, r *servers.Redis) {
 	b.ReportMetric(float64(errs), "errors")
 }
 
-// serverCPU is the cache server's CPU time so far (user + system): INFO
-// cpu on Redis; -1 on memcached (not measured).
+// serverCPU is the cache server's CPU time so far: -1 on memcached (not
+// measured).
 func serverCPU(ctx context.Context, b *testing.B, a stormArgs, r *servers.Redis) time.Duration {
 	if a.Backend != "redis" {
 		return -1
 	}
-	info, err := r.Do(ctx, "INFO", "cpu")
+	d, err := r.CPU(ctx)
 	if err != nil {
 		b.Fatal(err)
 	}
-	var total float64
-	for _, line := range strings.Split(info, "\n") {
-		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if ok && (k == "used_cpu_user" || k == "used_cpu_sys") {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				b.Fatal(err)
-			}
-			total += f
-		}
-	}
-	return time.Duration(total * float64(time.Second))
+	return d
 }
