@@ -1,6 +1,10 @@
 package redisstore
 
-import hashslot "github.com/kuracache/kura/internal/slot"
+import (
+	"math"
+
+	hashslot "github.com/kuracache/kura/internal/slot"
+)
 
 // SlotsForTest exposes the hash-slot function to the external tests.
 func SlotsForTest(keys []string) []uint16 {
@@ -13,3 +17,7 @@ func SlotsForTest(keys []string) []uint16 {
 
 // SplitHosts exposes splitHosts to the external tests.
 var SplitHosts = splitHosts
+
+// PushRefused reports that the server refused the lease path's push
+// client for good (the Store polls).
+func (s *Store) PushRefused() bool { return s.wake.last.Load() == math.MaxInt64 }

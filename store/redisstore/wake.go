@@ -19,6 +19,9 @@ var _ store.LeaseWaker = (*Store)(nil)
 // in CLIENT LIST.
 const WakeClientName = "kura-lease-wake"
 
+// errPushRefused: the server refused the push client for good.
+var errPushRefused = errors.New("redisstore: the server refuses client tracking")
+
 // wakeRetry is how long after a failed attempt to open the push client
 // the next one may start: until it is up, waiters poll.
 const wakeRetry = time.Second
@@ -89,7 +92,7 @@ func (s *Store) pushConn() *conn {
 	go func() {
 		defer s.bg.Done()
 		defer s.wake.busy.Store(false)
-		if err := s.openPush(); err != nil && !errors.Is(err, rueidis.ErrNoCache) {
+		if err := s.openPush(); err != nil && !errors.Is(err, errPushRefused) {
 			s.wake.last.Store(time.Now().UnixNano())
 		}
 	}()
@@ -113,10 +116,12 @@ func (s *Store) openPush() error {
 	co.PipelineMultiplex = -1
 	co.ClientName = WakeClientName
 	c, err := rueidis.NewClient(co)
-	if errors.Is(err, rueidis.ErrNoCache) {
-		// A server without RESP3 (Redis before 6) never will: poll.
+	var refused *rueidis.RedisError
+	if errors.Is(err, rueidis.ErrNoCache) || errors.As(err, &refused) {
+		// A server without RESP3 (Redis before 6), or one that refuses
+		// CLIENT TRACKING (an ACL user without it), never will: poll.
 		s.wake.last.Store(math.MaxInt64)
-		return err
+		return errPushRefused
 	}
 	if err != nil {
 		return err
