@@ -117,7 +117,10 @@ type slot[V any] struct {
 	key   string
 	class class
 	e     entry[V]
-	r     store.LeaseResult // the lease read, with leases
+	// lease, won, stale: what a lease read found (see store.LeaseResult);
+	// the slot keeps no more of it, since FetchMany holds one per key.
+	lease      store.Lease
+	won, stale bool
 	// refresh: serve e and reload the key in the background under r.Lease
 	// (a stale value, or one due for early refresh).
 	refresh bool
@@ -144,7 +147,7 @@ func (p *Pipeline[V]) Fetch(ctx context.Context, key string, ttl time.Duration, 
 	p.lookup(ctx, &b, one[:], true)
 	if s := &one[0]; s.class == hit {
 		if s.refresh {
-			p.refreshLater(ctx, []store.Lease{s.r.Lease}, ttl, oneLoader(loader), OpSet)
+			p.refreshLater(ctx, []store.Lease{s.lease}, ttl, oneLoader(loader), OpSet)
 		}
 		return serve(key, s.e.v, s.e.negative)
 	}
@@ -201,13 +204,13 @@ func (p *Pipeline[V]) FetchMany(ctx context.Context, keys []string, ttl time.Dur
 			out[s.key] = s.e.v
 		}
 		switch {
-		case s.class == hit && s.r.Won && s.r.Stale: // a stale value is reloaded now
+		case s.class == hit && s.won && s.stale: // a stale value is reloaded now
 			s.class = won
 			rest = append(rest, s)
 		case s.class != hit:
 			rest = append(rest, s)
 		case s.refresh:
-			refresh = append(refresh, s.r.Lease)
+			refresh = append(refresh, s.lease)
 		}
 	}
 	p.refreshLater(ctx, refresh, ttl, ld, OpSetMany)
@@ -446,7 +449,7 @@ func (p *Pipeline[V]) fillL1(keys []string, at func(int) *slot[V]) func() {
 	return func() {
 		for j := range keys {
 			s := at(j)
-			p.l1.Finish(s.key, toks[j], s.e.v, s.e.negative, s.e.rawLen, s.class == hit && !s.r.Stale)
+			p.l1.Finish(s.key, toks[j], s.e.v, s.e.negative, s.e.rawLen, s.class == hit && !s.stale)
 		}
 	}
 }
@@ -454,7 +457,7 @@ func (p *Pipeline[V]) fillL1(keys []string, at func(int) *slot[V]) func() {
 // classifyLease is classify for a lease read, decoding the value when
 // there is one to serve.
 func (p *Pipeline[V]) classifyLease(ctx context.Context, b *budget, s *slot[V], r store.LeaseResult, early bool) {
-	s.r = r
+	s.lease, s.won, s.stale = r.Lease, r.Won, r.Stale
 	placeholder := r.Value != nil && IsPlaceholder(r.Value)
 	if r.Value != nil && !placeholder && (!r.Stale || p.cfg.StaleWhileRevalidate > 0) {
 		e, err := p.found(ctx, s.key, r.Value)
@@ -470,7 +473,7 @@ func (p *Pipeline[V]) classifyLease(ctx context.Context, b *budget, s *slot[V], 
 			// as its version: refresh (XFetch) on condition that the
 			// value did not change meanwhile.
 			s.refresh = r.Won || (early && p.cfg.EarlyRefresh > 0 && r.Lease.Token != nil &&
-				xfetch(e.fields, time.Now(), p.cfg.EarlyRefresh))
+				xfetch(e.due, e.cost, time.Now(), p.cfg.EarlyRefresh))
 			return
 		case errors.Is(err, codec.ErrNotUnderstood), lookupEnded(err):
 			// A newer writer's entry, or one whose dictionary lookup the
