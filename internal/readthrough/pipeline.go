@@ -197,7 +197,6 @@ func (p *Pipeline[V]) FetchMany(ctx context.Context, keys []string, ttl time.Dur
 	if err := ctx.Err(); err != nil {
 		return out, err
 	}
-	ld := manyLoader(loader)
 	rest, refresh := slots[:0], []store.Lease(nil)
 	for _, s := range slots {
 		if s.class == hit && !s.e.negative {
@@ -213,12 +212,21 @@ func (p *Pipeline[V]) FetchMany(ctx context.Context, keys []string, ttl time.Dur
 			refresh = append(refresh, s.lease)
 		}
 	}
-	p.refreshLater(ctx, refresh, ttl, ld, OpSetMany)
+	if len(refresh) > 0 {
+		p.refreshLater(ctx, refresh, ttl, manyLoader(loader), OpSetMany)
+	}
 	if len(rest) == 0 {
 		return out, nil
 	}
+	return out, p.fetchManyMiss(ctx, b, rest, gen, ttl, loader, out)
+}
+
+// fetchManyMiss is FetchMany's acquire step for the keys its lookup did
+// not serve. It takes the budget by value, as fetchMiss does, so that a
+// FetchMany served by its lookup keeps its own on the stack.
+func (p *Pipeline[V]) fetchManyMiss(ctx context.Context, b budget, rest []slot[V], gen uint64, ttl time.Duration, loader ManyLoader[V], out map[string]V) error {
 	var first error
-	err := p.acquire(ctx, &b, rest, gen, ttl, ld, OpSetMany, func(key string, v V, err error) {
+	err := p.acquire(ctx, &b, rest, gen, ttl, manyLoader(loader), OpSetMany, func(key string, v V, err error) {
 		switch {
 		case err == nil:
 			out[key] = v
@@ -231,7 +239,7 @@ func (p *Pipeline[V]) FetchMany(ctx context.Context, keys []string, ttl time.Dur
 	if err == nil {
 		err = first
 	}
-	return out, err
+	return err
 }
 
 // lookup reads the keys of slots and classifies each one. With an L1
