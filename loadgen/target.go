@@ -89,7 +89,7 @@ func ParseTarget(s string) (Target, error) {
 	}
 	st, err := storeurl.Parse(s)
 	if err != nil {
-		return Target{}, fmt.Errorf("%w: target: %w", ErrConfig, err)
+		return Target{}, &ConfigError{Reason: "target: " + err.Error(), Err: err}
 	}
 	t := Target{Addrs: st.Addrs, User: st.User, Password: st.Password, DB: st.DB, TLS: st.TLS, Cluster: st.Cluster}
 	switch st.Kind {
@@ -99,7 +99,7 @@ func ParseTarget(s string) (Target, error) {
 		t.Kind = KindRedis
 		r, err := st.Placement()
 		if err != nil {
-			return Target{}, fmt.Errorf("%w: target %s: %w", ErrConfig, st.Redacted(), err)
+			return Target{}, &ConfigError{Reason: fmt.Sprintf("target %s: %v", st.Redacted(), err), Err: err}
 		}
 		t.Ring, t.RingMode = r, st.Ring
 	case storeurl.Memcached:

@@ -316,8 +316,10 @@ func benchError(err error) error {
 		return err // main exits 130
 	}
 	msg := err.Error()
-	msg = strings.TrimPrefix(msg, loadgen.ErrConfig.Error()+": ")
-	msg = strings.ReplaceAll(msg, loadgen.ErrConfig.Error()+": ", "")
+	var ce *loadgen.ConfigError
+	if errors.As(err, &ce) {
+		msg = ce.Reason // the flag and what to do, without the library's prefix
+	}
 	return fmt.Errorf("bench: %s", strings.ReplaceAll(msg, "\n", " "))
 }
 

@@ -2,11 +2,10 @@ package redisstore
 
 import (
 	"context"
-	"net"
-	"strconv"
 	"time"
 
 	hashslot "github.com/kuracache/kura/internal/slot"
+	"github.com/kuracache/kura/internal/wire"
 )
 
 // numSlots is the number of hash slots of a Redis Cluster.
@@ -92,30 +91,18 @@ func (s *Store) refreshSlotsAsync() {
 // refreshSlots asks the cluster for its slot map. On failure the old map
 // stays.
 func (s *Store) refreshSlots(ctx context.Context, cn *conn) {
-	ranges, err := cn.c.Do(ctx, cn.c.B().ClusterSlots().Build()).ToArray()
+	reply, err := cn.c.Do(ctx, cn.c.B().ClusterSlots().Build()).ToAny()
+	if err != nil {
+		return
+	}
+	ranges, err := wire.ParseSlots(reply, "")
 	if err != nil {
 		return
 	}
 	m := &slotMap{at: time.Now()}
 	for _, r := range ranges {
-		f, err := r.ToArray()
-		if err != nil || len(f) < 3 {
-			continue
-		}
-		lo, err1 := f[0].AsInt64()
-		hi, err2 := f[1].AsInt64()
-		node, err3 := f[2].ToArray()
-		if err1 != nil || err2 != nil || err3 != nil || len(node) < 2 || lo < 0 || hi >= numSlots || lo > hi {
-			continue
-		}
-		host, _ := node[0].ToString()
-		port, err := node[1].AsInt64()
-		if err != nil {
-			continue
-		}
-		addr := net.JoinHostPort(host, strconv.FormatInt(port, 10))
-		for i := lo; i <= hi; i++ {
-			m.addr[i] = addr
+		for i := r.First; i <= r.Last; i++ {
+			m.addr[i] = r.Master
 		}
 	}
 	s.slots.Store(m)

@@ -4,14 +4,16 @@ import (
 	"bufio"
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/url"
 	"os/exec"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/kuracache/kura/internal/wire"
 )
 
 // RedisConfig configures a private redis-server. The zero value is a
@@ -207,103 +209,54 @@ func RedisDo(ctx context.Context, addr, password string, args ...string) (string
 	_ = conn.SetDeadline(dl)
 	r := bufio.NewReader(conn)
 	if password != "" {
-		if _, err := conn.Write(encodeRESP("AUTH", password)); err != nil {
+		if _, err := conn.Write(wire.AppendCommand(nil, "AUTH", password)); err != nil {
 			return "", err
 		}
-		if _, err := readRESP(r); err != nil {
+		if _, err := readText(r); err != nil {
 			return "", err
 		}
 	}
-	if _, err := conn.Write(encodeRESP(args...)); err != nil {
+	if _, err := conn.Write(wire.AppendCommand(nil, args...)); err != nil {
 		return "", err
 	}
-	return readRESP(r)
+	return readText(r)
 }
 
-func encodeRESP(args ...string) []byte {
-	b := []byte("*" + strconv.Itoa(len(args)) + "\r\n")
-	for _, a := range args {
-		b = append(b, '$')
-		b = strconv.AppendInt(b, int64(len(a)), 10)
-		b = append(b, "\r\n"...)
-		b = append(b, a...)
-		b = append(b, "\r\n"...)
+// readText reads one reply as text: an array's elements one a line, nil
+// as "", an error reply as an error.
+func readText(r *bufio.Reader) (string, error) {
+	v, err := wire.ReadValue(r)
+	var re wire.Error
+	if errors.As(err, &re) {
+		return "", fmt.Errorf("redis: %s", re)
 	}
-	return b
-}
-
-func readRESP(r *bufio.Reader) (string, error) {
-	line, err := r.ReadString('\n')
 	if err != nil {
 		return "", err
 	}
-	line = strings.TrimRight(line, "\r\n")
-	if line == "" {
-		return "", fmt.Errorf("empty RESP line")
+	return text(v), nil
+}
+
+func text(v any) string {
+	switch v := v.(type) {
+	case string:
+		return v
+	case int64:
+		return strconv.FormatInt(v, 10)
+	case []any:
+		parts := make([]string, len(v))
+		for i, e := range v {
+			parts[i] = text(e)
+		}
+		return strings.Join(parts, "\n")
 	}
-	switch line[0] {
-	case '+', ':':
-		return line[1:], nil
-	case '-':
-		return "", fmt.Errorf("redis: %s", line[1:])
-	case '$':
-		n, err := strconv.Atoi(line[1:])
-		if err != nil {
-			return "", err
-		}
-		if n < 0 {
-			return "", nil
-		}
-		buf := make([]byte, n+2)
-		if _, err := io.ReadFull(r, buf); err != nil {
-			return "", err
-		}
-		return string(buf[:n]), nil
-	case '*':
-		n, err := strconv.Atoi(line[1:])
-		if err != nil {
-			return "", err
-		}
-		parts := make([]string, 0, max(n, 0))
-		for i := 0; i < n; i++ {
-			s, err := readRESP(r)
-			if err != nil {
-				return "", err
-			}
-			parts = append(parts, s)
-		}
-		return strings.Join(parts, "\n"), nil
-	}
-	return "", fmt.Errorf("unexpected RESP %q", line)
+	return ""
 }
 
 // ParseInfo turns an INFO reply into a map of field to value.
-func ParseInfo(s string) map[string]string {
-	m := map[string]string{}
-	for _, line := range strings.Split(s, "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		if k, v, ok := strings.Cut(line, ":"); ok {
-			m[k] = v
-		}
-	}
-	return m
-}
+func ParseInfo(s string) map[string]string { return wire.ParseInfo(s) }
 
 // CommandCalls returns the calls= count for one command from an INFO
 // commandstats reply (for example "get" or "mget"), 0 when absent.
 func CommandCalls(info map[string]string, cmd string) int64 {
-	v, ok := info["cmdstat_"+strings.ToLower(cmd)]
-	if !ok {
-		return 0
-	}
-	for _, f := range strings.Split(v, ",") {
-		if n, ok := strings.CutPrefix(f, "calls="); ok {
-			x, _ := strconv.ParseInt(n, 10, 64)
-			return x
-		}
-	}
-	return 0
+	return wire.CommandCalls(info)[strings.ToLower(cmd)]
 }

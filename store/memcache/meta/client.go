@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kuracache/kura/internal/wire"
 	"github.com/kuracache/kura/store"
 )
 
@@ -395,28 +396,17 @@ func (c *Conn) stats(ctx context.Context, group string) (map[string]string, erro
 	if err := c.Flush(); err != nil {
 		return nil, err
 	}
-	m := map[string]string{}
-	for {
-		line, err := c.br.ReadSlice('\n')
-		if err != nil {
-			if errors.Is(err, bufio.ErrBufferFull) {
-				err = fmt.Errorf("memcache %s: %w: stats line too long", c.client.addr, ErrProtocol)
-			}
-			return nil, c.fail(err)
-		}
-		s := strings.TrimRight(string(line), "\r\n")
-		switch {
-		case s == "END":
-			return m, nil
-		case strings.HasPrefix(s, "STAT "):
-			k, v, _ := strings.Cut(s[5:], " ")
-			m[k] = v
-		case strings.HasPrefix(s, "ERROR"), strings.HasPrefix(s, "CLIENT_ERROR"), strings.HasPrefix(s, "SERVER_ERROR"):
-			return nil, c.fail(fmt.Errorf("memcache %s: stats %s: %s", c.client.addr, group, s))
-		default:
-			return nil, c.fail(fmt.Errorf("memcache %s: %w: stats answered %q", c.client.addr, ErrProtocol, s))
-		}
+	m, err := wire.ReadStats(c.br)
+	var re *wire.ReplyError
+	switch {
+	case err == nil:
+		return m, nil
+	case errors.As(err, &re):
+		return nil, c.fail(fmt.Errorf("memcache %s: stats %s: %s", c.client.addr, group, re.Line))
+	case errors.Is(err, wire.ErrProtocol):
+		return nil, c.fail(fmt.Errorf("memcache %s: %w (%w)", c.client.addr, ErrProtocol, err))
 	}
+	return nil, c.fail(err)
 }
 
 func (cl *Client) unexpected(cmd string, res *Response) error {
