@@ -27,7 +27,7 @@ var layers = []struct {
 	{"internal helpers", []string{"internal/flight", "internal/slot", "internal/redact", "internal/hexfile",
 		"internal/cputime", "internal/corpus", "internal/results", "internal/units",
 		"internal/vis"}},
-	{"codec, store, ring", []string{"codec/...", "store", "ring"}},
+	{"codec, store, ring, observe", []string{"codec/...", "store", "ring", "observe"}},
 	{"store/*", []string{"store/memcache/...", "store/redisstore", "store/memstore", "store/health", "store/storeurl", "store/redisring",
 		"internal/redial"}},
 	{"dictstore", []string{"dictstore"}},

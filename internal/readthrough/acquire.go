@@ -9,6 +9,7 @@ import (
 
 	"github.com/kuracache/kura/codec"
 	"github.com/kuracache/kura/internal/flight"
+	"github.com/kuracache/kura/observe"
 	"github.com/kuracache/kura/store"
 )
 
@@ -43,7 +44,7 @@ func (r vouched[V]) takes(asked time.Time) bool {
 // a plain cold miss costs one read, not two.
 func (p *Pipeline[V]) acquireProcess(ctx context.Context, b *budget, s *slot[V], gen uint64, ttl time.Duration, loader Loader[V]) (V, error) {
 	recheck := !s.failed && s.class == miss
-	r, _, err := p.group.Do(ctx, s.key, p.cfg.LoadTimeout, func(lctx context.Context) (vouched[V], error) {
+	r, res, err := p.group.Do(ctx, s.key, p.cfg.LoadTimeout, func(lctx context.Context) (vouched[V], error) {
 		if recheck && p.group.Ended() != gen {
 			var one [1]slot[V]
 			one[0].key = s.key
@@ -56,6 +57,9 @@ func (p *Pipeline[V]) acquireProcess(ctx context.Context, b *budget, s *slot[V],
 		v, _, _, err := p.loadOne(lctx, b, s.key, ttl, loader, nil)
 		return vouched[V]{v: v}, err
 	}, p.countShared)
+	if res == flight.Joined {
+		p.note(ctx, observe.Shared, 0)
+	}
 	return r.v, err
 }
 
@@ -88,6 +92,9 @@ func (p *Pipeline[V]) acquireLease(ctx context.Context, b *budget, s *slot[V], t
 			p.release(ctx, s.r.Lease) // not reached unless the fault is on
 		}
 	})
+	if res == flight.Joined {
+		p.note(ctx, observe.Shared, 0)
+	}
 	switch {
 	case res == flight.Led && s.r.Won:
 		// The lease holder began before it took the lease: its own load
@@ -165,7 +172,9 @@ func (p *Pipeline[V]) leaseLoad(ctx context.Context, b *budget, key string, ttl 
 		// it was registered, so that moment vouches for a value found.
 		asked := time.Now()
 		p.startWait(reg, []string{key})
-		got, err := p.awaitFills(ctx, reg, start)
+		wctx, ws := p.waitSpan(ctx, key, 1)
+		got, err := p.awaitFills(wctx, reg, start)
+		p.endWait(wctx, ws, start, got != nil, err)
 		if err != nil {
 			return vouched[V]{}, err
 		}
@@ -193,10 +202,16 @@ func (p *Pipeline[V]) leaseLoad(ctx context.Context, b *budget, key string, ttl 
 // Config.LoadTimeout.
 func (p *Pipeline[V]) refreshLater(ctx context.Context, key string, ttl time.Duration, loader Loader[V], l store.Lease) {
 	p.st.EarlyRefreshes.Add(1)
-	bctx := context.WithoutCancel(ctx)
+	bctx, sp := p.start(context.WithoutCancel(ctx), observe.Refresh, key, 1)
 	go func() {
-		defer func() { _ = recover() }() // a panicking loader already counted; nobody waits here
-		_, _, _ = p.holders.Do(bctx, key, p.cfg.LoadTimeout, func(lctx context.Context) (vouched[V], error) {
+		var err error
+		defer func() { end(sp, err) }()
+		defer func() {
+			if recover() != nil { // a panicking loader already counted; nobody waits here
+				err = &observe.Panic{}
+			}
+		}()
+		_, _, err = p.holders.Do(bctx, key, p.cfg.LoadTimeout, func(lctx context.Context) (vouched[V], error) {
 			b := p.newBudget() // the refresh's own store time, not the request's
 			v, at, _, err := p.loadOne(lctx, &b, key, ttl, loader, &l)
 			return vouched[V]{v: v, at: at}, err
@@ -282,12 +297,22 @@ type fillItem struct {
 // (the store took the fill, or refused it); refused that the store
 // refused a fill because its lease was lost.
 func (p *Pipeline[V]) fill(ctx context.Context, b *budget, items []fillItem, op Op) (filled, refused bool) {
+	if len(items) == 0 {
+		return true, false
+	}
+	ctx, sp := p.start(ctx, observe.Fill, items[0].key, len(items))
+	defer end(sp, nil)
+	n := len(items)
 	items = p.unkept(b, items)
+	if kept := n - len(items); kept > 0 {
+		p.note(ctx, observe.FillKept, int64(kept))
+	}
 	if len(items) == 0 {
 		return true, false
 	}
 	if b.exhausted() {
 		p.st.BudgetSkips.Add(uint64(len(items)))
+		p.note(ctx, observe.BudgetSkip, int64(len(items)))
 		return false, false
 	}
 	sctx, st := b.bound(ctx, nil)
@@ -308,19 +333,26 @@ func (p *Pipeline[V]) fill(ctx context.Context, b *budget, items []fillItem, op 
 	var be *store.BatchError
 	if !errors.As(err, &be) {
 		p.st.StoreErrs.Add(uint64(len(fills)))
+		p.absorbed(ctx, "", err)
 		p.report(op, "", err)
 		return false, false
 	}
 	filled = true
+	var lost int64
 	for _, ke := range be.Errors {
 		if errors.Is(ke.Err, store.ErrNotStored) {
 			p.st.LeaseLost.Add(1)
 			refused = true
+			lost++
 			continue
 		}
 		filled = false
 		p.st.StoreErrs.Add(1)
+		p.absorbed(ctx, ke.Key, ke.Err)
 		p.report(op, ke.Key, ke.Err)
+	}
+	if lost > 0 {
+		p.note(ctx, observe.FillRefused, lost)
 	}
 	return filled, refused
 }
@@ -383,6 +415,8 @@ func (p *Pipeline[V]) refreshFields(start time.Time, ttl, cost time.Duration) co
 // callLoader counts a panicking loader before the panic goes on to the
 // flight, which hands it to the caller.
 func (p *Pipeline[V]) callLoader(ctx context.Context, key string, loader Loader[V]) (v V, err error) {
+	ctx, sp := p.start(ctx, observe.Load, key, 1)
+	defer observe.Finish(sp, &err)
 	defer p.countPanic()
 	return loader(ctx, key)
 }

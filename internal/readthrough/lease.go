@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/kuracache/kura/observe"
 	"github.com/kuracache/kura/store"
 )
 
@@ -72,7 +73,10 @@ func (p *Pipeline[V]) acquireManyLease(ctx context.Context, out map[string]V, sl
 			return nil
 		}
 		var err error
-		if slots, err = p.awaitFills(ctx, reg, start); err != nil || slots == nil {
+		wctx, ws := p.waitSpan(ctx, slots[0].key, reg.pending)
+		slots, err = p.awaitFills(wctx, reg, start)
+		p.endWait(wctx, ws, start, slots != nil, err)
+		if err != nil || slots == nil {
 			if err == nil {
 				p.st.LeaseFailOpen.Add(1)
 				err = p.loadManyNoFill(ctx, out, p.cancelWait(reg), loader)
@@ -192,15 +196,22 @@ func (p *Pipeline[V]) refreshManyLater(ctx context.Context, leases []store.Lease
 		return
 	}
 	p.st.EarlyRefreshes.Add(uint64(len(mine)))
+	bctx, sp := p.start(bctx, observe.Refresh, mine[0].Key, len(mine))
 	go func() {
+		var err error
+		defer func() { end(sp, err) }()
 		defer p.refreshing.done(mine)
-		defer func() { _ = recover() }() // a panicking loader already counted; nobody waits here
+		defer func() {
+			if recover() != nil { // a panicking loader already counted; nobody waits here
+				err = &observe.Panic{}
+			}
+		}()
 		lctx := bctx
 		if p.cfg.LoadTimeout > 0 {
 			var cancel context.CancelFunc
 			lctx, cancel = context.WithTimeout(bctx, p.cfg.LoadTimeout)
 			defer cancel()
 		}
-		_ = p.loadManyUnderLease(lctx, make(map[string]V, len(mine)), mine, ttl, loader)
+		err = p.loadManyUnderLease(lctx, make(map[string]V, len(mine)), mine, ttl, loader)
 	}()
 }

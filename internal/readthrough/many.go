@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/kuracache/kura/codec"
+	"github.com/kuracache/kura/observe"
 )
 
 // loadManyProcess is the process strategy for many keys: one loader call
@@ -61,7 +62,9 @@ func (p *Pipeline[V]) callManyLoader(ctx context.Context, keys []string, loader 
 	return loaded, nil
 }
 
-func (p *Pipeline[V]) manyLoader(ctx context.Context, keys []string, loader ManyLoader[V]) (map[string]V, error) {
+func (p *Pipeline[V]) manyLoader(ctx context.Context, keys []string, loader ManyLoader[V]) (_ map[string]V, err error) {
+	ctx, sp := p.start(ctx, observe.Load, keys[0], len(keys))
+	defer observe.Finish(sp, &err)
 	defer p.countPanic()
 	return loader(ctx, keys)
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/kuracache/kura/codec"
 	"github.com/kuracache/kura/internal/flight"
 	"github.com/kuracache/kura/internal/l1"
+	"github.com/kuracache/kura/observe"
 	"github.com/kuracache/kura/store"
 )
 
@@ -53,6 +54,7 @@ type Config struct {
 	Leaser                                 store.Leaser  // nil: process coordination
 	L1                                     any           // *l1.Tier[V], nil without an L1
 	Tracker                                store.Tracker // the L1's reports, nil: TTL-bounded L1
+	Tracer                                 observe.Tracer // nil: no spans
 }
 
 // Pipeline is the read path of one Cache of values of type V.
@@ -130,6 +132,7 @@ type slot[V any] struct {
 func (p *Pipeline[V]) Fetch(ctx context.Context, key string, ttl time.Duration, loader Loader[V]) (V, error) {
 	if p.l1 != nil { // before any budget or timer: a hit costs none
 		if v, neg, ok := p.l1.Get(key); ok {
+			p.note(ctx, observe.L1Hit, 0)
 			return serve(key, v, neg)
 		}
 	}
@@ -145,7 +148,10 @@ func (p *Pipeline[V]) Fetch(ctx context.Context, key string, ttl time.Duration, 
 	for attempt := 0; ; attempt++ {
 		*s = slot[V]{key: key}
 		gen := p.group.Ended()
-		p.lookup(ctx, &b, one[:], attempt == 0)
+		lctx, ls := p.start(ctx, p.lookupStep(), key, 1)
+		p.lookup(lctx, &b, one[:], attempt == 0)
+		end(ls, nil)
+		p.noteLookup(ctx, s)
 		if s.class == hit {
 			if s.refresh {
 				p.refreshLater(ctx, key, ttl, loader, s.r.Lease)
@@ -196,11 +202,17 @@ func (p *Pipeline[V]) FetchMany(ctx context.Context, keys []string, ttl time.Dur
 	if len(slots) == 0 {
 		return out, nil
 	}
+	if n := len(keys) - len(slots); n > 0 {
+		p.note(ctx, observe.Hits, int64(n)) // from the L1
+	}
 	b := p.newBudget()
-	p.lookup(ctx, &b, slots, true)
+	lctx, ls := p.start(ctx, p.lookupStep(), slots[0].key, len(slots))
+	p.lookup(lctx, &b, slots, true)
+	end(ls, nil)
 	if err := ctx.Err(); err != nil {
 		return out, err
 	}
+	p.noteMany(ctx, slots)
 	rest, refresh := slots[:0], []store.Lease(nil)
 	for _, s := range slots {
 		if s.class != hit || (s.r.Won && s.r.Stale) { // a stale value is reloaded now
@@ -266,6 +278,7 @@ func (p *Pipeline[V]) lookup(ctx context.Context, b *budget, slots []slot[V], ea
 func (p *Pipeline[V]) read(ctx context.Context, b *budget, slots []slot[V]) {
 	if b.exhausted() {
 		p.st.BudgetSkips.Add(1)
+		p.note(ctx, observe.BudgetSkip, int64(len(slots)))
 		for i := range slots {
 			p.st.Misses.Add(1)
 			slots[i].failed = true
@@ -328,6 +341,7 @@ func (p *Pipeline[V]) classify(ctx context.Context, b *budget, s *slot[V], data 
 		p.st.StoreErrs.Add(1)
 		p.st.Misses.Add(1)
 		s.failed = true
+		p.absorbed(ctx, s.key, err)
 		if reportFail {
 			p.report(op, s.key, err)
 		}
@@ -378,10 +392,12 @@ func (p *Pipeline[V]) leaseRead(ctx context.Context, b *budget, slots []slot[V],
 		s.failed, s.class = true, noFill
 		p.st.StoreErrs.Add(1)
 		p.st.Misses.Add(1)
+		p.absorbed(ctx, s.key, err)
 		p.report(op, s.key, err)
 	}
 	if b.exhausted() {
 		p.st.BudgetSkips.Add(uint64(n))
+		p.note(ctx, observe.BudgetSkip, int64(n))
 		for j := range n {
 			s := at(j)
 			s.failed, s.class = true, noFill

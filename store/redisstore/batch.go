@@ -118,7 +118,7 @@ func (s *Store) GetMany(ctx context.Context, keys []string) ([][]byte, error) {
 		return vals, fails.result(ctx)
 	}
 	cmds := perGroup(groups, keys, func(k []string) rueidis.Completed { return cn.c.B().Mget().Key(k...).Build() })
-	for g, r := range cn.c.DoMulti(ctx, cmds...) {
+	for g, r := range s.doMulti(ctx, cn, cmds) {
 		grp := groups[g]
 		arr, err := r.ToArray()
 		if err == nil && len(arr) != len(grp.idx) {
@@ -184,7 +184,7 @@ func (s *Store) setEach(ctx context.Context, cn *conn, items []store.Item, sent 
 		s.wrote(items[i].Key)
 		cmds[j] = s.setCmd(ctx, cn, items[i].Key, items[i].Value, items[i].TTL)
 	}
-	for j, r := range cn.c.DoMulti(ctx, cmds...) {
+	for j, r := range s.doMulti(ctx, cn, cmds) {
 		if err := r.Error(); err != nil {
 			k := items[sent[j]].Key
 			addr := s.addrOf(k)
@@ -207,7 +207,7 @@ func (s *Store) DeleteMany(ctx context.Context, keys []string) error {
 	}
 	s.wrote(keys...)
 	cmds := perGroup(groups, keys, func(k []string) rueidis.Completed { return cn.c.B().Del().Key(k...).Build() })
-	for g, r := range cn.c.DoMulti(ctx, cmds...) {
+	for g, r := range s.doMulti(ctx, cn, cmds) {
 		if err := r.Error(); err != nil {
 			addr := s.addrOfSlot(groups[g].slot)
 			err = s.keyErr(addr, err)

@@ -107,7 +107,7 @@ func (s *Store) LeaseGet(ctx context.Context, keys []string, opts store.LeaseOpt
 		s.wrote(keys[i])
 		cmds[j] = cn.c.B().Set().Key(keys[i]).Value(ph).Nx().PxMilliseconds(px).Build()
 	}
-	for j, r := range cn.c.DoMulti(ctx, cmds...) {
+	for j, r := range s.doMulti(ctx, cn, cmds) {
 		i := missing[j]
 		err := r.Error()
 		switch {
@@ -157,7 +157,7 @@ func (s *Store) Fill(ctx context.Context, fills []store.Fill) error {
 	if len(execs) == 0 {
 		return fails.result(ctx)
 	}
-	for j, r := range fillScript.ExecMulti(ctx, cn.c, execs...) {
+	for j, r := range s.execMulti(ctx, cn, fillScript, execs) {
 		k := fills[sent[j]].Lease.Key
 		n, err := r.AsInt64()
 		switch {
@@ -191,7 +191,7 @@ func (s *Store) Release(ctx context.Context, leases []store.Lease) error {
 	if len(execs) == 0 {
 		return fails.result(ctx)
 	}
-	for j, r := range releaseScript.ExecMulti(ctx, cn.c, execs...) {
+	for j, r := range s.execMulti(ctx, cn, releaseScript, execs) {
 		if err := r.Error(); err != nil {
 			k := leases[sent[j]].Key
 			addr := s.addrOf(k)
