@@ -49,7 +49,7 @@ test: servers
 ## was installed by npm ci from this very lockfile), then the Node test runner on private servers,
 ## with Go <-> Node checks
 test-node:
-	$(GO) build -o js/.build/nodeinterop ./internal/nodeinterop
+	$(GO) build -o js/.build/nodeinterop ./internal/harness/nodeinterop
 	cd js && if cmp -s package-lock.json node_modules/.kura-npm-ci-lock; then npm run build; \
 		else npm ci --no-audit --no-fund && cp package-lock.json node_modules/.kura-npm-ci-lock; fi
 	cd js && KURA_REQUIRE_SERVERS=1 npm test

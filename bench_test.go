@@ -16,8 +16,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/kuracache/kura"
-	"github.com/kuracache/kura/internal/servers"
-	"github.com/kuracache/kura/internal/servertest"
+	"github.com/kuracache/kura/internal/harness/servers"
+	"github.com/kuracache/kura/internal/harness/servertest"
 	"github.com/kuracache/kura/store/redisstore"
 )
 

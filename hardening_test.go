@@ -19,9 +19,9 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/kuracache/kura"
-	"github.com/kuracache/kura/internal/hexfile"
-	"github.com/kuracache/kura/internal/servers"
-	"github.com/kuracache/kura/internal/servertest"
+	"github.com/kuracache/kura/internal/harness/hexfile"
+	"github.com/kuracache/kura/internal/harness/servers"
+	"github.com/kuracache/kura/internal/harness/servertest"
 	"github.com/kuracache/kura/store/memstore"
 	"github.com/kuracache/kura/store/redisstore"
 )

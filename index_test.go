@@ -14,9 +14,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/kuracache/kura"
-	"github.com/kuracache/kura/internal/faults"
-	"github.com/kuracache/kura/internal/servers"
-	"github.com/kuracache/kura/internal/servertest"
+	"github.com/kuracache/kura/internal/harness/faults"
+	"github.com/kuracache/kura/internal/harness/servers"
+	"github.com/kuracache/kura/internal/harness/servertest"
 	"github.com/kuracache/kura/store"
 	"github.com/kuracache/kura/store/memcache"
 	"github.com/kuracache/kura/store/memstore"

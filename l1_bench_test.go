@@ -19,8 +19,8 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/kuracache/kura"
-	"github.com/kuracache/kura/internal/servers"
-	"github.com/kuracache/kura/internal/servertest"
+	"github.com/kuracache/kura/internal/harness/servers"
+	"github.com/kuracache/kura/internal/harness/servertest"
 	"github.com/kuracache/kura/store/redisstore"
 )
 

@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/kuracache/kura"
-	"github.com/kuracache/kura/internal/servers"
-	"github.com/kuracache/kura/internal/servertest"
+	"github.com/kuracache/kura/internal/harness/servers"
+	"github.com/kuracache/kura/internal/harness/servertest"
 	"github.com/kuracache/kura/store/memcache"
 	"github.com/kuracache/kura/store/memstore"
 	"github.com/kuracache/kura/store/redisstore"

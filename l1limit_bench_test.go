@@ -13,9 +13,9 @@ import (
 	"github.com/maypok86/otter/v2"
 
 	"github.com/kuracache/kura"
-	"github.com/kuracache/kura/internal/cputime"
-	"github.com/kuracache/kura/internal/servers"
-	"github.com/kuracache/kura/internal/servertest"
+	"github.com/kuracache/kura/internal/harness/cputime"
+	"github.com/kuracache/kura/internal/harness/servers"
+	"github.com/kuracache/kura/internal/harness/servertest"
 	"github.com/kuracache/kura/store/redisstore"
 )
 

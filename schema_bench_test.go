@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/kuracache/kura"
-	"github.com/kuracache/kura/internal/cputime"
+	"github.com/kuracache/kura/internal/harness/cputime"
 	"github.com/kuracache/kura/store/memstore"
 )
 

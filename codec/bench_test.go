@@ -13,12 +13,12 @@ import (
 	"github.com/golang/snappy"
 	"github.com/klauspost/compress/s2"
 	"github.com/klauspost/compress/zstd"
-	"github.com/kuracache/kura/internal/corpus"
+	"github.com/kuracache/kura/internal/harness/corpus"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
 // The benchmarks compare kura's envelope with its peers on the same
-// generated article corpus (internal/corpus, seed 1). Run them with:
+// generated article corpus (internal/harness/corpus, seed 1). Run them with:
 //
 //	go test ./codec -run '^$' -bench 'Encode|Decode' -benchtime 2000x -count 3
 //

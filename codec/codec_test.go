@@ -14,7 +14,7 @@ import (
 	"github.com/golang/snappy"
 	"github.com/klauspost/compress/s2"
 	"github.com/klauspost/compress/zstd"
-	"github.com/kuracache/kura/internal/corpus"
+	"github.com/kuracache/kura/internal/harness/corpus"
 )
 
 func mustNew(t testing.TB, o Options) *Codec {

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kuracache/kura/internal/corpus"
+	"github.com/kuracache/kura/internal/harness/corpus"
 )
 
 type fruit struct {

@@ -7,12 +7,12 @@ import (
 	"testing"
 
 	"github.com/golang/snappy"
-	"github.com/kuracache/kura/internal/corpus"
+	"github.com/kuracache/kura/internal/harness/corpus"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
 // BenchmarkCorpus measures, per real-world corpus (JSON data sets shipped
-// in public packages; internal/corpus.RealCorpora says which) and the
+// in public packages; internal/harness/corpus.RealCorpora says which) and the
 // generated articles, what each scheme stores and costs, with the
 // dictionaries trained on one half of the values and measured on the
 // other:

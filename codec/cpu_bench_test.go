@@ -3,8 +3,8 @@ package codec
 import (
 	"testing"
 
-	"github.com/kuracache/kura/internal/corpus"
-	"github.com/kuracache/kura/internal/cputime"
+	"github.com/kuracache/kura/internal/harness/corpus"
+	"github.com/kuracache/kura/internal/harness/cputime"
 )
 
 // BenchmarkDecodeCPU is BenchmarkDecode/kura measured in CPU time of the

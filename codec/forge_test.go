@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kuracache/kura/internal/corpus"
+	"github.com/kuracache/kura/internal/harness/corpus"
 )
 
 // adminUser is the record of the forgery tests: a forged dictionary turns

@@ -11,7 +11,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
-	"github.com/kuracache/kura/internal/hexfile"
+	"github.com/kuracache/kura/internal/harness/hexfile"
 )
 
 func allocBound(n int) uint64 { return AllocBound(n) }

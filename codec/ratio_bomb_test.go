@@ -8,7 +8,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
-	"github.com/kuracache/kura/internal/corpus"
+	"github.com/kuracache/kura/internal/harness/corpus"
 )
 
 // ratioAllocBomb is a compressed msgpack value that passes every

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kuracache/kura/internal/corpus"
-	"github.com/kuracache/kura/internal/cputime"
+	"github.com/kuracache/kura/internal/harness/corpus"
+	"github.com/kuracache/kura/internal/harness/cputime"
 )
 
 // BenchmarkDecodeSchema is what a Cache's reader pays for the schema

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kuracache/kura/internal/hexfile"
+	"github.com/kuracache/kura/internal/harness/hexfile"
 )
 
 type schemaPerson struct {

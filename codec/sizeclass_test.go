@@ -9,7 +9,7 @@ import (
 
 	rediscache "github.com/go-redis/cache/v9"
 	"github.com/golang/snappy"
-	"github.com/kuracache/kura/internal/corpus"
+	"github.com/kuracache/kura/internal/harness/corpus"
 	"github.com/vmihailenco/msgpack/v5"
 )
 
@@ -20,7 +20,7 @@ type sizeClass struct {
 	values []any
 }
 
-// structClasses are struct records of internal/corpus in the size classes
+// structClasses are struct records of internal/harness/corpus in the size classes
 // of issue 24: 16 B (a stock line), 64 B (an article's category), 256 B
 // (an inventory item), 1 KB (a page of five items), 16 KB (an article).
 func structClasses() []sizeClass {

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/klauspost/compress/zstd"
-	"github.com/kuracache/kura/internal/corpus"
+	"github.com/kuracache/kura/internal/harness/corpus"
 	"github.com/vmihailenco/msgpack/v5"
 )
 

@@ -13,11 +13,11 @@ import (
 
 	"github.com/kuracache/kura"
 	"github.com/kuracache/kura/codecfit"
-	"github.com/kuracache/kura/internal/corpus"
-	"github.com/kuracache/kura/internal/servers"
-	"github.com/kuracache/kura/internal/servertest"
+	"github.com/kuracache/kura/internal/harness/corpus"
+	"github.com/kuracache/kura/internal/harness/servers"
+	"github.com/kuracache/kura/internal/harness/servertest"
+	"github.com/kuracache/kura/internal/harness/vistest"
 	"github.com/kuracache/kura/internal/units"
-	"github.com/kuracache/kura/internal/vis/vistest"
 	"github.com/kuracache/kura/store/storeurl"
 )
 

@@ -18,8 +18,8 @@ import (
 	"github.com/kuracache/kura"
 	"github.com/kuracache/kura/codec"
 	"github.com/kuracache/kura/inspect"
-	"github.com/kuracache/kura/internal/servers"
-	"github.com/kuracache/kura/internal/servertest"
+	"github.com/kuracache/kura/internal/harness/servers"
+	"github.com/kuracache/kura/internal/harness/servertest"
 	"github.com/kuracache/kura/store"
 	"github.com/kuracache/kura/store/storeurl"
 )

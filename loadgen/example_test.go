@@ -6,7 +6,7 @@ import (
 	"log"
 	"time"
 
-	"github.com/kuracache/kura/internal/servers"
+	"github.com/kuracache/kura/internal/harness/servers"
 	"github.com/kuracache/kura/loadgen"
 )
 

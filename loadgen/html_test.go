@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"testing"
 
-	"github.com/kuracache/kura/internal/vis/vistest"
+	"github.com/kuracache/kura/internal/harness/vistest"
 )
 
 // TestSweepHTMLNeutralizesHostileStrings: every string of a sweep result

@@ -6,7 +6,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/kuracache/kura/internal/servers"
+	"github.com/kuracache/kura/internal/harness/servers"
 )
 
 // TestMain skips ExampleRun, which starts a private redis-server, on a

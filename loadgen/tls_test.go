@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kuracache/kura/internal/servers"
-	"github.com/kuracache/kura/internal/servertest"
+	"github.com/kuracache/kura/internal/harness/servers"
+	"github.com/kuracache/kura/internal/harness/servertest"
 )
 
 // selfSigned writes a certificate for 127.0.0.1 and its key.

@@ -18,8 +18,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/kuracache/kura/internal/servers"
-	"github.com/kuracache/kura/internal/servertest"
+	"github.com/kuracache/kura/internal/harness/servers"
+	"github.com/kuracache/kura/internal/harness/servertest"
 )
 
 // The agreement tests run every peer on the same keys and compare, key for

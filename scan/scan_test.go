@@ -21,8 +21,8 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	"github.com/kuracache/kura/codec"
-	"github.com/kuracache/kura/internal/servers"
-	"github.com/kuracache/kura/internal/servertest"
+	"github.com/kuracache/kura/internal/harness/servers"
+	"github.com/kuracache/kura/internal/harness/servertest"
 	"github.com/kuracache/kura/scan"
 	"github.com/kuracache/kura/store"
 	"github.com/kuracache/kura/store/memcache/meta"

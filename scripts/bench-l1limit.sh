@@ -25,7 +25,8 @@ rm -rf "$out/base-src"
 trap 'git worktree remove --force "$out/base-src" 2>/dev/null || true' EXIT
 git worktree add --detach "$out/base-src" "$base" >/dev/null
 cp l1limit_bench_test.go "$out/base-src/"
-cp internal/cputime/cputime.go "$out/base-src/internal/cputime/"
+mkdir -p "$out/base-src/internal/harness/cputime"
+cp internal/harness/cputime/cputime.go "$out/base-src/internal/harness/cputime/"
 (cd "$out/base-src" && go test -c -o "$out/base.test" .)
 
 ratios() { # file: lines "<label> <benchmark line>"

@@ -23,7 +23,7 @@ fi
 have cc || need+=(gcc)
 [ -f /usr/include/libmemcached/memcached.h ] || need+=(libmemcached-dev)
 have nutcracker || need+=(nutcracker)
-# headless browser for the HTML tests (internal/browsertest: kura ui, reports)
+# headless browser for the HTML tests (internal/harness/browsertest: kura ui, reports)
 have chromium || have chromium-browser || need+=(chromium)
 
 if [ ${#need[@]} -eq 0 ]; then

@@ -9,10 +9,10 @@ OLD_REF=${1:-382f2fb}   # main before codec.Options.Compact
 tmp=$(mktemp -d)
 trap 'kill $redis_pid 2>/dev/null || true; git worktree remove --force "$tmp/old" >/dev/null 2>&1 || true; rm -rf "$tmp"' EXIT
 git worktree add --detach "$tmp/old" "$OLD_REF" >/dev/null 2>&1
-mkdir -p "$tmp/old/internal/mixedversion"
-cp internal/mixedversion/main.go "$tmp/old/internal/mixedversion/"
-(cd "$tmp/old" && go build -o "$tmp/mv-old" ./internal/mixedversion)
-go build -o "$tmp/mv-new" ./internal/mixedversion
+mkdir -p "$tmp/old/internal/harness/mixedversion"
+cp internal/harness/mixedversion/main.go "$tmp/old/internal/harness/mixedversion/"
+(cd "$tmp/old" && go build -o "$tmp/mv-old" ./internal/harness/mixedversion)
+go build -o "$tmp/mv-new" ./internal/harness/mixedversion
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
 redis-server --port "$port" --bind 127.0.0.1 --save '' --appendonly no >/dev/null &
 redis_pid=$!

@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kuracache/kura/internal/harness/servers"
+	"github.com/kuracache/kura/internal/harness/servertest"
 	"github.com/kuracache/kura/internal/results"
-	"github.com/kuracache/kura/internal/servers"
-	"github.com/kuracache/kura/internal/servertest"
 	"github.com/kuracache/kura/scan"
 	"github.com/kuracache/kura/store"
 	"github.com/kuracache/kura/store/storeurl"

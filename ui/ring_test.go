@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/kuracache/kura"
+	"github.com/kuracache/kura/internal/harness/servers"
+	"github.com/kuracache/kura/internal/harness/servertest"
 	"github.com/kuracache/kura/internal/results"
-	"github.com/kuracache/kura/internal/servers"
-	"github.com/kuracache/kura/internal/servertest"
 	"github.com/kuracache/kura/scan"
 	"github.com/kuracache/kura/store/redisring"
 	"github.com/kuracache/kura/store/storeurl"

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kuracache/kura/internal/servers"
-	"github.com/kuracache/kura/internal/servertest"
+	"github.com/kuracache/kura/internal/harness/servers"
+	"github.com/kuracache/kura/internal/harness/servertest"
 )
 
 // kura runs the CLI in-process and returns stdout, stderr and the error

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kuracache/kura/internal/servers"
+	"github.com/kuracache/kura/internal/harness/servers"
 )
 
 // redisBenchmarkFlags says what kura bench does with each flag of

@@ -15,11 +15,11 @@ import (
 	"github.com/kuracache/kura/codec"
 	"github.com/kuracache/kura/codecfit"
 	"github.com/kuracache/kura/dictstore"
-	"github.com/kuracache/kura/internal/browsertest"
-	"github.com/kuracache/kura/internal/corpus"
-	"github.com/kuracache/kura/internal/proctest"
-	"github.com/kuracache/kura/internal/servers"
-	"github.com/kuracache/kura/internal/servertest"
+	"github.com/kuracache/kura/internal/harness/browsertest"
+	"github.com/kuracache/kura/internal/harness/corpus"
+	"github.com/kuracache/kura/internal/harness/proctest"
+	"github.com/kuracache/kura/internal/harness/servers"
+	"github.com/kuracache/kura/internal/harness/servertest"
 	"github.com/kuracache/kura/store/storeurl"
 )
 

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kuracache/kura/internal/servers"
-	"github.com/kuracache/kura/internal/servertest"
+	"github.com/kuracache/kura/internal/harness/servers"
+	"github.com/kuracache/kura/internal/harness/servertest"
 )
 
 // kuraLine runs the CLI in-process like kura does and returns the one

@@ -12,10 +12,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kuracache/kura/internal/browsertest"
-	"github.com/kuracache/kura/internal/corpus"
-	"github.com/kuracache/kura/internal/servers"
-	"github.com/kuracache/kura/internal/servertest"
+	"github.com/kuracache/kura/internal/harness/browsertest"
+	"github.com/kuracache/kura/internal/harness/corpus"
+	"github.com/kuracache/kura/internal/harness/servers"
+	"github.com/kuracache/kura/internal/harness/servertest"
 )
 
 // planScenarios are the field reports' sizing decisions as kura plan

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kuracache/kura/internal/servers"
-	"github.com/kuracache/kura/internal/servertest"
+	"github.com/kuracache/kura/internal/harness/servers"
+	"github.com/kuracache/kura/internal/harness/servertest"
 )
 
 // run executes the kura command line args in process and returns all it

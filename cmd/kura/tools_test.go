@@ -21,8 +21,8 @@ import (
 	"github.com/vmihailenco/msgpack/v5"
 
 	kuralib "github.com/kuracache/kura"
-	"github.com/kuracache/kura/internal/servers"
-	"github.com/kuracache/kura/internal/servertest"
+	"github.com/kuracache/kura/internal/harness/servers"
+	"github.com/kuracache/kura/internal/harness/servertest"
 	"github.com/kuracache/kura/store"
 	"github.com/kuracache/kura/store/storeurl"
 )

@@ -20,7 +20,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/kuracache/kura"
-	"github.com/kuracache/kura/internal/servers"
+	"github.com/kuracache/kura/internal/harness/servers"
 	"github.com/kuracache/kura/store/memcache"
 )
 

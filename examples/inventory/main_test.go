@@ -6,7 +6,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/kuracache/kura/internal/servers"
+	"github.com/kuracache/kura/internal/harness/servers"
 )
 
 // TestRun keeps the example working: it runs it end to end on private

@@ -15,8 +15,8 @@ import (
 
 	"github.com/kuracache/kura"
 	"github.com/kuracache/kura/codec"
-	"github.com/kuracache/kura/internal/corpus"
-	"github.com/kuracache/kura/internal/servers"
+	"github.com/kuracache/kura/internal/harness/corpus"
+	"github.com/kuracache/kura/internal/harness/servers"
 	"github.com/kuracache/kura/store/redisstore"
 )
 

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kuracache/kura/internal/browsertest"
 	"github.com/kuracache/kura/internal/demo"
+	"github.com/kuracache/kura/internal/harness/browsertest"
 )
 
 func required() bool { return os.Getenv("CI") == "true" || os.Getenv("KURA_REQUIRE_SERVERS") == "1" }

@@ -2,7 +2,7 @@ package demo
 
 import (
 	"github.com/kuracache/kura/codec"
-	"github.com/kuracache/kura/internal/corpus"
+	"github.com/kuracache/kura/internal/harness/corpus"
 )
 
 // trainedCodecs trains an S2 and a zstd dictionary on n articles of

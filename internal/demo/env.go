@@ -10,7 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/kuracache/kura/internal/servers"
+	"github.com/kuracache/kura/internal/harness/servers"
 )
 
 // Env is what the scenarios run against: private servers this run started,

@@ -13,7 +13,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/kuracache/kura"
-	"github.com/kuracache/kura/internal/faults"
+	"github.com/kuracache/kura/internal/harness/faults"
 	"github.com/kuracache/kura/loadgen"
 	"github.com/kuracache/kura/store/redisstore"
 )

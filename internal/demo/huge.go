@@ -11,8 +11,8 @@ import (
 
 	"github.com/kuracache/kura"
 	"github.com/kuracache/kura/inspect"
-	"github.com/kuracache/kura/internal/corpus"
-	"github.com/kuracache/kura/internal/faults"
+	"github.com/kuracache/kura/internal/harness/corpus"
+	"github.com/kuracache/kura/internal/harness/faults"
 	"github.com/kuracache/kura/store/redisstore"
 )
 

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kuracache/kura/internal/browsertest"
 	"github.com/kuracache/kura/internal/demo"
+	"github.com/kuracache/kura/internal/harness/browsertest"
 )
 
 // layoutProbe runs in the page after it loaded and lists what a reader

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/kuracache/kura"
-	"github.com/kuracache/kura/internal/faults"
+	"github.com/kuracache/kura/internal/harness/faults"
 	"github.com/kuracache/kura/store/memcache"
 )
 

@@ -9,7 +9,7 @@ import (
 
 	"github.com/maypok86/otter/v2"
 
-	"github.com/kuracache/kura/internal/cputime"
+	"github.com/kuracache/kura/internal/harness/cputime"
 )
 
 type benchValue struct {

@@ -1,5 +1,5 @@
 // Test harness: private redis-server processes on free loopback ports, as
-// the Go tests' internal/servers starts them. Under CI=true (or
+// the Go tests' internal/harness/servers starts them. Under CI=true (or
 // KURA_REQUIRE_SERVERS=1) a missing server binary is a failure, not a skip.
 import { spawn, execFileSync } from 'node:child_process';
 import fs from 'node:fs';
@@ -185,11 +185,11 @@ export async function startCluster(masters = 3) {
   return { nodes, addrs: nodes.map((n) => n.addr), stop: () => Promise.all(nodes.map((n) => n.stop())) };
 }
 
-/** The Go interop helper: built by `make test` (or here, once) from internal/nodeinterop. */
+/** The Go interop helper: built by `make test` (or here, once) from internal/harness/nodeinterop. */
 export function interopBinary() {
   const p = process.env.KURA_NODEINTEROP ?? path.join(jsDir, '.build', 'nodeinterop');
   if (!fs.existsSync(p)) {
-    execFileSync('go', ['build', '-o', p, './internal/nodeinterop'], { cwd: repoDir, stdio: 'inherit' });
+    execFileSync('go', ['build', '-o', p, './internal/harness/nodeinterop'], { cwd: repoDir, stdio: 'inherit' });
   }
   return p;
 }

@@ -1,7 +1,7 @@
 // Go writes -> Node reads and Node writes -> Go reads, for every value kind,
 // on a real redis-server and on a pool of 3 memcached servers (the same
 // ring and key forms on both sides), with the Go Cache in a separate
-// process (internal/nodeinterop).
+// process (internal/harness/nodeinterop).
 import { test, describe, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { Cache, Codec, RedisStore, MemcacheStore, schema, parseHeader } from '../dist/index.js';

@@ -1,5 +1,5 @@
 // Leases across languages on real servers -- a redis-server and a pool of 3
-// memcached servers: Go processes (internal/nodeinterop) and Node processes
+// memcached servers: Go processes (internal/harness/nodeinterop) and Node processes
 // (fixtures/stampede.mjs, fixtures/history-reader.mjs) share one lease
 // protocol per backend (Redis: the placeholder entry, SET NX and the fill
 // script; memcached: mg N, ms C<cas>, md), so a mixed stampede loads once,

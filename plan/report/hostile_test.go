@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kuracache/kura/internal/vis/vistest"
+	"github.com/kuracache/kura/internal/harness/vistest"
 )
 
 // TestHTMLNeutralizesHostileStrings: every string of a plan (node and

@@ -16,9 +16,9 @@ import (
 	"time"
 
 	"github.com/kuracache/kura"
-	"github.com/kuracache/kura/internal/faults"
-	"github.com/kuracache/kura/internal/servers"
-	"github.com/kuracache/kura/internal/servertest"
+	"github.com/kuracache/kura/internal/harness/faults"
+	"github.com/kuracache/kura/internal/harness/servers"
+	"github.com/kuracache/kura/internal/harness/servertest"
 	"github.com/kuracache/kura/store"
 	"github.com/kuracache/kura/store/health"
 	"github.com/kuracache/kura/store/memcache"

@@ -11,9 +11,9 @@ import (
 
 	gomc "github.com/bradfitz/gomemcache/memcache"
 
-	"github.com/kuracache/kura/internal/faults"
-	"github.com/kuracache/kura/internal/servers"
-	"github.com/kuracache/kura/internal/servertest"
+	"github.com/kuracache/kura/internal/harness/faults"
+	"github.com/kuracache/kura/internal/harness/servers"
+	"github.com/kuracache/kura/internal/harness/servertest"
 	"github.com/kuracache/kura/store"
 	"github.com/kuracache/kura/store/memcache"
 	"github.com/kuracache/kura/store/memcache/meta"

@@ -3,7 +3,7 @@ package memcache_test
 import (
 	"testing"
 
-	"github.com/kuracache/kura/internal/servers"
+	"github.com/kuracache/kura/internal/harness/servers"
 )
 
 // pause SIGSTOPs srv; servers.Proc.Pause waits until every thread is

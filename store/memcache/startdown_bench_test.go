@@ -4,9 +4,9 @@ import (
 	"context"
 	"testing"
 
-	"github.com/kuracache/kura/internal/servers"
-	"github.com/kuracache/kura/internal/servertest"
-	"github.com/kuracache/kura/internal/startdown"
+	"github.com/kuracache/kura/internal/harness/servers"
+	"github.com/kuracache/kura/internal/harness/servertest"
+	"github.com/kuracache/kura/internal/harness/startdown"
 	"github.com/kuracache/kura/store"
 	"github.com/kuracache/kura/store/memcache"
 )

@@ -9,9 +9,9 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/kuracache/kura/internal/servers"
-	"github.com/kuracache/kura/internal/servertest"
-	"github.com/kuracache/kura/internal/startdown"
+	"github.com/kuracache/kura/internal/harness/servers"
+	"github.com/kuracache/kura/internal/harness/servertest"
+	"github.com/kuracache/kura/internal/harness/startdown"
 	"github.com/kuracache/kura/store"
 	"github.com/kuracache/kura/store/memcache"
 )

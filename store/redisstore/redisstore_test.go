@@ -4,8 +4,8 @@ import (
 	"context"
 	"testing"
 
-	"github.com/kuracache/kura/internal/servers"
-	"github.com/kuracache/kura/internal/servertest"
+	"github.com/kuracache/kura/internal/harness/servers"
+	"github.com/kuracache/kura/internal/harness/servertest"
 	"github.com/kuracache/kura/store"
 	"github.com/kuracache/kura/store/redisstore"
 	"github.com/kuracache/kura/store/storetest"

@@ -14,9 +14,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/rueidis"
 
-	"github.com/kuracache/kura/internal/servers"
-	"github.com/kuracache/kura/internal/servertest"
-	"github.com/kuracache/kura/internal/startdown"
+	"github.com/kuracache/kura/internal/harness/servers"
+	"github.com/kuracache/kura/internal/harness/servertest"
+	"github.com/kuracache/kura/internal/harness/startdown"
 	"github.com/kuracache/kura/kuraprom"
 	"github.com/kuracache/kura/store"
 	"github.com/kuracache/kura/store/redisstore"
