@@ -18,21 +18,29 @@ func (s *Store) doMulti(ctx context.Context, cn *conn, cmds []rueidis.Completed)
 	if rt == nil {
 		return cn.c.DoMulti(ctx, cmds...)
 	}
-	start := time.Now()
-	res := cn.c.DoMulti(ctx, cmds...)
-	end := time.Now()
-	var b batches
+	// rueidis recycles the commands once sent: read them first.
+	type sent struct {
+		op, addr string
+		keys     int
+	}
+	info := make([]sent, len(cmds))
 	for i := range cmds {
 		args := cmds[i].Commands()
 		keys := 1
 		if len(args) > 0 && (args[0] == "MGET" || args[0] == "DEL") {
 			keys = len(args) - 1
 		}
-		op := ""
 		if len(args) > 0 {
-			op = args[0]
+			info[i].op = args[0]
 		}
-		b.add(op, s.addrOfSlot(cmds[i].Slot()), keys, failedResult(res, i))
+		info[i].addr, info[i].keys = s.addrOfSlot(cmds[i].Slot()), keys
+	}
+	start := time.Now()
+	res := cn.c.DoMulti(ctx, cmds...)
+	end := time.Now()
+	var b batches
+	for i, in := range info {
+		b.add(in.op, in.addr, in.keys, failedResult(res, i))
 	}
 	b.report(rt, start, end)
 	return res
