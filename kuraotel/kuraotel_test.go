@@ -283,10 +283,10 @@ func TestIndexRead(t *testing.T) {
   kura.Index.Fetch
     kura.Fetch
       kura.lookup
-        GET
+        Get
       kura.load
       kura.fill
-        SET
+        Set
     kura.FetchMany
       kura.lookup
         kura.store.GetMany

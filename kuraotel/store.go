@@ -73,8 +73,12 @@ func WrapStore(s store.Store, opts StoreOptions) *Store {
 		sys = systemOf(s)
 	}
 	ops := map[string]string{"Get": "GET", "Set": "SET", "Delete": "DEL", "GetTracked": "GET"}
-	if sys == "memcached" {
+	switch sys {
+	case "memcached":
 		ops = map[string]string{"Get": "mg", "Set": "ms", "Delete": "md"}
+	case "redis":
+	default: // a store without a wire protocol kuraotel knows: its methods
+		ops = map[string]string{"Get": "Get", "Set": "Set", "Delete": "Delete", "GetTracked": "GetTracked"}
 	}
 	return &Store{inner: s, tr: tp.Tracer(ScopeName, trace.WithInstrumentationVersion(SemconvVersion),
 		trace.WithSchemaURL(semconv.SchemaURL)), system: semconv.DBSystemNameKey.String(sys), ops: ops, root: opts.RootSpans}
@@ -104,8 +108,9 @@ func (s *Store) Unwrap() store.Store { return s.inner }
 
 // call is one traced store call.
 type call struct {
-	s  *Store
-	sp trace.Span
+	s   *Store
+	sp  trace.Span
+	ctx context.Context // the call's span's
 }
 
 // start begins the span of a call of method on n keys (key: the first),
@@ -128,22 +133,24 @@ func (s *Store) start(ctx context.Context, method, key string, n int) (context.C
 	} else {
 		attrs = append(attrs, KeyKeys.Int(n))
 	}
-	ctx, sp := s.tr.Start(ctx, name, trace.WithSpanKind(kind), trace.WithAttributes(attrs...))
-	c := &call{s: s, sp: sp}
+	sctx, sp := s.tr.Start(ctx, name, trace.WithSpanKind(kind), trace.WithAttributes(attrs...))
+	c := &call{s: s, sp: sp, ctx: sctx}
 	if kind == trace.SpanKindInternal {
-		ctx = store.WithRoundTrips(ctx, func(rt store.RoundTrip) { c.roundTrip(ctx, rt) })
+		// The closure captures c alone: capturing ctx would move it to
+		// the heap on every call, recorded or not.
+		return store.WithRoundTrips(sctx, c.roundTrip), c
 	}
-	return ctx, c
+	return sctx, c
 }
 
 // roundTrip records one server batch as a client span under the call.
-func (c *call) roundTrip(ctx context.Context, rt store.RoundTrip) {
+func (c *call) roundTrip(rt store.RoundTrip) {
 	attrs := []attribute.KeyValue{c.s.system, semconv.DBOperationName(rt.Op), KeyCommands.Int(rt.Commands), KeyKeys.Int(rt.Keys)}
 	attrs = append(attrs, serverAttrs(rt.Addr)...)
 	if rt.Commands > 1 {
 		attrs = append(attrs, semconv.DBOperationBatchSize(rt.Commands))
 	}
-	_, sp := c.s.tr.Start(ctx, rt.Op, trace.WithSpanKind(trace.SpanKindClient), trace.WithTimestamp(rt.Start),
+	_, sp := c.s.tr.Start(c.ctx, rt.Op, trace.WithSpanKind(trace.SpanKindClient), trace.WithTimestamp(rt.Start),
 		trace.WithAttributes(attrs...))
 	if rt.Failed > 0 {
 		sp.SetAttributes(semconv.ErrorTypeKey.String("node_error"), KeyStoreErrors.Int(rt.Failed))

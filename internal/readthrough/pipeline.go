@@ -51,9 +51,9 @@ type Config struct {
 	OnLargeValue                           func(key string, n int)
 	OnError                                func(op Op, key string, err error)
 	Jitter                                 func(time.Duration) time.Duration
-	Leaser                                 store.Leaser  // nil: process coordination
-	L1                                     any           // *l1.Tier[V], nil without an L1
-	Tracker                                store.Tracker // the L1's reports, nil: TTL-bounded L1
+	Leaser                                 store.Leaser   // nil: process coordination
+	L1                                     any            // *l1.Tier[V], nil without an L1
+	Tracker                                store.Tracker  // the L1's reports, nil: TTL-bounded L1
 	Tracer                                 observe.Tracer // nil: no spans
 }
 
