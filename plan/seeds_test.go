@@ -199,3 +199,57 @@ func TestFieldReportLargeValueLink(t *testing.T) {
 		t.Errorf("cache.m7g.large (0.937 Gbps): %d node(s), link %.0f%% busy; want one node under 100%%", r.Shards, 100*r.Largest.Utilisation)
 	}
 }
+
+// TestFieldReportResizeCompare: the report's question as kura plan asks
+// it, "24 of these or 6 of those", on the catalog as shipped (Memorystore
+// M2 with 1 thread, M4 with 6, the report's HSET curve): 4× the load per
+// instance over 2.35× the throughput is 1.7× the CPU; from a measured CPU
+// share today, whether the 6 threads absorb it.
+func TestFieldReportResizeCompare(t *testing.T) {
+	cat := DefaultCatalog()
+	from, to := Fleet{Node: "memorystore-redis-M2", Count: 24}, Fleet{Node: "memorystore-redis-M4", Count: 6}
+	c, err := Compare(cat, CompareInput{From: from, To: to})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.LoadPerNode != 4 || math.Abs(c.Throughput-2.35) > 0.005 || math.Abs(c.CPUPerNode-1.70) > 0.005 ||
+		math.Abs(c.CPUPerNode-c.LoadPerNode/c.Throughput) > 1e-12 {
+		t.Errorf("load %.3f×, throughput %.3f×, CPU %.3f×; the report: 4× / 2.35× = 1.7×", c.LoadPerNode, c.Throughput, c.CPUPerNode)
+	}
+	if c.Known {
+		t.Errorf("no traffic and no CPU today, yet the comparison claims to know: %s", c.Why)
+	}
+	for _, tc := range []struct {
+		now     float64
+		absorbs bool
+	}{{0.5, true}, {0.52, true}, {0.53, false}, {0.6, false}} { // 0.53 × 1.703 = 0.903: just over the 90% ceiling
+		c, err := Compare(cat, CompareInput{From: from, To: to, FromCPU: tc.now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !c.Known || c.Absorbs != tc.absorbs || math.Abs(c.To.CPU-tc.now*c.CPUPerNode) > 1e-12 {
+			t.Errorf("CPU %.0f%% today: %+v; want absorbed %v", 100*tc.now, c, tc.absorbs)
+		}
+	}
+	// With the traffic and the per-thread throughput (the fixture's
+	// memory sizes): per-instance CPU computed, memory per instance 4×.
+	fx := tiersFixture(t)
+	in := CompareInput{Input: Input{Workload: Workload{DataBytes: 24 * 10 * (1 << 30) * 0.5, ReadsPerSec: 150000, WritesPerSec: 150000,
+		OpsPerSecPerThread: 68877, Scaling: hsetCurve}}, From: Fleet{Node: "fixture-M2", Count: 24}, To: Fleet{Node: "fixture-M4", Count: 6}}
+	c, err = Compare(fx, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(c.To.CPU/c.From.CPU-c.CPUPerNode) > 1e-9 || math.Abs(c.To.Memory/c.From.Memory-4) > 1e-9 {
+		t.Errorf("CPU %.3f → %.3f, memory %.0f → %.0f per instance", c.From.CPU, c.To.CPU, c.From.Memory, c.To.Memory)
+	}
+	if !c.Absorbs || !c.Fits[Memory] || math.Abs(c.To.Use[Memory]-1) > 1e-9 {
+		t.Errorf("6 × fixture-M4 should hold the data at its ceiling and absorb the CPU: %s", c.Why)
+	}
+	if _, err := Compare(cat, CompareInput{From: from, To: Fleet{Node: "nope", Count: 6}}); err == nil {
+		t.Error("an unknown node type was accepted")
+	}
+	if _, err := Compare(cat, CompareInput{From: from, To: to, FromCPU: 2}); err == nil {
+		t.Error("a CPU share of 200% was accepted")
+	}
+}

@@ -47,7 +47,11 @@ catalog file (start from kura plan --print-catalog; docs/plan.md shows how
 to export today's prices from the AWS and Google price-list APIs). Prices
 change: the catalog date is printed with every plan.`
 
-const planExample = `  # 120 GB of data, 150k reads and 20k writes a second at peak, CPU per
+const planExample = `  # 24 of these or 6 of those: per instance load, CPU (today's 40% scaled by
+  # load over thread throughput), memory and network
+  kura plan --from 24:memorystore-redis-M2 --to 6:memorystore-redis-M4 --cpu-now 0.4
+
+  # 120 GB of data, 150k reads and 20k writes a second at peak, CPU per
   # operation measured on your own server
   kura bench redis://10.0.0.5:6379 -t get --prefill --json > get.json
   kura plan --data 120GB --reads 150000 --writes 20000 --value-size 2KB --bench get.json
@@ -91,6 +95,8 @@ type planFlags struct {
 	codecsFile, codecFrom                                          string
 	nodes, prices                                                  []string
 	printCatalog                                                   bool
+	from, to                                                       string
+	cpuNow                                                         float64
 }
 
 func newPlanCmd() *cobra.Command {
@@ -114,6 +120,9 @@ func newPlanCmd() *cobra.Command {
 			in, err := pf.input(cmd)
 			if err != nil {
 				return err
+			}
+			if pf.from != "" || pf.to != "" {
+				return pf.compare(cmd, cat, in)
 			}
 			if err := checkWritable(pf.htmlFile); err != nil {
 				return err
@@ -182,6 +191,9 @@ func newPlanCmd() *cobra.Command {
 	f.StringArrayVar(&pf.nodes, "node", nil, "only this node type (repeat for more)")
 	f.StringArrayVar(&pf.prices, "price", nil, "hourly price for a node type, NAME=PRICE (repeat for more)")
 	f.StringVar(&pf.htmlFile, "html", "", "also write an HTML report with charts to this file")
+	f.StringVar(&pf.from, "from", "", "resize: the fleet today, COUNT:NODE such as 24:memorystore-redis-M2 (with --to)")
+	f.StringVar(&pf.to, "to", "", "resize: the fleet to compare it with, COUNT:NODE such as 6:memorystore-redis-M4 (with --from)")
+	f.Float64Var(&pf.cpuNow, "cpu-now", 0, "resize: the CPU share the --from fleet's instances use at peak today, such as 0.4")
 	cmd.SetFlagErrorFunc(flagError)
 	return cmd
 }
@@ -371,4 +383,38 @@ func parseScaling(s string) (*plan.Scaling, error) {
 func planError(err error) error {
 	msg := strings.ReplaceAll(err.Error(), plan.ErrInput.Error()+": ", "")
 	return fmt.Errorf("plan: %s", strings.ReplaceAll(msg, "\n", " "))
+}
+
+// compare answers --from/--to: the workload (if any) on both fleets, per
+// instance.
+func (pf *planFlags) compare(cmd *cobra.Command, cat *plan.Catalog, in plan.Input) error {
+	if pf.from == "" || pf.to == "" {
+		return errors.New("--from and --to go together: the fleet today and the one to compare it with")
+	}
+	if pf.htmlFile != "" {
+		return errors.New("--html: a resize comparison prints text only")
+	}
+	from, err := parseFleet("--from", pf.from)
+	if err != nil {
+		return err
+	}
+	to, err := parseFleet("--to", pf.to)
+	if err != nil {
+		return err
+	}
+	c, err := plan.Compare(cat, plan.CompareInput{Input: in, From: from, To: to, FromCPU: pf.cpuNow})
+	if err != nil {
+		return planError(err)
+	}
+	return report.WriteComparison(cmd.OutOrStdout(), c)
+}
+
+// parseFleet reads COUNT:NODE.
+func parseFleet(flag, v string) (plan.Fleet, error) {
+	n, node, ok := strings.Cut(v, ":")
+	count, err := strconv.Atoi(strings.TrimSpace(n))
+	if !ok || err != nil || strings.TrimSpace(node) == "" {
+		return plan.Fleet{}, fmt.Errorf("%s %q: want COUNT:NODE, such as 24:memorystore-redis-M2", flag, v)
+	}
+	return plan.Fleet{Node: strings.TrimSpace(node), Count: count}, nil
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -370,4 +371,55 @@ func countColour(img image.Image, r, g, b uint8) int {
 func near8(v uint32, want uint8) bool {
 	d := int(v>>8) - int(want)
 	return d >= -6 && d <= 6
+}
+
+// TestPlanResize reads the field report's resize off kura plan's own
+// output: 24 instances to 6 is 4× the load per instance, 1 to 6 threads
+// 2.35× the throughput, so 1.7× the CPU, and a CPU share of 40% today
+// becomes 68%, under the 90% ceiling. The test recomputes the conclusion
+// from the printed numbers.
+func TestPlanResize(t *testing.T) {
+	out, stderr, err := kura(t, "plan", "--from", "24:memorystore-redis-M2", "--to", "6:memorystore-redis-M4", "--cpu-now", "0.4")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	num := func(row string, i int, unit string) float64 {
+		t.Helper()
+		c := columns(tableLine(out, row+" "))
+		if i >= len(c) {
+			t.Fatalf("no column %d in row %q:\n%s", i, row, out)
+		}
+		v, err := strconv.ParseFloat(strings.TrimSuffix(c[i], unit), 64)
+		if err != nil {
+			t.Fatalf("row %q column %d: %v\n%s", row, i, err, out)
+		}
+		return v
+	}
+	// columns: name, the "24 × node" column (3 words), the "6 × node" column (3 words)...
+	load, thr, cpu := num("load", 2, "×"), num("throughput", 2, "×"), num("CPU", 2, "×")
+	if load != 4 || thr != 2.35 || cpu != 1.70 {
+		t.Errorf("load %v×, throughput %v×, CPU %v×; the report: 4× / 2.35× = 1.7×\n%s", load, thr, cpu, out)
+	}
+	if r := load / thr; r < cpu-0.005 || r > cpu+0.005 {
+		t.Errorf("the printed CPU %v× is not the printed load over throughput (%.3f)", cpu, r)
+	}
+	now, then := num("CPU share", 1, "%"), num("CPU share", 2, "%")
+	if now != 40 || then != 68 || !strings.Contains(out, "the threads absorb the load") {
+		t.Errorf("CPU share %v%% → %v%%, want 40%% → 68%% and absorbed:\n%s", now, then, out)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--from", "24:memorystore-redis-M2"}, "--from and --to go together"},
+		{[]string{"--from", "24", "--to", "6:memorystore-redis-M4"}, "COUNT:NODE"},
+		{[]string{"--from", "0:memorystore-redis-M2", "--to", "6:memorystore-redis-M4"}, "count must be"},
+		{[]string{"--from", "24:memorystore-redis-M2", "--to", "6:nope"}, `"nope" is not in the catalog`},
+		{[]string{"--from", "24:memorystore-redis-M2", "--to", "6:memorystore-redis-M4", "--cpu-now", "7"}, "0 to 1"},
+	} {
+		_, stderr, err := kura(t, append([]string{"plan"}, tc.args...)...)
+		if err == nil || !strings.Contains(err.Error()+stderr, tc.want) {
+			t.Errorf("kura plan %v: %v, stderr %q; want an error naming %q", tc.args, err, stderr, tc.want)
+		}
+	}
 }

@@ -108,6 +108,11 @@ func TestDemoEndToEnd(t *testing.T) {
 		if c["io_threads_1.ops"] <= 0 || (runtime.NumCPU() >= 4) != (c["io_threads_2.ops"] > 0) {
 			t.Errorf("nodes: sweep counts %v", c)
 		}
+		// The resize: the naive switch sends the reads to the database,
+		// the warm-up serves them from the old servers.
+		if n, w := c["resize.naive.db_queries"], c["resize.warm-up.db_queries"]; n == 0 || w >= n || c["resize.warm-up.warm_hits"] == 0 {
+			t.Errorf("nodes: resize queries naive %d, warm-up %d, warm-up hits %d", n, w, c["resize.warm-up.warm_hits"])
+		}
 	}
 	if c := counts("health"); c != nil {
 		if c["per_request.requests"] <= 0 || c["per_request.pings"] < c["per_request.requests"] {

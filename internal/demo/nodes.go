@@ -14,9 +14,9 @@ func nodesScenario() scenario {
 	return scenario{
 		name:    "nodes",
 		title:   "How many nodes",
-		problem: "A team wants fewer, larger Redis nodes to cut cost, but does not know how much more load one node with more threads can carry, nor which of memory, CPU or network will bind.",
-		answer:  "kura bench sweep measures throughput per thread count on a real server; kura plan turns measured numbers into node counts and cost per node type.",
-		needs:   []string{"redis"},
+		problem: "A team wants fewer, larger Redis nodes to cut cost, but does not know how much more load one node with more threads can carry, nor which of memory, CPU or network will bind; and switching to the new nodes empties the cache onto the database.",
+		answer:  "kura bench sweep measures throughput per thread count on a real server; kura plan turns measured numbers into node counts and cost per node type, and compares N of one type with M of another; a warm-up move fills the new nodes from the old ones instead of the database.",
+		needs:   []string{"redis", "postgres"},
 		run:     runNodes,
 	}
 }
@@ -173,6 +173,10 @@ func runNodes(ctx context.Context, env *Env, res *Result) error {
 			"kura plan --bench sweep.json --keys 1000000 --value-size 15000 --reads 45000 --writes 450 [--codec-ratio 0.45]")
 	}
 	res.Commands = append(res.Commands, "kura demo --only nodes",
-		fmt.Sprintf("kura bench sweep --io-threads 1,2 --command hset --connections 64 --duration %v", size.SweepDuration))
-	return nil
+		fmt.Sprintf("kura bench sweep --io-threads 1,2 --command hset --connections 64 --duration %v", size.SweepDuration),
+		"kura plan --from 24:memorystore-redis-M2 --to 6:memorystore-redis-M4 --cpu-now 0.4")
+	if err := compareFleets(res); err != nil {
+		return fmt.Errorf("kura plan --from --to: %w", err)
+	}
+	return runResize(ctx, env, res)
 }

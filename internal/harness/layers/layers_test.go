@@ -27,7 +27,7 @@ var layers = []struct {
 	{"internal helpers", []string{"internal/flight", "internal/slot", "internal/redact", "internal/results",
 		"internal/units", "internal/vis"}},
 	{"codec, store, ring, observe", []string{"codec/...", "store", "ring", "observe"}},
-	{"store/*", []string{"store/memcache/...", "store/redisstore", "store/memstore", "store/health", "store/storeurl", "store/redisring",
+	{"store/*", []string{"store/memcache/...", "store/redisstore", "store/memstore", "store/health", "store/storeurl", "store/redisring", "store/move",
 		"internal/redial"}},
 	{"dictstore", []string{"dictstore"}},
 	{"root mechanisms", []string{"internal/readthrough", "internal/l1"}},
@@ -52,7 +52,7 @@ var harnessUsers = []string{"cmd/...", "internal/demo"}
 // cmd/kura, the demo and the examples name a concrete store (the way a
 // program picks a database/sql driver); the root, kuraprom and the tools
 // reach a store through package store and store/storeurl.
-var concrete = []string{"store/memcache/...", "store/redisstore", "store/redisring", "store/memstore", "store/health"}
+var concrete = []string{"store/memcache/...", "store/redisstore", "store/redisring", "store/memstore", "store/health", "store/move"}
 
 // concreteUsers may import concrete stores outside tests, besides the
 // store/* layer itself and the harness.

@@ -17,6 +17,7 @@ import (
 	"github.com/kuracache/kura/internal/harness/proctest"
 	"github.com/kuracache/kura/internal/harness/servers"
 	"github.com/kuracache/kura/internal/harness/servertest"
+	"github.com/kuracache/kura/store/move"
 )
 
 func TestMain(m *testing.M) {
@@ -110,6 +111,7 @@ type outcome struct {
 	bypass  map[string]int64
 	sample  []string
 	errors  int64
+	move    move.Stats // summed over the processes of a move backend
 	errShow string
 }
 
@@ -153,16 +155,26 @@ func TestHistories(t *testing.T) {
 }
 
 func run(t *testing.T, addrs map[string][]string, db string, cs []combo, fault string) {
-	procs, readers, keys, dur := sizes()
+	procs, _, _, _ := sizes()
 	if cs[0].Backend == "memstore" {
 		procs = 1 // the store lives in the process: one process shares it
 	}
+	run2(t, addrs, db, cs, fault, nil, procs)
+}
+
+// run2 is run with procs processes and, if set, mod changing the
+// arguments.
+func run2(t *testing.T, addrs map[string][]string, db string, cs []combo, fault string, mod func(*args), procs int) {
+	_, readers, keys, dur := sizes()
 	if (cs[0].Backend == "memstore" || cs[0].Hot && cs[0].Fault == "") && !soak() {
 		dur /= 2 // fast operations: half the time gives thousands
 	}
 	a := args{Fault: fault, Addrs: addrs, DB: db, Run: "rc" + strconv.FormatInt(time.Now().UnixNano()%1e9, 36), Combos: cs, MinWrites: 10,
 		Duration: dur, Readers: readers, Keys: keys, LoaderDelay: 5 * time.Millisecond, WriterPause: 2 * time.Millisecond, Dir: t.TempDir()}
-	g := proctest.Start(t, "hist", procs, a, proctest.Options{Timeout: dur + 90*time.Second})
+	if mod != nil {
+		mod(&a)
+	}
+	g := proctest.Start(t, "hist", procs, a, proctest.Options{Timeout: a.Duration + 90*time.Second})
 	if err := g.Go(); err != nil {
 		t.Fatal(err)
 	}
@@ -228,6 +240,15 @@ func check(c combo, reps []report) outcome {
 		}
 		o.sample = append(o.sample, rep.Sample...)
 		o.errors += rep.Errors
+		if m := rep.Move; m != nil {
+			o.move.WarmHits += m.WarmHits
+			o.move.Copies += m.Copies
+			o.move.CopiesRefused += m.CopiesRefused
+			o.move.Fallbacks += m.Fallbacks
+			if m.Phase > o.move.Phase {
+				o.move.Phase = m.Phase
+			}
+		}
 		if o.errShow == "" {
 			o.errShow = rep.ErrShown
 		}

@@ -23,6 +23,7 @@ import (
 	"github.com/kuracache/kura/store/health"
 	"github.com/kuracache/kura/store/memcache"
 	"github.com/kuracache/kura/store/memstore"
+	"github.com/kuracache/kura/store/move"
 	"github.com/kuracache/kura/store/redisring"
 	"github.com/kuracache/kura/store/redisstore"
 )
@@ -140,6 +141,9 @@ type args struct {
 	// Dir is where each child writes its histories (too large for the
 	// report pipe under load).
 	Dir string
+	// Move is the schedule of the move backends (move-ring,
+	// move-memcached).
+	Move moveSchedule
 }
 
 // report is what a worker sends per combination.
@@ -153,12 +157,16 @@ type report struct {
 	Calls    map[string]int64
 	Bypassed map[string]int64
 	Sample   []string
+	// Move is a move backend's counters (move.Stats), nil otherwise.
+	Move     *move.Stats
 	Errors   int64
 	ErrShown string
 }
 
-func openBase(ctx context.Context, a args, c combo) (store.Store, error) {
+func openBase(ctx context.Context, a args, c combo, proc int) (store.Store, error) {
 	switch c.Backend {
+	case "move-ring", "move-memcached":
+		return openMove(ctx, a, c, proc)
 	case "redis", "cluster":
 		o := redisstore.Options{}
 		if c.L1 == "tracking" {
@@ -207,7 +215,7 @@ func (s *subject) close() {
 
 func setUp(ctx context.Context, a args, c combo, n, proc int, db rueidis.Client) (*subject, error) {
 	s := &subject{c: c, rec: &history.Recorder{}, db: db, a: a, proc: proc, bottom: newCalls()}
-	base, err := openBase(ctx, a, c)
+	base, err := openBase(ctx, a, c, proc)
 	if err != nil {
 		return nil, err
 	}
@@ -469,8 +477,13 @@ func (s *subject) writer(ctx context.Context) {
 func (s *subject) report() report {
 	s.bottom.mu.Lock()
 	defer s.bottom.mu.Unlock()
-	return report{Combo: s.c.Name(), Ops: s.rec.Ops(), Calls: s.bottom.n, Bypassed: s.bottom.bypassed,
+	rep := report{Combo: s.c.Name(), Ops: s.rec.Ops(), Calls: s.bottom.n, Bypassed: s.bottom.bypassed,
 		Sample: s.bottom.sample, Errors: s.errs.Load(), ErrShown: s.errShown()}
+	if m, ok := s.base.(*move.Store); ok {
+		st := m.Stats()
+		rep.Move = &st
+	}
+	return rep
 }
 
 // histWorker runs every combination of its arguments at once: child 0
