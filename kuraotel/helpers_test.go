@@ -6,7 +6,6 @@ import (
 	"os"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -27,7 +26,6 @@ func TestMain(m *testing.M) {
 type recorder struct {
 	tp  *sdktrace.TracerProvider
 	exp *tracetest.InMemoryExporter
-	mu  sync.Mutex
 }
 
 func newRecorder(t testing.TB) *recorder {

@@ -106,7 +106,7 @@ func TestColdFetchWithLease(t *testing.T) {
 	}
 	for _, s := range r.spans() {
 		for _, a := range s.Attributes {
-			if strings.Contains(a.Value.Emit(), "ada") {
+			if strings.Contains(a.Value.String(), "ada") {
 				t.Errorf("span %s holds the cached value in %s", s.Name, a.Key)
 			}
 		}
