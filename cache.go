@@ -171,11 +171,20 @@ func (c *Cache[V]) Fetch(ctx context.Context, key string, ttl time.Duration, loa
 // loader error is returned together with the hits read from the cache.
 // Duplicate keys are read once. Cache failures are absorbed as in Fetch.
 //
-// Without leases, FetchMany does not share loads with concurrent callers:
-// batching already makes the loader call per batch, not per key. With
-// leases it takes a lease on every missing key in the same batched read,
-// calls the loader once with the keys it holds, fills them in one batched
-// conditional write, and waits for the keys other callers (in any
+// FetchMany runs the same steps as Fetch (Fetch is its one-key case): a
+// missing key that a concurrent Fetch or FetchMany of this process is
+// loading already is not loaded again, but shared; the loader is called
+// once with the keys no other caller loads. That call runs on a context
+// that keeps ctx's values but not its cancellation, bounded by
+// Options.LoadTimeout: a caller whose ctx ends gets ctx's error at once
+// (with the hits read so far) and the load goes on for the others. If the
+// loader panics, FetchMany panics with a *flight.PanicError in the
+// caller's goroutine, and callers that shared the load get an error
+// matching ErrLoaderPanicked.
+//
+// With leases it takes a lease on every missing key in the same batched
+// read, calls the loader once with the keys it holds, fills them in one
+// batched conditional write, and waits for the keys other callers (in any
 // process) hold; with Options.EarlyRefresh it also serves keys due for
 // refresh from the cache and reloads them in the background, with one
 // loader call for all of them; see docs/leases.md.

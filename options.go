@@ -49,6 +49,17 @@ type Options struct {
 	// threshold (codec.New(codec.Options{})).
 	Codec *codec.Codec
 
+	// CompactEnvelope makes the default Codec write the compact envelope
+	// (docs/FORMAT.md, "Version 3": a 17-character string in 25 bytes
+	// instead of 41, structs as arrays of their fields). If false, writers
+	// write version 2. Every reader of this release reads both; older
+	// releases treat a compact entry as not understood (a miss they do
+	// not overwrite), so set it only once every process of the fleet runs
+	// a release that reads version 3 (readers first). With Codec set, the
+	// Codec decides (codec.Options.Compact), and New refuses a Codec that
+	// does not write it.
+	CompactEnvelope bool
+
 	// TTL is the time to live of values written with a TTL of 0 (Set,
 	// SetMany, Fetch, FetchMany and Keyed views), so it need not be
 	// repeated on every call. If zero, a TTL of 0 means no expiry. Pass
@@ -195,12 +206,15 @@ func (o Options) withDefaults(s store.Store) (Options, error) {
 	if o.Name == "" {
 		o.Name = "default"
 	}
-	if o.Codec == nil {
-		c, err := codec.New(codec.Options{})
+	switch {
+	case o.Codec == nil:
+		c, err := codec.New(codec.Options{Compact: o.CompactEnvelope})
 		if err != nil {
 			return o, err
 		}
 		o.Codec = c
+	case o.CompactEnvelope && !o.Codec.Compact():
+		return o, fmt.Errorf("kura: CompactEnvelope: set, but Codec writes version 2; set codec.Options.Compact on the Codec, or leave Codec nil")
 	}
 	if o.NegativeTTL == 0 {
 		o.NegativeTTL = DefaultNegativeTTL

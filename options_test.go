@@ -163,3 +163,58 @@ func TestDefaultTTL(t *testing.T) {
 		t.Fatal("a negative TTL other than NoExpiry was accepted")
 	}
 }
+
+// TestCompactEnvelopeOption: Options.CompactEnvelope switches the default
+// Codec's writes to version 3 (a 17-character string in 25 bytes, write
+// time included), leaves version 2 when off, and refuses a Codec that
+// writes version 2.
+func TestCompactEnvelopeOption(t *testing.T) {
+	ctx := context.Background()
+	for _, compact := range []bool{false, true} {
+		s, err := memstore.New(memstore.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := kura.New[string](s, kura.Options{CompactEnvelope: compact})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Set(ctx, "k", "seventeen chars!!", 0); err != nil {
+			t.Fatal(err)
+		}
+		raw, err := s.Get(ctx, "k")
+		if err != nil {
+			t.Fatal(err)
+		}
+		h, err := codec.ParseHeader(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := codec.Version
+		if compact {
+			want = codec.VersionCompact
+		}
+		if h.Version != want {
+			t.Errorf("CompactEnvelope %v: version %d, want %d", compact, h.Version, want)
+		}
+		if compact && len(raw) > 25 {
+			t.Errorf("compact 17-character string: %d bytes, want <= 25", len(raw))
+		}
+		got, err := c.Get(ctx, "k")
+		if err != nil || got != "seventeen chars!!" {
+			t.Errorf("CompactEnvelope %v: Get = %q, %v", compact, got, err)
+		}
+	}
+	v2, err := codec.New(codec.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := memstore.New(memstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = kura.New[string](s, kura.Options{CompactEnvelope: true, Codec: v2})
+	if err == nil || !strings.Contains(err.Error(), "CompactEnvelope") {
+		t.Errorf("CompactEnvelope with a version 2 Codec: %v, want an error naming the field", err)
+	}
+}

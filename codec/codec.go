@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 	"time"
 )
@@ -199,63 +200,20 @@ func New(opts Options) (*Codec, error) {
 		c.maxDecoded = DefaultMaxDecodedSize
 	}
 
-	for _, s := range []Serializer{MsgPack(), JSON(), Raw(), IDList(), String(), MsgPackArray()} {
-		c.sers[s.ID()] = s
+	if err := register(&c.sers, "serializer", []Serializer{MsgPack(), JSON(), Raw(), IDList(), String(), MsgPackArray()},
+		c.ser, opts.Serializers, func(s Serializer) (bool, error) {
+			return false, fmt.Errorf("%q has id 0, which is invalid", s.Name())
+		}); err != nil {
+		return nil, err
 	}
-	for _, s := range append([]Serializer{c.ser}, opts.Serializers...) {
-		field := "Serializers"
-		if s == c.ser {
-			field = "Serializer"
-		}
-		if s == nil {
-			return nil, fmt.Errorf("kura: codec: %s: nil serializer", field)
-		}
-		id := s.ID()
-		switch {
-		case id == 0:
-			return nil, fmt.Errorf("kura: codec: %s: %q has id 0, which is invalid", field, s.Name())
-		case id < 128 && c.sers[id] == nil:
-			return nil, fmt.Errorf("kura: codec: %s: %q has id %d, reserved for kura (use 128..255)", field, s.Name(), id)
-		}
-		c.sers[id] = s
-	}
-	seen := map[byte]string{}
-	for _, s := range opts.Serializers {
-		if name, dup := seen[s.ID()]; dup {
-			return nil, fmt.Errorf("kura: codec: Serializers: %q and %q share id %d", name, s.Name(), s.ID())
-		}
-		seen[s.ID()] = s.Name()
-	}
-
-	for _, z := range []Compressor{None(), S2(), Zstd(0), &s2DictCompressor{}} {
-		c.comps[z.ID()] = z
-	}
-	for _, z := range append([]Compressor{c.comp}, opts.Compressors...) {
-		field := "Compressors"
-		if z == c.comp {
-			field = "Compressor"
-		}
-		if z == nil {
-			return nil, fmt.Errorf("kura: codec: %s: nil compressor", field)
-		}
-		id := z.ID()
-		switch {
-		case id == IDNone:
-			if _, ok := z.(noneCompressor); !ok {
-				return nil, fmt.Errorf("kura: codec: %s: %q has id 0, reserved for None()", field, z.Name())
+	if err := register(&c.comps, "compressor", []Compressor{None(), S2(), Zstd(0), &s2DictCompressor{}},
+		c.comp, opts.Compressors, func(z Compressor) (bool, error) {
+			if _, ok := z.(noneCompressor); ok {
+				return true, nil
 			}
-			continue
-		case id < 128 && c.comps[id] == nil:
-			return nil, fmt.Errorf("kura: codec: %s: %q has id %d, reserved for kura (use 128..255)", field, z.Name(), id)
-		}
-		c.comps[id] = z
-	}
-	seenC := map[byte]string{}
-	for _, z := range opts.Compressors {
-		if name, dup := seenC[z.ID()]; dup {
-			return nil, fmt.Errorf("kura: codec: Compressors: %q and %q share id %d", name, z.Name(), z.ID())
-		}
-		seenC[z.ID()] = z.Name()
+			return false, fmt.Errorf("%q has id 0, reserved for None()", z.Name())
+		}); err != nil {
+		return nil, err
 	}
 
 	for id, d := range opts.Dictionaries {
@@ -483,4 +441,54 @@ func (c *Codec) decodeValue(ctx context.Context, h Header, data []byte, v any) (
 		return h, fmt.Errorf("%w (%s): %w", ErrDeserialize, ser.Name(), err)
 	}
 	return h, nil
+}
+
+// registered is what a Serializer and a Compressor share: an id in the
+// header and a name for messages.
+type registered interface {
+	ID() byte
+	Name() string
+}
+
+// register fills table with kura's built-ins, then the chosen one (the
+// Options field "Serializer"/"Compressor") and the extras (the field
+// "Serializers"/"Compressors"). It refuses a nil, an id below 128 that
+// kura has not given out (reserved), and two extras that share an id.
+// zero judges an entry with id 0: skip it, or the error that refuses it.
+func register[T registered](table *[256]T, kind string, builtins []T, chosen T, extras []T, zero func(T) (bool, error)) error {
+	for _, b := range builtins {
+		table[b.ID()] = b
+	}
+	field := strings.ToUpper(kind[:1]) + kind[1:]
+	seen := map[byte]string{}
+	for i, x := range append([]T{chosen}, extras...) {
+		f := field
+		if i > 0 {
+			f += "s"
+		}
+		if any(x) == nil {
+			return fmt.Errorf("kura: codec: %s: nil %s", f, kind)
+		}
+		id := x.ID()
+		if i > 0 {
+			if name, dup := seen[id]; dup {
+				return fmt.Errorf("kura: codec: %s: %q and %q share id %d", f, name, x.Name(), id)
+			}
+			seen[id] = x.Name()
+		}
+		switch {
+		case id == 0:
+			skip, err := zero(x)
+			if err != nil {
+				return fmt.Errorf("kura: codec: %s: %w", f, err)
+			}
+			if skip {
+				continue
+			}
+		case id < 128 && any(table[id]) == nil:
+			return fmt.Errorf("kura: codec: %s: %q has id %d, reserved for kura (use 128..255)", f, x.Name(), id)
+		}
+		table[id] = x
+	}
+	return nil
 }

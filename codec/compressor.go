@@ -300,6 +300,7 @@ type s2DictCompressor struct {
 	better bool
 	id     uint32
 	dict   *s2.Dict
+	fast   *s2DictEncoder // Compress's encoder for values up to s2DictFastMax (not better)
 }
 
 var errNeedsDictionary = errors.New("s2-dict: value names no dictionary")
@@ -324,6 +325,9 @@ func (c *s2DictCompressor) Compress(dst, src []byte) ([]byte, error) {
 	n := s2.MaxEncodedLen(len(src))
 	if n < 0 {
 		return dst, fmt.Errorf("s2: input of %d bytes too large", len(src))
+	}
+	if c.fast != nil && len(src) <= s2DictFastMax {
+		return c.fast.encode(dst, src), nil
 	}
 	dst = grow(dst, n)
 	var out []byte

@@ -3,9 +3,6 @@ package codec
 import (
 	"errors"
 	"fmt"
-
-	"github.com/klauspost/compress/dict"
-	"github.com/klauspost/compress/zstd"
 )
 
 // TrainDictionary builds a zstd dictionary of at most maxSize bytes (0:
@@ -25,12 +22,7 @@ func TrainDictionary(samples [][]byte, id uint32, maxSize int) ([]byte, error) {
 	if maxSize <= 0 {
 		maxSize = 64 << 10
 	}
-	d, err := dict.BuildZstdDict(samples, dict.Options{
-		MaxDictSize: maxSize,
-		HashBytes:   6,
-		ZstdDictID:  id,
-		ZstdLevel:   zstd.SpeedDefault,
-	})
+	d, err := buildZstdDict(samples, id, maxSize)
 	if err != nil {
 		return nil, fmt.Errorf("kura: codec: TrainDictionary: %w", err)
 	}

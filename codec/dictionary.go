@@ -156,16 +156,46 @@ func TrainContentDictionary(samples [][]byte, maxSize int) ([]byte, uint32, erro
 	if maxSize <= 0 {
 		maxSize = 64 << 10
 	}
-	d, err := dict.BuildZstdDict(samples, dict.Options{
-		MaxDictSize: maxSize,
-		HashBytes:   6,
-		ZstdDictID:  embeddedZstdID,
-		ZstdLevel:   zstd.SpeedDefault,
-	})
+	d, err := buildZstdDict(samples, embeddedZstdID, maxSize)
 	if err != nil {
 		return nil, 0, fmt.Errorf("kura: codec: TrainContentDictionary: %w", err)
 	}
 	return d, DictionaryID(d), nil
+}
+
+// maxZstdTrainBytes bounds the sample bytes the zstd dictionary builder
+// gets: klauspost/compress v1.20.3's builder panics (a negative slice
+// bound in its encoder's history) on some sample sets of a few MB, such
+// as the 130 browser-compat feature trees over 10 KB (3.5 MB).
+const maxZstdTrainBytes = 1 << 20
+
+// buildZstdDict runs the zstd dictionary builder (dictionary id id) on samples (every k-th
+// of them, when they hold more than maxZstdTrainBytes), and turns a panic
+// of the builder into an error.
+func buildZstdDict(samples [][]byte, id uint32, maxSize int) (d []byte, err error) {
+	total := 0
+	for _, s := range samples {
+		total += len(s)
+	}
+	if total > maxZstdTrainBytes {
+		step := (total + maxZstdTrainBytes - 1) / maxZstdTrainBytes
+		var some [][]byte
+		for i := 0; i < len(samples); i += step {
+			some = append(some, samples[i])
+		}
+		samples = some
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			d, err = nil, fmt.Errorf("the zstd dictionary builder failed on %d samples: %v", len(samples), p)
+		}
+	}()
+	return dict.BuildZstdDict(samples, dict.Options{
+		MaxDictSize: maxSize,
+		HashBytes:   6,
+		ZstdDictID:  id,
+		ZstdLevel:   zstd.SpeedDefault,
+	})
 }
 
 // DictionarySource finds dictionaries a Codec meets in values but does not
@@ -499,7 +529,11 @@ func bindDictionary(comp Compressor, id uint32, d []byte) (Compressor, error) {
 		if sd == nil {
 			return nil, errors.New("not an S2 dictionary (TrainS2Dictionary makes one; 16 B to 64 KiB of content)")
 		}
-		return &s2DictCompressor{better: z.better, id: id, dict: sd}, nil
+		dc := &s2DictCompressor{better: z.better, id: id, dict: sd}
+		if !z.better {
+			dc.fast = newS2DictEncoder(sd)
+		}
+		return dc, nil
 	case *s2DictCompressor:
 		return bindDictionary(s2Compressor{better: z.better}, id, d)
 	}

@@ -3,6 +3,8 @@ package codec
 import (
 	"errors"
 	"fmt"
+
+	"github.com/kuracache/kura/store"
 )
 
 // ErrMalformed is matched (with errors.Is) by every error Decode and
@@ -64,6 +66,8 @@ var (
 	ErrUnsupportedType = errors.New("kura: unsupported type for serializer")
 	// ErrValueTooLarge reports a value whose serialized form is larger
 	// than Options.MaxDecodedSize: readers with the same limit would
-	// refuse it, so it is not written.
-	ErrValueTooLarge = errors.New("kura: value too large")
+	// refuse it, so it is not written. It is store.ErrValueTooLarge (and
+	// kura.ErrValueTooLarge): one sentinel for a value too large, whichever
+	// layer refused it.
+	ErrValueTooLarge = store.ErrValueTooLarge
 )

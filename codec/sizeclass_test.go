@@ -190,6 +190,7 @@ func BenchmarkCompactClasses(b *testing.B) {
 		} {
 			encoded := make([][]byte, len(c.values))
 			b.Run(c.name+"/encode/"+s.name, func(b *testing.B) {
+				cpu := startCPU()
 				for i := range b.N {
 					out, err := s.enc(c.values[i%len(c.values)])
 					if err != nil {
@@ -197,6 +198,7 @@ func BenchmarkCompactClasses(b *testing.B) {
 					}
 					encoded[i%len(c.values)] = out
 				}
+				cpu.report(b)
 			})
 			b.Run(c.name+"/decode/"+s.name, func(b *testing.B) {
 				for i := range encoded {
@@ -204,11 +206,13 @@ func BenchmarkCompactClasses(b *testing.B) {
 						encoded[i], _ = s.enc(c.values[i])
 					}
 				}
+				cpu := startCPU()
 				for i := range b.N {
 					if err := s.dec(encoded[i%len(encoded)], fresh()); err != nil {
 						b.Fatal(err)
 					}
 				}
+				cpu.report(b)
 			})
 		}
 	}

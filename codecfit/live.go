@@ -1,22 +1,15 @@
 package codecfit
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"net"
-	"net/url"
 	"slices"
-	"strings"
-	"time"
 
 	"github.com/kuracache/kura/codec"
 	"github.com/kuracache/kura/store"
-	"github.com/kuracache/kura/store/memcache"
-	"github.com/kuracache/kura/store/redisstore"
 )
 
 // ErrCannotList is returned by SampleStore for a store whose keys it
@@ -76,15 +69,7 @@ func SampleStore(ctx context.Context, st store.Store, opts SampleOptions) ([]Val
 		}
 		opts.Codec = c
 	}
-	var keys []string
-	var err error
-	if rs, ok := store.Find[*redisstore.Store](st); ok {
-		keys, err = redisKeys(ctx, rs, opts.Prefix, opts.MaxKeys)
-	} else if ms, ok := store.Find[*memcache.Store](st); ok {
-		keys, err = memcachedKeys(ctx, ms, opts.Prefix, opts.MaxKeys)
-	} else {
-		return nil, stats, ErrCannotList
-	}
+	keys, err := listKeys(ctx, st, opts.Prefix, opts.MaxKeys)
 	if err != nil {
 		return nil, stats, err
 	}
@@ -155,119 +140,48 @@ func valueOf(c *codec.Codec, b []byte) (Value, string, bool) {
 	return FromBytes(b), "raw", true
 }
 
-func redisKeys(ctx context.Context, rs *redisstore.Store, prefix string, max int) ([]string, error) {
-	// The store connects in the background: Ping waits for the first
-	// attempt and fails if it did not reach the server.
-	if err := rs.Ping(ctx); err != nil {
-		return nil, err
+// errEnough ends a walk that has listed enough keys.
+var errEnough = errors.New("enough keys")
+
+// listKeys lists up to max keys starting with prefix on every node of st
+// (store.KeyWalker: SCAN on every Redis master, lru_crawler metadump on
+// every memcached server).
+func listKeys(ctx context.Context, st store.Store, prefix string, max int) ([]string, error) {
+	kw, ok := store.Find[store.KeyWalker](st)
+	if !ok {
+		return nil, ErrCannotList
 	}
-	c := rs.Client()
+	_, nodes, err := kw.WalkNodes(ctx)
+	if errors.Is(err, store.ErrCannotWalk) {
+		return nil, ErrCannotList
+	}
+	if err != nil {
+		return nil, fmt.Errorf("kura: codecfit: %w", err)
+	}
+	defer func() {
+		for _, n := range nodes {
+			_ = n.Close()
+		}
+	}()
 	seen := map[string]struct{}{}
 	var keys []string
-	match := escapeGlob(prefix) + "*"
-	nodes := map[string]any{"": nil}
-	if rs.IsCluster() {
-		nodes = map[string]any{}
-		for addr := range c.Nodes() {
-			nodes[addr] = nil
-		}
-	}
-	for addr := range nodes {
-		node := c
-		if addr != "" {
-			node = c.Nodes()[addr]
-		}
-		var cursor uint64
-		for {
-			e, err := node.Do(ctx, node.B().Scan().Cursor(cursor).Match(match).Count(500).Build()).AsScanEntry()
-			if err != nil {
-				if addr != "" && strings.Contains(err.Error(), "READONLY") {
-					break
-				}
-				return nil, fmt.Errorf("kura: codecfit: SCAN %s: %w", addr, err)
+	for _, n := range nodes {
+		err := n.Walk(ctx, store.WalkOptions{Prefix: prefix, KeysOnly: true}, func(k store.KeyInfo) error {
+			if len(keys) >= max {
+				return errEnough
 			}
-			for _, k := range e.Elements {
-				if _, dup := seen[k]; !dup && len(keys) < max {
-					seen[k] = struct{}{}
-					keys = append(keys, k)
-				}
+			if _, dup := seen[k.Key]; !dup {
+				seen[k.Key] = struct{}{}
+				keys = append(keys, k.Key)
 			}
-			cursor = e.Cursor
-			if cursor == 0 || len(keys) >= max {
-				break
-			}
-		}
-	}
-	return keys, nil
-}
-
-// escapeGlob escapes SCAN MATCH's special characters in a literal prefix.
-func escapeGlob(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		if strings.ContainsRune(`*?[]\`, r) {
-			b.WriteByte('\\')
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
-}
-
-// memcachedKeys lists keys with `lru_crawler metadump all` on every server
-// of the pool.
-func memcachedKeys(ctx context.Context, ms *memcache.Store, prefix string, max int) ([]string, error) {
-	var keys []string
-	for _, addr := range ms.Ring().Servers() {
-		ks, err := metadump(ctx, addr, prefix, max-len(keys))
-		if err != nil {
-			return nil, fmt.Errorf("kura: codecfit: lru_crawler metadump on %s: %w", addr, err)
-		}
-		keys = append(keys, ks...)
-		if len(keys) >= max {
+			return nil
+		})
+		if errors.Is(err, errEnough) {
 			break
 		}
-	}
-	return keys, nil
-}
-
-func metadump(ctx context.Context, addr, prefix string, max int) ([]string, error) {
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", addr)
-	if err != nil {
-		return nil, err
-	}
-	defer conn.Close()
-	deadline := time.Now().Add(time.Minute)
-	if dl, ok := ctx.Deadline(); ok && dl.Before(deadline) {
-		deadline = dl
-	}
-	_ = conn.SetDeadline(deadline)
-	if _, err := conn.Write([]byte("lru_crawler metadump all\r\n")); err != nil {
-		return nil, err
-	}
-	sc := bufio.NewScanner(conn)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	var keys []string
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case line == "END":
-			return keys, nil
-		case strings.HasPrefix(line, "BUSY") || strings.HasPrefix(line, "ERROR") || strings.HasPrefix(line, "CLIENT_ERROR"):
-			return nil, errors.New(line)
-		case strings.HasPrefix(line, "key="):
-			f := strings.Fields(line)
-			k, err := url.QueryUnescape(strings.TrimPrefix(f[0], "key="))
-			if err != nil {
-				continue
-			}
-			if strings.HasPrefix(k, prefix) && len(keys) < max {
-				keys = append(keys, k)
-			}
+		if err != nil {
+			return nil, fmt.Errorf("kura: codecfit: listing keys: %w", err)
 		}
 	}
-	if err := sc.Err(); err != nil {
-		return nil, err
-	}
-	return nil, errors.New("connection closed before END")
+	return keys, nil
 }

@@ -22,7 +22,7 @@ type ConnCollector struct {
 	dials, dialFails, reconnects, lookups, lookupFails *prometheus.Desc
 	changes                                            *prometheus.Desc
 	primary, failovers, trackFlushes, notReplicated    *prometheus.Desc
-	replicaReads                                       *prometheus.Desc
+	replicaReads, slotSplits, orphans                  *prometheus.Desc
 }
 
 var _ prometheus.Collector = (*ConnCollector)(nil)
@@ -52,6 +52,10 @@ func NewConnCollector(name string, src store.ConnReporter) *ConnCollector {
 		notReplicated: d("invalidations_not_replicated_total",
 			"Invalidations the primary applied that not enough replicas acknowledged in time (redisstore InvalidateWait)."),
 		replicaReads: d("replica_reads_total", "Commands sent to a replica (redisstore ReadFromReplicas)."),
+		orphans: d("orphaned_leases_released_total",
+			"Leases whose Fill or Release got no answer (a broken connection), released in the background once the server answered again."),
+		slotSplits: d("slot_migration_splits_total",
+			"Batches of several keys of one Redis Cluster slot that met TRYAGAIN while the slot was migrated, sent again one key per command."),
 	}
 }
 
@@ -59,7 +63,7 @@ func NewConnCollector(name string, src store.ConnReporter) *ConnCollector {
 func (c *ConnCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.connected, c.attempts, c.attemptFails, c.resolved,
 		c.dials, c.dialFails, c.reconnects, c.lookups, c.lookupFails, c.changes,
-		c.primary, c.failovers, c.trackFlushes, c.notReplicated, c.replicaReads} {
+		c.primary, c.failovers, c.trackFlushes, c.notReplicated, c.replicaReads, c.slotSplits, c.orphans} {
 		ch <- d
 	}
 }
@@ -81,6 +85,8 @@ func (c *ConnCollector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.trackFlushes, st.TrackingFlushes)
 	counter(c.notReplicated, st.NotReplicated)
 	counter(c.replicaReads, st.ReplicaReads)
+	counter(c.slotSplits, st.SlotSplits)
+	counter(c.orphans, st.OrphanedLeases)
 	if st.Primary != "" {
 		ch <- prometheus.MustNewConstMetric(c.primary, prometheus.GaugeValue, 1, c.name, st.Primary)
 	}

@@ -54,7 +54,7 @@ kura_store_node_reconnects_total{node="cache.example:6379",store="sessions"} 1
 }
 
 func TestConnCollectorFailover(t *testing.T) {
-	src := fakeConn{store.ConnStats{Connected: true, Primary: "10.0.0.2:6379", Failovers: 2, TrackingFlushes: 3, NotReplicated: 4, ReplicaReads: 5}}
+	src := fakeConn{store.ConnStats{Connected: true, Primary: "10.0.0.2:6379", Failovers: 2, TrackingFlushes: 3, NotReplicated: 4, ReplicaReads: 5, SlotSplits: 6, OrphanedLeases: 7}}
 	reg := prometheus.NewPedanticRegistry()
 	reg.MustRegister(kuraprom.NewConnCollector("sessions", src))
 	want := `
@@ -64,18 +64,24 @@ kura_store_failovers_total{store="sessions"} 2
 # HELP kura_store_invalidations_not_replicated_total Invalidations the primary applied that not enough replicas acknowledged in time (redisstore InvalidateWait).
 # TYPE kura_store_invalidations_not_replicated_total counter
 kura_store_invalidations_not_replicated_total{store="sessions"} 4
+# HELP kura_store_orphaned_leases_released_total Leases whose Fill or Release got no answer (a broken connection), released in the background once the server answered again.
+# TYPE kura_store_orphaned_leases_released_total counter
+kura_store_orphaned_leases_released_total{store="sessions"} 7
 # HELP kura_store_primary_info 1 for the server a store with failover (Redis Sentinel) follows now.
 # TYPE kura_store_primary_info gauge
 kura_store_primary_info{primary="10.0.0.2:6379",store="sessions"} 1
 # HELP kura_store_replica_reads_total Commands sent to a replica (redisstore ReadFromReplicas).
 # TYPE kura_store_replica_reads_total counter
 kura_store_replica_reads_total{store="sessions"} 5
+# HELP kura_store_slot_migration_splits_total Batches of several keys of one Redis Cluster slot that met TRYAGAIN while the slot was migrated, sent again one key per command.
+# TYPE kura_store_slot_migration_splits_total counter
+kura_store_slot_migration_splits_total{store="sessions"} 6
 # HELP kura_store_tracking_flushes_total Times server-assisted invalidation had to drop every key (a tracking connection broke: failover, restart; FLUSHALL); each flushes the L1 of every Cache on the store.
 # TYPE kura_store_tracking_flushes_total counter
 kura_store_tracking_flushes_total{store="sessions"} 3
 `
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "kura_store_failovers_total",
-		"kura_store_invalidations_not_replicated_total", "kura_store_primary_info", "kura_store_replica_reads_total", "kura_store_tracking_flushes_total"); err != nil {
+		"kura_store_invalidations_not_replicated_total", "kura_store_orphaned_leases_released_total", "kura_store_primary_info", "kura_store_replica_reads_total", "kura_store_slot_migration_splits_total", "kura_store_tracking_flushes_total"); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -3,13 +3,13 @@ package kuraprom
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/kuracache/kura/store/health"
+	"github.com/kuracache/kura/store"
 )
 
 // HealthSource is anything with node-health statistics: every
-// *health.Store.
+// *health.Store (whose Stats is a store.HealthStats).
 type HealthSource interface {
-	Stats() health.Stats
+	Stats() store.HealthStats
 }
 
 // HealthCollector is a prometheus.Collector over the node monitor and
@@ -57,9 +57,9 @@ func (c *HealthCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), append([]string{c.name}, labels...)...)
 	}
 	st := c.src.Stats()
-	bounds := health.ProbeBuckets()
+	bounds := store.ProbeBuckets()
 	for _, n := range st.Nodes {
-		for _, s := range health.States() {
+		for s := range store.NodeStates {
 			v := 0.0
 			if n.State == s {
 				v = 1

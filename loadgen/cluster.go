@@ -4,14 +4,14 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 	"unsafe"
 
 	"github.com/kuracache/kura/internal/slot"
-	"github.com/kuracache/kura/store/memcache"
+	"github.com/kuracache/kura/internal/wire"
+	"github.com/kuracache/kura/ring"
 )
 
 // slotCount is the number of Redis Cluster hash slots.
@@ -20,7 +20,8 @@ const slotCount = slot.Count
 // topology maps a key to the node that owns it. For a standalone server and
 // a one-server memcached pool there is one node; for Redis Cluster the
 // owner of the key's hash slot; for a memcached pool the server that
-// kura's own ketama ring (store/memcache.Ring) picks, and for sharded
+// kura's own ketama ring picks (package ring's libketama
+// ring with "host:port" identities, as store/memcache places keys), and for sharded
 // Redis (redis+ring://) the shard store/redisring's ring picks, so a
 // benchmark loads each server with exactly the keys a kura application
 // would send it.
@@ -100,11 +101,15 @@ func discover(ctx context.Context, s *settings) (*topology, error) {
 				}
 				seen[a] = true
 			}
-			ring, err := memcache.NewRing(t.Addrs, nil)
+			nodes := make([]ring.Node, len(t.Addrs))
+			for i, a := range t.Addrs {
+				nodes[i] = ring.Node{ID: a}
+			}
+			r, err := ring.NewKetama(nodes)
 			if err != nil {
 				return nil, cfgErr("target %s: %v", t, err)
 			}
-			top.place = ring.Index
+			top.place = r.Owner
 		}
 		for _, a := range t.Addrs {
 			c, err := dial(ctx, s, a)
@@ -122,6 +127,14 @@ func discover(ctx context.Context, s *settings) (*topology, error) {
 	if t.Ring != nil {
 		return shards(ctx, s)
 	}
+	if t.MasterSet != "" {
+		primary, err := askSentinels(ctx, s)
+		if err != nil {
+			return nil, err
+		}
+		s.target.Addrs = []string{primary}
+		t = s.target
+	}
 	var lastErr error
 	for _, seed := range t.Addrs {
 		c, err := dial(ctx, s, seed)
@@ -138,7 +151,7 @@ func discover(ctx context.Context, s *settings) (*topology, error) {
 			return nil, fmt.Errorf("redis at %s: INFO cluster: %v", seed, err)
 		}
 		info, _ := v.(string)
-		enabled := strings.Contains(info, "cluster_enabled:1")
+		enabled := wire.ParseInfo(info)["cluster_enabled"] == "1"
 		if !enabled {
 			if t.Cluster {
 				why := "--cluster was given"
@@ -192,42 +205,23 @@ func loadSlots(ctx context.Context, s *settings, seeds []string) (*topology, err
 // owner; ranges that overlap are taken in order, the later one winning,
 // as they cannot come from a healthy cluster anyway.
 func parseSlots(v any, seed string) (*topology, error) {
-	ranges, ok := v.([]any)
-	if !ok {
-		return nil, fmt.Errorf("redis at %s: CLUSTER SLOTS answered %T", seed, v)
+	seedHost, _, _ := net.SplitHostPort(seed)
+	ranges, err := wire.ParseSlots(v, seedHost)
+	if err != nil {
+		return nil, fmt.Errorf("redis at %s: %w", seed, err)
 	}
 	top := &topology{cluster: true}
 	index := map[string]int{}
 	var owned [slotCount]bool
 	covered := 0
 	for _, r := range ranges {
-		e, ok := r.([]any)
-		if !ok || len(e) < 3 {
-			return nil, fmt.Errorf("%w: CLUSTER SLOTS entry %v", errProtocol, r)
-		}
-		lo, ok1 := e[0].(int64)
-		hi, ok2 := e[1].(int64)
-		m, ok3 := e[2].([]any)
-		if !ok1 || !ok2 || !ok3 || len(m) < 2 || lo < 0 || hi >= slotCount || lo > hi {
-			return nil, fmt.Errorf("%w: CLUSTER SLOTS entry %v", errProtocol, r)
-		}
-		host, _ := m[0].(string)
-		port, _ := m[1].(int64)
-		if port <= 0 || port > 65535 {
-			return nil, fmt.Errorf("%w: CLUSTER SLOTS entry %v has no valid port", errProtocol, r)
-		}
-		if host == "" || host == "?" {
-			// The node does not know its own address; it is the seed's host.
-			host, _, _ = net.SplitHostPort(seed)
-		}
-		addr := net.JoinHostPort(host, strconv.FormatInt(port, 10))
-		i, ok := index[addr]
+		i, ok := index[r.Master]
 		if !ok {
 			i = len(top.addrs)
-			index[addr] = i
-			top.addrs = append(top.addrs, addr)
+			index[r.Master] = i
+			top.addrs = append(top.addrs, r.Master)
 		}
-		for s := lo; s <= hi; s++ {
+		for s := r.First; s <= r.Last; s++ {
 			top.owner[s] = uint16(i)
 			if !owned[s] {
 				owned[s] = true
@@ -256,7 +250,7 @@ func shards(ctx context.Context, s *settings) (*topology, error) {
 		if err != nil {
 			return nil, fmt.Errorf("redis at %s: INFO cluster: %v", a, err)
 		}
-		if info, _ := v.(string); strings.Contains(info, "cluster_enabled:1") {
+		if info, _ := v.(string); wire.ParseInfo(info)["cluster_enabled"] == "1" {
 			return nil, fmt.Errorf("redis at %s is a cluster node, but redis+ring:// names standalone shards; point redis:// at the cluster instead", a)
 		}
 	}

@@ -132,8 +132,26 @@ type settings struct {
 }
 
 func cfgErr(format string, a ...any) error {
-	return fmt.Errorf("%w: %s", ErrConfig, fmt.Sprintf(format, a...))
+	return &ConfigError{Reason: fmt.Sprintf(format, a...)}
 }
+
+// ConfigError is a Config value that cannot work. It matches ErrConfig.
+type ConfigError struct {
+	// Reason names the field (and the CLI flag) and says what to do,
+	// without ErrConfig's text: what a command line prints.
+	Reason string
+	// Err is the cause, when there is one (a target URL that does not
+	// parse).
+	Err error
+}
+
+func (e *ConfigError) Error() string { return ErrConfig.Error() + ": " + e.Reason }
+
+// Is reports whether target is ErrConfig.
+func (e *ConfigError) Is(target error) bool { return target == ErrConfig }
+
+// Unwrap returns the cause.
+func (e *ConfigError) Unwrap() error { return e.Err }
 
 // validate applies the documented defaults and rejects values that cannot
 // work, naming the CLI flag so a person knows what to change.

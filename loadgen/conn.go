@@ -10,6 +10,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/kuracache/kura/internal/wire"
 	"github.com/kuracache/kura/store/storeurl"
 )
 
@@ -123,11 +124,11 @@ func (c *conn) close() { _ = c.nc.Close() }
 // control sends one command on the connection and reads its reply, for the
 // handshake and for server counters; it allocates freely.
 func (c *conn) redisDo(args ...string) (any, error) {
-	b := appendCommand(nil, args...)
+	b := wire.AppendCommand(nil, args...)
 	if err := c.write(b, time.Now()); err != nil {
 		return nil, err
 	}
-	return readValue(c.r)
+	return wire.ReadValue(c.r)
 }
 
 func (c *conn) redisHandshake(t Target) error {
@@ -148,7 +149,7 @@ func (c *conn) redisHandshake(t Target) error {
 	v, err := c.redisDo("PING")
 	var re respError
 	if errors.As(err, &re) {
-		if re.prefix() == "NOAUTH" {
+		if re.Code() == "NOAUTH" {
 			return storeurl.AuthError(c.addr, re.Error(), err)
 		}
 		return fmt.Errorf("redis at %s answered PING with an error: %s", c.addr, re)

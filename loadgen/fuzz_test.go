@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/kuracache/kura/internal/wire"
 )
 
 // The fuzz tests cover every parser of the package: replies from servers
@@ -37,7 +39,7 @@ func appendRESP(dst []byte, v any) []byte {
 	case nil:
 		return append(dst, "$-1\r\n"...)
 	case string:
-		dst = appendBulkHeader(dst, len(v))
+		dst = wire.AppendBulkHeader(dst, len(v))
 		dst = append(dst, v...)
 		return append(dst, '\r', '\n')
 	case int64:
@@ -74,7 +76,7 @@ func FuzzRESP(f *testing.F) {
 			return
 		}
 		r, used := fuzzReader(data)
-		v, err := readValue(r)
+		v, err := wire.ReadValue(r)
 		n := used()
 		var re respError
 		if err != nil && !errors.As(err, &re) {
@@ -93,7 +95,7 @@ func FuzzRESP(f *testing.F) {
 			return // a (nested) error reply: the value is partial
 		}
 		enc := appendRESP(nil, v)
-		v2, err := readValue(bufio.NewReader(bytes.NewReader(enc)))
+		v2, err := wire.ReadValue(bufio.NewReader(bytes.NewReader(enc)))
 		if err != nil || !reflect.DeepEqual(v, v2) {
 			t.Fatalf("%#v encodes to %q, which reads back as %#v, %v", v, enc, v2, err)
 		}
@@ -251,7 +253,7 @@ func FuzzClusterSlots(f *testing.F) {
 				ranges = append(ranges, [3]int{s, e, int(top.owner[s])})
 				s = e + 1
 			}
-			v, err := readValue(bufio.NewReader(bytes.NewReader(slotsReply(ranges, top.addrs))))
+			v, err := wire.ReadValue(bufio.NewReader(bytes.NewReader(slotsReply(ranges, top.addrs))))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -267,7 +269,7 @@ func FuzzClusterSlots(f *testing.F) {
 		}
 
 		r, _ := fuzzReader(data)
-		if v, err := readValue(r); err == nil {
+		if v, err := wire.ReadValue(r); err == nil {
 			if top, err := parseSlots(v, seed); err == nil {
 				check(top)
 			}
@@ -290,7 +292,7 @@ func FuzzClusterSlots(f *testing.F) {
 				want[s] = node
 			}
 		}
-		v, err := readValue(bufio.NewReader(bytes.NewReader(slotsReply(ranges, addrs))))
+		v, err := wire.ReadValue(bufio.NewReader(bytes.NewReader(slotsReply(ranges, addrs))))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,10 +3,12 @@ package loadgen
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
+
+	"github.com/kuracache/kura/internal/wire"
 )
 
 // mcProto speaks memcached's meta protocol (mg/ms, multi-key requests in
@@ -104,7 +106,7 @@ func (p *mcProto) read(r *bufio.Reader, o *op, nkeys int) error {
 		// Quiet mode: only hits (VA) and failures are answered, then MN.
 		hits := 0
 		for {
-			line, err := readLine(r)
+			line, err := wire.ReadLine(r)
 			if err != nil {
 				return err
 			}
@@ -135,7 +137,7 @@ func (p *mcProto) read(r *bufio.Reader, o *op, nkeys int) error {
 	case o.kind == opSet:
 		return p.readStatus(r, o)
 	case p.meta: // mg
-		line, err := readLine(r)
+		line, err := wire.ReadLine(r)
 		if err != nil {
 			return err
 		}
@@ -152,7 +154,7 @@ func (p *mcProto) read(r *bufio.Reader, o *op, nkeys int) error {
 	default: // text get, one or many keys: VALUE ... END
 		got := 0
 		for {
-			line, err := readLine(r)
+			line, err := wire.ReadLine(r)
 			if err != nil {
 				return err
 			}
@@ -188,10 +190,10 @@ func (p *mcProto) readValueOrError(r *bufio.Reader, line []byte, o *op) (bool, e
 		if i := bytes.IndexByte(f, ' '); i >= 0 {
 			f = f[:i]
 		}
-		n, ok = atoi(f)
+		n, ok = wire.Atoi(f)
 	case bytes.HasPrefix(line, []byte("VALUE ")):
 		f := line[bytes.LastIndexByte(line, ' ')+1:]
-		n, ok = atoi(f)
+		n, ok = wire.Atoi(f)
 	default:
 		if isMCError(line) {
 			o.fail(string(line))
@@ -207,7 +209,7 @@ func (p *mcProto) readValueOrError(r *bufio.Reader, line []byte, o *op) (bool, e
 }
 
 func (p *mcProto) readStatus(r *bufio.Reader, o *op) error {
-	line, err := readLine(r)
+	line, err := wire.ReadLine(r)
 	if err != nil {
 		return err
 	}
@@ -231,22 +233,12 @@ func (c *conn) memcachedStats() (map[string]string, error) {
 	if err := c.write([]byte("stats\r\n"), time.Now()); err != nil {
 		return nil, err
 	}
-	m := map[string]string{}
-	for {
-		line, err := readLine(c.r)
-		if err != nil {
-			return nil, err
-		}
-		s := string(line)
-		if s == "END" {
-			return m, nil
-		}
-		if f := strings.Fields(s); len(f) == 3 && f[0] == "STAT" {
-			m[f[1]] = f[2]
-		} else if isMCError(line) {
-			return nil, fmt.Errorf("memcached at %s: stats: %s", c.addr, s)
-		}
+	m, err := wire.ReadStats(c.r)
+	var re *wire.ReplyError
+	if errors.As(err, &re) {
+		return nil, fmt.Errorf("memcached at %s: stats: %s", c.addr, re.Line)
 	}
+	return m, err
 }
 
 // memcachedHello checks that the server speaks memcached at all, and the
@@ -255,7 +247,7 @@ func (c *conn) memcachedHello(meta bool) error {
 	if err := c.write([]byte("version\r\n"), time.Now()); err != nil {
 		return err
 	}
-	line, err := readLine(c.r)
+	line, err := wire.ReadLine(c.r)
 	if err != nil {
 		return fmt.Errorf("memcached at %s does not answer `version`: %v (is it a memcached server?)", c.addr, rootCause(err))
 	}
@@ -266,7 +258,7 @@ func (c *conn) memcachedHello(meta bool) error {
 		if err := c.write([]byte("mn\r\n"), time.Now()); err != nil {
 			return err
 		}
-		line, err := readLine(c.r)
+		line, err := wire.ReadLine(c.r)
 		if err != nil || !bytes.Equal(line, []byte("MN")) {
 			return fmt.Errorf("memcached at %s (%s) does not speak the meta protocol (needs 1.6+); use --protocol text", c.addr, bytes.TrimPrefix(line, []byte("VERSION ")))
 		}

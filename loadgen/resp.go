@@ -2,172 +2,17 @@ package loadgen
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
+
+	"github.com/kuracache/kura/internal/wire"
 )
 
-// respError is an error reply from Redis ("-ERR ...").
-type respError string
+var errProtocol = wire.ErrProtocol
 
-func (e respError) Error() string { return string(e) }
-
-// prefix returns the error code, such as "MOVED" or "WRONGPASS".
-func (e respError) prefix() string {
-	p, _, _ := strings.Cut(string(e), " ")
-	return p
-}
-
-var errProtocol = errors.New("kura: protocol error")
-
-// appendCommand appends args as a RESP array of bulk strings.
-func appendCommand(dst []byte, args ...string) []byte {
-	dst = append(dst, '*')
-	dst = strconv.AppendInt(dst, int64(len(args)), 10)
-	dst = append(dst, '\r', '\n')
-	for _, a := range args {
-		dst = appendBulkHeader(dst, len(a))
-		dst = append(dst, a...)
-		dst = append(dst, '\r', '\n')
-	}
-	return dst
-}
-
-func appendBulkHeader(dst []byte, n int) []byte {
-	dst = append(dst, '$')
-	dst = strconv.AppendInt(dst, int64(n), 10)
-	return append(dst, '\r', '\n')
-}
-
-// readLine returns one protocol line without its CRLF. The slice is valid
-// until the next read.
-func readLine(r *bufio.Reader) ([]byte, error) {
-	line, err := r.ReadSlice('\n')
-	if err != nil {
-		if errors.Is(err, bufio.ErrBufferFull) {
-			return nil, fmt.Errorf("%w: line longer than %d bytes", errProtocol, r.Size())
-		}
-		return nil, err
-	}
-	if len(line) < 2 || line[len(line)-2] != '\r' {
-		return nil, fmt.Errorf("%w: line without CRLF: %q", errProtocol, line)
-	}
-	return line[:len(line)-2], nil
-}
-
-// atoi parses a decimal integer (with an optional minus) without
-// allocating.
-func atoi(b []byte) (int, bool) {
-	if len(b) == 0 {
-		return 0, false
-	}
-	neg := b[0] == '-'
-	if neg {
-		b = b[1:]
-		if len(b) == 0 {
-			return 0, false
-		}
-	}
-	n := 0
-	for _, c := range b {
-		if c < '0' || c > '9' || n > (1<<62)/10 {
-			return 0, false
-		}
-		n = n*10 + int(c-'0')
-	}
-	if neg {
-		n = -n
-	}
-	return n, true
-}
-
-// Bounds on what readValue accepts from a server, so that a hostile or
-// broken one cannot make the client allocate gigabytes or recurse without
-// end. The control replies it reads (INFO, CLUSTER SLOTS) are kilobytes
-// and three levels deep.
-const (
-	maxControlBulk  = 64 << 20
-	maxControlDepth = 16
-)
-
-// readValue reads one full RESP reply for the control path: strings,
-// integers, nil, arrays ([]any) and errors (returned as respError).
-func readValue(r *bufio.Reader) (any, error) {
-	return readValueDepth(r, 0)
-}
-
-func readValueDepth(r *bufio.Reader, depth int) (any, error) {
-	line, err := readLine(r)
-	if err != nil {
-		return nil, err
-	}
-	if len(line) == 0 {
-		return nil, fmt.Errorf("%w: empty line", errProtocol)
-	}
-	switch line[0] {
-	case '+':
-		return string(line[1:]), nil
-	case '-':
-		return nil, respError(line[1:])
-	case ':':
-		n, err := strconv.ParseInt(string(line[1:]), 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("%w: bad integer %q", errProtocol, line)
-		}
-		return n, nil
-	case '$':
-		n, ok := atoi(line[1:])
-		if !ok || n > maxControlBulk {
-			return nil, fmt.Errorf("%w: bad bulk length %q", errProtocol, line)
-		}
-		if n < 0 {
-			return nil, nil
-		}
-		buf := make([]byte, n+2)
-		if _, err := io.ReadFull(r, buf); err != nil {
-			return nil, err
-		}
-		if buf[n] != '\r' || buf[n+1] != '\n' {
-			return nil, fmt.Errorf("%w: bulk string of %d bytes not followed by CRLF", errProtocol, n)
-		}
-		return string(buf[:n]), nil
-	case '*':
-		n, ok := atoi(line[1:])
-		if !ok || depth >= maxControlDepth {
-			return nil, fmt.Errorf("%w: bad array %q", errProtocol, line)
-		}
-		if n < 0 {
-			return nil, nil
-		}
-		// The length is the server's word: grow as elements arrive.
-		out := make([]any, 0, min(n, 64))
-		var firstErr error
-		for range n {
-			v, err := readValueDepth(r, depth+1)
-			var re respError
-			if errors.As(err, &re) {
-				firstErr = cmpErr(firstErr, err)
-				out = append(out, nil)
-				continue
-			}
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, v)
-		}
-		return out, firstErr
-	}
-	return nil, fmt.Errorf("%w: unexpected reply %q", errProtocol, line)
-}
-
-func cmpErr(a, b error) error {
-	if a != nil {
-		return a
-	}
-	return b
-}
+// respError is an error reply from Redis.
+type respError = wire.Error
 
 // redisProto encodes and reads the load commands. The headers that do not
 // change between requests (command name, key length) are built once.
@@ -192,12 +37,12 @@ type tmplPiece struct {
 
 func newRedisProto(s *settings) *redisProto {
 	p := &redisProto{s: s, keyLen: len(s.KeyPrefix) + keyDigits}
-	p.keyHdr = appendBulkHeader(nil, p.keyLen)
+	p.keyHdr = wire.AppendBulkHeader(nil, p.keyLen)
 	hdr := func(argc int, name string) []byte {
 		b := []byte{'*'}
 		b = strconv.AppendInt(b, int64(argc), 10)
 		b = append(b, '\r', '\n')
-		b = appendBulkHeader(b, len(name))
+		b = wire.AppendBulkHeader(b, len(name))
 		b = append(b, name...)
 		b = append(b, '\r', '\n')
 		return append(b, p.keyHdr...)
@@ -205,15 +50,15 @@ func newRedisProto(s *settings) *redisProto {
 	p.getHdr = hdr(2, "GET")
 	if s.TTL > 0 {
 		p.setHdr = hdr(5, "SET")
-		p.ttlTail = appendCommand(nil, "EX", strconv.FormatInt(int64(s.TTL.Seconds()), 10))
+		p.ttlTail = wire.AppendCommand(nil, "EX", strconv.FormatInt(int64(s.TTL.Seconds()), 10))
 		p.ttlTail = p.ttlTail[len("*2\r\n"):]
 	} else {
 		p.setHdr = hdr(3, "SET")
 	}
 	p.hsetHdr = hdr(4, "HSET")
 	p.hsetFld = []byte("$2\r\nf1\r\n")
-	p.mgetHdr = appendCommand(nil, "MGET")[len("*2\r\n"):]
-	p.msetHdr = appendCommand(nil, "MSET")[len("*2\r\n"):]
+	p.mgetHdr = wire.AppendCommand(nil, "MGET")[len("*2\r\n"):]
+	p.msetHdr = wire.AppendCommand(nil, "MSET")[len("*2\r\n"):]
 	for _, a := range s.Template {
 		var pieces []tmplPiece
 		for a != "" {
@@ -252,7 +97,7 @@ func (p *redisProto) appendKey(dst []byte, k uint64) []byte {
 
 func (p *redisProto) appendValue(dst []byte, w *worker) []byte {
 	v := w.values.value(w.rng, p.s.sizes.draw(w.rng))
-	dst = appendBulkHeader(dst, len(v))
+	dst = wire.AppendBulkHeader(dst, len(v))
 	dst = append(dst, v...)
 	return append(dst, '\r', '\n')
 }
@@ -324,7 +169,7 @@ func (p *redisProto) encodeTemplate(dst []byte, w *worker, k uint64) []byte {
 				n += len(pc.lit)
 			}
 		}
-		dst = appendBulkHeader(dst, n)
+		dst = wire.AppendBulkHeader(dst, n)
 		for _, pc := range arg {
 			switch pc.kind {
 			case 'k':
@@ -348,7 +193,7 @@ func (p *redisProto) read(r *bufio.Reader, o *op, nkeys int) error {
 }
 
 func (p *redisProto) readReply(r *bufio.Reader, o *op, depth int) error {
-	line, err := readLine(r)
+	line, err := wire.ReadLine(r)
 	if err != nil {
 		return err
 	}
@@ -362,7 +207,7 @@ func (p *redisProto) readReply(r *bufio.Reader, o *op, depth int) error {
 		o.fail(string(line[1:]))
 		return nil
 	case '$':
-		n, ok := atoi(line[1:])
+		n, ok := wire.Atoi(line[1:])
 		if !ok {
 			return fmt.Errorf("%w: bad bulk length %q", errProtocol, line)
 		}
@@ -374,7 +219,7 @@ func (p *redisProto) readReply(r *bufio.Reader, o *op, depth int) error {
 		_, err := r.Discard(n + 2)
 		return err
 	case '*':
-		n, ok := atoi(line[1:])
+		n, ok := wire.Atoi(line[1:])
 		if !ok || depth > 16 {
 			return fmt.Errorf("%w: bad array %q", errProtocol, line)
 		}

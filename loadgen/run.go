@@ -1,6 +1,7 @@
 package loadgen
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -116,7 +117,7 @@ func run(ctx context.Context, s *settings, top *topology, res *Result) (*Result,
 			defer func() { <-sem }()
 			if err := w.connect(ctx); err != nil {
 				dialMu.Lock()
-				dialErr = cmpErr(dialErr, err)
+				dialErr = cmp.Or(dialErr, err)
 				dialMu.Unlock()
 			}
 		}()

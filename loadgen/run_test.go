@@ -338,7 +338,7 @@ func TestSweepIOThreads(t *testing.T) {
 		Base:        Config{Template: []string{"hset", "__key__", "f1", "__data__"}, Connections: 4, Duration: 300 * time.Millisecond},
 		Param:       SweepIOThreads,
 		Values:      []string{"1", "2"},
-		StartServer: LocalServer(KindRedis),
+		StartServer: servers.Threaded("redis"),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/HdrHistogram/hdrhistogram-go"
+
+	"github.com/kuracache/kura/internal/wire"
 )
 
 // Latencies are recorded in microseconds from 1 µs to one hour with three
@@ -159,28 +161,12 @@ func (c *conn) redisCounters() (serverCounters, error) {
 		return serverCounters{}, err
 	}
 	text, _ := v.(string)
-	sc := serverCounters{calls: map[string]int64{}}
-	for _, line := range strings.Split(text, "\n") {
-		k, val, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if !ok {
-			continue
-		}
-		switch {
-		case k == "used_cpu_user" || k == "used_cpu_sys":
-			sc.cpu += parseFloat(val)
-		case k == "total_net_input_bytes":
-			sc.netIn = parseInt(val)
-		case k == "total_net_output_bytes":
-			sc.netOut = parseInt(val)
-		case strings.HasPrefix(k, "cmdstat_"):
-			for _, f := range strings.Split(val, ",") {
-				if n, ok := strings.CutPrefix(f, "calls="); ok {
-					sc.calls[strings.TrimPrefix(k, "cmdstat_")] = parseInt(n)
-				}
-			}
-		}
-	}
-	return sc, nil
+	info := wire.ParseInfo(text)
+	return serverCounters{
+		cpu:   parseFloat(info["used_cpu_user"]) + parseFloat(info["used_cpu_sys"]),
+		netIn: parseInt(info["total_net_input_bytes"]), netOut: parseInt(info["total_net_output_bytes"]),
+		calls: wire.CommandCalls(info),
+	}, nil
 }
 
 // mcCounters reads memcached's stats: rusage, bytes and command counts

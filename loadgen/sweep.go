@@ -2,12 +2,12 @@ package loadgen
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
 
-	"github.com/kuracache/kura/internal/harness/servers"
 	"github.com/kuracache/kura/internal/vis"
 )
 
@@ -34,7 +34,8 @@ type SweepConfig struct {
 	// Values are the parameter's values, one step each, in order.
 	Values []string
 	// StartServer is required for SweepIOThreads: each step gets a fresh
-	// server with that many threads (LocalServer gives one).
+	// server with that many threads. loadgen starts no servers itself; the
+	// caller (`kura bench sweep`) supplies them.
 	StartServer ServerStarter
 	// OnStep, when set, is called after each step.
 	OnStep func(Step)
@@ -52,26 +53,6 @@ type SweepResult struct {
 	Steps []Step `json:"steps"`
 	// Command is the command line or description shown in reports.
 	Command string `json:"command,omitempty"`
-}
-
-// LocalServer returns a ServerStarter for a private redis-server
-// (threads = io-threads) or memcached (threads = -t) on a free loopback
-// port, found on PATH.
-func LocalServer(kind Kind) ServerStarter {
-	return func(ctx context.Context, threads int) (string, func(), error) {
-		if kind == KindMemcached {
-			m, err := servers.StartMemcached(ctx, servers.MemcachedConfig{Threads: threads, MemoryMB: 1024})
-			if err != nil {
-				return "", nil, err
-			}
-			return "memcached://" + m.Addr, m.Stop, nil
-		}
-		r, err := servers.StartRedis(ctx, servers.RedisConfig{IOThreads: threads})
-		if err != nil {
-			return "", nil, err
-		}
-		return r.URL(), r.Stop, nil
-	}
 }
 
 // ParseList splits "1,8,64" into its values, for sweep flags.
@@ -161,6 +142,10 @@ func Sweep(ctx context.Context, sc SweepConfig) (*SweepResult, error) {
 		res, err := Run(ctx, c)
 		if stop != nil {
 			stop()
+		}
+		var ce *ConfigError
+		if errors.As(err, &ce) {
+			return out, &ConfigError{Reason: fmt.Sprintf("step %s=%s: %s", sc.Param, v, ce.Reason), Err: ce.Err}
 		}
 		if err != nil {
 			return out, fmt.Errorf("step %s=%s: %w", sc.Param, v, err)

@@ -39,6 +39,13 @@ type Target struct {
 	Ring ring.Ring
 	// RingMode is the URL's ring= ("" for the default, go-redis).
 	RingMode ring.Mode
+	// MasterSet is set for redis+sentinel://: Sentinels are the
+	// sentinels' addresses and Addrs, empty until Run asks them, the
+	// primary they name (SENTINEL GET-MASTER-ADDR-BY-NAME). SentinelUser
+	// and SentinelPassword authenticate to the sentinels.
+	MasterSet                      string
+	Sentinels                      []string
+	SentinelUser, SentinelPassword string
 }
 
 // String returns the target without its password.
@@ -50,9 +57,19 @@ func (t Target) String() string {
 	if t.Ring != nil {
 		scheme += "+ring"
 	}
+	if t.MasterSet != "" {
+		scheme += "+sentinel"
+	}
 	s := scheme + "://"
 	if t.User != "" {
 		s += t.User + "@"
+	}
+	if t.MasterSet != "" {
+		s += strings.Join(t.Sentinels, ",") + "/" + t.MasterSet
+		if len(t.Addrs) > 0 {
+			s += " (primary " + strings.Join(t.Addrs, ",") + ")"
+		}
+		return s
 	}
 	s += strings.Join(t.Addrs, ",")
 	if t.DB != 0 {
@@ -75,6 +92,9 @@ func (t Target) String() string {
 //	redis+ring://host:port,host:port[?ring=...]
 //	                                      (standalone shards placed by
 //	                                      store/redisring's ring)
+//	redis+sentinel://[user:password@]sentinel:port[,...]/masterset[?sentinel_password=...]
+//	                                      (the primary the sentinels name,
+//	                                      asked once when the run starts)
 //	memcached://host:port[,host:port...]  (a memcached pool)
 //	host:port                             (redis://host:port)
 //
@@ -89,7 +109,7 @@ func ParseTarget(s string) (Target, error) {
 	}
 	st, err := storeurl.Parse(s)
 	if err != nil {
-		return Target{}, fmt.Errorf("%w: target: %w", ErrConfig, err)
+		return Target{}, &ConfigError{Reason: "target: " + err.Error(), Err: err}
 	}
 	t := Target{Addrs: st.Addrs, User: st.User, Password: st.Password, DB: st.DB, TLS: st.TLS, Cluster: st.Cluster}
 	switch st.Kind {
@@ -99,13 +119,19 @@ func ParseTarget(s string) (Target, error) {
 		t.Kind = KindRedis
 		r, err := st.Placement()
 		if err != nil {
-			return Target{}, fmt.Errorf("%w: target %s: %w", ErrConfig, st.Redacted(), err)
+			return Target{}, &ConfigError{Reason: fmt.Sprintf("target %s: %v", st.Redacted(), err), Err: err}
 		}
 		t.Ring, t.RingMode = r, st.Ring
+	case storeurl.RedisSentinel:
+		t.Kind, t.Addrs, t.DB = KindRedis, nil, 0
+		t.MasterSet, t.Sentinels, t.SentinelUser, t.SentinelPassword = st.MasterSet, st.Addrs, st.SentinelUser, st.SentinelPass
+		if st.DB != 0 {
+			return Target{}, cfgErr("target %s: kura bench uses database 0; drop the database from the URL", st.Redacted())
+		}
 	case storeurl.Memcached:
 		t.Kind = KindMemcached
 	default:
-		return Target{}, cfgErr("target %q: the scheme must be redis://, rediss://, redis+ring:// or memcached://", st.Redacted())
+		return Target{}, cfgErr("target %q: the scheme must be redis://, rediss://, redis+ring://, redis+sentinel:// or memcached://", st.Redacted())
 	}
 	return t, nil
 }

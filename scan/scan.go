@@ -24,9 +24,6 @@ import (
 
 	"github.com/kuracache/kura/internal/redact"
 	"github.com/kuracache/kura/store"
-	"github.com/kuracache/kura/store/memcache"
-	"github.com/kuracache/kura/store/redisring"
-	"github.com/kuracache/kura/store/redisstore"
 )
 
 // Schema is the value of Report.Schema.
@@ -255,57 +252,69 @@ type BigKey struct {
 	Node           string  `json:"node"`
 }
 
-// walker walks one server.
-type walker interface {
-	addr() string
-	walk(ctx context.Context, add func(KeyInfo)) error
-	// fetch reads the values of keys (nil for a key gone since).
-	fetch(ctx context.Context, keys []string) ([][]byte, error)
-	commands() int64
-	close()
+// walker walks one server: the store's NodeWalker, paced.
+type walker struct {
+	n    store.NodeWalker
+	opts Options
+	pace *pacer
 }
 
-// Run scans the server(s) behind st (a Redis or memcached store, possibly
-// wrapped: store.Find looks through wrappers). A server that fails midway
-// is reported in Report.Errors and Complete is false; the error returned
-// is for a scan that could not start, or a cancelled ctx (the partial
-// report is returned with it).
+func (w walker) addr() string    { return w.n.Addr() }
+func (w walker) commands() int64 { return w.pace.count.Load() }
+func (w walker) close()          { _ = w.n.Close() }
+
+func (w walker) walk(ctx context.Context, add func(KeyInfo)) error {
+	err := w.n.Walk(ctx, store.WalkOptions{Count: w.opts.Count, Pace: w.pace.wait}, func(k store.KeyInfo) error {
+		add(KeyInfo{Key: k.Key, Type: k.Type, TTLSeconds: k.TTLSeconds, Length: k.Length,
+			ValueBytes: k.ValueBytes, MemoryBytes: k.MemoryBytes, Node: k.Node})
+		return nil
+	})
+	return nodeCause(err)
+}
+
+// fetch reads the values of keys (nil for a key gone since).
+func (w walker) fetch(ctx context.Context, keys []string) ([][]byte, error) {
+	if err := w.pace.wait(ctx, len(keys)); err != nil {
+		return nil, err
+	}
+	vals, err := w.n.Read(ctx, keys)
+	return vals, nodeCause(err)
+}
+
+// nodeCause drops the node's address from err: the report names the
+// server beside it.
+func nodeCause(err error) error {
+	if ne := store.AsNodeError(err); ne != nil {
+		return ne.Err
+	}
+	return err
+}
+
+// Run scans the server(s) behind st, a store that can list its keys
+// (store.KeyWalker: Redis, Redis Cluster, sharded Redis, memcached, and
+// the wrappers that let the capability through). A server that fails
+// midway is reported in Report.Errors and Complete is false; the error
+// returned is for a scan that could not start, or a cancelled ctx (the
+// partial report is returned with it).
 func Run(ctx context.Context, st store.Store, opts Options) (*Report, error) {
 	opts, err := opts.withDefaults()
 	if err != nil {
 		return nil, err
 	}
-	var (
-		walkers []walker
-		kind    string
-	)
-	if rr, ok := store.Find[*redisring.Store](st); ok {
-		// Standalone servers sharded on the client: every shard's keys.
-		kind = "redis-ring"
-		for i := 0; i < rr.Shards() && err == nil; i++ {
-			var ws []walker
-			ws, err = redisWalkers(ctx, rr.Shard(i), opts)
-			walkers = append(walkers, ws...)
-		}
-	} else if rs, ok := store.Find[*redisstore.Store](st); ok {
-		kind = "redis"
-		// A store connects in the background; Ping waits for its first
-		// attempt and fails if that did not reach the server.
-		if err := rs.Ping(ctx); err != nil {
-			return nil, fmt.Errorf("scan: %w", err)
-		}
-		if rs.IsCluster() {
-			kind = "redis-cluster"
-		}
-		walkers, err = redisWalkers(ctx, rs, opts)
-	} else if ms, ok := store.Find[*memcache.Store](st); ok {
-		kind = "memcached"
-		walkers, err = memcachedWalkers(ms, opts)
-	} else {
+	kw, ok := store.Find[store.KeyWalker](st)
+	if !ok {
 		return nil, fmt.Errorf("%w (got %T)", ErrUnsupportedStore, st)
 	}
+	kind, nodes, err := kw.WalkNodes(ctx)
+	if errors.Is(err, store.ErrCannotWalk) {
+		return nil, fmt.Errorf("%w (%v)", ErrUnsupportedStore, err)
+	}
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("scan: %w", err)
+	}
+	walkers := make([]walker, len(nodes))
+	for i, n := range nodes {
+		walkers[i] = walker{n: n, opts: opts, pace: newPacer(opts.Rate)}
 	}
 	defer func() {
 		for _, w := range walkers {

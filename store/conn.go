@@ -49,6 +49,16 @@ type ConnStats struct {
 	// ReplicaReads counts the commands sent to a replica (redisstore's
 	// Options.ReadFromReplicas).
 	ReplicaReads uint64
+	// SlotSplits counts the batches on a Redis Cluster (an MGET or DEL of
+	// several keys of one hash slot) that met TRYAGAIN while the slot was
+	// being migrated between masters, and were sent again one key per
+	// command: how much a reshard touched this store's traffic.
+	SlotSplits uint64
+	// OrphanedLeases counts the leases whose Fill or Release got no
+	// answer (a broken connection: a failover, a restart) and that the
+	// store released in the background once the server answered again,
+	// so readers stop waiting for a fill that would never come.
+	OrphanedLeases uint64
 }
 
 // NodeConnStats is one server address's connection history.

@@ -41,6 +41,17 @@ type HealthReporter interface {
 	NodeHealth() []NodeHealth
 }
 
+// HealthStats is a snapshot of a circuit breaker (store/health's Stats):
+// its nodes and its gutter reads, for exporters such as kuraprom.
+type HealthStats struct {
+	// Nodes has one entry per watched node, sorted by address.
+	Nodes []NodeHealth
+	// GutterHits, GutterMisses and GutterErrors count reads of Down
+	// nodes' keys served by the breaker's gutter pool (all zero without
+	// one).
+	GutterHits, GutterMisses, GutterErrors uint64
+}
+
 // NodeState is a node's health as a circuit breaker sees it (see package
 // store/health for the transitions).
 type NodeState int32

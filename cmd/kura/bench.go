@@ -47,6 +47,9 @@ The target is the first argument (default redis://127.0.0.1:6379):
   redis://host:port,host:port              Redis Cluster (seeds; slots are followed)
   redis+ring://host:port,host:port[?ring=] standalone Redis shards, each key sent where
                                            kura's redisring store puts it (docs/rings.md)
+  redis+sentinel://[:password@]sentinel:port[,...]/masterset[?sentinel_password=]
+                                           the primary the sentinels name (asked once
+                                           at the start; rediss+sentinel:// for TLS)
   memcached://host:port[,host:port...]     memcached (meta protocol; --protocol text)
 Anything after the target is a Redis command template: __key__ and __data__
 are replaced by a key and a value, as in redis-benchmark-go.
@@ -316,8 +319,10 @@ func benchError(err error) error {
 		return err // main exits 130
 	}
 	msg := err.Error()
-	msg = strings.TrimPrefix(msg, loadgen.ErrConfig.Error()+": ")
-	msg = strings.ReplaceAll(msg, loadgen.ErrConfig.Error()+": ", "")
+	var ce *loadgen.ConfigError
+	if errors.As(err, &ce) {
+		msg = ce.Reason // the flag and what to do, without the library's prefix
+	}
 	return fmt.Errorf("bench: %s", strings.ReplaceAll(msg, "\n", " "))
 }
 

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kuracache/kura/internal/harness/servers"
 	"github.com/kuracache/kura/internal/redact"
 	"github.com/kuracache/kura/loadgen"
 	"github.com/kuracache/kura/store/storeurl"
@@ -69,15 +70,12 @@ only while cores are free.`,
 				return fmt.Errorf("bench sweep: sweep one parameter at a time, not %s", strings.Join(swept, " and "))
 			}
 			if sc.Param == loadgen.SweepIOThreads {
-				kind := loadgen.KindRedis
 				switch server {
-				case "redis":
-				case "memcached":
-					kind = loadgen.KindMemcached
+				case "redis", "memcached":
 				default:
 					return fmt.Errorf("bench sweep: --server must be redis or memcached, got %q", server)
 				}
-				sc.StartServer = loadgen.LocalServer(kind)
+				sc.StartServer = servers.Threaded(server)
 			}
 			// The default report goes to a new private file in the temporary
 			// directory (a fixed name there could be a planted link).

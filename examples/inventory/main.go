@@ -5,22 +5,24 @@
 // with one id-list read, one batched read of the rows, and (cold) one
 // query for the missing rows and one batched write-back.
 //
-// It starts a private PostgreSQL and three memcached on loopback (Debian's
-// postgresql and memcached packages; `make servers` installs them):
+// It takes the servers as flags: a PostgreSQL database it may create two
+// tables in, and a pool of memcached servers (its test starts private ones):
 //
-//	go run ./examples/inventory
+//	go run ./examples/inventory -postgres postgres://user:pw@127.0.0.1/db \
+//		-memcached 127.0.0.1:11211,127.0.0.1:11212,127.0.0.1:11213
 package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/kuracache/kura"
-	"github.com/kuracache/kura/internal/harness/servers"
 	"github.com/kuracache/kura/store/memcache"
 )
 
@@ -46,29 +48,24 @@ INSERT INTO user_items (user_id, item_id, count)
   SELECT u, i, i % 7 + 1 FROM generate_series(1, 2) u, generate_series(1, 2000) i ORDER BY u, i;`
 
 func main() {
-	if err := run(context.Background()); err != nil {
+	dsn := flag.String("postgres", "", "PostgreSQL connection string (postgres://...); the example creates the tables users and user_items there")
+	mc := flag.String("memcached", "", "memcached servers, host:port,host:port,...")
+	flag.Parse()
+	if *dsn == "" || *mc == "" {
+		fmt.Fprintln(os.Stderr, "inventory: give -postgres and -memcached")
+		flag.Usage()
+		os.Exit(2)
+	}
+	if err := run(context.Background(), *dsn, strings.Split(*mc, ",")); err != nil {
 		fmt.Fprintln(os.Stderr, "inventory:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context) error {
-	pg, err := servers.StartPostgres(ctx, servers.PostgresConfig{})
-	if err != nil {
-		return err
-	}
-	defer pg.Stop()
-	var addrs []string
-	for range 3 {
-		m, err := servers.StartMemcached(ctx, servers.MemcachedConfig{})
-		if err != nil {
-			return err
-		}
-		defer m.Stop()
-		addrs = append(addrs, m.Addr)
-	}
-
-	db, err := pgxpool.New(ctx, pg.DSN())
+// run creates the tables in the database at dsn and logs a user in twice
+// with its items cached in the memcached pool addrs.
+func run(ctx context.Context, dsn string, addrs []string) error {
+	db, err := pgxpool.New(ctx, dsn)
 	if err != nil {
 		return err
 	}

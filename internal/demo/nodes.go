@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strings"
 
+	"github.com/kuracache/kura/internal/harness/servers"
 	"github.com/kuracache/kura/loadgen"
 )
 
@@ -61,7 +62,7 @@ func runNodes(ctx context.Context, env *Env, res *Result) error {
 		},
 		Param:       loadgen.SweepIOThreads,
 		Values:      threads,
-		StartServer: loadgen.LocalServer(loadgen.KindRedis),
+		StartServer: servers.Threaded("redis"),
 		OnStep: func(s loadgen.Step) {
 			fmt.Fprintf(env.progress, "  io-threads %s: %.0f HSET/s\n", s.Value, s.Result.OpsPerSec)
 		},

@@ -50,7 +50,9 @@ func (p *PanicError) Unwrap() []error {
 	return []error{ErrPanicked}
 }
 
-type call[V any] struct {
+// Call is the load of one key in flight.
+type Call[V any] struct {
+	key   string
 	done  chan struct{}
 	val   V
 	err   error
@@ -61,7 +63,7 @@ type call[V any] struct {
 // Group must not be copied after first use.
 type Group[V any] struct {
 	mu    sync.Mutex
-	calls map[string]*call[V]
+	calls map[string]*Call[V]
 	// ended counts loads that have finished, of any key.
 	ended atomic.Uint64
 }
@@ -81,6 +83,38 @@ const (
 	Joined
 )
 
+// Claim returns the load of key in flight and false, or, when there is
+// none, a new load that this caller leads (true) and must start with Run.
+// With fresh, Claim always returns a new load: the one in flight, if any,
+// is forgotten (see Forget) and keeps only the callers already waiting.
+func (g *Group[V]) Claim(key string, fresh bool) (*Call[V], bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if c, ok := g.calls[key]; ok && !fresh {
+		return c, false
+	}
+	if g.calls == nil {
+		g.calls = make(map[string]*Call[V])
+	}
+	c := &Call[V]{key: key, done: make(chan struct{})}
+	g.calls[key] = c
+	return c, true
+}
+
+// Run starts the loads of calls, which this caller leads (from Claim), as
+// one: fn runs on a new goroutine with a context derived from ctx without
+// its cancellation, bounded by timeout (no bound if timeout <= 0), and
+// returns one value and one error per call, in order. If fn panics, every
+// call of calls holds the panic.
+func (g *Group[V]) Run(ctx context.Context, timeout time.Duration, calls []*Call[V], fn func(ctx context.Context) ([]V, []error)) {
+	lctx := context.WithoutCancel(ctx)
+	cancel := context.CancelFunc(func() {})
+	if timeout > 0 {
+		lctx, cancel = context.WithTimeout(lctx, timeout)
+	}
+	go g.run(calls, lctx, cancel, fn)
+}
+
 // Do returns the result of fn for key, running fn only if no load of key
 // is in flight. fn runs on a new goroutine with a context derived from ctx
 // without its cancellation, bounded by timeout (no bound if timeout <= 0).
@@ -92,59 +126,74 @@ const (
 // *PanicError (if it is still waiting) and the callers that joined get an
 // error matching ErrPanicked.
 func (g *Group[V]) Do(ctx context.Context, key string, timeout time.Duration, fn func(ctx context.Context) (V, error), onJoin func()) (V, Result, error) {
-	g.mu.Lock()
-	if g.calls == nil {
-		g.calls = make(map[string]*call[V])
-	}
-	c, ok := g.calls[key]
-	res := Joined
-	if !ok {
-		res = Led
-		c = &call[V]{done: make(chan struct{})}
-		g.calls[key] = c
-		lctx := context.WithoutCancel(ctx)
-		var cancel context.CancelFunc = func() {}
-		if timeout > 0 {
-			lctx, cancel = context.WithTimeout(lctx, timeout)
-		}
-		go g.run(key, c, lctx, cancel, fn)
-	}
-	g.mu.Unlock()
-	if res == Joined && onJoin != nil {
+	c, led := g.Claim(key, false)
+	if led {
+		g.Run(ctx, timeout, []*Call[V]{c}, func(ctx context.Context) ([]V, []error) {
+			v, err := fn(ctx)
+			return []V{v}, []error{err}
+		})
+	} else if onJoin != nil {
 		onJoin()
 	}
+	res := Joined
+	if led {
+		res = Led
+	}
+	v, err := c.Wait(ctx, led)
+	return v, res, err
+}
 
+// Wait returns c's result once its load is done, or ctx's error if ctx
+// ends first. If the load panicked, the caller that leads it (led)
+// panics with a *PanicError, in its own goroutine where its recover
+// works; any other caller gets an error matching ErrPanicked.
+func (c *Call[V]) Wait(ctx context.Context, led bool) (V, error) {
+	var zero V
 	select {
 	case <-c.done:
 	case <-ctx.Done():
-		var zero V
-		return zero, res, ctx.Err()
+		return zero, ctx.Err()
 	}
 	if c.panic != nil {
-		if res == Led {
+		if led {
 			panic(c.panic)
 		}
-		var zero V
-		return zero, res, fmt.Errorf("%w (in a load shared with another caller): %v", ErrPanicked, c.panic.Value)
+		return zero, fmt.Errorf("%w (in a load shared with another caller): %v", ErrPanicked, c.panic.Value)
 	}
-	return c.val, res, c.err
+	return c.val, c.err
 }
 
-func (g *Group[V]) run(key string, c *call[V], ctx context.Context, cancel context.CancelFunc, fn func(context.Context) (V, error)) {
+func (g *Group[V]) run(calls []*Call[V], ctx context.Context, cancel context.CancelFunc, fn func(context.Context) ([]V, []error)) {
 	defer func() {
+		var pe *PanicError
 		if r := recover(); r != nil {
-			c.panic = &PanicError{Value: r, Stack: debug.Stack()}
+			pe = &PanicError{Value: r, Stack: debug.Stack()}
 		}
 		cancel()
 		g.mu.Lock()
-		if g.calls[key] == c { // Forget may have let a newer load in
-			delete(g.calls, key)
+		for _, c := range calls {
+			c.panic = pe
+			if g.calls[c.key] == c { // Forget may have let a newer load in
+				delete(g.calls, c.key)
+			}
 		}
 		g.ended.Add(1)
 		g.mu.Unlock()
-		close(c.done)
+		for _, c := range calls {
+			close(c.done)
+		}
 	}()
-	c.val, c.err = fn(ctx)
+	vals, errs := fn(ctx)
+	for i, c := range calls {
+		c.val, c.err = vals[i], errs[i]
+	}
+}
+
+// Lookup returns the load of key in flight, or nil if there is none.
+func (g *Group[V]) Lookup(key string) *Call[V] {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.calls[key]
 }
 
 // Join waits for the load of key in flight, if there is one, and returns
@@ -154,24 +203,15 @@ func (g *Group[V]) run(key string, c *call[V], ctx context.Context, cancel conte
 // panicked load gives an error matching ErrPanicked, as to any caller
 // that joined.
 func (g *Group[V]) Join(ctx context.Context, key string, onJoin func()) (v V, ok bool, err error) {
-	g.mu.Lock()
-	c, ok := g.calls[key]
-	g.mu.Unlock()
-	if !ok {
+	c := g.Lookup(key)
+	if c == nil {
 		return v, false, nil
 	}
 	if onJoin != nil {
 		onJoin()
 	}
-	select {
-	case <-c.done:
-	case <-ctx.Done():
-		return v, true, ctx.Err()
-	}
-	if c.panic != nil {
-		return v, true, fmt.Errorf("%w (in a load shared with another caller): %v", ErrPanicked, c.panic.Value)
-	}
-	return c.val, true, c.err
+	v, err = c.Wait(ctx, false)
+	return v, true, err
 }
 
 // Forget makes the load of key in flight, if any, invisible to later

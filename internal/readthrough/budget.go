@@ -44,6 +44,12 @@ func (b *budget) kept(key string, st *Counters) bool {
 	return ok
 }
 
+// isKept reports whether key's entry must not be overwritten.
+func (b *budget) isKept(key string) bool {
+	_, ok := b.keep[key]
+	return ok
+}
+
 // exhausted reports whether no time is left for another store call.
 func (b *budget) exhausted() bool { return !b.unlimited && b.left <= 0 }
 

@@ -10,40 +10,6 @@ import (
 	"github.com/kuracache/kura/store"
 )
 
-// refreshSet is the set of keys under a FetchMany early refresh in this
-// process.
-type refreshSet struct {
-	mu   sync.Mutex
-	keys map[string]struct{}
-}
-
-// claim marks the keys of leases as under refresh and returns the leases
-// whose key was not under refresh already.
-func (r *refreshSet) claim(leases []store.Lease) (mine []store.Lease) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.keys == nil {
-		r.keys = make(map[string]struct{})
-	}
-	for _, l := range leases {
-		if _, busy := r.keys[l.Key]; busy {
-			continue
-		}
-		r.keys[l.Key] = struct{}{}
-		mine = append(mine, l)
-	}
-	return mine
-}
-
-// done unmarks the keys of leases.
-func (r *refreshSet) done(leases []store.Lease) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, l := range leases {
-		delete(r.keys, l.Key)
-	}
-}
-
 // keyResult is a lease read of one key, or its failure.
 type keyResult struct {
 	key string
@@ -235,4 +201,50 @@ func (p *Pipeline[V]) pollRead(keys []string) ([]store.LeaseResult, error) {
 		err = fmt.Errorf("kura: store returned %d lease results for %d keys", len(res), len(keys))
 	}
 	return res, err
+}
+
+// awaitFills waits until the hub hands back results for some of reg's
+// keys, within Config.LeaseWait of start, and classifies them. nil slots
+// and a nil error: the wait is over (fail open).
+func (p *Pipeline[V]) awaitFills(ctx context.Context, reg *waitReg, start time.Time) ([]slot[V], error) {
+	var got []keyResult
+	if left := p.cfg.LeaseWait - time.Since(start); left > 0 {
+		t := time.NewTimer(left)
+		select {
+		case kr := <-reg.ch:
+			got = append(got, kr)
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		t.Stop()
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if len(got) == 0 {
+		return nil, nil
+	}
+	for more := true; more; {
+		select {
+		case kr := <-reg.ch:
+			got = append(got, kr)
+		default:
+			more = false
+		}
+	}
+	reg.pending -= len(got)
+	slots := make([]slot[V], len(got))
+	var b budget // the hub's read is the hub's time, not this call's
+	b.unlimited = true
+	for i, kr := range got {
+		slots[i].key = kr.key
+		if kr.err != nil {
+			p.st.Misses.Add(1)
+			p.report(OpGetMany, kr.key, kr.err)
+			slots[i].class, slots[i].failed = noFill, true
+			continue
+		}
+		p.classifyLease(ctx, &b, &slots[i], kr.r, false)
+	}
+	return slots, nil
 }

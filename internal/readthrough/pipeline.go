@@ -10,8 +10,8 @@
 //  3. acquire: the strategy that decides who loads: the process flight
 //     (one load per key per process) or the lease (one load per key across
 //     every process sharing the store);
-//  4. load: the loader, on a flight's goroutine for Fetch, in the caller's
-//     goroutine for FetchMany;
+//  4. load: one loader call for the keys a caller leads, on the goroutine
+//     of their flights;
 //  5. fill: the write-back, conditional on the lease when there is one.
 //
 // Fetch is the one-key case: its keys are a slice of one. The store time
@@ -67,16 +67,14 @@ type Pipeline[V any] struct {
 	st      *Counters
 	schema  uint32
 	// group runs the process flights (one load per key per process)
-	// and, with leases, the waits for another caller's fill.
+	// and, with leases, the loads that write nothing back.
 	group flight.Group[vouched[V]]
 	// holders runs the loads of lease holders, apart from group, so a
-	// caller that wins a lease never joins a wait and has to give it up.
+	// caller that wins a lease never joins a load it may not take.
 	holders flight.Group[vouched[V]]
 	// hub polls, for Fetch and FetchMany, the keys other callers hold
 	// leases on: one batched read per tick for the whole process.
 	hub waitHub
-	// refreshing holds the keys a FetchMany early refresh reloads.
-	refreshing refreshSet
 	// clock bounds the first store call of reads (see budget.bound).
 	clock clock
 }
@@ -128,7 +126,7 @@ type slot[V any] struct {
 	failed  bool // the store failed: a second look would wait it out again
 }
 
-// Fetch runs the pipeline for one key.
+// Fetch runs the pipeline for one key: the one-key case of FetchMany.
 func (p *Pipeline[V]) Fetch(ctx context.Context, key string, ttl time.Duration, loader Loader[V]) (V, error) {
 	if p.l1 != nil { // before any budget or timer: a hit costs none
 		if v, neg, ok := p.l1.Get(key); ok {
@@ -143,43 +141,35 @@ func (p *Pipeline[V]) Fetch(ctx context.Context, key string, ttl time.Duration, 
 		return zero, err
 	}
 	b := p.newBudget()
+	gen := p.group.Ended()
 	var one [1]slot[V]
-	s := &one[0]
-	for attempt := 0; ; attempt++ {
-		*s = slot[V]{key: key}
-		gen := p.group.Ended()
-		lctx, ls := p.start(ctx, p.lookupStep(), key, 1)
-		p.lookup(lctx, &b, one[:], attempt == 0)
-		end(ls, nil)
-		p.noteLookup(ctx, s)
-		if s.class == hit {
-			if s.refresh {
-				p.refreshLater(ctx, key, ttl, loader, s.r.Lease)
-			}
-			return serve(key, s.e.v, s.e.negative)
+	one[0].key = key
+	p.tracedLookup(ctx, &b, one[:], true)
+	p.noteLookup(ctx, &one[0])
+	if s := &one[0]; s.class == hit {
+		if s.refresh {
+			p.refreshLater(ctx, []store.Lease{s.r.Lease}, ttl, oneLoader(loader), OpSet)
 		}
-		var v V
-		var err error
-		if p.leaser == nil {
-			v, err = p.acquireProcess(ctx, &b, s, gen, ttl, loader)
-		} else {
-			v, err = p.acquireLease(ctx, &b, s, ttl, loader)
-		}
-		if errors.Is(err, errVoided) && attempt < maxRetries {
-			// The load this caller joined was overtaken by an
-			// Invalidate (its fill was refused): look again.
-			continue
-		}
-		if errors.Is(err, errVoided) {
-			return p.loadNoFill(ctx, key, loader)
-		}
-		return v, err
+		return serve(key, s.e.v, s.e.negative)
 	}
+	return p.fetchMiss(ctx, b, one[0], gen, ttl, loader)
 }
 
-// maxRetries bounds how often a Fetch looks again after the load it
-// joined lost its lease; then it loads without writing back.
-const maxRetries = 3
+// fetchMiss is Fetch past a lookup that served nothing. It takes the
+// budget and the slot by value, so that Fetch's own stay on its stack
+// (the acquire step hands them to a flight's goroutine).
+func (p *Pipeline[V]) fetchMiss(ctx context.Context, b budget, s slot[V], gen uint64, ttl time.Duration, loader Loader[V]) (V, error) {
+	var v V
+	var verr error
+	err := p.acquire(ctx, &b, []slot[V]{s}, gen, ttl, oneLoader(loader), OpSet, func(_ string, rv V, err error) {
+		v, verr = rv, err
+	})
+	if err != nil {
+		var zero V
+		return zero, err
+	}
+	return v, verr
+}
 
 // serve is the result of a hit.
 func serve[V any](key string, v V, negative bool) (V, error) {
@@ -200,45 +190,51 @@ func (p *Pipeline[V]) FetchMany(ctx context.Context, keys []string, ttl time.Dur
 	out := make(map[string]V, len(keys))
 	slots := p.l1Split(keys, out)
 	if len(slots) == 0 {
+		p.note(ctx, observe.Hits, int64(len(keys))) // all from the L1
 		return out, nil
 	}
-	if n := len(keys) - len(slots); n > 0 {
-		p.note(ctx, observe.Hits, int64(n)) // from the L1
-	}
 	b := p.newBudget()
-	lctx, ls := p.start(ctx, p.lookupStep(), slots[0].key, len(slots))
-	p.lookup(lctx, &b, slots, true)
-	end(ls, nil)
+	gen := p.group.Ended()
+	p.tracedLookup(ctx, &b, slots, true)
 	if err := ctx.Err(); err != nil {
 		return out, err
 	}
-	p.noteMany(ctx, slots)
+	p.noteMany(ctx, slots, len(keys)-len(slots))
+	ld := manyLoader(loader)
 	rest, refresh := slots[:0], []store.Lease(nil)
 	for _, s := range slots {
-		if s.class != hit || (s.r.Won && s.r.Stale) { // a stale value is reloaded now
-			if s.class == hit && !s.e.negative {
-				out[s.key] = s.e.v
-			}
-			rest = append(rest, s)
-			continue
-		}
-		if !s.e.negative {
+		if s.class == hit && !s.e.negative {
 			out[s.key] = s.e.v
 		}
-		if s.refresh {
+		switch {
+		case s.class == hit && s.r.Won && s.r.Stale: // a stale value is reloaded now
+			s.class = won
+			rest = append(rest, s)
+		case s.class != hit:
+			rest = append(rest, s)
+		case s.refresh:
 			refresh = append(refresh, s.r.Lease)
 		}
 	}
-	if len(refresh) > 0 {
-		p.refreshManyLater(ctx, refresh, ttl, loader)
-	}
+	p.refreshLater(ctx, refresh, ttl, ld, OpSetMany)
 	if len(rest) == 0 {
 		return out, nil
 	}
-	if p.leaser == nil {
-		return out, p.loadManyProcess(ctx, &b, out, rest, ttl, loader)
+	var first error
+	err := p.acquire(ctx, &b, rest, gen, ttl, ld, OpSetMany, func(key string, v V, err error) {
+		switch {
+		case err == nil:
+			out[key] = v
+		case errors.Is(err, store.ErrNotFound):
+			delete(out, key) // a stale value that no longer exists
+		case first == nil:
+			first = err
+		}
+	})
+	if err == nil {
+		err = first
 	}
-	return out, p.acquireManyLease(ctx, out, rest, ttl, loader)
+	return out, err
 }
 
 // lookup reads the keys of slots and classifies each one. With an L1
@@ -413,20 +409,8 @@ func (p *Pipeline[V]) leaseRead(ctx context.Context, b *budget, slots []slot[V],
 	if early {
 		opts.Recache = p.cfg.EarlyRefresh
 	}
-	var toks []l1.Token
 	if p.l1 != nil && p.tracker == nil {
-		toks = make([]l1.Token, n)
-		for j := range n {
-			toks[j] = p.l1.Begin(keys[j])
-		}
-		defer func() {
-			for j := range n {
-				// A fresh value fills the L1; a stale one (served under
-				// stale-while-revalidate) does not.
-				s := at(j)
-				p.l1.Finish(s.key, toks[j], s.e.v, s.e.negative, s.e.rawLen, s.class == hit && !s.r.Stale)
-			}
-		}()
+		defer p.fillL1(keys, at)()
 	}
 	sctx, st := b.bound(ctx, &p.clock)
 	start := time.Now()
@@ -458,6 +442,23 @@ func (p *Pipeline[V]) leaseRead(ctx context.Context, b *budget, slots []slot[V],
 		p.classifyLease(sctx, b, at(j), res[j], early)
 	}
 	b.charge(st) // after the decodes: a dictionary lookup is in the budget too
+}
+
+// fillL1 places the L1's placeholders for a lease read of keys (the
+// slots at(j)) bounded by MaxStaleness; the func it returns fills the L1
+// with what the read found: a fresh value, not a stale one (served under
+// stale-while-revalidate).
+func (p *Pipeline[V]) fillL1(keys []string, at func(int) *slot[V]) func() {
+	toks := make([]l1.Token, len(keys))
+	for j, k := range keys {
+		toks[j] = p.l1.Begin(k)
+	}
+	return func() {
+		for j := range keys {
+			s := at(j)
+			p.l1.Finish(s.key, toks[j], s.e.v, s.e.negative, s.e.rawLen, s.class == hit && !s.r.Stale)
+		}
+	}
 }
 
 // classifyLease is classify for a lease read, decoding the value when

@@ -2,9 +2,11 @@ package readthrough
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/kuracache/kura/observe"
+	"github.com/kuracache/kura/store"
 )
 
 // The tracing hook (Config.Tracer, package observe): each helper is one
@@ -47,6 +49,42 @@ func (p *Pipeline[V]) lookupStep() observe.Step {
 		return observe.LeaseAcquire
 	}
 	return observe.Lookup
+}
+
+// tracedLookup is lookup in a span of its own: kura.lookup, or with
+// leases kura.lease.acquire.
+func (p *Pipeline[V]) tracedLookup(ctx context.Context, b *budget, slots []slot[V], early bool) {
+	lctx, sp := p.start(ctx, p.lookupStep(), slots[0].key, len(slots))
+	p.lookup(lctx, b, slots, early)
+	end(sp, nil)
+}
+
+// tracedJob is fn, the body of a background refresh's flights, ending sp
+// (the kura.refresh span; nil: fn itself) when it returns: with the first
+// key's failure, or a panic, which goes on to the flight.
+func tracedJob[V any](sp observe.Span, fn func(context.Context) ([]vouched[V], []error)) func(context.Context) ([]vouched[V], []error) {
+	if sp == nil {
+		return fn
+	}
+	return func(ctx context.Context) (vals []vouched[V], errs []error) {
+		var failed error
+		defer observe.Finish(sp, &failed)
+		vals, errs = fn(ctx)
+		failed = firstFailure(errs)
+		return vals, errs
+	}
+}
+
+// firstFailure is the first of errs that is a failure: not a key found
+// absent, nor a fill refused because an Invalidate voided its lease (the
+// load itself succeeded; kura.fill says so).
+func firstFailure(errs []error) error {
+	for _, err := range errs {
+		if err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, errVoided) {
+			return err
+		}
+	}
+	return nil
 }
 
 // noteLookup records what the lookup found for s on the call's span.
@@ -93,12 +131,14 @@ func (p *Pipeline[V]) endWait(ctx context.Context, sp observe.Span, start time.T
 	sp.End(err)
 }
 
-// noteMany records what a FetchMany's lookup found, as counts.
-func (p *Pipeline[V]) noteMany(ctx context.Context, slots []slot[V]) {
+// noteMany records what a FetchMany's lookup found, as counts; l1 keys
+// were served by the L1 before it.
+func (p *Pipeline[V]) noteMany(ctx context.Context, slots []slot[V], l1 int) {
 	if p.cfg.Tracer == nil {
 		return
 	}
 	var n [observe.NumNotes]int64
+	n[observe.Hits] = int64(l1)
 	for i := range slots {
 		s := &slots[i]
 		switch s.class {

@@ -12,6 +12,7 @@ import path from 'node:path';
 import { Cache } from '../dist/index.js';
 import { startRedis, startMemcachedPool, runInterop, interopBinary, serverSkip, jsDir } from './helpers.mjs';
 import { openBackend } from './fixtures/backend.mjs';
+import { wallClock } from './fixtures/clock.mjs';
 
 function run(cmd, args) {
   return new Promise((resolve, reject) => {
@@ -105,7 +106,8 @@ test('an invalidate from Node voids a Go fill in flight', { skip }, async () => 
   assert.equal(await raw.getBuffer('inv:node'), null, 'the stale value was not stored');
 });
 
-const nowMicros = () => Math.round((performance.timeOrigin + performance.now()) * 1000);
+// The system clock in µs, as the readers (Go's time.Now, clock.mjs in Node) read it.
+const nowMicros = wallClock();
 const nodeReader = (key, leases) => run(process.execPath, [path.join(jsDir, 'test', 'fixtures', 'history-reader.mjs'), server.addr, key, '4', '30000', leases]);
 const goReader = (key, leases) => run(interopBinary(), ['history', server.addr, key, '4', '30000', leases]);
 

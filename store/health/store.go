@@ -72,13 +72,7 @@ func (s *Store) ConnStats() store.ConnStats {
 }
 
 // Stats is a snapshot of the nodes' health.
-type Stats struct {
-	// Nodes has one entry per watched node, sorted by address.
-	Nodes []NodeStats
-	// GutterHits, GutterMisses and GutterErrors count reads of Down
-	// nodes' keys served by Options.Gutter (all zero without one).
-	GutterHits, GutterMisses, GutterErrors uint64
-}
+type Stats = store.HealthStats
 
 // Stats returns the state and counters of every node.
 func (s *Store) Stats() Stats {
@@ -246,3 +240,16 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 // breaker routes by it, and callers may ask it of the breaker itself
 // (store.Find does not reach around a wrapper).
 func (s *Store) NodeOf(key string) string { return s.loc.NodeOf(key) }
+
+var _ store.KeyWalker = (*Store)(nil)
+
+// WalkNodes lets the wrapped store's key listing through (store.KeyWalker):
+// the walkers use the store's own connections or dial their own, and send
+// nothing the breaker guards (an application's reads and writes). A
+// wrapped store that cannot list its keys gives store.ErrCannotWalk.
+func (s *Store) WalkNodes(ctx context.Context) (string, []store.NodeWalker, error) {
+	if kw, ok := store.Find[store.KeyWalker](s.inner); ok {
+		return kw.WalkNodes(ctx)
+	}
+	return "", nil, fmt.Errorf("health: %T: %w", s.inner, store.ErrCannotWalk)
+}

@@ -112,11 +112,18 @@ func (s *Store) GetMany(ctx context.Context, keys []string) ([][]byte, error) {
 			continue
 		}
 		for _, i := range g.idx {
-			g.reqs = append(g.reqs, meta.Request{Cmd: meta.Get, Key: keys[i], ReturnValue: true, Quiet: true})
+			g.reqs = append(g.reqs, meta.Request{Cmd: meta.Get, Key: keys[i], ReturnValue: true, ReturnCAS: true, Quiet: true})
 		}
 	}
 	vals := make([][]byte, len(keys))
+	var mu sync.Mutex     // the servers' pipelines answer at once
+	var won []store.Lease // recache tokens of stale items, handed back below
 	err = b.run(ctx, key, func(g *group, j int, res *meta.Response) error {
+		if res.Won {
+			mu.Lock()
+			won = append(won, store.Lease{Key: keys[g.idx[j]], CAS: res.CAS})
+			mu.Unlock()
+		}
 		switch {
 		case res.Placeholder(), res.Status == meta.EN:
 			return nil
@@ -126,7 +133,18 @@ func (s *Store) GetMany(ctx context.Context, keys []string) ([][]byte, error) {
 		}
 		return fmt.Errorf("unexpected answer %s to mg", res.Status)
 	})
+	s.handBack(ctx, won)
 	return vals, err
+}
+
+// handBack gives up the recache tokens (W) that a plain read took of
+// stale items: see meta.Client.HandBack. Best effort.
+func (s *Store) handBack(ctx context.Context, won []store.Lease) {
+	for _, l := range won {
+		if cl, err := s.client(l.Key); err == nil {
+			cl.HandBack(ctx, l.Key, l.CAS)
+		}
+	}
 }
 
 // SetMany writes items with one pipeline of quiet ms per server, all

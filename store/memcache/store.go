@@ -107,6 +107,9 @@ type Store struct {
 	dialer  *redial.Dialer
 	// bgCancel ends the background reads of the servers' settings.
 	bgCancel context.CancelFunc
+	// walkOpts are the options of a NodeWalker's own clients: the store's
+	// dialer, meta's default timeouts (a dump streams for long).
+	walkOpts meta.Options
 }
 
 // New returns a Store for opts.Servers. It does not wait for the network:
@@ -156,6 +159,7 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 		MaxIdleConns: opts.MaxIdleConns,
 		Dial:         s.dialer.DialContext,
 	}
+	s.walkOpts = meta.Options{DialTimeout: opts.DialTimeout, Dial: s.dialer.DialContext}
 	for _, a := range opts.Servers {
 		s.dialer.Track(a)
 		s.clients = append(s.clients, meta.NewClient(a, mo))

@@ -1,6 +1,8 @@
 // Package memstore is the in-process store: a byte-bounded cache with a TTL
-// per entry, safe for concurrent use. It is kura's embedded default (no
-// server needed) and the L1 tier in front of a remote store.
+// per entry, safe for concurrent use. It is kura's embedded store (no
+// server needed), for a single process and for tests. It is not the L1
+// tier: a Cache's L1 (kura.Options.L1) keeps decoded values in its own
+// structure, invalidated by the server.
 //
 // It is not a shared cache: every process has its own, so an invalidation
 // in one process does not reach another. It is not persistent either.
@@ -20,7 +22,7 @@
 // number of entries, not bytes, and has one TTL for the whole cache, so a
 // Set with its own TTL could not be honoured. Otter's eviction is W-TinyLFU
 // rather than plain LRU: it keeps frequently used entries when a scan of
-// one-off keys passes through, which is what an L1 tier wants, and a new
+// one-off keys passes through, which is what an in-process cache wants, and a new
 // entry may be refused admission when the cache is full of hotter ones (a
 // later Get then misses, as after any eviction).
 //

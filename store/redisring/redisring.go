@@ -445,3 +445,20 @@ func (s *Store) GetPrefix(ctx context.Context, key string, max int) ([]byte, int
 func (s *Store) KeyMeta(ctx context.Context, key string) (store.KeyMeta, error) {
 	return s.of(key).KeyMeta(ctx, key)
 }
+
+// WalkNodes implements store.KeyWalker: the masters of every shard, in
+// shard order, kind "redis-ring".
+func (s *Store) WalkNodes(ctx context.Context) (string, []store.NodeWalker, error) {
+	var out []store.NodeWalker
+	for _, sh := range s.shards {
+		_, ws, err := sh.WalkNodes(ctx)
+		if err != nil {
+			for _, w := range out {
+				_ = w.Close()
+			}
+			return "", nil, err
+		}
+		out = append(out, ws...)
+	}
+	return "redis-ring", out, nil
+}

@@ -118,6 +118,7 @@ func (s *Store) GetMany(ctx context.Context, keys []string) ([][]byte, error) {
 		return vals, fails.result(ctx)
 	}
 	cmds := perGroup(groups, keys, func(k []string) rueidis.Completed { return cn.c.B().Mget().Key(k...).Build() })
+	var split []int // keys of groups that met TRYAGAIN
 	for g, r := range s.doMulti(ctx, cn, cmds) {
 		grp := groups[g]
 		arr, err := r.ToArray()
@@ -125,6 +126,10 @@ func (s *Store) GetMany(ctx context.Context, keys []string) ([][]byte, error) {
 			err = fmt.Errorf("MGET of %d keys answered %d values", len(grp.idx), len(arr))
 		}
 		if err != nil {
+			if isTryAgain(err) {
+				split = append(split, grp.idx...)
+				continue
+			}
 			addr := s.addrOfSlot(grp.slot)
 			err = s.keyErr(addr, err)
 			for _, i := range grp.idx {
@@ -133,18 +138,53 @@ func (s *Store) GetMany(ctx context.Context, keys []string) ([][]byte, error) {
 			continue
 		}
 		for j, i := range grp.idx {
-			b, err := arr[j].AsBytes()
-			switch {
-			case err == nil:
-				vals[i] = nonNil(b)
-			case rueidis.IsRedisNil(err):
-			default:
-				addr := s.addrOfSlot(grp.slot)
-				fails.add(keys[i], addr, s.keyErr(addr, err))
-			}
+			s.gotValue(vals, i, keys[i], arr[j].AsBytes, &fails)
+		}
+	}
+	if len(split) > 0 {
+		res := s.oneByOne(ctx, cn, keys, split, func(k string) rueidis.Completed { return cn.c.B().Get().Key(k).Build() })
+		for j, i := range split {
+			s.gotValue(vals, i, keys[i], res[j].AsBytes, &fails)
 		}
 	}
 	return vals, fails.result(ctx)
+}
+
+// gotValue stores the answer for keys[i] in vals[i], nil for a missing
+// key, or records its failure.
+func (s *Store) gotValue(vals [][]byte, i int, key string, answer func() ([]byte, error), fails *failures) {
+	b, err := answer()
+	switch {
+	case err == nil:
+		vals[i] = nonNil(b)
+	case rueidis.IsRedisNil(err):
+	default:
+		addr := s.addrOf(key)
+		fails.add(key, addr, s.keyErr(addr, err))
+	}
+}
+
+// oneByOne sends one single-key command per key of keys[idx], pipelined:
+// the fallback for a multi-key command that met TRYAGAIN. While Redis
+// Cluster migrates a slot, a command on several of its keys is refused
+// with TRYAGAIN whenever some of them have moved to the importing master
+// and some have not (or do not exist), for as long as the slot's
+// migration lasts; a command on one key is always served, by the
+// migrating master or, after an ASK redirect (rueidis follows it), by the
+// importing one.
+func (s *Store) oneByOne(ctx context.Context, cn *conn, keys []string, idx []int, build func(key string) rueidis.Completed) []rueidis.RedisResult {
+	s.splits.Add(1)
+	cmds := make([]rueidis.Completed, len(idx))
+	for j, i := range idx {
+		cmds[j] = build(keys[i])
+	}
+	return s.doMulti(ctx, cn, cmds)
+}
+
+// isTryAgain reports Redis Cluster's TRYAGAIN reply (see oneByOne).
+func isTryAgain(err error) bool {
+	re, ok := rueidis.IsRedisErr(err)
+	return ok && re.IsTryAgain()
 }
 
 // SetMany writes all items with one pipelined SET key value [PX ttl] per
@@ -207,12 +247,26 @@ func (s *Store) DeleteMany(ctx context.Context, keys []string) error {
 	}
 	s.wrote(keys...)
 	cmds := perGroup(groups, keys, func(k []string) rueidis.Completed { return cn.c.B().Del().Key(k...).Build() })
+	var split []int
 	for g, r := range s.doMulti(ctx, cn, cmds) {
 		if err := r.Error(); err != nil {
+			if isTryAgain(err) {
+				split = append(split, groups[g].idx...)
+				continue
+			}
 			addr := s.addrOfSlot(groups[g].slot)
 			err = s.keyErr(addr, err)
 			for _, i := range groups[g].idx {
 				fails.add(keys[i], addr, err)
+			}
+		}
+	}
+	if len(split) > 0 {
+		res := s.oneByOne(ctx, cn, keys, split, func(k string) rueidis.Completed { return cn.c.B().Del().Key(k).Build() })
+		for j, i := range split {
+			if err := res[j].Error(); err != nil {
+				addr := s.addrOf(keys[i])
+				fails.add(keys[i], addr, s.keyErr(addr, err))
 			}
 		}
 	}

@@ -266,7 +266,8 @@ func (s *Store) WaitConnected(ctx context.Context) error {
 // lookups and address changes (probe connections included).
 func (s *Store) ConnStats() store.ConnStats {
 	st := store.ConnStats{Connected: s.cur.Load() != nil, ConnectAttempts: s.attempts.Load(), ConnectFailures: s.attemptFails.Load(),
-		Failovers: s.failovers.Load(), NotReplicated: s.notReplicated.Load(), ReplicaReads: s.replicaReads.Load()}
+		Failovers: s.failovers.Load(), NotReplicated: s.notReplicated.Load(), ReplicaReads: s.replicaReads.Load(),
+		SlotSplits: s.splits.Load(), OrphanedLeases: s.orphansReleased.Load()}
 	if p := s.primary.Load(); p != nil {
 		st.Primary = *p
 	}

@@ -70,8 +70,10 @@
 //
 // # Behaviour worth knowing
 //
-//   - rueidis's client-side caching is turned off: kura keeps its own L1
-//     (package memstore) and invalidation policy above the seam.
+//   - rueidis's own client-side cache is not used: kura's L1 tier
+//     (kura.Options.L1, package internal/l1) keeps decoded values above the
+//     seam, and the Store only runs the server side of it, CLIENT TRACKING
+//     and its invalidation pushes, when Options.Tracking asks ([Tracking]).
 //   - A read that fails on the network is retried at most
 //     Options.MaxRetries times, so a dead server fails a call promptly
 //     instead of being retried until the context ends.

@@ -13,3 +13,8 @@ func SlotsForTest(keys []string) []uint16 {
 
 // SplitHosts exposes splitHosts to the external tests.
 var SplitHosts = splitHosts
+
+// WaitAlone makes every waiting Invalidate of s send its own DEL and WAIT
+// (the behaviour before concurrent invalidations shared one), for the
+// benchmark that compares the two.
+func WaitAlone(s *Store) { s.combiner = nil }

@@ -1,39 +1,43 @@
 package redisstore_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/kuracache/kura"
+	"github.com/kuracache/kura/codec"
+	"github.com/kuracache/kura/internal/harness/history"
 	"github.com/kuracache/kura/internal/harness/servers"
 	"github.com/kuracache/kura/internal/harness/servertest"
 	"github.com/kuracache/kura/store"
 	"github.com/kuracache/kura/store/redisstore"
 )
 
-// versioned is the cached value of the failover load: the source's
-// version of the key when it was loaded.
-type versioned struct {
-	Key string
-	Ver int64
-}
-
 // failoverLoad runs 64 callers (Fetch and FetchMany through a Cache with
 // leases and the L1) and one writer that bumps a key's version at the
-// source and invalidates it, around an event (event runs once the load
-// is warm and returns when the event is over). Every read is checked:
-// a read that started after Invalidate(k) returned must see at least the
-// version written before that Invalidate.
+// source and invalidates it (one key, or two of the same hash slot),
+// around an event (event runs once the load is warm and returns when the
+// event is over). Every read is checked twice: against a floor (a read
+// that started after Invalidate(k) returned must see at least the
+// version written before that Invalidate: counted as stale), and as a
+// history (internal/history) checked against the per-read guarantee of
+// docs/leases.md and docs/l1.md, with the L1's store reads and the
+// server's reports recorded by recStore.
 type failoverLoad struct {
 	callers   int
+	groups    int // keys i and i+groups share a hash slot (groups > 0)
 	keys      []string
+	index     map[string]int
 	source    []atomic.Int64 // current version per key
 	floor     []atomic.Int64 // version every read starting now must see
 	loads     atomic.Int64
@@ -42,6 +46,16 @@ type failoverLoad struct {
 	writerErr atomic.Int64
 	writes    atomic.Int64
 	firstErr  atomic.Pointer[error]
+	// writer, when set, is the Cache the writer invalidates through:
+	// another process's, as far as the readers' L1 and primary window
+	// know. Nil: the readers' Cache.
+	writer *kura.Cache[history.Value]
+	// window, when set, is a run whose guarantee has a documented
+	// window (replica reads without the Invalidate wait): a history that
+	// breaks the guarantee is logged, not failed.
+	window    bool
+	writerMsg atomic.Pointer[error] // the writer's first error
+	rec       history.Recorder
 
 	mu    sync.Mutex
 	calls []call
@@ -58,25 +72,29 @@ type loadReport struct {
 	CallsDuring                                       int
 	FirstHit                                          time.Duration // event end to the first call after it served without a load
 	Event                                             time.Duration
+	History                                           history.Result
 }
 
 func (r loadReport) String() string {
-	return fmt.Sprintf("calls %d, errors %d, stale reads %d, loader calls %d, writes %d (writer errors %d); p99 before %v, p99 of the %d calls overlapping the event %v; event %v, first hit after it ended %v",
-		r.Calls, r.Errors, r.Stale, r.Loads, r.Writes, r.WriterErrors, r.P99Before, r.CallsDuring, r.P99During, r.Event.Round(time.Millisecond), r.FirstHit.Round(time.Millisecond))
+	return fmt.Sprintf("calls %d, errors %d, stale reads %d, loader calls %d, writes %d (writer errors %d); p99 before %v, p99 of the %d calls overlapping the event %v; event %v, first hit after it ended %v; history: %d reads, %d after an Invalidate, %d stale, ok %v",
+		r.Calls, r.Errors, r.Stale, r.Loads, r.Writes, r.WriterErrors, r.P99Before, r.CallsDuring, r.P99During, r.Event.Round(time.Millisecond), r.FirstHit.Round(time.Millisecond),
+		r.History.Reads, r.History.AfterInvalidate, r.History.Stale, r.History.OK())
 }
 
-func newFailoverLoad(nkeys int) *failoverLoad {
-	l := &failoverLoad{callers: 64, source: make([]atomic.Int64, nkeys), floor: make([]atomic.Int64, nkeys)}
+// newFailoverLoad makes nkeys keys "user:{g}:i", in groups of groups
+// hash slots (the {g} hash tag), so batches hold several keys of one
+// slot; groups 0 gives every key its own name "user:i".
+func newFailoverLoad(nkeys, groups int) *failoverLoad {
+	l := &failoverLoad{callers: 64, groups: groups, source: make([]atomic.Int64, nkeys), floor: make([]atomic.Int64, nkeys), index: map[string]int{}}
 	for i := range nkeys {
-		l.keys = append(l.keys, fmt.Sprintf("user:%d", i))
+		k := fmt.Sprintf("user:%d", i)
+		if groups > 0 {
+			k = fmt.Sprintf("user:{g%d}:%d", i%groups, i)
+		}
+		l.keys = append(l.keys, k)
+		l.index[k] = i
 	}
 	return l
-}
-
-func (l *failoverLoad) index(key string) int {
-	var i int
-	fmt.Sscanf(key, "user:%d", &i)
-	return i
 }
 
 func (l *failoverLoad) fail(err error) {
@@ -84,31 +102,50 @@ func (l *failoverLoad) fail(err error) {
 	l.firstErr.CompareAndSwap(nil, &err)
 }
 
-// run drives the load around event and returns the figures.
-func (l *failoverLoad) run(t *testing.T, c *kura.Cache[versioned], warm, after time.Duration, event func()) loadReport {
+// load is the loader's read of the source, recorded.
+func (l *failoverLoad) load(key string, client int) history.Value {
+	id := strconv.FormatInt(l.loads.Add(1), 10)
+	start := history.Now()
+	ver := l.source[l.index[key]].Load()
+	l.rec.Add(history.Op{Kind: history.Load, Client: client, Key: key, Start: start, End: history.Now(), Ver: ver, Load: id})
+	return history.Value{Key: key, Ver: ver, Load: id}
+}
+
+// read records a read through the Cache and checks it against its floor.
+func (l *failoverLoad) read(client int, via string, start int64, floor int64, v history.Value) {
+	l.rec.Add(history.Op{Kind: history.Read, Client: client, Key: v.Key, Start: start, End: history.Now(), Ver: v.Ver, Load: v.Load, Via: via})
+	if v.Ver < floor {
+		l.stale.Add(1)
+	}
+}
+
+// run drives the load around event and returns the figures; the history
+// is checked against the guarantee for leases with the L1 when l1 is set.
+func (l *failoverLoad) run(t *testing.T, c *kura.Cache[history.Value], l1 bool, warm, after time.Duration, event func()) loadReport {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	loader := func(_ context.Context, key string) (versioned, error) {
-		l.loads.Add(1)
-		v := versioned{Key: key, Ver: l.source[l.index(key)].Load()}
-		time.Sleep(time.Millisecond) // a database round trip: leases matter
-		return v, nil
-	}
-	many := func(ctx context.Context, keys []string) (map[string]versioned, error) {
-		m := make(map[string]versioned, len(keys))
-		for _, k := range keys {
-			l.loads.Add(1)
-			m[k] = versioned{Key: k, Ver: l.source[l.index(k)].Load()}
-		}
-		time.Sleep(time.Millisecond)
-		return m, nil
-	}
 	var wg sync.WaitGroup
 	for w := range l.callers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			rng := rand.New(rand.NewPCG(uint64(w), 7))
+			var myLoads int // this caller's loader calls
+			loader := func(_ context.Context, key string) (history.Value, error) {
+				myLoads++
+				v := l.load(key, w)
+				time.Sleep(time.Millisecond) // a database round trip: leases matter
+				return v, nil
+			}
+			many := func(ctx context.Context, keys []string) (map[string]history.Value, error) {
+				myLoads++
+				m := make(map[string]history.Value, len(keys))
+				for _, k := range keys {
+					m[k] = l.load(k, w)
+				}
+				time.Sleep(time.Millisecond)
+				return m, nil
+			}
 			var mine []call
 			defer func() {
 				l.mu.Lock()
@@ -116,8 +153,9 @@ func (l *failoverLoad) run(t *testing.T, c *kura.Cache[versioned], warm, after t
 				l.mu.Unlock()
 			}()
 			for ctx.Err() == nil {
-				before := l.loads.Load()
+				before := myLoads
 				start := time.Now()
+				hstart := history.Now()
 				if w%4 == 0 {
 					keys := make([]string, 8)
 					floors := make([]int64, 8)
@@ -133,9 +171,7 @@ func (l *failoverLoad) run(t *testing.T, c *kura.Cache[versioned], warm, after t
 						continue
 					}
 					for j, k := range keys {
-						if m[k].Ver < floors[j] {
-							l.stale.Add(1)
-						}
+						l.read(w, "FetchMany", hstart, floors[j], m[k])
 					}
 				} else {
 					i := rng.IntN(len(l.keys))
@@ -147,33 +183,52 @@ func (l *failoverLoad) run(t *testing.T, c *kura.Cache[versioned], warm, after t
 						}
 						continue
 					}
-					if v.Ver < floor {
-						l.stale.Add(1)
-					}
+					l.read(w, "Fetch", hstart, floor, v)
 				}
-				// The loads counter is shared: "no load" is judged per
-				// caller only roughly, so it is used for the first hit,
-				// where any call served without a load will do.
-				mine = append(mine, call{start: start, end: time.Now(), loaded: l.loads.Load() != before})
+				// A call served without this caller's loader: from the
+				// cache (or another caller's load in flight).
+				mine = append(mine, call{start: start, end: time.Now(), loaded: myLoads != before})
 			}
 		}()
 	}
-	// The writer: version up at the source, then Invalidate; the floor
-	// rises only once Invalidate has returned.
+	// The writer: version up at the source, then Invalidate (every third
+	// time two keys of one slot, one DEL of both); the floor rises only
+	// once Invalidate has returned.
+	wc := cmp.Or(l.writer, c)
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
 		rng := rand.New(rand.NewPCG(99, 1))
-		for ctx.Err() == nil {
-			i := rng.IntN(len(l.keys))
-			ver := l.source[i].Add(1)
+		for n := 0; ctx.Err() == nil; n++ {
+			idx := []int{rng.IntN(len(l.keys))}
+			if n%3 == 0 && l.groups > 0 && len(l.keys)%l.groups == 0 {
+				// Keys i and i+groups share a hash tag (newFailoverLoad).
+				idx = append(idx, (idx[0]+l.groups)%len(l.keys))
+			}
+			keys := make([]string, len(idx))
+			vers := make([]int64, len(idx))
+			for j, i := range idx {
+				keys[j] = l.keys[i]
+				start := history.Now()
+				vers[j] = l.source[i].Add(1)
+				l.rec.Add(history.Op{Kind: history.Write, Client: -3, Key: keys[j], Start: start, End: history.Now(), Ver: vers[j]})
+			}
 			for ctx.Err() == nil {
-				if err := c.Invalidate(ctx, l.keys[i]); err != nil {
+				start := history.Now()
+				if err := wc.Invalidate(ctx, keys...); err != nil {
+					if ctx.Err() != nil {
+						break
+					}
 					l.writerErr.Add(1)
+					l.writerMsg.CompareAndSwap(nil, &err)
 					time.Sleep(5 * time.Millisecond)
 					continue
 				}
-				l.floor[i].Store(ver)
+				end := history.Now()
+				for j, i := range idx {
+					l.rec.Add(history.Op{Kind: history.Invalidate, Client: -3, Key: keys[j], Start: start, End: end})
+					l.floor[i].Store(vers[j])
+				}
 				l.writes.Add(1)
 				break
 			}
@@ -212,7 +267,87 @@ func (l *failoverLoad) run(t *testing.T, c *kura.Cache[versioned], warm, after t
 	if p := l.firstErr.Load(); p != nil {
 		t.Errorf("a caller got an error: %v", *p)
 	}
+	if p := l.writerMsg.Load(); p != nil {
+		t.Logf("the writer's first error (of %d): %v", r.WriterErrors, *p)
+	}
+	r.History = history.Check(l.rec.Ops(), history.Property{Leases: true, L1: l1}, 10*time.Second)
+	if !r.History.OK() && l.window {
+		t.Logf("the history breaks the per-read guarantee within the documented window: %d stale of %d reads after an Invalidate", r.History.Stale, r.History.AfterInvalidate)
+	} else if !r.History.OK() {
+		t.Errorf("the history breaks the per-read guarantee (%v):\n%s", history.Property{Leases: true, L1: l1}, strings.Join(r.History.Failures, "\n"))
+	}
 	return r
+}
+
+// recStore records, for the history, what the L1 read from the store
+// (Tracked) and the server's reports the L1 handled (Report); every other
+// method is the Store's.
+type recStore struct {
+	*redisstore.Store
+	rec *history.Recorder
+	dec *codec.Codec
+}
+
+func newRecStore(t *testing.T, s *redisstore.Store, rec *history.Recorder) *recStore {
+	dec, err := codec.New(codec.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &recStore{Store: s, rec: rec, dec: dec}
+}
+
+func (r *recStore) GetTracked(ctx context.Context, key string) ([]byte, error) {
+	start := history.Now()
+	v, err := r.Store.GetTracked(ctx, key)
+	r.tracked([]string{key}, [][]byte{v}, err, start)
+	return v, err
+}
+
+func (r *recStore) GetManyTracked(ctx context.Context, keys []string) ([][]byte, error) {
+	start := history.Now()
+	vs, err := r.Store.GetManyTracked(ctx, keys)
+	r.tracked(keys, vs, err, start)
+	return vs, err
+}
+
+func (r *recStore) tracked(keys []string, vals [][]byte, err error, start int64) {
+	end := history.Now()
+	failed := map[string]error{}
+	var be *store.BatchError
+	if errors.As(err, &be) {
+		failed = be.Failed()
+	} else if err != nil && !errors.Is(err, store.ErrNotFound) {
+		return
+	}
+	for i, k := range keys {
+		if failed[k] != nil || i >= len(vals) {
+			continue
+		}
+		op := history.Op{Kind: history.Tracked, Client: -1, Key: k, Start: start, End: end}
+		if vals[i] != nil {
+			var v history.Value
+			h, derr := r.dec.Decode(vals[i], &v)
+			if derr != nil || h.Kind != codec.KindValue {
+				continue // a placeholder: no value
+			}
+			op.Ver, op.Load = v.Ver, v.Load
+		}
+		r.rec.Add(op)
+	}
+}
+
+func (r *recStore) Subscribe(fn func(keys []string)) func() {
+	return r.Store.Subscribe(func(keys []string) {
+		start := history.Now()
+		fn(keys)
+		end := history.Now()
+		if keys == nil {
+			r.rec.Add(history.Op{Kind: history.Report, Client: -1, Flush: true, Start: start, End: end})
+		}
+		for _, k := range keys {
+			r.rec.Add(history.Op{Kind: history.Report, Client: -1, Key: k, Start: start, End: end})
+		}
+	})
 }
 
 func p99(ds []time.Duration) time.Duration {
@@ -239,14 +374,14 @@ func TestSentinelFailoverUnderLoad(t *testing.T) {
 	o := sentinelOpts(set)
 	o.Tracking = redisstore.Tracking{Enabled: true}
 	s := openSentinel(t, o)
-	c, err := kura.New[versioned](s, kura.Options{L1: kura.L1Options{MaxBytes: 8 << 20}, Leases: kura.LeasesRequired})
+	l := newFailoverLoad(200, 0)
+	c, err := kura.New[history.Value](newRecStore(t, s, &l.rec), kura.Options{L1: kura.L1Options{MaxBytes: 8 << 20}, Leases: kura.LeasesRequired})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	l := newFailoverLoad(200)
 	l1Before := c.Stats().L1.Flushes
-	r := l.run(t, c, time.Second, time.Second, func() {
+	r := l.run(t, c, true, time.Second, time.Second, func() {
 		if err := set.KillPrimary(context.Background()); err != nil {
 			t.Error(err)
 			return
@@ -337,15 +472,22 @@ func TestLeaseAcrossFailover(t *testing.T) {
 // BenchmarkInvalidateWait measures what waiting for a replica costs an
 // Invalidate on a Sentinel-managed primary with one replica (all on this
 // machine's loopback): "wait" is the default in Sentinel mode (DEL and
-// WAIT 1 on a dedicated connection), "nowait" is InvalidateWait.Replicas
-// -1 (DEL on the shared pipeline). 64 goroutines invalidate one key each
+// WAIT 1 on a dedicated connection, concurrent invalidations sharing
+// one), "wait-alone" each Invalidate with its own DEL and WAIT (before
+// they were shared), "nowait" is InvalidateWait.Replicas -1 (DEL on the
+// shared pipeline). 64 goroutines invalidate one key each
 // per call.
 func BenchmarkInvalidateWait(b *testing.B) {
 	set := servertest.SentinelSet(b, servers.SentinelConfig{})
 	for _, mode := range []struct {
-		name string
-		wait redisstore.InvalidateWait
-	}{{"wait", redisstore.InvalidateWait{}}, {"nowait", redisstore.InvalidateWait{Replicas: -1}}} {
+		name  string
+		wait  redisstore.InvalidateWait
+		alone bool
+	}{
+		{"wait", redisstore.InvalidateWait{}, false},
+		{"wait-alone", redisstore.InvalidateWait{}, true},
+		{"nowait", redisstore.InvalidateWait{Replicas: -1}, false},
+	} {
 		b.Run(mode.name, func(b *testing.B) {
 			o := sentinelOpts(set)
 			o.InvalidateWait = mode.wait
@@ -355,6 +497,9 @@ func BenchmarkInvalidateWait(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer s.Close()
+			if mode.alone {
+				redisstore.WaitAlone(s)
+			}
 			var n atomic.Int64
 			b.SetParallelism(32) // 64 goroutines on 2 cores
 			b.ResetTimer()

@@ -157,17 +157,22 @@ func (s *Store) Fill(ctx context.Context, fills []store.Fill) error {
 	if len(execs) == 0 {
 		return fails.result(ctx)
 	}
+	var lost []store.Lease
 	for j, r := range s.execMulti(ctx, cn, fillScript, execs) {
 		k := fills[sent[j]].Lease.Key
 		n, err := r.AsInt64()
 		switch {
 		case err != nil:
+			if unanswered(err) {
+				lost = append(lost, fills[sent[j]].Lease)
+			}
 			addr := s.addrOf(k)
 			fails.add(k, addr, s.keyErr(addr, err))
 		case n == 0:
 			fails.add(k, "", fmt.Errorf("redisstore: lease lost: %w", store.ErrNotStored))
 		}
 	}
+	s.adopt(lost...) // see orphans.go
 	return fails.result(ctx)
 }
 
@@ -191,13 +196,18 @@ func (s *Store) Release(ctx context.Context, leases []store.Lease) error {
 	if len(execs) == 0 {
 		return fails.result(ctx)
 	}
+	var lost []store.Lease
 	for j, r := range s.execMulti(ctx, cn, releaseScript, execs) {
 		if err := r.Error(); err != nil {
+			if unanswered(err) {
+				lost = append(lost, leases[sent[j]])
+			}
 			k := leases[sent[j]].Key
 			addr := s.addrOf(k)
 			fails.add(k, addr, s.keyErr(addr, err))
 		}
 	}
+	s.adopt(lost...) // see orphans.go
 	return fails.result(ctx)
 }
 
@@ -205,21 +215,16 @@ func (s *Store) Release(ctx context.Context, leases []store.Lease) error {
 // placeholders alike, so any lease taken before is void and its fill is
 // dropped. Redis has no stale-while-revalidate here; stale is ignored.
 //
-// With Options.InvalidateWait (the default in Sentinel mode) it returns
-// only once the replicas have the deletion too, or fails with an error
-// matching ErrNotReplicated (see InvalidateWait).
+// With Options.InvalidateWait (the default in Sentinel mode, and on a
+// Cluster for the masters that have replicas) it returns only once the
+// replicas have the deletion too, or fails with an error matching
+// ErrNotReplicated (see InvalidateWait).
 func (s *Store) Invalidate(ctx context.Context, keys []string, stale time.Duration) error {
 	if err := store.CheckTTL(stale); err != nil {
 		return err
 	}
-	if s.waitReplicas > 0 {
-		cn, err := s.ready(ctx)
-		if err != nil {
-			return err
-		}
-		if !cn.cluster {
-			return s.deleteAndWait(ctx, cn, keys)
-		}
+	if handled, err := s.invalidateWaiting(ctx, keys); handled {
+		return err
 	}
 	if len(keys) == 1 {
 		return s.Delete(ctx, keys[0])

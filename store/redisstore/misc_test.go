@@ -2,18 +2,9 @@ package redisstore_test
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"errors"
-	"math/big"
 	"net"
-	"os"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -142,17 +133,16 @@ func TestNoGoroutinesAfterClose(t *testing.T) {
 // TestTLS starts redis-server with a TLS port and a self-signed
 // certificate made here, and connects through rediss://.
 func TestTLS(t *testing.T) {
-	dir := t.TempDir()
-	pool := selfSigned(t, dir)
+	files, pool := servertest.SelfSigned(t)
 	port, err := servers.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := servertest.Redis(t, servers.RedisConfig{Args: []string{
 		"--tls-port", strconv.Itoa(port),
-		"--tls-cert-file", filepath.Join(dir, "cert.pem"),
-		"--tls-key-file", filepath.Join(dir, "key.pem"),
-		"--tls-ca-cert-file", filepath.Join(dir, "cert.pem"),
+		"--tls-cert-file", files.CertFile,
+		"--tls-key-file", files.KeyFile,
+		"--tls-ca-cert-file", files.CertFile,
 		"--tls-auth-clients", "no",
 	}})
 	tlsAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
@@ -183,46 +173,6 @@ func TestTLS(t *testing.T) {
 	if v, err := s2.Get(ctx, "tls"); err != nil || string(v) != "v" {
 		t.Fatalf("Get with skip_verify = %q, %v", v, err)
 	}
-}
-
-// selfSigned writes cert.pem and key.pem for 127.0.0.1 into dir and returns
-// a pool that trusts the certificate.
-func selfSigned(t *testing.T, dir string) *x509.CertPool {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "kura test"},
-		NotBefore:             time.Now().Add(-time.Hour),
-		NotAfter:              time.Now().Add(24 * time.Hour),
-		IPAddresses:           []net.IP{net.ParseIP("127.0.0.1")},
-		DNSNames:              []string{"localhost"},
-		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
-		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	kder, err := x509.MarshalECPrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
-	if err := os.WriteFile(filepath.Join(dir, "cert.pem"), certPEM, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "key.pem"), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kder}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	pool := x509.NewCertPool()
-	pool.AppendCertsFromPEM(certPEM)
-	return pool
 }
 
 func TestSplitHosts(t *testing.T) {

@@ -106,11 +106,12 @@ type Options struct {
 	Sentinel Sentinel
 	// InvalidateWait makes Invalidate wait until replicas have the
 	// deletion (see InvalidateWait). The zero value waits for one replica
-	// in Sentinel mode and does not wait otherwise.
+	// in Sentinel mode and on a Cluster whose masters have replicas, and
+	// does not wait on a standalone server.
 	InvalidateWait InvalidateWait
-	// ReadFromReplicas sends reads to a replica in Sentinel mode (see
-	// ReplicaReads for the staleness it costs). The zero value reads from
-	// the primary.
+	// ReadFromReplicas sends reads to a replica in Sentinel mode or on a
+	// Redis Cluster (see ReplicaReads for the staleness it costs). The
+	// zero value reads from the primary.
 	ReadFromReplicas ReplicaReads
 	// Resolver looks up the seeds' host names on every new connection, so
 	// a name that moves to another address (a managed service's failover
@@ -159,9 +160,12 @@ type Store struct {
 	// the node's stable name, whichever server is primary.
 	masterSet string
 	// waitReplicas > 0 makes Invalidate wait for that many replicas
-	// (sentinel.go), for up to waitTimeout; notReplicated counts the
+	// (wait.go), for up to waitTimeout; with waitAuto only on a Cluster,
+	// for the masters that have replicas. notReplicated counts the
 	// invalidations that timed out.
 	waitReplicas  int
+	waitAuto      bool
+	combiner      *waitCombiner // nil: every Invalidate waits alone
 	waitTimeout   time.Duration
 	notReplicated atomic.Uint64
 	// primary is the server a Sentinel-mode Store follows now, failovers
@@ -173,6 +177,15 @@ type Store struct {
 	// commands sent to a replica.
 	recent       *recentKeys
 	replicaReads atomic.Uint64
+	// splits counts the batches that met TRYAGAIN on a slot being
+	// migrated and were sent again one key per command (batch.go).
+	splits atomic.Uint64
+
+	// orphans are leases whose Fill or Release got no answer, released
+	// in the background while releasing (orphans.go; under mu).
+	orphans         []orphan
+	releasing       bool
+	orphansReleased atomic.Uint64
 
 	// Background slot-map refreshes: Close cancels and waits for them.
 	mu       sync.Mutex
@@ -319,7 +332,7 @@ func open(ctx context.Context, co rueidis.ClientOption, opts Options) (*Store, e
 	if co.Sentinel.MasterSet != "" && opts.DB != 0 {
 		co.SelectDB = opts.DB
 	}
-	waitN, waitT, err := waitPolicy(opts.InvalidateWait, co.Sentinel.MasterSet != "")
+	waitN, waitAuto, waitT, err := waitPolicy(opts.InvalidateWait, co.Sentinel.MasterSet != "")
 	if err != nil {
 		return nil, err
 	}
@@ -331,7 +344,10 @@ func open(ctx context.Context, co rueidis.ClientOption, opts Options) (*Store, e
 		}
 	}
 	s := newStore(append([]string(nil), co.InitAddress...), true)
-	s.masterSet, s.waitReplicas, s.waitTimeout = co.Sentinel.MasterSet, waitN, waitT
+	s.masterSet, s.waitReplicas, s.waitAuto, s.waitTimeout = co.Sentinel.MasterSet, waitN, waitAuto, waitT
+	if waitN > 0 {
+		s.combiner = newWaitCombiner()
+	}
 	if err := s.configureReplicaReads(&co, opts.ReadFromReplicas); err != nil {
 		s.bgCancel()
 		return nil, err
@@ -390,8 +406,15 @@ func orDefault(v, def int) int {
 // (measured: ~7.6 ms per read with retries against a refused port, against
 // one dial's cost without; BENCHMARKS.md, "Hardening").
 func retryDelay(limit int) rueidis.RetryDelayFn {
-	return func(attempts int, _ rueidis.Completed, err error) time.Duration {
+	return func(attempts int, cmd rueidis.Completed, err error) time.Duration {
 		if attempts > limit || isDialError(err) {
+			return -1
+		}
+		if isTryAgain(err) && len(cmd.Commands()) > 2 {
+			// A multi-key MGET or DEL on a slot being migrated: the
+			// batch falls back to one command per key at once
+			// (oneByOne) rather than waiting for a migration that may
+			// last seconds.
 			return -1
 		}
 		return min(time.Millisecond<<attempts, 100*time.Millisecond)

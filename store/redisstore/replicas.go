@@ -10,7 +10,11 @@ import (
 	"github.com/redis/rueidis"
 )
 
-// ReplicaReads sends reads to a replica (opt-in), in Sentinel mode.
+// ReplicaReads sends reads to a replica (opt-in): in Sentinel mode to a
+// replica the sentinels name, on a Redis Cluster to a replica of the
+// slot's master (READONLY connections; a master without a replica serves
+// its slots' reads itself). A standalone server has no replica to read
+// from: its reads stay on it.
 //
 // What it costs in staleness: replication is asynchronous, so a replica
 // may serve a value the primary has already deleted or replaced, for as
@@ -21,14 +25,15 @@ import (
 //     the primary for PrimaryWindow after this Store deleted, set or
 //     filled it, so a process reads its own invalidation at once.
 //   - Other processes' invalidations: an Invalidate that waited for the
-//     replica (InvalidateWait, the default in Sentinel mode) has reached
-//     it when it returns, so with one replica (or Replicas set to the
-//     number of replicas) a read that begins after it never sees the old
-//     value. Without the wait, the window is the replica's lag.
+//     replica (InvalidateWait, the default in Sentinel mode and on a
+//     Cluster with replicas) has reached it when it returns, so with one
+//     replica per master (or Replicas set to the number of replicas) a
+//     read that begins after it never sees the old value. Without the
+//     wait, the window is the replica's lag.
 type ReplicaReads struct {
 	// Enabled sends reads (GET, MGET, the reads of leases and of the
-	// L1) to a replica the sentinels name. Writes, fills and
-	// invalidations always go to the primary.
+	// L1) to a replica. Writes, fills and invalidations always go to the
+	// primary (the slot's master).
 	Enabled bool
 	// PrimaryWindow is how long this Store's reads of a key it deleted,
 	// set or filled go to the primary. If zero,
@@ -89,9 +94,6 @@ func (r *recentKeys) has(key string) bool {
 func (s *Store) configureReplicaReads(co *rueidis.ClientOption, rr ReplicaReads) error {
 	if !rr.Enabled {
 		return nil
-	}
-	if co.Sentinel.MasterSet == "" {
-		return errors.New("redisstore: Options.ReadFromReplicas needs Sentinel mode (Options.Sentinel.MasterSet)")
 	}
 	if rr.PrimaryWindow < 0 {
 		return errors.New("redisstore: Options.ReadFromReplicas.PrimaryWindow is negative")

@@ -1,15 +1,11 @@
 package redisstore
 
 import (
-	"context"
 	"crypto/tls"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/redis/rueidis"
-
-	"github.com/kuracache/kura/store"
 )
 
 // Sentinel selects a primary/replica pair (or group) managed by Redis
@@ -53,8 +49,12 @@ const DefaultSentinelRefresh = 5 * time.Second
 // lost when the replica is promoted.
 type InvalidateWait struct {
 	// Replicas is how many replicas must acknowledge an invalidation. If
-	// zero, it is 1 in Sentinel mode and 0 (no wait) otherwise; negative
-	// turns waiting off. Invalidate fails with an error matching
+	// zero, it is 1 in Sentinel mode and on a Redis Cluster for the keys
+	// whose master has a replica (as CLUSTER SLOTS last said: the slot
+	// map is read at connect, after errors and every 10 s while
+	// invalidating), and 0 (no wait) on a standalone server; negative
+	// turns waiting off. On a Cluster each master owning one of the keys
+	// is waited for. Invalidate fails with an error matching
 	// ErrNotReplicated when fewer acknowledge within Timeout: the keys
 	// were deleted on the primary, but a failover now could bring them
 	// back. Only replicas connected to the primary are waited for (ROLE):
@@ -98,65 +98,6 @@ func configureSentinel(co *rueidis.ClientOption, sn Sentinel) error {
 	return nil
 }
 
-// waitPolicy resolves InvalidateWait's zero values.
-func waitPolicy(w InvalidateWait, sentinel bool) (replicas int, timeout time.Duration, err error) {
-	if w.Timeout < 0 {
-		return 0, 0, errors.New("redisstore: Options.InvalidateWait.Timeout is negative")
-	}
-	replicas = w.Replicas
-	if replicas == 0 && sentinel {
-		replicas = 1
-	}
-	if replicas < 0 {
-		replicas = 0
-	}
-	timeout = w.Timeout
-	if timeout == 0 {
-		timeout = DefaultInvalidateWaitTimeout
-	}
-	return replicas, max(timeout, time.Millisecond), nil
-}
-
-// deleteAndWait deletes keys on the primary and waits (WAIT) until
-// s.waitReplicas replicas have the deletion. DEL and WAIT go together on
-// a connection of their own (rueidis sends a batch holding a blocking
-// command on a dedicated connection), so the wait never holds up other
-// callers' pipelined reads, and WAIT covers this DEL.
-func (s *Store) deleteAndWait(ctx context.Context, cn *conn, keys []string) error {
-	for _, k := range keys {
-		if err := store.CheckKey(k); err != nil {
-			return err
-		}
-	}
-	if len(keys) == 0 {
-		return nil
-	}
-	s.wrote(keys...)
-	res := cn.c.DoMulti(ctx,
-		cn.c.B().Del().Key(keys...).Build(),
-		cn.c.B().Wait().Numreplicas(int64(s.waitReplicas)).Timeout(s.waitTimeout.Milliseconds()).Build())
-	addr := s.addrOf(keys[0])
-	if err := res[0].Error(); err != nil {
-		return s.wrapErr(addr, err)
-	}
-	n, err := res[1].AsInt64()
-	if err != nil {
-		return s.wrapErr(addr, err)
-	}
-	if n < int64(s.waitReplicas) {
-		// A primary with fewer replicas connected than asked for (the
-		// one replica was just promoted, and its old primary has not come
-		// back yet) has nothing more to wait for: every replica that is
-		// connected has the deletion.
-		if have, err := connectedReplicas(ctx, cn); err == nil && have <= n {
-			return nil
-		}
-		s.notReplicated.Add(1)
-		return store.NodeErr(addr, fmt.Errorf("redis: %w: %d of %d replicas within %v", ErrNotReplicated, n, s.waitReplicas, s.waitTimeout))
-	}
-	return nil
-}
-
 // SentinelNode is the node name a Store in Sentinel mode reports (NodeOf,
 // Nodes, error messages, per-node stats) for master set name: the node is
 // the master set, whichever server the sentinels have made primary.
@@ -165,23 +106,6 @@ func SentinelNode(name string) string { return "sentinel/" + name }
 // NotReplicated returns how many invalidations failed with
 // ErrNotReplicated.
 func (s *Store) NotReplicated() uint64 { return s.notReplicated.Load() }
-
-// connectedReplicas asks the primary (ROLE) how many replicas are
-// connected to it.
-func connectedReplicas(ctx context.Context, cn *conn) (int64, error) {
-	role, err := cn.c.Do(ctx, cn.c.B().Role().Build()).ToArray()
-	if err != nil {
-		return 0, err
-	}
-	if len(role) < 3 {
-		return 0, errors.New("redis: short ROLE reply")
-	}
-	if kind, _ := role[0].ToString(); kind != "master" {
-		return 0, fmt.Errorf("redis: ROLE says %q", kind)
-	}
-	replicas, err := role[2].ToArray()
-	return int64(len(replicas)), err
-}
 
 // primaryPoll is how often a Sentinel-mode Store looks at which server
 // its client follows, to count failovers (ConnStats).

@@ -420,3 +420,64 @@ func TestReplicaReads(t *testing.T) {
 		t.Fatalf("another process's waited Invalidate read stale from the replica: %v", err)
 	}
 }
+
+// TestSentinelTLS: sentinels and data servers that speak TLS (replication
+// and the sentinels' own links too), opened from a rediss+sentinel://
+// URL with the sentinels' password apart: the Store asks the sentinels
+// over TLS, is named the primary's TLS port and writes there, verifying
+// both certificates against the test's CA; a client that does not trust
+// the CA is refused by the sentinels' certificate, and a client that
+// speaks plain TCP to the sentinels' TLS ports gets no primary.
+func TestSentinelTLS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-server test")
+	}
+	t.Parallel()
+	files, pool := servertest.SelfSigned(t)
+	set := servertest.SentinelSet(t, servers.SentinelConfig{Password: dataPW, SentinelPassword: sentinelPW, TLS: files})
+	url := "rediss+sentinel://:" + dataPW + "@" + strings.Join(set.TLSSentinelAddrs, ",") + "/" + set.MasterSet + "?sentinel_password=" + sentinelPW
+	target, err := storeurl.Parse(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	o := target.RedisOptions()
+	o.TLS.RootCAs, o.Sentinel.TLS.RootCAs = pool, pool
+	s := openSentinel(t, o)
+	if err := s.Set(ctx, "k", []byte("over TLS"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if v, err := set.Primary.Do(ctx, "GET", "k"); err != nil || v != "over TLS" {
+		t.Fatalf("the value is not on the primary: %q, %v", v, err)
+	}
+	if st := s.ConnStats(); st.Primary != set.PrimaryTLS {
+		t.Fatalf("the Store follows %q, want the primary's TLS port %s", st.Primary, set.PrimaryTLS)
+	}
+	for _, tc := range []struct {
+		name string
+		o    func() redisstore.Options
+	}{
+		{"untrusted CA", target.RedisOptions},
+		{"plain TCP to the TLS sentinels", func() redisstore.Options {
+			o := sentinelOpts(set)
+			o.Addrs = set.TLSSentinelAddrs
+			return o
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			o := tc.o()
+			o.FailFast, o.DialTimeout = true, 2*time.Second
+			cctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			s, err := redisstore.New(cctx, o)
+			if err == nil {
+				s.Close()
+				t.Fatal("connected")
+			}
+			if strings.Contains(err.Error(), dataPW) || strings.Contains(err.Error(), sentinelPW) {
+				t.Fatalf("the error shows a password: %v", err)
+			}
+			t.Logf("refused: %v", err)
+		})
+	}
+}

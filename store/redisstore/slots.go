@@ -2,23 +2,26 @@ package redisstore
 
 import (
 	"context"
-	"net"
-	"strconv"
 	"time"
 
 	hashslot "github.com/kuracache/kura/internal/slot"
+	"github.com/kuracache/kura/internal/wire"
 )
 
 // numSlots is the number of hash slots of a Redis Cluster.
 const numSlots = hashslot.Count
 
 // slotMap is a cluster's slot ownership as CLUSTER SLOTS last reported
-// it. It serves error messages only (KeyError.Addr): rueidis routes the
-// commands and follows MOVED itself, so a stale map costs nothing but the
-// precision of a message.
+// it. It serves error messages (KeyError.Addr) and the default of the
+// Invalidate wait (whether a slot's master has replicas): rueidis routes
+// the commands and follows MOVED itself, so a stale map costs the
+// precision of a message, or one WAIT answered by ROLE.
 type slotMap struct {
 	addr [numSlots]string
-	at   time.Time
+	// replicas is how many replicas the slot's master has (the Invalidate
+	// wait's default, wait.go).
+	replicas [numSlots]uint8
+	at       time.Time
 }
 
 // addrOf returns the address of the server that holds key: the server on
@@ -92,30 +95,19 @@ func (s *Store) refreshSlotsAsync() {
 // refreshSlots asks the cluster for its slot map. On failure the old map
 // stays.
 func (s *Store) refreshSlots(ctx context.Context, cn *conn) {
-	ranges, err := cn.c.Do(ctx, cn.c.B().ClusterSlots().Build()).ToArray()
+	reply, err := cn.c.Do(ctx, cn.c.B().ClusterSlots().Build()).ToAny()
+	if err != nil {
+		return
+	}
+	ranges, err := wire.ParseSlots(reply, "")
 	if err != nil {
 		return
 	}
 	m := &slotMap{at: time.Now()}
 	for _, r := range ranges {
-		f, err := r.ToArray()
-		if err != nil || len(f) < 3 {
-			continue
-		}
-		lo, err1 := f[0].AsInt64()
-		hi, err2 := f[1].AsInt64()
-		node, err3 := f[2].ToArray()
-		if err1 != nil || err2 != nil || err3 != nil || len(node) < 2 || lo < 0 || hi >= numSlots || lo > hi {
-			continue
-		}
-		host, _ := node[0].ToString()
-		port, err := node[1].AsInt64()
-		if err != nil {
-			continue
-		}
-		addr := net.JoinHostPort(host, strconv.FormatInt(port, 10))
-		for i := lo; i <= hi; i++ {
-			m.addr[i] = addr
+		reps := uint8(min(r.Replicas, 255))
+		for i := r.First; i <= r.Last; i++ {
+			m.addr[i], m.replicas[i] = r.Master, reps
 		}
 	}
 	s.slots.Store(m)

@@ -1,6 +1,7 @@
 package corpus
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -31,6 +32,8 @@ type realSet struct {
 	name, source, license string
 	module, path          string // Go module and file inside it
 	fetched               string // file under testdata/corpora
+	// split picks the documents out of the file; if nil, splitJSON.
+	split func([]byte) ([][]byte, error)
 }
 
 var realSets = []realSet{
@@ -43,6 +46,88 @@ var realSets = []realSet{
 	{name: "emoji", fetched: "emojibase-data-en.json",
 		source:  "npm package emojibase-data@17.0.0, en/data.json: one record per emoji (label, tags, skins); fetched by scripts/fetch-corpora.sh",
 		license: "MIT (emojibase-data)"},
+	{name: "github-webhooks", fetched: "octokit-webhooks-examples.json", split: webhookPayloads,
+		source:  "npm package @octokit/webhooks-examples@7.6.1, api.github.com/index.json: example webhook payloads (nested objects: repository, owner, sender), 0.9-27 KB; fetched by scripts/fetch-corpora.sh",
+		license: "MIT (@octokit/webhooks-examples)"},
+	{name: "browser-compat", fetched: "mdn-browser-compat-data.json", split: compatTrees(false),
+		source:  "npm package @mdn/browser-compat-data@8.1.9, data.json: one feature tree per API, CSS property, HTML element... (5-6 levels deep), those up to 10 KB; fetched by scripts/fetch-corpora.sh",
+		license: "CC0-1.0 (@mdn/browser-compat-data)"},
+	{name: "browser-compat-large", fetched: "mdn-browser-compat-data.json", split: compatTrees(true),
+		source:  "npm package @mdn/browser-compat-data@8.1.9, data.json: the feature trees of 10-100 KB; fetched by scripts/fetch-corpora.sh",
+		license: "CC0-1.0 (@mdn/browser-compat-data)"},
+}
+
+// LargeDoc is the size above which a document counts as large (the
+// browser-compat-large set), and MaxDoc the size above which the set
+// leaves a document out: the 24 trees over 100 KB (up to 3.5 MB) are
+// stored uncompressed by kura's codec, whose reader-side allocation bound
+// (codec.AllocBound) refuses so many small maps per compressed byte
+// (BENCHMARKS.md, issue 24), and would measure that guard, not the codecs.
+const (
+	LargeDoc = 10 << 10
+	MaxDoc   = 100 << 10
+)
+
+// webhookPayloads returns every example payload of every event in
+// @octokit/webhooks-examples' index ([{name, examples: [...]}, ...]).
+func webhookPayloads(b []byte) ([][]byte, error) {
+	var events []struct {
+		Examples []json.RawMessage `json:"examples"`
+	}
+	if err := json.Unmarshal(b, &events); err != nil {
+		return nil, err
+	}
+	var out [][]byte
+	for _, e := range events {
+		for _, x := range e.Examples {
+			out = append(out, compactJSON(x))
+		}
+	}
+	return out, nil
+}
+
+// compatTrees returns the feature trees of @mdn/browser-compat-data's
+// data.json ({category: {feature: tree}}, less __meta and browsers) in
+// category and feature order: those over LargeDoc bytes (up to MaxDoc)
+// when large, those up to LargeDoc when not.
+func compatTrees(large bool) func([]byte) ([][]byte, error) {
+	return func(b []byte) ([][]byte, error) {
+		var cats map[string]map[string]json.RawMessage
+		if err := json.Unmarshal(b, &cats); err != nil {
+			return nil, err
+		}
+		var out [][]byte
+		for _, c := range sortedKeys(cats) {
+			if c == "__meta" || c == "browsers" {
+				continue
+			}
+			for _, f := range sortedKeys(cats[c]) {
+				doc := compactJSON(cats[c][f])
+				if len(doc) <= LargeDoc && !large || len(doc) > LargeDoc && len(doc) <= MaxDoc && large {
+					out = append(out, doc)
+				}
+			}
+		}
+		return out, nil
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// compactJSON drops the insignificant white space of a document.
+func compactJSON(doc []byte) []byte {
+	var buf bytes.Buffer
+	if json.Compact(&buf, doc) != nil {
+		return doc
+	}
+	return buf.Bytes()
 }
 
 // RealCorpora loads every data set it can find. root is the repository
@@ -71,7 +156,11 @@ func RealCorpora(root string) ([]Real, []error) {
 			errs = append(errs, fmt.Errorf("%s: %w (run scripts/fetch-corpora.sh)", s.name, err))
 			continue
 		}
-		vals, err := splitJSON(b)
+		split := s.split
+		if split == nil {
+			split = splitJSON
+		}
+		vals, err := split(b)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %s: %w", s.name, file, err))
 			continue

@@ -4,14 +4,16 @@ import (
 	"bufio"
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/url"
 	"os/exec"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/kuracache/kura/internal/wire"
 )
 
 // RedisConfig configures a private redis-server. The zero value is a
@@ -96,9 +98,14 @@ func StartRedis(ctx context.Context, cfg RedisConfig) (*Redis, error) {
 	return &Redis{Proc: p, Password: cfg.Password}, nil
 }
 
-// RedisCluster is a running private Redis Cluster of masters only.
+// RedisCluster is a running private Redis Cluster.
 type RedisCluster struct {
+	// Nodes are the masters as started.
 	Nodes []*Redis
+	// Replicas[i] are the replicas Nodes[i] was started with (none
+	// unless StartRedisClusterWith). A failover swaps the roles: ask
+	// MasterOf who serves a slot now.
+	Replicas [][]*Redis
 }
 
 // Addrs returns the masters' addresses.
@@ -126,7 +133,7 @@ func (c *RedisCluster) URL() string {
 
 // Stop stops every node.
 func (c *RedisCluster) Stop() {
-	for _, n := range c.Nodes {
+	for _, n := range c.All() {
 		n.Stop()
 	}
 }
@@ -142,6 +149,12 @@ func StartRedisCluster(ctx context.Context, masters int) (*RedisCluster, error) 
 // the loopback address host ("" means 127.0.0.1; a port of 0 is a free
 // one): a Cluster "at a new address" with the same ports as another.
 func StartRedisClusterAt(ctx context.Context, host string, ports []int) (*RedisCluster, error) {
+	return startClusterMasters(ctx, host, ports, nil)
+}
+
+// startClusterMasters starts one master per port with the extra
+// arguments args and joins them into a Cluster.
+func startClusterMasters(ctx context.Context, host string, ports []int, args []string) (*RedisCluster, error) {
 	masters := len(ports)
 	if masters < 3 {
 		return nil, fmt.Errorf("servers: a Redis Cluster needs at least 3 masters, got %d", masters)
@@ -152,10 +165,10 @@ func StartRedisClusterAt(ctx context.Context, host string, ports []int) (*RedisC
 	}
 	c := &RedisCluster{}
 	for i := 0; i < masters; i++ {
-		cfg := RedisConfig{Cluster: true, Host: host, Port: ports[i]}
+		cfg := RedisConfig{Cluster: true, Host: host, Port: ports[i], Args: args}
 		if host != "" {
 			// Nodes reach each other from their own address, and say so.
-			cfg.Args = []string{"--cluster-announce-ip", host, "--bind-source-addr", host}
+			cfg.Args = append([]string{"--cluster-announce-ip", host, "--bind-source-addr", host}, args...)
 		}
 		n, err := StartRedis(ctx, cfg)
 		if err != nil {
@@ -164,11 +177,11 @@ func StartRedisClusterAt(ctx context.Context, host string, ports []int) (*RedisC
 		}
 		c.Nodes = append(c.Nodes, n)
 	}
-	args := append([]string{"--cluster", "create"}, c.Addrs()...)
-	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
+	create := append([]string{"--cluster", "create"}, c.Addrs()...)
+	create = append(create, "--cluster-replicas", "0", "--cluster-yes")
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(cctx, cli, args...).CombinedOutput()
+	out, err := exec.CommandContext(cctx, cli, create...).CombinedOutput()
 	if err != nil {
 		c.Stop()
 		return nil, fmt.Errorf("redis-cli --cluster create: %v: %s", err, out)
@@ -177,7 +190,7 @@ func StartRedisClusterAt(ctx context.Context, host string, ports []int) (*RedisC
 	for _, n := range c.Nodes {
 		for {
 			s, err := n.Do(ctx, "CLUSTER", "INFO")
-			if err == nil && strings.Contains(s, "cluster_state:ok") {
+			if err == nil && wire.ParseInfo(s)["cluster_state"] == "ok" {
 				break
 			}
 			if time.Now().After(deadline) || ctx.Err() != nil {
@@ -207,103 +220,54 @@ func RedisDo(ctx context.Context, addr, password string, args ...string) (string
 	_ = conn.SetDeadline(dl)
 	r := bufio.NewReader(conn)
 	if password != "" {
-		if _, err := conn.Write(encodeRESP("AUTH", password)); err != nil {
+		if _, err := conn.Write(wire.AppendCommand(nil, "AUTH", password)); err != nil {
 			return "", err
 		}
-		if _, err := readRESP(r); err != nil {
+		if _, err := readText(r); err != nil {
 			return "", err
 		}
 	}
-	if _, err := conn.Write(encodeRESP(args...)); err != nil {
+	if _, err := conn.Write(wire.AppendCommand(nil, args...)); err != nil {
 		return "", err
 	}
-	return readRESP(r)
+	return readText(r)
 }
 
-func encodeRESP(args ...string) []byte {
-	b := []byte("*" + strconv.Itoa(len(args)) + "\r\n")
-	for _, a := range args {
-		b = append(b, '$')
-		b = strconv.AppendInt(b, int64(len(a)), 10)
-		b = append(b, "\r\n"...)
-		b = append(b, a...)
-		b = append(b, "\r\n"...)
+// readText reads one reply as text: an array's elements one a line, nil
+// as "", an error reply as an error.
+func readText(r *bufio.Reader) (string, error) {
+	v, err := wire.ReadValue(r)
+	var re wire.Error
+	if errors.As(err, &re) {
+		return "", fmt.Errorf("redis: %s", re)
 	}
-	return b
-}
-
-func readRESP(r *bufio.Reader) (string, error) {
-	line, err := r.ReadString('\n')
 	if err != nil {
 		return "", err
 	}
-	line = strings.TrimRight(line, "\r\n")
-	if line == "" {
-		return "", fmt.Errorf("empty RESP line")
+	return text(v), nil
+}
+
+func text(v any) string {
+	switch v := v.(type) {
+	case string:
+		return v
+	case int64:
+		return strconv.FormatInt(v, 10)
+	case []any:
+		parts := make([]string, len(v))
+		for i, e := range v {
+			parts[i] = text(e)
+		}
+		return strings.Join(parts, "\n")
 	}
-	switch line[0] {
-	case '+', ':':
-		return line[1:], nil
-	case '-':
-		return "", fmt.Errorf("redis: %s", line[1:])
-	case '$':
-		n, err := strconv.Atoi(line[1:])
-		if err != nil {
-			return "", err
-		}
-		if n < 0 {
-			return "", nil
-		}
-		buf := make([]byte, n+2)
-		if _, err := io.ReadFull(r, buf); err != nil {
-			return "", err
-		}
-		return string(buf[:n]), nil
-	case '*':
-		n, err := strconv.Atoi(line[1:])
-		if err != nil {
-			return "", err
-		}
-		parts := make([]string, 0, max(n, 0))
-		for i := 0; i < n; i++ {
-			s, err := readRESP(r)
-			if err != nil {
-				return "", err
-			}
-			parts = append(parts, s)
-		}
-		return strings.Join(parts, "\n"), nil
-	}
-	return "", fmt.Errorf("unexpected RESP %q", line)
+	return ""
 }
 
 // ParseInfo turns an INFO reply into a map of field to value.
-func ParseInfo(s string) map[string]string {
-	m := map[string]string{}
-	for _, line := range strings.Split(s, "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		if k, v, ok := strings.Cut(line, ":"); ok {
-			m[k] = v
-		}
-	}
-	return m
-}
+func ParseInfo(s string) map[string]string { return wire.ParseInfo(s) }
 
 // CommandCalls returns the calls= count for one command from an INFO
 // commandstats reply (for example "get" or "mget"), 0 when absent.
 func CommandCalls(info map[string]string, cmd string) int64 {
-	v, ok := info["cmdstat_"+strings.ToLower(cmd)]
-	if !ok {
-		return 0
-	}
-	for _, f := range strings.Split(v, ",") {
-		if n, ok := strings.CutPrefix(f, "calls="); ok {
-			x, _ := strconv.ParseInt(n, 10, 64)
-			return x
-		}
-	}
-	return 0
+	return wire.CommandCalls(info)[strings.ToLower(cmd)]
 }

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -42,6 +43,24 @@ type SentinelConfig struct {
 	// front of the primary), so a test can delay or cut the replication
 	// link alone. The sentinels still know the primary by its own address.
 	ReplicaLink func(primary string) (string, error)
+	// TLS, when set, gives every server and sentinel a TLS port besides
+	// its plain one (the harness's own commands use the plain ports):
+	// replication and the sentinels' links to the data servers go over
+	// TLS, and the sentinels name the TLS ports, so a client that asks
+	// the sentinels on their TLS ports speaks TLS end to end.
+	TLS *TLSFiles
+}
+
+// TLSFiles are a server certificate and its key (PEM files); the
+// certificate also serves as the CA the servers trust.
+type TLSFiles struct {
+	CertFile, KeyFile string
+}
+
+// args returns redis-server's TLS arguments for a TLS port.
+func (f *TLSFiles) args(port int) []string {
+	return []string{"--tls-port", strconv.Itoa(port), "--tls-cert-file", f.CertFile, "--tls-key-file", f.KeyFile,
+		"--tls-ca-cert-file", f.CertFile, "--tls-auth-clients", "no", "--tls-replication", "yes"}
 }
 
 // SentinelSet is a running primary, its replica and the sentinels
@@ -54,6 +73,11 @@ type SentinelSet struct {
 	// failover Replica is the primary (see Master).
 	Primary, Replica *Redis
 	Sentinels        []*Proc
+	// With SentinelConfig.TLS: the TLS addresses of the primary, the
+	// replica and the sentinels (what the sentinels name and clients
+	// dial).
+	PrimaryTLS, ReplicaTLS string
+	TLSSentinelAddrs       []string
 }
 
 // SentinelAddrs returns the sentinels' addresses.
@@ -144,19 +168,37 @@ func StartSentinelSet(ctx context.Context, cfg SentinelConfig) (*SentinelSet, er
 		// A primary that becomes a replica after a failover needs it too.
 		auth = []string{"--masterauth", cfg.Password}
 	}
-	if set.Primary, err = StartRedis(ctx, RedisConfig{Password: cfg.Password, Args: auth}); err != nil {
+	var pTLS, rTLS []string
+	if cfg.TLS != nil {
+		ports, err := freePorts(2)
+		if err != nil {
+			return fail(err)
+		}
+		pTLS, rTLS = cfg.TLS.args(ports[0]), cfg.TLS.args(ports[1])
+		set.PrimaryTLS = net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0]))
+		set.ReplicaTLS = net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[1]))
+	}
+	if set.Primary, err = StartRedis(ctx, RedisConfig{Password: cfg.Password, Args: append(append([]string(nil), auth...), pTLS...)}); err != nil {
 		return fail(err)
 	}
-	link := set.Primary.Addr
+	primary, replica := set.Primary.Addr, ""
+	if cfg.TLS != nil {
+		primary = set.PrimaryTLS
+	}
+	link := primary
 	if cfg.ReplicaLink != nil {
-		if link, err = cfg.ReplicaLink(set.Primary.Addr); err != nil {
+		if link, err = cfg.ReplicaLink(primary); err != nil {
 			return fail(err)
 		}
 	}
 	host, port, _ := net.SplitHostPort(link)
 	if set.Replica, err = StartRedis(ctx, RedisConfig{Password: cfg.Password,
-		Args: append([]string{"--replicaof", host, port}, auth...)}); err != nil {
+		Args: append(append([]string{"--replicaof", host, port}, auth...), rTLS...)}); err != nil {
 		return fail(err)
+	}
+	replica = set.Replica.Addr
+	if cfg.TLS != nil {
+		replica = set.ReplicaTLS
 	}
 	if err := waitFor(ctx, 20*time.Second, func() error {
 		info, err := set.Replica.Do(ctx, "INFO", "replication")
@@ -167,10 +209,10 @@ func StartSentinelSet(ctx context.Context, cfg SentinelConfig) (*SentinelSet, er
 	}); err != nil {
 		return fail(err)
 	}
-	pHost, pPort, _ := net.SplitHostPort(set.Primary.Addr)
+	pHost, pPort, _ := net.SplitHostPort(primary)
 	for i := 0; i < n; i++ {
 		p, err := retryPort(func(port int) (*Proc, error) {
-			return startSentinel(ctx, bin, port, set, pHost, pPort, n/2+1, downAfter, cmp.Or(cfg.FailoverTimeout, 5*time.Second))
+			return startSentinel(ctx, bin, port, set, pHost, pPort, n/2+1, downAfter, cmp.Or(cfg.FailoverTimeout, 5*time.Second), cfg.TLS)
 		})
 		if err != nil {
 			return fail(err)
@@ -183,7 +225,7 @@ func StartSentinelSet(ctx context.Context, cfg SentinelConfig) (*SentinelSet, er
 	for _, p := range set.Sentinels {
 		if err := waitFor(ctx, 30*time.Second, func() error {
 			out, err := RedisDo(ctx, p.Addr, set.SentinelPassword, "SENTINEL", "REPLICAS", set.MasterSet)
-			if err == nil && !strings.Contains(out, set.Replica.Addr) {
+			if err == nil && !strings.Contains(out, replica) {
 				err = fmt.Errorf("sentinel %s does not list the replica yet", p.Addr)
 			}
 			return err
@@ -194,7 +236,7 @@ func StartSentinelSet(ctx context.Context, cfg SentinelConfig) (*SentinelSet, er
 	return set, nil
 }
 
-func startSentinel(ctx context.Context, bin string, port int, set *SentinelSet, pHost, pPort string, quorum int, downAfter, failoverTimeout time.Duration) (*Proc, error) {
+func startSentinel(ctx context.Context, bin string, port int, set *SentinelSet, pHost, pPort string, quorum int, downAfter, failoverTimeout time.Duration, tf *TLSFiles) (*Proc, error) {
 	dir, err := os.MkdirTemp("", "kura-redis-sentinel-")
 	if err != nil {
 		return nil, err
@@ -219,6 +261,19 @@ func startSentinel(ctx context.Context, bin string, port int, set *SentinelSet, 
 	if set.SentinelPassword != "" {
 		lines = append(lines, "requirepass "+strconv.Quote(set.SentinelPassword), "sentinel sentinel-pass "+strconv.Quote(set.SentinelPassword))
 	}
+	tlsAddr := ""
+	if tf != nil {
+		ports, err := freePorts(1)
+		if err != nil {
+			os.RemoveAll(dir)
+			return nil, err
+		}
+		a := tf.args(ports[0])
+		for i := 0; i+1 < len(a); i += 2 {
+			lines = append(lines, strings.TrimPrefix(a[i], "--")+" "+a[i+1])
+		}
+		tlsAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0]))
+	}
 	conf := filepath.Join(dir, "sentinel.conf")
 	if err := os.WriteFile(conf, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
 		os.RemoveAll(dir)
@@ -237,6 +292,9 @@ func startSentinel(ctx context.Context, bin string, port int, set *SentinelSet, 
 	if err := p.waitReady(ctx, p.probe); err != nil {
 		p.Stop()
 		return nil, err
+	}
+	if tlsAddr != "" {
+		set.TLSSentinelAddrs = append(set.TLSSentinelAddrs, tlsAddr)
 	}
 	return p, nil
 }
@@ -298,4 +356,19 @@ func (s *SentinelSet) WaitFreshInfo(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// freePorts returns n distinct free loopback ports.
+func freePorts(n int) ([]int, error) {
+	var ports []int
+	for len(ports) < n {
+		p, err := FreePort()
+		if err != nil {
+			return nil, err
+		}
+		if !slices.Contains(ports, p) {
+			ports = append(ports, p)
+		}
+	}
+	return ports, nil
 }

@@ -443,3 +443,28 @@ func roundTrip(ctx context.Context, addr, line string) (string, error) {
 	s, err := r.ReadString('\n')
 	return strings.TrimRight(s, "\r\n"), err
 }
+
+// Threaded returns a function that starts a private server of kind
+// ("redis" or "memcached") with the given number of threads (redis-server
+// io-threads, memcached -t) on a free loopback port and returns its target
+// URL and a stop function: the loadgen.SweepConfig.StartServer of an
+// --io-threads sweep (`kura bench sweep`, `kura demo`).
+func Threaded(kind string) func(ctx context.Context, threads int) (target string, stop func(), err error) {
+	return func(ctx context.Context, threads int) (string, func(), error) {
+		switch kind {
+		case "memcached":
+			m, err := StartMemcached(ctx, MemcachedConfig{Threads: threads, MemoryMB: 1024})
+			if err != nil {
+				return "", nil, err
+			}
+			return "memcached://" + m.Addr, m.Stop, nil
+		case "redis":
+			r, err := StartRedis(ctx, RedisConfig{IOThreads: threads})
+			if err != nil {
+				return "", nil, err
+			}
+			return r.URL(), r.Stop, nil
+		}
+		return "", nil, fmt.Errorf("servers: kind %q is not redis or memcached", kind)
+	}
+}

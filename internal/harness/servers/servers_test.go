@@ -217,3 +217,54 @@ func TestSentinelFailover(t *testing.T) {
 		t.Fatalf("after the primary died, master = %q, %v; want the replica %s", m, err, set.Replica.Addr)
 	}
 }
+
+// TestRedisClusterReplicasMoveSlot: a Cluster started with replicas lists
+// them, MoveSlot moves a slot's keys and ownership to another master, and
+// a replica promoted by CLUSTER FAILOVER serves its master's slots.
+func TestRedisClusterReplicasMoveSlot(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-server test")
+	}
+	t.Parallel()
+	c := servertest.RedisClusterWith(t, servers.ClusterConfig{})
+	ctx := context.Background()
+	if len(c.Replicas) != 3 || len(c.Replicas[0]) != 1 {
+		t.Fatalf("replicas = %v", c.Replicas)
+	}
+	const slot = 12182 // "foo"
+	src, err := c.MasterOf(ctx, slot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := src.Do(ctx, "SET", "foo", "bar"); err != nil {
+		t.Fatal(err)
+	}
+	dst := c.Nodes[0]
+	if dst == src {
+		dst = c.Nodes[1]
+	}
+	n, err := c.MoveSlot(ctx, slot, src, dst, 10, 0)
+	if err != nil || n != 1 {
+		t.Fatalf("MoveSlot = %d, %v", n, err)
+	}
+	if m, err := c.MasterOf(ctx, slot); err != nil || m != dst {
+		t.Fatalf("after the move MasterOf = %v, %v; want %s", m, err, dst.Addr)
+	}
+	if v, err := dst.Do(ctx, "GET", "foo"); err != nil || v != "bar" {
+		t.Fatalf("GET on the new owner = %q, %v", v, err)
+	}
+	var rep *servers.Redis
+	for i, m := range c.Nodes {
+		if m == dst {
+			rep = c.Replicas[i][0]
+		}
+	}
+	if _, err := rep.Do(ctx, "CLUSTER", "FAILOVER"); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if m, err := c.WaitMaster(wctx, slot, dst); err != nil || m != rep {
+		t.Fatalf("after CLUSTER FAILOVER the master of slot %d = %v, %v; want %s", slot, m, err, rep.Addr)
+	}
+}

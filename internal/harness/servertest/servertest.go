@@ -51,6 +51,18 @@ func RedisCluster(tb testing.TB) *servers.RedisCluster {
 	return c
 }
 
+// RedisClusterWith starts a Redis Cluster with replicas (see
+// servers.StartRedisClusterWith) for the test.
+func RedisClusterWith(tb testing.TB, cfg servers.ClusterConfig) *servers.RedisCluster {
+	tb.Helper()
+	c, err := servers.StartRedisClusterWith(context.Background(), cfg)
+	if err != nil {
+		handle(tb, err)
+	}
+	tb.Cleanup(c.Stop)
+	return c
+}
+
 // RedisClusterAt starts a Redis Cluster with one master per port on the
 // loopback address host, for the test.
 func RedisClusterAt(tb testing.TB, host string, ports []int) *servers.RedisCluster {

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/kuracache/kura/internal/wire"
 	"github.com/kuracache/kura/store"
 )
 
@@ -277,10 +278,16 @@ func (cl *Client) Do(ctx context.Context, req *Request, res *Response) error {
 }
 
 // Get returns the value of key, or an error matching store.ErrNotFound.
+// A plain read of a stale item takes its recache token (W) as any mg does;
+// Get hands it back at once (see HandBack), so a reader that can reload
+// the key gets it.
 func (cl *Client) Get(ctx context.Context, key string) ([]byte, error) {
 	var res Response
-	if err := cl.Do(ctx, &Request{Cmd: Get, Key: key, ReturnValue: true}, &res); err != nil {
+	if err := cl.Do(ctx, &Request{Cmd: Get, Key: key, ReturnValue: true, ReturnCAS: true}, &res); err != nil {
 		return nil, err
+	}
+	if res.Won {
+		cl.HandBack(ctx, key, res.CAS)
 	}
 	switch {
 	case res.Placeholder(), res.Status == EN:
@@ -289,6 +296,16 @@ func (cl *Client) Get(ctx context.Context, key string) ([]byte, error) {
 		return res.Value, nil
 	}
 	return nil, cl.unexpected("mg", &res)
+}
+
+// HandBack gives up the recache token (W) of a stale item that a read
+// which will not reload it took, with "md <key> I C<cas>": the item stays
+// stale with its TTL and the next reader wins the token. If the item
+// changed since (its CAS differs), it is left alone. Best effort: if the
+// request fails, the token is lost until the item expires, as before.
+func (cl *Client) HandBack(ctx context.Context, key string, cas uint64) {
+	var res Response
+	_ = cl.Do(ctx, &Request{Cmd: Delete, Key: key, Invalidate: true, CompareCAS: cas}, &res)
 }
 
 // Set stores value under key for ttl (0: no expiry; see TTL).
@@ -379,28 +396,17 @@ func (c *Conn) stats(ctx context.Context, group string) (map[string]string, erro
 	if err := c.Flush(); err != nil {
 		return nil, err
 	}
-	m := map[string]string{}
-	for {
-		line, err := c.br.ReadSlice('\n')
-		if err != nil {
-			if errors.Is(err, bufio.ErrBufferFull) {
-				err = fmt.Errorf("memcache %s: %w: stats line too long", c.client.addr, ErrProtocol)
-			}
-			return nil, c.fail(err)
-		}
-		s := strings.TrimRight(string(line), "\r\n")
-		switch {
-		case s == "END":
-			return m, nil
-		case strings.HasPrefix(s, "STAT "):
-			k, v, _ := strings.Cut(s[5:], " ")
-			m[k] = v
-		case strings.HasPrefix(s, "ERROR"), strings.HasPrefix(s, "CLIENT_ERROR"), strings.HasPrefix(s, "SERVER_ERROR"):
-			return nil, c.fail(fmt.Errorf("memcache %s: stats %s: %s", c.client.addr, group, s))
-		default:
-			return nil, c.fail(fmt.Errorf("memcache %s: %w: stats answered %q", c.client.addr, ErrProtocol, s))
-		}
+	m, err := wire.ReadStats(c.br)
+	var re *wire.ReplyError
+	switch {
+	case err == nil:
+		return m, nil
+	case errors.As(err, &re):
+		return nil, c.fail(fmt.Errorf("memcache %s: stats %s: %s", c.client.addr, group, re.Line))
+	case errors.Is(err, wire.ErrProtocol):
+		return nil, c.fail(fmt.Errorf("memcache %s: %w (%w)", c.client.addr, ErrProtocol, err))
 	}
+	return nil, c.fail(err)
 }
 
 func (cl *Client) unexpected(cmd string, res *Response) error {

@@ -5,7 +5,8 @@
 //
 // It is the wire layer under package memcache, which adds the
 // consistent-hash server pool and the kura store.Store; it is usable on its
-// own (kura bench drives it directly).
+// own (a store's key walker and the tests use it directly; `kura bench`
+// has its own encoder and reply counter, package loadgen).
 //
 // # Pipelines
 //

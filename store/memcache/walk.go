@@ -1,4 +1,4 @@
-package scan
+package memcache
 
 import (
 	"bufio"
@@ -8,37 +8,55 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
 
-	"github.com/kuracache/kura/store/memcache"
+	"github.com/kuracache/kura/store"
 	"github.com/kuracache/kura/store/memcache/meta"
 )
 
-// memcachedWalker walks one memcached server with its own connections
-// (the store's pool stays free for the application's traffic).
-type memcachedWalker struct {
+// nodeWalker walks one memcached server with its own connections (the
+// store's pool stays free for the application's traffic).
+type nodeWalker struct {
 	c    *meta.Client
-	opts Options
-	pace *pacer
+	opts store.WalkOptions
 }
 
-func memcachedWalkers(ms *memcache.Store, opts Options) ([]walker, error) {
-	var out []walker
-	for _, a := range ms.Ring().Servers() {
-		out = append(out, &memcachedWalker{c: meta.NewClient(a, meta.Options{}), opts: opts, pace: newPacer(opts.Rate)})
+// WalkNodes implements store.KeyWalker: one walker per server of the
+// pool, in the order of Options.Servers, kind "memcached".
+func (s *Store) WalkNodes(ctx context.Context) (string, []store.NodeWalker, error) {
+	if s.closed.Load() {
+		return "", nil, store.ErrClosed
 	}
-	return out, nil
+	var out []store.NodeWalker
+	for _, a := range s.ring.Servers() {
+		out = append(out, &nodeWalker{c: meta.NewClient(a, s.walkOpts)})
+	}
+	return "memcached", out, ctx.Err()
 }
 
-func (w *memcachedWalker) addr() string    { return w.c.Addr() }
-func (w *memcachedWalker) commands() int64 { return w.pace.count.Load() }
-func (w *memcachedWalker) close()          { _ = w.c.Close() }
+// Addr implements store.NodeWalker.
+func (w *nodeWalker) Addr() string { return w.c.Addr() }
 
-// walk lists the items with lru_crawler metadump and reads each value's
-// length and TTL with mg s t (no value, no LRU bump), a batch at a time
-// while the dump streams.
-func (w *memcachedWalker) walk(ctx context.Context, add func(KeyInfo)) error {
-	if err := w.pace.wait(ctx, 1); err != nil {
+// Close implements store.NodeWalker.
+func (w *nodeWalker) Close() error { return w.c.Close() }
+
+func (w *nodeWalker) pace(ctx context.Context, n int) error {
+	if w.opts.Pace == nil {
+		return ctx.Err()
+	}
+	return w.opts.Pace(ctx, n)
+}
+
+// Walk implements store.NodeWalker: it lists the items with lru_crawler
+// metadump and, unless opts.KeysOnly, reads each value's length and TTL
+// with mg s t (no value, no LRU bump), a batch at a time.
+func (w *nodeWalker) Walk(ctx context.Context, opts store.WalkOptions, add func(store.KeyInfo) error) error {
+	if opts.Count <= 0 {
+		opts.Count = 500
+	}
+	w.opts = opts
+	if err := w.pace(ctx, 1); err != nil {
 		return err
 	}
 	batch := make([]meta.DumpItem, 0, w.opts.Count)
@@ -47,34 +65,42 @@ func (w *memcachedWalker) walk(ctx context.Context, add func(KeyInfo)) error {
 			return nil
 		}
 		defer func() { batch = batch[:0] }()
+		if opts.KeysOnly {
+			for _, it := range batch {
+				if err := add(store.KeyInfo{Key: it.Key, Node: w.c.Addr()}); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
 		reqs := make([]meta.Request, len(batch))
 		for i, it := range batch {
 			reqs[i] = meta.Request{Cmd: meta.Get, Key: it.Key, ReturnSize: true, ReturnTTL: true, NoBump: true}
 		}
-		if err := w.pace.wait(ctx, len(reqs)); err != nil {
+		if err := w.pace(ctx, len(reqs)); err != nil {
 			return err
 		}
-		var firstErr error
+		var firstErr, addErr error
 		err := w.c.Exec(ctx, reqs, func(i int, res *meta.Response, err error) {
-			if err != nil || res.Status != meta.HD {
+			if err != nil || res.Status != meta.HD || addErr != nil {
 				if err != nil && firstErr == nil {
 					firstErr = err
 				}
 				return // EN: expired or evicted since the dump
 			}
-			ki := KeyInfo{Key: batch[i].Key, Type: "item", Length: res.Size, ValueBytes: res.Size, MemoryBytes: batch[i].Size, Node: w.c.Addr(), TTLSeconds: -1}
+			ki := store.KeyInfo{Key: batch[i].Key, Type: "item", Length: res.Size, ValueBytes: res.Size, MemoryBytes: batch[i].Size, Node: w.c.Addr(), TTLSeconds: -1}
 			if res.TTL >= 0 {
 				ki.TTLSeconds = float64(res.TTL)
 			}
-			add(ki)
+			addErr = add(ki)
 		})
 		if err == nil {
 			err = firstErr
 		}
 		if err != nil {
-			return fmt.Errorf("mg: %w", err)
+			return store.NodeErr(w.c.Addr(), fmt.Errorf("mg: %w", err))
 		}
-		return nil
+		return addErr
 	}
 	// The dump goes to a temporary file as fast as the server sends it,
 	// and the mg batches read it back: a crawl held up by our mg calls
@@ -91,6 +117,9 @@ func (w *memcachedWalker) walk(ctx context.Context, add func(KeyInfo)) error {
 	var rec []byte
 	dump := func() error {
 		return w.c.Metadump(ctx, func(it meta.DumpItem) error {
+			if !strings.HasPrefix(it.Key, opts.Prefix) {
+				return nil
+			}
 			rec = binary.AppendUvarint(rec[:0], uint64(len(it.Key)))
 			rec = append(rec, it.Key...)
 			rec = binary.AppendUvarint(rec, uint64(it.Size))
@@ -123,13 +152,13 @@ func (w *memcachedWalker) walk(ctx context.Context, add func(KeyInfo)) error {
 		err = w.replay(spool, &batch, flush)
 	}
 	if err != nil {
-		return fmt.Errorf("lru_crawler metadump: %w", err)
+		return store.NodeErr(w.c.Addr(), fmt.Errorf("lru_crawler metadump: %w", err))
 	}
 	return flush()
 }
 
 // replay reads the spooled dump back, a batch at a time.
-func (w *memcachedWalker) replay(spool *os.File, batch *[]meta.DumpItem, flush func() error) error {
+func (w *nodeWalker) replay(spool *os.File, batch *[]meta.DumpItem, flush func() error) error {
 	end, err := spool.Seek(0, io.SeekCurrent)
 	if err != nil {
 		return err
@@ -163,10 +192,8 @@ func (w *memcachedWalker) replay(spool *os.File, batch *[]meta.DumpItem, flush f
 	}
 }
 
-func (w *memcachedWalker) fetch(ctx context.Context, keys []string) ([][]byte, error) {
-	if err := w.pace.wait(ctx, len(keys)); err != nil {
-		return nil, err
-	}
+// Read implements store.NodeWalker with mg v (no LRU bump).
+func (w *nodeWalker) Read(ctx context.Context, keys []string) ([][]byte, error) {
 	reqs := make([]meta.Request, len(keys))
 	for i, k := range keys {
 		reqs[i] = meta.Request{Cmd: meta.Get, Key: k, ReturnValue: true, NoBump: true}
@@ -187,5 +214,5 @@ func (w *memcachedWalker) fetch(ctx context.Context, keys []string) ([][]byte, e
 	if err == nil {
 		err = firstErr
 	}
-	return out, err
+	return out, store.NodeErr(w.c.Addr(), err)
 }

@@ -1,4 +1,4 @@
-package scan
+package redisstore
 
 import (
 	"context"
@@ -8,33 +8,47 @@ import (
 
 	"github.com/redis/rueidis"
 
-	"github.com/kuracache/kura/store/redisstore"
+	"github.com/kuracache/kura/store"
 )
 
-type redisWalker struct {
+// nodeWalker walks one master on the store's client for that node.
+type nodeWalker struct {
 	address string
 	c       rueidis.Client
-	opts    Options
-	pace    *pacer
+	opts    store.WalkOptions
 	// noMemory: MEMORY USAGE is refused here (disabled or not allowed).
 	noMemory bool
 }
 
-// redisWalkers returns one walker per master: ROLE on every node the
-// client knows, replicas skipped so no key is counted twice.
-func redisWalkers(ctx context.Context, rs *redisstore.Store, opts Options) ([]walker, error) {
-	nodes := rs.Client().Nodes()
+// WalkNodes implements store.KeyWalker: one walker per master (ROLE on
+// every node the client knows, replicas skipped so no key is listed
+// twice), kind "redis" or "redis-cluster". It waits for the store's first
+// connection attempt and fails if that did not reach the server.
+func (s *Store) WalkNodes(ctx context.Context) (string, []store.NodeWalker, error) {
+	if err := s.Ping(ctx); err != nil {
+		return "", nil, err
+	}
+	kind := "redis"
+	if s.IsCluster() {
+		kind = "redis-cluster"
+	}
+	nodes, err := s.masterWalkers(ctx)
+	return kind, nodes, err
+}
+
+func (s *Store) masterWalkers(ctx context.Context) ([]store.NodeWalker, error) {
+	nodes := s.Client().Nodes()
 	addrs := make([]string, 0, len(nodes))
 	for a := range nodes {
 		addrs = append(addrs, a)
 	}
 	sort.Strings(addrs)
-	var out []walker
+	var out []store.NodeWalker
 	for _, a := range addrs {
 		nc := nodes[a]
 		role, err := nc.Do(ctx, nc.B().Role().Build()).ToArray()
 		if err != nil {
-			return nil, fmt.Errorf("scan %s: ROLE: %w", a, err)
+			return nil, store.NodeErr(a, fmt.Errorf("ROLE: %w", err))
 		}
 		if len(role) == 0 {
 			continue
@@ -42,20 +56,30 @@ func redisWalkers(ctx context.Context, rs *redisstore.Store, opts Options) ([]wa
 		if r, _ := role[0].ToString(); r != "master" {
 			continue
 		}
-		out = append(out, &redisWalker{address: a, c: nc, opts: opts, pace: newPacer(opts.Rate)})
+		out = append(out, &nodeWalker{address: a, c: nc})
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("scan: no Redis master among %s", strings.Join(addrs, ", "))
+		return nil, fmt.Errorf("redisstore: no Redis master among %s", strings.Join(addrs, ", "))
 	}
 	return out, nil
 }
 
-func (w *redisWalker) addr() string    { return w.address }
-func (w *redisWalker) commands() int64 { return w.pace.count.Load() }
-func (w *redisWalker) close()          {}
+// Addr implements store.NodeWalker.
+func (w *nodeWalker) Addr() string { return w.address }
+
+// Close implements store.NodeWalker: the walker borrows the store's
+// client, which the store closes.
+func (w *nodeWalker) Close() error { return nil }
+
+func (w *nodeWalker) pace(ctx context.Context, n int) error {
+	if w.opts.Pace == nil {
+		return ctx.Err()
+	}
+	return w.opts.Pace(ctx, n)
+}
 
 // lengthCmd is the command that reads a key's length for its type.
-func (w *redisWalker) lengthCmd(typ, key string) (rueidis.Completed, bool) {
+func (w *nodeWalker) lengthCmd(typ, key string) (rueidis.Completed, bool) {
 	b := w.c.B()
 	switch typ {
 	case "string":
@@ -74,18 +98,37 @@ func (w *redisWalker) lengthCmd(typ, key string) (rueidis.Completed, bool) {
 	return rueidis.Completed{}, false
 }
 
-func (w *redisWalker) walk(ctx context.Context, add func(KeyInfo)) error {
+// Walk implements store.NodeWalker with SCAN (MATCH for a prefix) and,
+// unless opts.KeysOnly, pipelines that describe the keys found.
+func (w *nodeWalker) Walk(ctx context.Context, opts store.WalkOptions, fn func(store.KeyInfo) error) error {
+	if opts.Count <= 0 {
+		opts.Count = 500
+	}
+	w.opts = opts
 	var cursor uint64
 	for {
-		if err := w.pace.wait(ctx, 1); err != nil {
+		if err := w.pace(ctx, 1); err != nil {
 			return err
 		}
-		e, err := w.c.Do(ctx, w.c.B().Scan().Cursor(cursor).Count(int64(w.opts.Count)).Build()).AsScanEntry()
-		if err != nil {
-			return fmt.Errorf("SCAN: %w", err)
+		b := w.c.B().Scan().Cursor(cursor)
+		var cmd rueidis.Completed
+		if opts.Prefix != "" {
+			cmd = b.Match(escapeGlob(opts.Prefix) + "*").Count(int64(opts.Count)).Build()
+		} else {
+			cmd = b.Count(int64(opts.Count)).Build()
 		}
-		if len(e.Elements) > 0 {
-			if err := w.describe(ctx, e.Elements, add); err != nil {
+		e, err := w.c.Do(ctx, cmd).AsScanEntry()
+		if err != nil {
+			return store.NodeErr(w.address, fmt.Errorf("SCAN: %w", err))
+		}
+		if opts.KeysOnly {
+			for _, k := range e.Elements {
+				if err := fn(store.KeyInfo{Key: k, Node: w.address}); err != nil {
+					return err
+				}
+			}
+		} else if len(e.Elements) > 0 {
+			if err := w.describe(ctx, e.Elements, fn); err != nil {
 				return err
 			}
 		}
@@ -100,7 +143,7 @@ func (w *redisWalker) walk(ctx context.Context, add func(KeyInfo)) error {
 // mostly, so the first pipeline asks PTTL, MEMORY USAGE and STRLEN per key
 // (3 commands); a key that answers STRLEN with WRONGTYPE is a collection,
 // and only those get TYPE and their length command in a second pipeline.
-func (w *redisWalker) describe(ctx context.Context, keys []string, add func(KeyInfo)) error {
+func (w *nodeWalker) describe(ctx context.Context, keys []string, add func(store.KeyInfo) error) error {
 	per := 3
 	if w.noMemory {
 		per = 2
@@ -113,14 +156,14 @@ func (w *redisWalker) describe(ctx context.Context, keys []string, add func(KeyI
 			cmds = append(cmds, b.MemoryUsage().Key(k).Build())
 		}
 	}
-	if err := w.pace.wait(ctx, len(cmds)); err != nil {
+	if err := w.pace(ctx, len(cmds)); err != nil {
 		return err
 	}
 	res := w.c.DoMulti(ctx, cmds...)
-	var others []KeyInfo
+	var others []store.KeyInfo
 	for i, k := range keys {
 		r := res[i*per : i*per+per]
-		ki := KeyInfo{Key: k, Node: w.address}
+		ki := store.KeyInfo{Key: k, Node: w.address}
 		ms, err := r[0].AsInt64()
 		if err != nil {
 			return fmt.Errorf("PTTL: %w", err)
@@ -146,7 +189,9 @@ func (w *redisWalker) describe(ctx context.Context, keys []string, add func(KeyI
 		switch {
 		case err == nil:
 			ki.Type, ki.Length, ki.ValueBytes = "string", n, n
-			add(ki)
+			if err := add(ki); err != nil {
+				return err
+			}
 		case isRedisErr(err):
 			others = append(others, ki) // WRONGTYPE: a collection
 		default:
@@ -160,10 +205,10 @@ func (w *redisWalker) describe(ctx context.Context, keys []string, add func(KeyI
 	for _, ki := range others {
 		cmds = append(cmds, b.Type().Key(ki.Key).Build())
 	}
-	if err := w.pace.wait(ctx, len(cmds)); err != nil {
+	if err := w.pace(ctx, len(cmds)); err != nil {
 		return err
 	}
-	var infos []KeyInfo
+	var infos []store.KeyInfo
 	lens := make(rueidis.Commands, 0, len(others))
 	for i, r := range w.c.DoMulti(ctx, cmds...) {
 		typ, err := r.ToString()
@@ -178,7 +223,9 @@ func (w *redisWalker) describe(ctx context.Context, keys []string, add func(KeyI
 		c, ok := w.lengthCmd(typ, ki.Key)
 		if !ok || typ == "string" {
 			ki.ValueBytes = ki.MemoryBytes
-			add(ki)
+			if err := add(ki); err != nil {
+				return err
+			}
 			continue
 		}
 		infos = append(infos, ki)
@@ -187,7 +234,7 @@ func (w *redisWalker) describe(ctx context.Context, keys []string, add func(KeyI
 	if len(lens) == 0 {
 		return nil
 	}
-	if err := w.pace.wait(ctx, len(lens)); err != nil {
+	if err := w.pace(ctx, len(lens)); err != nil {
 		return err
 	}
 	for i, r := range w.c.DoMulti(ctx, lens...) {
@@ -200,7 +247,9 @@ func (w *redisWalker) describe(ctx context.Context, keys []string, add func(KeyI
 		}
 		ki := infos[i]
 		ki.Length, ki.ValueBytes = n, ki.MemoryBytes
-		add(ki)
+		if err := add(ki); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -209,10 +258,8 @@ func cmdName(typ string) string {
 	return map[string]string{"string": "STRLEN", "hash": "HLEN", "list": "LLEN", "set": "SCARD", "zset": "ZCARD", "stream": "XLEN"}[typ]
 }
 
-func (w *redisWalker) fetch(ctx context.Context, keys []string) ([][]byte, error) {
-	if err := w.pace.wait(ctx, len(keys)); err != nil {
-		return nil, err
-	}
+// Read implements store.NodeWalker with pipelined GETs.
+func (w *nodeWalker) Read(ctx context.Context, keys []string) ([][]byte, error) {
 	cmds := make(rueidis.Commands, len(keys))
 	for i, k := range keys {
 		cmds[i] = w.c.B().Get().Key(k).Build()
@@ -226,7 +273,7 @@ func (w *redisWalker) fetch(ctx context.Context, keys []string) ([][]byte, error
 		case rueidis.IsRedisNil(err), isRedisErr(err):
 			// gone, or no longer a string
 		default:
-			return nil, err
+			return nil, store.NodeErr(w.address, err)
 		}
 	}
 	return out, nil
@@ -237,4 +284,16 @@ func (w *redisWalker) fetch(ctx context.Context, keys []string) ([][]byte, error
 func isRedisErr(err error) bool {
 	_, ok := rueidis.IsRedisErr(err)
 	return ok
+}
+
+// escapeGlob escapes SCAN MATCH's special characters in a literal prefix.
+func escapeGlob(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if strings.ContainsRune(`*?[]\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
