@@ -15,6 +15,7 @@ servers:
 
 build:
 	$(GO) build ./...
+	cd kuraotel && $(GO) build ./...
 
 ## redis-up: start a redis-server for the README's quick start on 127.0.0.1:$(REDIS_PORT)
 ## (default 6379; no persistence); redis-down stops it
@@ -40,9 +41,11 @@ redis-down:
 demo: servers
 	$(GO) run ./cmd/kura demo
 
-## test: install the servers, then run every test (race detector on) against them
+## test: install the servers, then run every test (race detector on) against them, the
+## kuraotel module's too (its own module, so the OpenTelemetry SDK is no dependency of kura)
 test: servers
 	KURA_REQUIRE_SERVERS=1 $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
+	cd kuraotel && KURA_REQUIRE_SERVERS=1 $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
 	$(MAKE) test-node
 
 ## test-node: the Node package (js/): npm ci from the committed lockfile (skipped when node_modules
@@ -66,6 +69,7 @@ lint:
 	@out=$$(gofmt -l . 2>&1); if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
+	cd kuraotel && $(GO) vet ./... && $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
 
 ## bench: every Go benchmark (see BENCHMARKS.md for the recorded runs)
 bench: servers

@@ -9,6 +9,7 @@ import (
 	"github.com/kuracache/kura/codec"
 	"github.com/kuracache/kura/internal/l1"
 	"github.com/kuracache/kura/internal/readthrough"
+	"github.com/kuracache/kura/observe"
 	"github.com/kuracache/kura/store"
 )
 
@@ -58,7 +59,7 @@ func New[V any](s store.Store, opts Options) (*Cache[V], error) {
 		SchemaGrace: o.SchemaGrace, LeaseTTL: o.LeaseTTL, LeaseWait: o.LeaseWait,
 		StaleWhileRevalidate: o.StaleWhileRevalidate, EarlyRefresh: o.EarlyRefresh,
 		MaxValueSize: o.MaxValueSize, WarnValueSize: o.WarnValueSize, OnLargeValue: o.OnLargeValue,
-		Jitter: c.opts.jitter, Leaser: leaserOf(s, o), Tracker: tracker,
+		Jitter: c.opts.jitter, Leaser: leaserOf(s, o), Tracker: tracker, Tracer: o.Tracer,
 	}
 	if o.OnError != nil {
 		cfg.OnError = func(op readthrough.Op, key string, err error) { o.OnError(allOps[op], key, err) }
@@ -155,7 +156,9 @@ func (c *Cache[V]) Fetch(ctx context.Context, key string, ttl time.Duration, loa
 	if loader == nil {
 		return zero, errors.New("kura: Fetch needs a loader")
 	}
-	return c.p.Fetch(ctx, key, ttl, readthrough.Loader[V](loader))
+	return traced(ctx, c.opts.Tracer, observe.Fetch, key, 1, func(ctx context.Context) (V, error) {
+		return c.p.Fetch(ctx, key, ttl, readthrough.Loader[V](loader))
+	})
 }
 
 // FetchMany returns the values for keys: one batched cache read, one loader
@@ -196,7 +199,9 @@ func (c *Cache[V]) FetchMany(ctx context.Context, keys []string, ttl time.Durati
 	if loader == nil {
 		return nil, errors.New("kura: FetchMany needs a loader")
 	}
-	return c.p.FetchMany(ctx, keys, ttl, readthrough.ManyLoader[V](loader))
+	return traced(ctx, c.opts.Tracer, observe.FetchMany, first(keys), len(keys), func(ctx context.Context) (map[string]V, error) {
+		return c.p.FetchMany(ctx, keys, ttl, readthrough.ManyLoader[V](loader))
+	})
 }
 
 // Invalidate removes keys so that the next read loads them again, and
@@ -216,7 +221,9 @@ func (c *Cache[V]) Invalidate(ctx context.Context, keys ...string) error {
 	if err != nil || len(keys) == 0 {
 		return err
 	}
-	return c.p.Invalidate(ctx, keys)
+	return traced0(ctx, c.opts.Tracer, observe.Invalidate, keys[0], len(keys), func(ctx context.Context) error {
+		return c.p.Invalidate(ctx, keys)
+	})
 }
 
 // Get returns the cached value for key. It returns an error matching
@@ -227,7 +234,9 @@ func (c *Cache[V]) Get(ctx context.Context, key string) (V, error) {
 		var zero V
 		return zero, err
 	}
-	return c.p.Get(ctx, key)
+	return traced(ctx, c.opts.Tracer, observe.Get, key, 1, func(ctx context.Context) (V, error) {
+		return c.p.Get(ctx, key)
+	})
 }
 
 // Set stores v under key for ttl (0 = Options.TTL, NoExpiry = never;
@@ -244,7 +253,9 @@ func (c *Cache[V]) Set(ctx context.Context, key string, v V, ttl time.Duration) 
 	if err != nil {
 		return err
 	}
-	return c.p.Set(ctx, key, b, ttl)
+	return traced0(ctx, c.opts.Tracer, observe.Set, key, 1, func(ctx context.Context) error {
+		return c.p.Set(ctx, key, b, ttl)
+	})
 }
 
 // Delete removes key. Deleting a missing key is not an error.
@@ -252,7 +263,9 @@ func (c *Cache[V]) Delete(ctx context.Context, key string) error {
 	if err := store.CheckKey(key); err != nil {
 		return err
 	}
-	return c.p.Delete(ctx, key)
+	return traced0(ctx, c.opts.Tracer, observe.Delete, key, 1, func(ctx context.Context) error {
+		return c.p.Delete(ctx, key)
+	})
 }
 
 // GetMany returns the cached values of keys in one round trip per server.
@@ -265,7 +278,9 @@ func (c *Cache[V]) GetMany(ctx context.Context, keys []string) (map[string]V, er
 	if err != nil {
 		return nil, err
 	}
-	return c.p.GetMany(ctx, keys)
+	return traced(ctx, c.opts.Tracer, observe.GetMany, first(keys), len(keys), func(ctx context.Context) (map[string]V, error) {
+		return c.p.GetMany(ctx, keys)
+	})
 }
 
 // SetMany stores every item for ttl in one round trip per server. Values
@@ -290,7 +305,9 @@ func (c *Cache[V]) SetMany(ctx context.Context, items map[string]V, ttl time.Dur
 		}
 		batch = append(batch, store.Item{Key: k, Value: b, TTL: c.opts.jitter(ttl)})
 	}
-	if err := c.p.SetMany(ctx, batch); err != nil {
+	if err := traced0(ctx, c.opts.Tracer, observe.SetMany, "", len(batch), func(ctx context.Context) error {
+		return c.p.SetMany(ctx, batch)
+	}); err != nil {
 		var sbe *store.BatchError
 		if !errors.As(err, &sbe) {
 			return err
@@ -306,7 +323,9 @@ func (c *Cache[V]) DeleteMany(ctx context.Context, keys []string) error {
 	if err != nil || len(keys) == 0 {
 		return err
 	}
-	return c.p.DeleteMany(ctx, keys)
+	return traced0(ctx, c.opts.Tracer, observe.DeleteMany, keys[0], len(keys), func(ctx context.Context) error {
+		return c.p.DeleteMany(ctx, keys)
+	})
 }
 
 func (c *Cache[V]) reportErr(op Op, key string, err error) {

@@ -85,4 +85,14 @@
 // operation; package kuraprom exports them to Prometheus on a registry of
 // the caller's choosing. The library never logs: cached values may hold
 // personal data.
+//
+// # Traces
+//
+// Options.Tracer gives each call a span and each step of a read (the
+// lookup or lease read, the lease wait, the load, the fill) a child span;
+// the loader runs with its span in its context. Package kuraotel (a module
+// of its own) implements it over OpenTelemetry, wraps a store for a span
+// per server batch, and mirrors Stats as OpenTelemetry metrics; the span
+// tree and attributes are in docs/telemetry.md. Without a Tracer each step
+// costs a nil check.
 package kura

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/kuracache/kura/codec"
+	"github.com/kuracache/kura/observe"
 )
 
 // IndexOptions configures an Index. LoadIDs and LoadRecords are required;
@@ -146,7 +147,16 @@ func (x *Index[I, K, V]) IDs(ctx context.Context, v I) ([]K, error) {
 // still named by a cached list is left out, and the list is dropped from
 // the cache so the next read loads it afresh: a deleted record is never
 // returned as a ghost.
+//
+// With Options.Tracer, the read is a kura.Index.Fetch span over the
+// list's kura.Fetch and the records' kura.FetchMany (docs/telemetry.md).
 func (x *Index[I, K, V]) Fetch(ctx context.Context, v I) ([]V, error) {
+	return traced(ctx, x.records.c.opts.Tracer, observe.IndexFetch, x.lists.Key(v), 1, func(ctx context.Context) ([]V, error) {
+		return x.fetch(ctx, v)
+	})
+}
+
+func (x *Index[I, K, V]) fetch(ctx context.Context, v I) ([]V, error) {
 	ids, err := x.IDs(ctx, v)
 	if err != nil {
 		return nil, err
@@ -296,6 +306,12 @@ func NewUniqueIndex[I comparable, K comparable, V any](records *Keyed[K, V], opt
 // LoadRecord). A value with no record returns an error matching
 // ErrNotFound, cached negatively like any other absence.
 func (u *UniqueIndex[I, K, V]) Fetch(ctx context.Context, v I) (V, error) {
+	return traced(ctx, u.records.c.opts.Tracer, observe.IndexFetch, u.ids.Key(v), 1, func(ctx context.Context) (V, error) {
+		return u.fetch(ctx, v)
+	})
+}
+
+func (u *UniqueIndex[I, K, V]) fetch(ctx context.Context, v I) (V, error) {
 	id, err := u.ids.Fetch(ctx, v, u.loadID)
 	if err != nil {
 		var zero V

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/kuracache/kura/codec"
+	"github.com/kuracache/kura/observe"
 	"github.com/kuracache/kura/store"
 )
 
@@ -181,6 +182,12 @@ type Options struct {
 	// versions) are not protected. Set and SetMany always write. If zero,
 	// DefaultSchemaGrace (1 minute); negative means no protection.
 	SchemaGrace time.Duration
+
+	// Tracer, if set, gives every call a span and every step of a read
+	// (lookup, lease wait, load, fill) a child span: package kuraotel
+	// implements it over OpenTelemetry (docs/telemetry.md). If nil, no
+	// spans: each step costs one nil check.
+	Tracer observe.Tracer
 }
 
 // LeaseMode is the choice of Options.Leases.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/kuracache/kura/codec"
 	"github.com/kuracache/kura/internal/flight"
+	"github.com/kuracache/kura/observe"
 	"github.com/kuracache/kura/store"
 )
 
@@ -103,6 +104,7 @@ type acquisition[V any] struct {
 	n      int       // keys in all: the hub's channel holds this many
 	start  time.Time // after the lookup: a shared result is taken if vouched for after it
 	reg    *waitReg
+	waitOn string // the first key waited for (the wait span's)
 	waited bool
 	// failedOpen: LeaseWait passed; the first load this caller then leads
 	// is counted in LeaseFailOpen.
@@ -128,7 +130,10 @@ func (p *Pipeline[V]) acquire(ctx context.Context, b *budget, slots []slot[V], g
 		case len(retry) > 0:
 			slots = retry
 			if round < maxRetries {
-				p.lookup(ctx, b, slots, false)
+				p.tracedLookup(ctx, b, slots, false)
+				if fillOp == OpSet { // Fetch: its outcome is the last lookup's
+					p.noteLookup(ctx, &slots[0])
+				}
 			} else {
 				for i := range slots {
 					slots[i].class = noFill
@@ -195,7 +200,7 @@ func (a *acquisition[V]) claim(ctx context.Context, slots []slot[V], fresh bool)
 				hold.add(s.key, c)
 				hold.leases = append(hold.leases, s.lease)
 			} else { // only with the fault on: this lease is not needed
-				p.countShared()
+				p.countShared(ctx)
 				p.release(ctx, s.lease)
 			}
 			claims = append(claims, claimed[V]{key: s.key, call: c, led: led, kind: holder})
@@ -203,7 +208,7 @@ func (a *acquisition[V]) claim(ctx context.Context, slots []slot[V], fresh bool)
 		case wait:
 			a.countWait()
 			if c := p.holders.Lookup(s.key); c != nil {
-				p.countShared()
+				p.countShared(ctx)
 				claims = append(claims, claimed[V]{key: s.key, call: c, kind: joinHolder})
 			} else {
 				waits = append(waits, s.key)
@@ -223,7 +228,7 @@ func (a *acquisition[V]) claim(ctx context.Context, slots []slot[V], fresh bool)
 			proc.fill = append(proc.fill, p.leaser == nil) // a kept entry: see budget.keep
 			proc.check = append(proc.check, s.class == miss && !s.failed && p.leaser == nil)
 		} else {
-			p.countShared()
+			p.countShared(ctx)
 		}
 		claims = append(claims, claimed[V]{key: s.key, call: c, led: led, kind: process})
 	}
@@ -319,6 +324,7 @@ func (a *acquisition[V]) startWait(keys []string) {
 	}
 	if a.reg == nil {
 		a.reg = newWaitReg(a.n)
+		a.waitOn = keys[0]
 	}
 	a.p.startWait(a.reg, keys)
 }
@@ -332,7 +338,9 @@ func (a *acquisition[V]) stopWaiting() {
 // await waits for the hub's results, classified; when Config.LeaseWait
 // has passed, the keys still waited for load without writing back.
 func (a *acquisition[V]) await(ctx context.Context) ([]slot[V], error) {
-	got, err := a.p.awaitFills(ctx, a.reg, a.start)
+	wctx, ws := a.p.waitSpan(ctx, a.waitOn, a.reg.pending)
+	got, err := a.p.awaitFills(wctx, a.reg, a.start)
+	a.p.endWait(wctx, ws, a.start, got != nil, err)
 	if err != nil || got != nil {
 		return got, err
 	}
@@ -345,7 +353,11 @@ func (a *acquisition[V]) await(ctx context.Context) ([]slot[V], error) {
 	return slots, nil
 }
 
-func (p *Pipeline[V]) countShared() { p.st.Shared.Add(1) }
+// countShared counts a caller that takes another caller's load.
+func (p *Pipeline[V]) countShared(ctx context.Context) {
+	p.st.Shared.Add(1)
+	p.note(ctx, observe.Shared, 0)
+}
 
 // refreshLater reloads the keys of leases in the background, in one
 // holder flight (one loader call, one batched conditional fill), except
@@ -366,7 +378,9 @@ func (p *Pipeline[V]) refreshLater(ctx context.Context, leases []store.Lease, tt
 	}
 	p.st.EarlyRefreshes.Add(uint64(len(j.calls)))
 	b := p.newBudget() // the refresh's own store time, not the request's
-	p.holders.Run(ctx, p.cfg.LoadTimeout, j.calls, p.loadJob(&b, &j, 0, ttl, ld, op))
+	// A new root span, linked to the call's: the reload outlives it.
+	rctx, sp := p.start(ctx, observe.Refresh, j.keys[0], len(j.keys))
+	p.holders.Run(rctx, p.cfg.LoadTimeout, j.calls, tracedJob(sp, p.loadJob(&b, &j, 0, ttl, ld, op)))
 }
 
 // maxPoll caps the backoff between two reads of the poller: a fill is
@@ -517,12 +531,22 @@ type fillItem struct {
 // (the store took the fill, or refused it); lost holds the keys whose
 // fill the store refused because their lease was lost.
 func (p *Pipeline[V]) fill(ctx context.Context, b *budget, items []fillItem, op Op) (filled bool, lost map[string]bool) {
+	if len(items) == 0 {
+		return true, nil
+	}
+	ctx, sp := p.start(ctx, observe.Fill, items[0].key, len(items))
+	defer end(sp, nil)
+	n := len(items)
 	items = p.unkept(b, items)
+	if kept := n - len(items); kept > 0 {
+		p.note(ctx, observe.FillKept, int64(kept))
+	}
 	if len(items) == 0 {
 		return true, nil
 	}
 	if b.exhausted() {
 		p.st.BudgetSkips.Add(uint64(len(items)))
+		p.note(ctx, observe.BudgetSkip, int64(len(items)))
 		return false, nil
 	}
 	sctx, st := b.bound(ctx, nil)
@@ -543,6 +567,7 @@ func (p *Pipeline[V]) fill(ctx context.Context, b *budget, items []fillItem, op 
 	var be *store.BatchError
 	if !errors.As(err, &be) {
 		p.st.StoreErrs.Add(uint64(len(fills)))
+		p.absorbed(ctx, "", err)
 		p.report(op, "", err)
 		return false, nil
 	}
@@ -558,7 +583,11 @@ func (p *Pipeline[V]) fill(ctx context.Context, b *budget, items []fillItem, op 
 		}
 		filled = false
 		p.st.StoreErrs.Add(1)
+		p.absorbed(ctx, ke.Key, ke.Err)
 		p.report(op, ke.Key, ke.Err)
+	}
+	if len(lost) > 0 {
+		p.note(ctx, observe.FillRefused, int64(len(lost)))
 	}
 	return filled, lost
 }
@@ -620,17 +649,18 @@ func (p *Pipeline[V]) refreshFields(start time.Time, ttl, cost time.Duration) co
 
 // callLoad calls the loader in the caller's goroutine (a flight's),
 // counting the call, its time, a failure or a panic (which goes on).
+// The loader runs in the kura.load span: a driver's spans nest under it.
 func (p *Pipeline[V]) callLoad(ctx context.Context, keys []string, ld loadFunc[V]) ([]V, []error) {
+	ctx, sp := p.start(ctx, observe.Load, keys[0], len(keys))
+	var failed error
+	defer observe.Finish(sp, &failed)
 	defer p.countPanic()
 	p.st.Loads.Add(1)
 	start := time.Now()
 	vals, errs := ld(ctx, keys)
 	p.st.Since(OpLoad, start)
-	for _, err := range errs {
-		if err != nil && !errors.Is(err, store.ErrNotFound) {
-			p.st.LoadErrs.Add(1)
-			break
-		}
+	if failed = firstFailure(errs); failed != nil {
+		p.st.LoadErrs.Add(1)
 	}
 	return vals, errs
 }

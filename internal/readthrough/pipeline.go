@@ -28,6 +28,7 @@ import (
 	"github.com/kuracache/kura/codec"
 	"github.com/kuracache/kura/internal/flight"
 	"github.com/kuracache/kura/internal/l1"
+	"github.com/kuracache/kura/observe"
 	"github.com/kuracache/kura/store"
 )
 
@@ -50,9 +51,10 @@ type Config struct {
 	OnLargeValue                           func(key string, n int)
 	OnError                                func(op Op, key string, err error)
 	Jitter                                 func(time.Duration) time.Duration
-	Leaser                                 store.Leaser  // nil: process coordination
-	L1                                     any           // *l1.Tier[V], nil without an L1
-	Tracker                                store.Tracker // the L1's reports, nil: TTL-bounded L1
+	Leaser                                 store.Leaser   // nil: process coordination
+	L1                                     any            // *l1.Tier[V], nil without an L1
+	Tracker                                store.Tracker  // the L1's reports, nil: TTL-bounded L1
+	Tracer                                 observe.Tracer // nil: no spans
 }
 
 // Pipeline is the read path of one Cache of values of type V.
@@ -131,6 +133,7 @@ type slot[V any] struct {
 func (p *Pipeline[V]) Fetch(ctx context.Context, key string, ttl time.Duration, loader Loader[V]) (V, error) {
 	if p.l1 != nil { // before any budget or timer: a hit costs none
 		if v, neg, ok := p.l1.Get(key); ok {
+			p.note(ctx, observe.L1Hit, 0)
 			return serve(key, v, neg)
 		}
 	}
@@ -144,7 +147,8 @@ func (p *Pipeline[V]) Fetch(ctx context.Context, key string, ttl time.Duration, 
 	gen := p.group.Ended()
 	var one [1]slot[V]
 	one[0].key = key
-	p.lookup(ctx, &b, one[:], true)
+	p.tracedLookup(ctx, &b, one[:], true)
+	p.noteLookup(ctx, &one[0])
 	if s := &one[0]; s.class == hit {
 		if s.refresh {
 			p.refreshLater(ctx, []store.Lease{s.lease}, ttl, oneLoader(loader), OpSet)
@@ -189,14 +193,16 @@ func (p *Pipeline[V]) FetchMany(ctx context.Context, keys []string, ttl time.Dur
 	out := make(map[string]V, len(keys))
 	slots := p.l1Split(keys, out)
 	if len(slots) == 0 {
+		p.note(ctx, observe.Hits, int64(len(keys))) // all from the L1
 		return out, nil
 	}
 	b := p.newBudget()
 	gen := p.group.Ended()
-	p.lookup(ctx, &b, slots, true)
+	p.tracedLookup(ctx, &b, slots, true)
 	if err := ctx.Err(); err != nil {
 		return out, err
 	}
+	p.noteMany(ctx, slots, len(keys)-len(slots))
 	rest, refresh := slots[:0], []store.Lease(nil)
 	for _, s := range slots {
 		if s.class == hit && !s.e.negative {
@@ -279,6 +285,7 @@ func (p *Pipeline[V]) lookup(ctx context.Context, b *budget, slots []slot[V], ea
 func (p *Pipeline[V]) read(ctx context.Context, b *budget, slots []slot[V]) {
 	if b.exhausted() {
 		p.st.BudgetSkips.Add(1)
+		p.note(ctx, observe.BudgetSkip, int64(len(slots)))
 		for i := range slots {
 			p.st.Misses.Add(1)
 			slots[i].failed = true
@@ -341,6 +348,7 @@ func (p *Pipeline[V]) classify(ctx context.Context, b *budget, s *slot[V], data 
 		p.st.StoreErrs.Add(1)
 		p.st.Misses.Add(1)
 		s.failed = true
+		p.absorbed(ctx, s.key, err)
 		if reportFail {
 			p.report(op, s.key, err)
 		}
@@ -391,10 +399,12 @@ func (p *Pipeline[V]) leaseRead(ctx context.Context, b *budget, slots []slot[V],
 		s.failed, s.class = true, noFill
 		p.st.StoreErrs.Add(1)
 		p.st.Misses.Add(1)
+		p.absorbed(ctx, s.key, err)
 		p.report(op, s.key, err)
 	}
 	if b.exhausted() {
 		p.st.BudgetSkips.Add(uint64(n))
+		p.note(ctx, observe.BudgetSkip, int64(n))
 		for j := range n {
 			s := at(j)
 			s.failed, s.class = true, noFill

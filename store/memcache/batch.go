@@ -57,7 +57,12 @@ func (s *Store) newBatch(ctx context.Context, op string, n int, key func(int) st
 // onAnswer for answers that are not failures. It returns the failures.
 func (b *batch) run(ctx context.Context, key func(int) string, onAnswer func(g *group, j int, res *meta.Response) error) error {
 	var wg sync.WaitGroup
+	rt := store.RoundTrips(ctx) // instrumentation: one report per server
 	do := func(g *group) {
+		var start time.Time
+		if rt != nil {
+			start = time.Now()
+		}
 		_ = g.cl.Exec(ctx, g.reqs, func(j int, res *meta.Response, err error) {
 			if err == nil {
 				err = onAnswer(g, j, res)
@@ -66,6 +71,10 @@ func (b *batch) run(ctx context.Context, key func(int) string, onAnswer func(g *
 				g.errs.AddNode(key(g.idx[j]), g.cl.Addr(), err)
 			}
 		})
+		if rt != nil {
+			rt(store.RoundTrip{Op: b.wireOp(g), Addr: g.cl.Addr(), Commands: len(g.reqs), Keys: len(g.reqs),
+				Start: start, End: time.Now(), Failed: len(g.errs.Errors)})
+		}
 	}
 	var last *group
 	for _, g := range b.groups {
@@ -206,4 +215,12 @@ func (s *Store) DeleteMany(ctx context.Context, keys []string) error {
 		}
 		return fmt.Errorf("unexpected answer %s to md", res.Status)
 	})
+}
+
+// wireOp names the meta command of g's requests ("mg", "ms", "md", "ma"...).
+func (b *batch) wireOp(g *group) string {
+	if len(g.reqs) == 0 {
+		return b.op
+	}
+	return g.reqs[0].Cmd.String()
 }

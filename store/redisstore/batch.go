@@ -124,7 +124,7 @@ func (s *Store) getManyOn(ctx context.Context, cn *conn, keys []string) ([][]byt
 	}
 	cmds := perGroup(groups, keys, func(k []string) rueidis.Completed { return cn.c.B().Mget().Key(k...).Build() })
 	var split []int // keys of groups that met TRYAGAIN
-	for g, r := range cn.c.DoMulti(ctx, cmds...) {
+	for g, r := range s.doMulti(ctx, cn, cmds) {
 		grp := groups[g]
 		arr, err := r.ToArray()
 		if err == nil && len(arr) != len(grp.idx) {
@@ -183,7 +183,7 @@ func (s *Store) oneByOne(ctx context.Context, cn *conn, keys []string, idx []int
 	for j, i := range idx {
 		cmds[j] = build(keys[i])
 	}
-	return cn.c.DoMulti(ctx, cmds...)
+	return s.doMulti(ctx, cn, cmds)
 }
 
 // isTryAgain reports Redis Cluster's TRYAGAIN reply (see oneByOne).
@@ -229,7 +229,7 @@ func (s *Store) setEach(ctx context.Context, cn *conn, items []store.Item, sent 
 		s.wrote(items[i].Key)
 		cmds[j] = s.setCmd(ctx, cn, items[i].Key, items[i].Value, items[i].TTL)
 	}
-	for j, r := range cn.c.DoMulti(ctx, cmds...) {
+	for j, r := range s.doMulti(ctx, cn, cmds) {
 		if err := r.Error(); err != nil {
 			k := items[sent[j]].Key
 			addr := s.addrOf(k)
@@ -253,7 +253,7 @@ func (s *Store) DeleteMany(ctx context.Context, keys []string) error {
 	s.wrote(keys...)
 	cmds := perGroup(groups, keys, func(k []string) rueidis.Completed { return cn.c.B().Del().Key(k...).Build() })
 	var split []int
-	for g, r := range cn.c.DoMulti(ctx, cmds...) {
+	for g, r := range s.doMulti(ctx, cn, cmds) {
 		if err := r.Error(); err != nil {
 			if isTryAgain(err) {
 				split = append(split, groups[g].idx...)

@@ -120,7 +120,7 @@ func (s *Store) leaseGet(ctx context.Context, cn *conn, keys []string, opts stor
 		s.wrote(keys[i])
 		cmds[j] = cn.c.B().Set().Key(keys[i]).Value(ph).Nx().PxMilliseconds(px).Build()
 	}
-	for j, r := range cn.c.DoMulti(ctx, cmds...) {
+	for j, r := range s.doMulti(ctx, cn, cmds) {
 		i := missing[j]
 		err := r.Error()
 		switch {
@@ -171,7 +171,7 @@ func (s *Store) Fill(ctx context.Context, fills []store.Fill) error {
 		return fails.result(ctx)
 	}
 	var lost []store.Lease
-	for j, r := range fillScript.ExecMulti(ctx, cn.c, execs...) {
+	for j, r := range s.execMulti(ctx, cn, fillScript, execs) {
 		k := fills[sent[j]].Lease.Key
 		n, err := r.AsInt64()
 		switch {
@@ -210,7 +210,7 @@ func (s *Store) Release(ctx context.Context, leases []store.Lease) error {
 		return fails.result(ctx)
 	}
 	var lost []store.Lease
-	for j, r := range releaseScript.ExecMulti(ctx, cn.c, execs...) {
+	for j, r := range s.execMulti(ctx, cn, releaseScript, execs) {
 		if err := r.Error(); err != nil {
 			if unanswered(err) {
 				lost = append(lost, leases[sent[j]])

@@ -26,7 +26,7 @@ var layers = []struct {
 }{
 	{"internal helpers", []string{"internal/flight", "internal/slot", "internal/redact", "internal/results", "internal/wire",
 		"internal/units", "internal/vis"}},
-	{"codec, store, ring", []string{"codec/...", "store", "ring"}},
+	{"codec, store, ring, observe", []string{"codec/...", "store", "ring", "observe"}},
 	{"store/*", []string{"store/memcache/...", "store/redisstore", "store/memstore", "store/health", "store/storeurl", "store/redisring", "store/move",
 		"internal/redial"}},
 	{"dictstore", []string{"dictstore"}},

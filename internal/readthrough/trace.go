@@ -1,0 +1,166 @@
+package readthrough
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/kuracache/kura/observe"
+	"github.com/kuracache/kura/store"
+)
+
+// The tracing hook (Config.Tracer, package observe): each helper is one
+// nil check when no Tracer is set, and a Tracer that does not record a
+// call returns a nil Span without allocating, so the hit path costs the
+// same either way (BENCHMARKS.md, "OpenTelemetry").
+
+// start begins the span of step under ctx (see observe.Tracer.Start).
+func (p *Pipeline[V]) start(ctx context.Context, step observe.Step, key string, n int) (context.Context, observe.Span) {
+	if p.cfg.Tracer == nil {
+		return ctx, nil
+	}
+	return p.cfg.Tracer.Start(ctx, step, key, n)
+}
+
+// end ends sp (nil: not recorded) with err.
+func end(sp observe.Span, err error) {
+	if sp != nil {
+		sp.End(err)
+	}
+}
+
+// note records an outcome on the span ctx carries.
+func (p *Pipeline[V]) note(ctx context.Context, n observe.Note, v int64) {
+	if p.cfg.Tracer != nil {
+		p.cfg.Tracer.Note(ctx, n, v)
+	}
+}
+
+// absorbed reports a cache failure the pipeline absorbs.
+func (p *Pipeline[V]) absorbed(ctx context.Context, key string, err error) {
+	if p.cfg.Tracer != nil {
+		p.cfg.Tracer.Absorbed(ctx, key, err)
+	}
+}
+
+// lookupStep is the step a lookup is: with leases, the lease read.
+func (p *Pipeline[V]) lookupStep() observe.Step {
+	if p.leaser != nil {
+		return observe.LeaseAcquire
+	}
+	return observe.Lookup
+}
+
+// tracedLookup is lookup in a span of its own: kura.lookup, or with
+// leases kura.lease.acquire.
+func (p *Pipeline[V]) tracedLookup(ctx context.Context, b *budget, slots []slot[V], early bool) {
+	lctx, sp := p.start(ctx, p.lookupStep(), slots[0].key, len(slots))
+	p.lookup(lctx, b, slots, early)
+	end(sp, nil)
+}
+
+// tracedJob is fn, the body of a background refresh's flights, ending sp
+// (the kura.refresh span; nil: fn itself) when it returns: with the first
+// key's failure, or a panic, which goes on to the flight.
+func tracedJob[V any](sp observe.Span, fn func(context.Context) ([]vouched[V], []error)) func(context.Context) ([]vouched[V], []error) {
+	if sp == nil {
+		return fn
+	}
+	return func(ctx context.Context) (vals []vouched[V], errs []error) {
+		var failed error
+		defer observe.Finish(sp, &failed)
+		vals, errs = fn(ctx)
+		failed = firstFailure(errs)
+		return vals, errs
+	}
+}
+
+// firstFailure is the first of errs that is a failure: not a key found
+// absent, nor a fill refused because an Invalidate voided its lease (the
+// load itself succeeded; kura.fill says so).
+func firstFailure(errs []error) error {
+	for _, err := range errs {
+		if err != nil && !errors.Is(err, store.ErrNotFound) && !errors.Is(err, errVoided) {
+			return err
+		}
+	}
+	return nil
+}
+
+// noteLookup records what the lookup found for s on the call's span.
+func (p *Pipeline[V]) noteLookup(ctx context.Context, s *slot[V]) {
+	if p.cfg.Tracer == nil {
+		return
+	}
+	switch s.class {
+	case hit:
+		switch {
+		case s.e.negative:
+			p.note(ctx, observe.NegativeHit, 0)
+		case s.stale:
+			p.note(ctx, observe.StaleServed, 0)
+		default:
+			p.note(ctx, observe.Hit, 0)
+		}
+		if s.refresh {
+			p.note(ctx, observe.Refreshed, 0)
+		}
+		return
+	case won:
+		p.note(ctx, observe.LeaseWon, 0)
+	case wait:
+		p.note(ctx, observe.LeaseHeld, 0)
+	}
+	p.note(ctx, observe.Miss, 0)
+}
+
+// waitSpan begins a LeaseWait span; its end notes how long the caller
+// has waited since start.
+func (p *Pipeline[V]) waitSpan(ctx context.Context, key string, n int) (context.Context, observe.Span) {
+	return p.start(ctx, observe.LeaseWait, key, n)
+}
+
+func (p *Pipeline[V]) endWait(ctx context.Context, sp observe.Span, start time.Time, got bool, err error) {
+	if sp == nil {
+		return
+	}
+	sp.Note(observe.LeaseWaited, observe.Since(start))
+	if !got && err == nil {
+		sp.Note(observe.FailOpen, 0)
+	}
+	sp.End(err)
+}
+
+// noteMany records what a FetchMany's lookup found, as counts; l1 keys
+// were served by the L1 before it.
+func (p *Pipeline[V]) noteMany(ctx context.Context, slots []slot[V], l1 int) {
+	if p.cfg.Tracer == nil {
+		return
+	}
+	var n [observe.NumNotes]int64
+	n[observe.Hits] = int64(l1)
+	for i := range slots {
+		s := &slots[i]
+		switch s.class {
+		case hit:
+			n[observe.Hits]++
+			if s.stale {
+				n[observe.StaleServed]++
+			}
+			if s.refresh {
+				n[observe.Refreshed]++
+			}
+			continue
+		case won:
+			n[observe.LeaseWon]++
+		case wait:
+			n[observe.LeaseHeld]++
+		}
+		n[observe.Misses]++
+	}
+	for _, k := range [...]observe.Note{observe.Hits, observe.Misses, observe.StaleServed, observe.Refreshed, observe.LeaseWon, observe.LeaseHeld} {
+		if n[k] > 0 {
+			p.note(ctx, k, n[k])
+		}
+	}
+}

@@ -1,0 +1,153 @@
+package kuraotel_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/kuracache/kura"
+	"github.com/kuracache/kura/internal/harness/servers"
+	"github.com/kuracache/kura/internal/harness/servertest"
+	"github.com/kuracache/kura/kuraotel"
+	"github.com/kuracache/kura/store"
+	"github.com/kuracache/kura/store/memstore"
+	"github.com/kuracache/kura/store/redisstore"
+)
+
+// tracing is one way of running a Cache for the overhead measurements.
+type tracing struct {
+	name string
+	tp   func() trace.TracerProvider // nil: no tracer at all
+	// sampled runs the calls inside a sampled request span.
+	sampled bool
+}
+
+var tracings = []tracing{
+	{name: "off"},
+	{name: "unsampled", tp: func() trace.TracerProvider {
+		return sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.NeverSample())),
+			sdktrace.WithSyncer(tracetest.NewInMemoryExporter()))
+	}},
+	{name: "sampled", sampled: true, tp: func() trace.TracerProvider {
+		// A batcher over a discarding exporter: the cost of making and
+		// ending spans, not of keeping them.
+		return sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()),
+			sdktrace.WithBatcher(discard{}))
+	}},
+}
+
+type discard struct{}
+
+func (discard) ExportSpans(context.Context, []sdktrace.ReadOnlySpan) error { return nil }
+func (discard) Shutdown(context.Context) error                             { return nil }
+
+// open returns the Cache over s with tr's tracing, and the context its
+// calls run in.
+func (tr tracing) open(tb testing.TB, s store.Store, opts kura.Options) (*kura.Cache[string], context.Context) {
+	tb.Helper()
+	ctx := context.Background()
+	if tr.tp != nil {
+		tp := tr.tp()
+		opts.Tracer = kuraotel.NewTracer(kuraotel.Options{TracerProvider: tp})
+		s = kuraotel.WrapStore(s, kuraotel.StoreOptions{TracerProvider: tp})
+		if tr.sampled {
+			var sp trace.Span
+			ctx, sp = tp.Tracer("app").Start(ctx, "request")
+			tb.Cleanup(func() { sp.End() })
+		}
+	}
+	c, err := kura.New[string](s, opts)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { _ = c.Close() })
+	return c, ctx
+}
+
+func hitLoader(context.Context, string) (string, error) { return "value", nil }
+
+// TestNoAllocsUnsampled: with an SDK provider sampling ParentBased(Never)
+// and a caller context without a sampled span, a Fetch hit allocates
+// exactly what it allocates without a tracer, from the store and from the
+// L1.
+func TestNoAllocsUnsampled(t *testing.T) {
+	for _, l1 := range []bool{false, true} {
+		var allocs [2]float64
+		for i, tr := range tracings[:2] {
+			ms, err := memstore.New(memstore.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			opts := kura.Options{}
+			if l1 {
+				opts.L1 = kura.L1Options{MaxBytes: 1 << 20, MaxStaleness: time.Minute}
+			}
+			c, ctx := tr.open(t, ms, opts)
+			if _, err := c.Fetch(ctx, "k", time.Minute, hitLoader); err != nil {
+				t.Fatal(err)
+			}
+			allocs[i] = testing.AllocsPerRun(200, func() {
+				if _, err := c.Fetch(ctx, "k", time.Minute, hitLoader); err != nil {
+					t.Fatal(err)
+				}
+			})
+		}
+		t.Logf("L1 %v: Fetch hit allocs: %v without a tracer, %v with an unsampled one", l1, allocs[0], allocs[1])
+		if allocs[1] != allocs[0] {
+			t.Errorf("L1 %v: %v allocs with an unsampled tracer, %v without", l1, allocs[1], allocs[0])
+		}
+	}
+}
+
+// BenchmarkFetchHitRedis: a Fetch hit on Redis without an L1, without a
+// tracer, with an unsampled one and sampled at 100 %.
+func BenchmarkFetchHitRedis(b *testing.B) {
+	rs := servertest.Redis(b, servers.RedisConfig{})
+	for _, tr := range tracings {
+		b.Run(tr.name, func(b *testing.B) {
+			c, ctx := tr.open(b, redisStoreB(b, rs.Addr), kura.Options{})
+			if _, err := c.Fetch(ctx, "bench", time.Hour, hitLoader); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := c.Fetch(ctx, "bench", time.Hour, hitLoader); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkFetchHitL1: a Fetch served by the L1.
+func BenchmarkFetchHitL1(b *testing.B) {
+	for _, tr := range tracings {
+		b.Run(tr.name, func(b *testing.B) {
+			ms, _ := memstore.New(memstore.Options{})
+			c, ctx := tr.open(b, ms, kura.Options{L1: kura.L1Options{MaxBytes: 1 << 20, MaxStaleness: time.Hour}})
+			if _, err := c.Fetch(ctx, "bench", time.Hour, hitLoader); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := c.Fetch(ctx, "bench", time.Hour, hitLoader); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+func redisStoreB(b *testing.B, addr string) store.Store {
+	b.Helper()
+	s, err := redisstore.New(context.Background(), redisstore.Options{Addrs: []string{addr}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = s.Close() })
+	return s
+}
