@@ -146,7 +146,8 @@ type Options struct {
 	LeaseTTL time.Duration
 
 	// LeaseWait bounds how long a Fetch waits for another caller's load
-	// of the same key (polling with backoff). When it passes, the caller
+	// of the same key (woken by the server on Redis, polling with backoff
+	// on memcached; docs/leases.md, "Waiting"). When it passes, the caller
 	// loads for itself and does not write the value back (fail open,
 	// counted in Stats.LeaseFailOpen). The caller's ctx bounds the wait
 	// too. If zero, DefaultLeaseWait (2 s).

@@ -189,7 +189,7 @@ func (a *acquisition[V]) claim(ctx context.Context, slots []slot[V], fresh bool)
 		switch s.class {
 		case hit:
 			if s.refresh {
-				refresh = append(refresh, s.r.Lease) // a stale value: serve it, reload behind
+				refresh = append(refresh, s.lease) // a stale value: serve it, reload behind
 			}
 			v, err := serve(s.key, s.e.v, s.e.negative)
 			a.emit(s.key, v, err)
@@ -198,10 +198,10 @@ func (a *acquisition[V]) claim(ctx context.Context, slots []slot[V], fresh bool)
 			c, led := p.holders.Claim(s.key, !Faults.JoinAfterInvalidate.Load())
 			if led {
 				hold.add(s.key, c)
-				hold.leases = append(hold.leases, s.r.Lease)
+				hold.leases = append(hold.leases, s.lease)
 			} else { // only with the fault on: this lease is not needed
 				p.countShared(ctx)
-				p.release(ctx, s.r.Lease)
+				p.release(ctx, s.lease)
 			}
 			claims = append(claims, claimed[V]{key: s.key, call: c, led: led, kind: holder})
 			continue
@@ -215,8 +215,8 @@ func (a *acquisition[V]) claim(ctx context.Context, slots []slot[V], fresh bool)
 			}
 			continue
 		}
-		if s.r.Won { // a lease this caller will not fill
-			p.release(ctx, s.r.Lease)
+		if s.won { // a lease this caller will not fill
+			p.release(ctx, s.lease)
 		}
 		c, led := p.group.Claim(s.key, fresh)
 		if led {

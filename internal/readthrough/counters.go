@@ -63,8 +63,6 @@ type Counters struct {
 // Since records the time since start under op.
 func (c *Counters) Since(op Op, start time.Time) { c.Latency[op].observe(time.Since(start)) }
 
-func (c *Counters) observe(op Op, d time.Duration) { c.Latency[op].observe(d) }
-
 // addDict counts bytes written with dictionary id. A Cache writes with one
 // or two ids at a time, so the map stays tiny and reads are lock-free.
 func (c *Counters) addDict(id uint32, n int) {

@@ -17,9 +17,11 @@ import (
 type entry[V any] struct {
 	v        V
 	negative bool
-	// fields are the envelope's header fields (write time, TTL, load
-	// cost), for early refresh.
-	fields codec.Fields
+	// due (the envelope's write time plus its TTL, in Unix nanoseconds;
+	// 0 when either is absent) and cost (the load's) are what early
+	// refresh needs of the envelope's fields.
+	due  int64
+	cost time.Duration
 	// keep marks an entry written for another type, too recently to
 	// overwrite (Config.SchemaGrace): a read-through does not fill it.
 	keep   bool
@@ -93,7 +95,10 @@ func (p *Pipeline[V]) decode(ctx context.Context, key string, data []byte) (entr
 	}
 	p.st.BytesR.Add(uint64(len(data)))
 	p.st.BytesRRaw.Add(uint64(h.RawLen))
-	e.fields, e.rawLen = h.Fields, h.RawLen
+	e.rawLen, e.cost = h.RawLen, h.Fields.Cost
+	if f := &h.Fields; !f.Written.IsZero() && f.TTL > 0 {
+		e.due = f.Written.Add(f.TTL).UnixNano()
+	}
 	switch h.Kind {
 	case codec.KindValue:
 	case codec.KindNegative:
@@ -164,17 +169,17 @@ func IsPlaceholder(data []byte) bool {
 // cost is how long the last load took, so the chance grows as expiry
 // nears and a slow load starts earlier. Only entries in their last window
 // before expiry are considered; entries without the fields never are.
-func xfetch(f codec.Fields, now time.Time, window time.Duration) bool {
-	if f.Written.IsZero() || f.TTL <= 0 {
+func xfetch(due int64, cost time.Duration, now time.Time, window time.Duration) bool {
+	if due == 0 {
 		return false
 	}
-	left := f.Written.Add(f.TTL).Sub(now)
+	left := time.Duration(due - now.UnixNano())
 	switch {
 	case left > window:
 		return false
 	case left <= 0:
 		return true
 	}
-	cost := max(f.Cost, time.Millisecond)
+	cost = max(cost, time.Millisecond)
 	return float64(cost)*-math.Log(rand.Float64()) >= float64(left)
 }

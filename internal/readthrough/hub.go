@@ -25,6 +25,13 @@ type keyResult struct {
 // before the read that found it was sent (see vouched): one that
 // registered while a read was in flight may have asked after an
 // Invalidate that read did not see, and waits for the next read.
+//
+// On a store whose server reports changes (store.LeaseWaker: Redis), the
+// hub's reads are watched: the server reports the next change of every
+// key read, and the hub reads a key again when its report comes (the
+// holder's fill) or when a caller registers it, not on a timer. It still
+// reads every key now and then (maxWatchedPoll), in case a report never
+// comes, and polls as on memcached while a read could not be watched.
 type waitHub struct {
 	mu   sync.Mutex
 	keys map[string][]waiter
@@ -33,6 +40,63 @@ type waitHub struct {
 	round   uint64
 	running bool
 	kick    bool // keys were added: poll soon again
+
+	// With a LeaseWaker: due holds the keys to read on the next wake
+	// (registered, or reported changed since the last read), all asks
+	// for every key (reports may have been lost), wake wakes the loop.
+	due     map[string]struct{}
+	all     bool
+	wake    chan struct{}
+	watched bool // the last read was watched
+}
+
+// maxWatchedPoll caps the back-off of the hub's reads of every key while
+// its reads are watched: a report the server never sends (a push lost on
+// a connection that stayed up) costs a waiter at most about this much.
+const maxWatchedPoll = 5 * maxPoll
+
+// reported is the LeaseWaker's report: keys changed (nil: any may have).
+// It marks the waited-for ones due and wakes the loop.
+func (h *waitHub) reported(keys []string) {
+	h.mu.Lock()
+	n := 0
+	if keys == nil {
+		h.all, n = true, 1
+	}
+	for _, k := range keys {
+		if _, ok := h.keys[k]; ok {
+			h.due[k] = struct{}{}
+			n++
+		}
+	}
+	h.mu.Unlock()
+	if n > 0 {
+		h.signal()
+	}
+}
+
+// signal wakes the loop without blocking.
+func (h *waitHub) signal() {
+	select {
+	case h.wake <- struct{}{}:
+	default:
+	}
+}
+
+// batch returns the keys the next read takes (under mu) and whether
+// that is every key: while polling, or when the slow timer ran out, or
+// reports may have been lost; else, while watched, the due ones.
+func (h *waitHub) batch(timeout bool) (keys []string, every bool) {
+	every = h.due == nil || timeout || h.all || !h.watched
+	keys = make([]string, 0, len(h.keys))
+	for k := range h.keys {
+		if _, due := h.due[k]; every || due {
+			keys = append(keys, k)
+		}
+	}
+	clear(h.due)
+	h.all = false
+	return keys, every
 }
 
 // waiter is one registration of a key.
@@ -56,8 +120,14 @@ func (p *Pipeline[V]) startWait(reg *waitReg, keys []string) {
 	if h.keys == nil {
 		h.keys = make(map[string][]waiter)
 	}
+	if _, ok := p.leaser.(store.LeaseWaker); ok && h.due == nil {
+		h.due, h.wake = make(map[string]struct{}), make(chan struct{}, 1)
+	}
 	for _, k := range keys {
 		h.keys[k] = append(h.keys[k], waiter{reg: reg, round: h.round})
+		if h.due != nil {
+			h.due[k] = struct{}{}
+		}
 	}
 	reg.pending += len(keys)
 	h.kick = true
@@ -66,6 +136,8 @@ func (p *Pipeline[V]) startWait(reg *waitReg, keys []string) {
 	h.mu.Unlock()
 	if start {
 		go p.pollLoop()
+	} else if h.wake != nil {
+		h.signal()
 	}
 }
 
@@ -89,7 +161,11 @@ func (p *Pipeline[V]) cancelWait(reg *waitReg) []string {
 			h.keys[k] = regs
 		}
 	}
+	idle := len(h.keys) == 0 && h.wake != nil
 	h.mu.Unlock()
+	if idle {
+		h.signal() // a watched loop may sleep long: let it end now
+	}
 	for more := true; more; {
 		select {
 		case kr := <-reg.ch:
@@ -109,11 +185,39 @@ func (p *Pipeline[V]) cancelWait(reg *waitReg) []string {
 // from 1 ms to maxPoll while nothing new is waited for) and hands out what
 // it finds: a value or a failure to every waiter of the key, a lease to
 // one of them. It ends when nobody waits.
+//
+// With a LeaseWaker the loop reads at once when woken (a caller registered
+// a key, or the server reported a change of one) and otherwise backs off
+// from maxPoll to maxWatchedPoll while its reads are watched.
 func (p *Pipeline[V]) pollLoop() {
 	h := &p.hub
+	waker, _ := p.leaser.(store.LeaseWaker)
+	if waker != nil {
+		defer waker.WatchLeases(h.reported)()
+	}
 	delay := time.Millisecond
+	// pollAt is when the next read of every key is due. Wakes between
+	// do not move it: reports of some keys must not starve the others.
+	pollAt := time.Now().Add(jittered(delay))
+	var timer *time.Timer
 	for {
-		time.Sleep(jittered(delay))
+		timeout := true
+		if waker == nil {
+			time.Sleep(jittered(delay))
+		} else if wait := time.Until(pollAt); wait > 0 {
+			if timer == nil {
+				timer = time.NewTimer(wait)
+				defer timer.Stop()
+			} else {
+				timer.Reset(wait)
+			}
+			select {
+			case <-h.wake:
+				timeout = !time.Now().Before(pollAt)
+			case <-timer.C:
+			}
+			timer.Stop()
+		}
 		h.mu.Lock()
 		if len(h.keys) == 0 {
 			h.running = false
@@ -121,16 +225,22 @@ func (p *Pipeline[V]) pollLoop() {
 			return
 		}
 		if h.kick {
-			delay, h.kick = time.Millisecond, false
+			// New keys: polling starts over at 1 ms. Watched, they are
+			// read at once (due) and the slow timer keeps its pace.
+			if !h.watched {
+				delay = time.Millisecond
+			}
+			h.kick = false
+		}
+		keys, every := h.batch(timeout)
+		if len(keys) == 0 {
+			h.mu.Unlock()
+			continue
 		}
 		round := h.round
 		h.round++
-		keys := make([]string, 0, len(h.keys))
-		for k := range h.keys {
-			keys = append(keys, k)
-		}
 		h.mu.Unlock()
-		res, err := p.pollRead(keys)
+		res, watched, err := p.pollRead(waker, keys)
 		var failed map[string]error
 		if err != nil {
 			var be *store.BatchError
@@ -143,10 +253,14 @@ func (p *Pipeline[V]) pollLoop() {
 				}
 			}
 		}
+		var orphans []store.Lease
 		h.mu.Lock()
 		for i, k := range keys {
 			regs := h.keys[k]
 			if len(regs) == 0 {
+				if _, bad := failed[k]; !bad && res[i].Won {
+					orphans = append(orphans, res[i].Lease) // its waiters left
+				}
 				continue
 			}
 			if ferr, bad := failed[k]; bad {
@@ -180,14 +294,24 @@ func (p *Pipeline[V]) pollLoop() {
 				h.keys[k] = regs
 			}
 		}
+		h.watched = watched
 		h.mu.Unlock()
-		delay = min(2*delay, maxPoll)
+		p.releaseMany(context.Background(), orphans)
+		if every {
+			if watched {
+				delay = min(max(2*delay, maxPoll), maxWatchedPoll)
+			} else {
+				delay = min(2*delay, maxPoll)
+			}
+			pollAt = time.Now().Add(jittered(delay))
+		}
 	}
 }
 
 // pollRead is the hub's batched lease read, bounded by Config.StoreTimeout
-// (the hub's own time: no caller's budget is charged).
-func (p *Pipeline[V]) pollRead(keys []string) ([]store.LeaseResult, error) {
+// (the hub's own time: no caller's budget is charged); watched through w
+// when there is one.
+func (p *Pipeline[V]) pollRead(w store.LeaseWaker, keys []string) (res []store.LeaseResult, watched bool, err error) {
 	ctx := context.Background()
 	if p.cfg.StoreTimeout > 0 {
 		var cancel context.CancelFunc
@@ -195,12 +319,17 @@ func (p *Pipeline[V]) pollRead(keys []string) ([]store.LeaseResult, error) {
 		defer cancel()
 	}
 	start := time.Now()
-	res, err := p.leaser.LeaseGet(ctx, keys, store.LeaseOptions{TTL: p.cfg.LeaseTTL, Placeholder: LeaseEntry()})
+	opts := store.LeaseOptions{TTL: p.cfg.LeaseTTL, Placeholder: LeaseEntry()}
+	if w != nil {
+		res, watched, err = w.WatchedLeaseGet(ctx, keys, opts)
+	} else {
+		res, err = p.leaser.LeaseGet(ctx, keys, opts)
+	}
 	p.st.Since(OpGetMany, start)
 	if err == nil && len(res) != len(keys) {
 		err = fmt.Errorf("kura: store returned %d lease results for %d keys", len(res), len(keys))
 	}
-	return res, err
+	return res, watched, err
 }
 
 // awaitFills waits until the hub hands back results for some of reg's

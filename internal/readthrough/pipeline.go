@@ -119,7 +119,10 @@ type slot[V any] struct {
 	key   string
 	class class
 	e     entry[V]
-	r     store.LeaseResult // the lease read, with leases
+	// lease, won, stale: what a lease read found (see store.LeaseResult);
+	// the slot keeps no more of it, since FetchMany holds one per key.
+	lease      store.Lease
+	won, stale bool
 	// refresh: serve e and reload the key in the background under r.Lease
 	// (a stale value, or one due for early refresh).
 	refresh bool
@@ -148,7 +151,7 @@ func (p *Pipeline[V]) Fetch(ctx context.Context, key string, ttl time.Duration, 
 	p.noteLookup(ctx, &one[0])
 	if s := &one[0]; s.class == hit {
 		if s.refresh {
-			p.refreshLater(ctx, []store.Lease{s.r.Lease}, ttl, oneLoader(loader), OpSet)
+			p.refreshLater(ctx, []store.Lease{s.lease}, ttl, oneLoader(loader), OpSet)
 		}
 		return serve(key, s.e.v, s.e.negative)
 	}
@@ -200,28 +203,36 @@ func (p *Pipeline[V]) FetchMany(ctx context.Context, keys []string, ttl time.Dur
 		return out, err
 	}
 	p.noteMany(ctx, slots, len(keys)-len(slots))
-	ld := manyLoader(loader)
 	rest, refresh := slots[:0], []store.Lease(nil)
 	for _, s := range slots {
 		if s.class == hit && !s.e.negative {
 			out[s.key] = s.e.v
 		}
 		switch {
-		case s.class == hit && s.r.Won && s.r.Stale: // a stale value is reloaded now
+		case s.class == hit && s.won && s.stale: // a stale value is reloaded now
 			s.class = won
 			rest = append(rest, s)
 		case s.class != hit:
 			rest = append(rest, s)
 		case s.refresh:
-			refresh = append(refresh, s.r.Lease)
+			refresh = append(refresh, s.lease)
 		}
 	}
-	p.refreshLater(ctx, refresh, ttl, ld, OpSetMany)
+	if len(refresh) > 0 {
+		p.refreshLater(ctx, refresh, ttl, manyLoader(loader), OpSetMany)
+	}
 	if len(rest) == 0 {
 		return out, nil
 	}
+	return out, p.fetchManyMiss(ctx, b, rest, gen, ttl, loader, out)
+}
+
+// fetchManyMiss is FetchMany's acquire step for the keys its lookup did
+// not serve. It takes the budget by value, as fetchMiss does, so that a
+// FetchMany served by its lookup keeps its own on the stack.
+func (p *Pipeline[V]) fetchManyMiss(ctx context.Context, b budget, rest []slot[V], gen uint64, ttl time.Duration, loader ManyLoader[V], out map[string]V) error {
 	var first error
-	err := p.acquire(ctx, &b, rest, gen, ttl, ld, OpSetMany, func(key string, v V, err error) {
+	err := p.acquire(ctx, &b, rest, gen, ttl, manyLoader(loader), OpSetMany, func(key string, v V, err error) {
 		switch {
 		case err == nil:
 			out[key] = v
@@ -234,7 +245,7 @@ func (p *Pipeline[V]) FetchMany(ctx context.Context, keys []string, ttl time.Dur
 	if err == nil {
 		err = first
 	}
-	return out, err
+	return err
 }
 
 // lookup reads the keys of slots and classifies each one. With an L1
@@ -456,7 +467,7 @@ func (p *Pipeline[V]) fillL1(keys []string, at func(int) *slot[V]) func() {
 	return func() {
 		for j := range keys {
 			s := at(j)
-			p.l1.Finish(s.key, toks[j], s.e.v, s.e.negative, s.e.rawLen, s.class == hit && !s.r.Stale)
+			p.l1.Finish(s.key, toks[j], s.e.v, s.e.negative, s.e.rawLen, s.class == hit && !s.stale)
 		}
 	}
 }
@@ -464,7 +475,7 @@ func (p *Pipeline[V]) fillL1(keys []string, at func(int) *slot[V]) func() {
 // classifyLease is classify for a lease read, decoding the value when
 // there is one to serve.
 func (p *Pipeline[V]) classifyLease(ctx context.Context, b *budget, s *slot[V], r store.LeaseResult, early bool) {
-	s.r = r
+	s.lease, s.won, s.stale = r.Lease, r.Won, r.Stale
 	placeholder := r.Value != nil && IsPlaceholder(r.Value)
 	if r.Value != nil && !placeholder && (!r.Stale || p.cfg.StaleWhileRevalidate > 0) {
 		e, err := p.found(ctx, s.key, r.Value)
@@ -480,7 +491,7 @@ func (p *Pipeline[V]) classifyLease(ctx context.Context, b *budget, s *slot[V], 
 			// as its version: refresh (XFetch) on condition that the
 			// value did not change meanwhile.
 			s.refresh = r.Won || (early && p.cfg.EarlyRefresh > 0 && r.Lease.Token != nil &&
-				xfetch(e.fields, time.Now(), p.cfg.EarlyRefresh))
+				xfetch(e.due, e.cost, time.Now(), p.cfg.EarlyRefresh))
 			return
 		case errors.Is(err, codec.ErrNotUnderstood), lookupEnded(err):
 			// A newer writer's entry, or one whose dictionary lookup the

@@ -97,7 +97,7 @@ func (p *Pipeline[V]) noteLookup(ctx context.Context, s *slot[V]) {
 		switch {
 		case s.e.negative:
 			p.note(ctx, observe.NegativeHit, 0)
-		case s.r.Stale:
+		case s.stale:
 			p.note(ctx, observe.StaleServed, 0)
 		default:
 			p.note(ctx, observe.Hit, 0)
@@ -144,7 +144,7 @@ func (p *Pipeline[V]) noteMany(ctx context.Context, slots []slot[V], l1 int) {
 		switch s.class {
 		case hit:
 			n[observe.Hits]++
-			if s.r.Stale {
+			if s.stale {
 				n[observe.StaleServed]++
 			}
 			if s.refresh {

@@ -110,3 +110,45 @@ func (s *Store) Invalidate(ctx context.Context, keys []string, stale time.Durati
 		return l.Invalidate(ctx, pick(keys, idx), stale)
 	})
 }
+
+var _ store.LeaseWaker = (*Store)(nil)
+
+// WatchedLeaseGet is a watched lease read through the breaker (see
+// store.LeaseWaker): the keys of healthy nodes go to the wrapped store's
+// watched read, the keys of Down nodes fail at once with ErrNodeDown.
+// watched is false when the wrapped store cannot watch (its results are
+// then plain LeaseGet's).
+func (s *Store) WatchedLeaseGet(ctx context.Context, keys []string, opts store.LeaseOptions) ([]store.LeaseResult, bool, error) {
+	l, err := s.leaser()
+	if err != nil {
+		return nil, false, err
+	}
+	w, ok := l.(store.LeaseWaker)
+	if !ok {
+		res, err := s.LeaseGet(ctx, keys, opts)
+		return res, false, err
+	}
+	out := make([]store.LeaseResult, len(keys))
+	watched := false
+	err = s.leaseOp("lease", len(keys), func(i int) string { return keys[i] }, func(idx []int) error {
+		res, wd, err := w.WatchedLeaseGet(ctx, pick(keys, idx), opts)
+		watched = wd
+		if len(res) == len(idx) {
+			for j, i := range idx {
+				out[i] = res[j]
+			}
+		}
+		return err
+	})
+	return out, watched, err
+}
+
+// WatchLeases registers fn with the wrapped store's lease reports.
+func (s *Store) WatchLeases(fn func(keys []string)) (cancel func()) {
+	if l, err := s.leaser(); err == nil {
+		if w, ok := l.(store.LeaseWaker); ok {
+			return w.WatchLeases(fn)
+		}
+	}
+	return func() {}
+}

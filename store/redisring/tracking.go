@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/kuracache/kura/store"
 	"github.com/kuracache/kura/store/redisstore"
@@ -29,9 +30,15 @@ func (s *Store) Tracks(key string) bool { return s.of(key).Tracks(key) }
 // again, which is the price of not keeping which shard each L1 entry came
 // from. The returned function unregisters fn from every shard.
 func (s *Store) Subscribe(fn func(keys []string)) (cancel func()) {
+	return s.onEveryShard(func(sh *redisstore.Store) func() { return sh.Subscribe(fn) })
+}
+
+// onEveryShard registers with every shard (sub returns the shard's
+// cancel) and returns the function that cancels them all.
+func (s *Store) onEveryShard(sub func(sh *redisstore.Store) func()) (cancel func()) {
 	cancels := make([]func(), len(s.shards))
 	for i, sh := range s.shards {
-		cancels[i] = sh.Subscribe(fn)
+		cancels[i] = sub(sh)
 	}
 	return func() {
 		for _, c := range cancels {
@@ -69,4 +76,27 @@ func (s *Store) ConnStats() store.ConnStats {
 	}
 	slices.SortFunc(out.Nodes, func(a, b store.NodeConnStats) int { return strings.Compare(a.Addr, b.Addr) })
 	return out
+}
+
+var _ store.LeaseWaker = (*Store)(nil)
+
+// WatchedLeaseGet is LeaseGet through each shard's lease push client
+// (see store.LeaseWaker): each shard reports the next change of the keys
+// it owns. watched is true only when every shard read watched.
+func (s *Store) WatchedLeaseGet(ctx context.Context, keys []string, opts store.LeaseOptions) ([]store.LeaseResult, bool, error) {
+	var unwatched atomic.Bool
+	res, err := read(s, "lease", keys, func(sh *redisstore.Store, part []string) ([]store.LeaseResult, error) {
+		res, watched, err := sh.WatchedLeaseGet(ctx, part, opts)
+		if !watched {
+			unwatched.Store(true)
+		}
+		return res, err
+	})
+	return res, !unwatched.Load(), err
+}
+
+// WatchLeases registers fn with every shard's lease reports; the returned
+// function unregisters it from all of them.
+func (s *Store) WatchLeases(fn func(keys []string)) (cancel func()) {
+	return s.onEveryShard(func(sh *redisstore.Store) func() { return sh.WatchLeases(fn) })
 }

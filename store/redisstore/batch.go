@@ -111,6 +111,11 @@ func (s *Store) GetMany(ctx context.Context, keys []string) ([][]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	return s.getManyOn(ctx, cn, keys)
+}
+
+// getManyOn is GetMany on the client cn.
+func (s *Store) getManyOn(ctx context.Context, cn *conn, keys []string) ([][]byte, error) {
 	vals := make([][]byte, len(keys))
 	fails := failures{op: "get", n: len(keys)}
 	groups := s.groups(cn, len(keys), func(i int) string { return keys[i] }, &fails)

@@ -84,6 +84,12 @@
 //   - Values returned by Get and GetMany are not copied again: rueidis
 //     reads every bulk string into a fresh buffer that nothing else holds
 //     (client-side caching being off), so it is handed to the caller.
+//   - Lease waiters are woken by the server (store.LeaseWaker): the first
+//     wait opens a second client, one connection per server named
+//     WakeClientName, with CLIENT TRACKING ON, through which the waiters'
+//     reads go; the server reports the next change of each key read there.
+//     It is opened whatever Options.Tracking says and closed by Close
+//     (docs/leases.md, "Waiting").
 //
 // This package is not the place for codecs, TTL jitter or read-through:
 // those live above the seam in package kura.

@@ -1,6 +1,10 @@
 package redisstore
 
-import hashslot "github.com/kuracache/kura/internal/slot"
+import (
+	"math"
+
+	hashslot "github.com/kuracache/kura/internal/slot"
+)
 
 // SlotsForTest exposes the hash-slot function to the external tests.
 func SlotsForTest(keys []string) []uint16 {
@@ -18,3 +22,7 @@ var SplitHosts = splitHosts
 // (the behaviour before concurrent invalidations shared one), for the
 // benchmark that compares the two.
 func WaitAlone(s *Store) { s.combiner = nil }
+
+// PushRefused reports that the server refused the lease path's push
+// client for good (the Store polls).
+func (s *Store) PushRefused() bool { return s.wake.last.Load() == math.MaxInt64 }

@@ -49,12 +49,34 @@ func (s *Store) LeaseGet(ctx context.Context, keys []string, opts store.LeaseOpt
 	if len(opts.Placeholder) == 0 {
 		return nil, errors.New("redisstore: LeaseGet needs a placeholder")
 	}
+	cn, err := s.ready(ctx)
+	if err != nil {
+		return nil, s.leaseReadErr(ctx, keys, err)
+	}
+	return s.leaseGet(ctx, cn, keys, opts)
+}
+
+// leaseReadErr is the error of a lease read of keys that failed as a
+// whole: a one-key read's failure is that key's (a *store.BatchError
+// naming its server), unless ctx ended or the store is closed.
+func (s *Store) leaseReadErr(ctx context.Context, keys []string, err error) error {
+	if len(keys) != 1 || ctx.Err() != nil || errors.Is(err, store.ErrClosed) {
+		return err
+	}
+	be := store.BatchError{Op: "lease"}
+	be.AddNode(keys[0], s.addrOf(keys[0]), err)
+	return &be
+}
+
+// leaseGet is LeaseGet on the client cn: the store's own, or the lease
+// path's push client (wake.go), whose reads the server tracks.
+func (s *Store) leaseGet(ctx context.Context, cn *conn, keys []string, opts store.LeaseOptions) ([]store.LeaseResult, error) {
 	out := make([]store.LeaseResult, len(keys))
 	var vals [][]byte
 	var err error
 	if len(keys) == 1 {
 		var v []byte
-		v, err = s.Get(ctx, keys[0])
+		v, err = s.getOn(ctx, cn, keys[0])
 		switch {
 		case err == nil:
 			out[0].Value = v
@@ -63,15 +85,10 @@ func (s *Store) LeaseGet(ctx context.Context, keys []string, opts store.LeaseOpt
 		case errors.Is(err, store.ErrNotFound):
 			vals, err = [][]byte{nil}, nil
 		default:
-			if ctx.Err() != nil || errors.Is(err, store.ErrClosed) {
-				return nil, err
-			}
-			be := store.BatchError{Op: "lease"}
-			be.AddNode(keys[0], s.addrOf(keys[0]), err)
-			return nil, &be
+			return nil, s.leaseReadErr(ctx, keys, err)
 		}
 	} else {
-		vals, err = s.GetMany(ctx, keys)
+		vals, err = s.getManyOn(ctx, cn, keys)
 	}
 	var failed map[string]error
 	fails := failures{op: "lease", n: len(keys)}
@@ -95,10 +112,6 @@ func (s *Store) LeaseGet(ctx context.Context, keys []string, opts store.LeaseOpt
 	}
 	if len(missing) == 0 {
 		return out, fails.result(ctx)
-	}
-	cn, err := s.ready(ctx)
-	if err != nil {
-		return nil, err
 	}
 	ph := s.valueArg(ctx, opts.Placeholder)
 	px := pxMillis(opts.TTL)

@@ -155,6 +155,8 @@ type Store struct {
 	prefixes []string
 	// probes are the dedicated per-node clients of ProbeNode (health.go).
 	probes probeSet
+	// wake is the lease path's push client (wake.go).
+	wake waker
 
 	// masterSet is the Sentinel master set ("" unless Sentinel mode):
 	// the node's stable name, whichever server is primary.
@@ -480,6 +482,11 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	return s.getOn(ctx, cn, key)
+}
+
+// getOn is Get on the client cn.
+func (s *Store) getOn(ctx context.Context, cn *conn, key string) ([]byte, error) {
 	if err := store.CheckKey(key); err != nil {
 		return nil, err
 	}
@@ -613,6 +620,7 @@ func (s *Store) Close() error {
 	s.bgCancel()
 	s.bg.Wait()
 	s.probes.close()
+	s.closePush()
 	if cn := s.cur.Load(); cn != nil && s.owned {
 		cn.c.Close()
 	}

@@ -49,6 +49,8 @@ type args struct {
 	LoaderDelay time.Duration
 	LeaseTTL    time.Duration
 	LeaseWait   time.Duration
+	// L1 turns on kura's L1 over Redis tracking (storm benchmark).
+	L1 bool
 }
 
 func (a args) key(name string) string { return a.Run + ":" + name }
@@ -56,7 +58,7 @@ func (a args) key(name string) string { return a.Run + ":" + name }
 func openStore(ctx context.Context, a args) (store.Store, error) {
 	switch a.Backend {
 	case "redis", "cluster":
-		return redisstore.NewFromURL(ctx, a.Addrs[0], redisstore.Options{})
+		return redisstore.NewFromURL(ctx, a.Addrs[0], redisstore.Options{Tracking: redisstore.Tracking{Enabled: a.L1}})
 	case "memcached":
 		// A connection per concurrent request: 250 goroutines that miss
 		// at once (and their polls) would otherwise dial and close
@@ -78,6 +80,9 @@ func openCache(ctx context.Context, a args) (*kura.Cache[int64], store.Store, er
 	o := kura.Options{LeaseTTL: a.LeaseTTL, LeaseWait: a.LeaseWait, StoreTimeout: 5 * time.Second}
 	if !a.Leases {
 		o.Leases = kura.LeasesOff
+	}
+	if a.L1 {
+		o.L1 = kura.L1Options{MaxBytes: 1 << 20}
 	}
 	c, err := kura.New[int64](s, o)
 	if err != nil {

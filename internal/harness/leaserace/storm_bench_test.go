@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -27,7 +29,15 @@ type stormArgs struct {
 	Duration time.Duration
 }
 
-type stormReport struct{ Reads, Errors int64 }
+// stormReport is a worker's count of reads and errors, and the waits:
+// how long each read that returned a value loaded after it began, by
+// another caller, took (a read that had to wait for someone's load).
+type stormReport struct {
+	Reads, Errors int64
+	Waits         []int64 // microseconds
+	// Kura is the kura Cache's statistics (kura peers only).
+	Kura *workerStats `json:",omitempty"`
+}
 
 // redisAddr is host:port of a redis:// URL.
 func redisAddr(u string) string {
@@ -52,12 +62,17 @@ func stormWorker(ctx context.Context, c *proctest.Child) error {
 	}
 	defer db.Close()
 	key := a.key("hot")
+	// The value a load returns is the time it ended (unix nanoseconds,
+	// one clock for every process): a read that returns a value newer
+	// than its own start, which it did not load, waited for that load.
 	load := func(ctx context.Context) (int64, error) {
-		n, err := dbIncr(ctx, db, a.key("loads"))
+		_, err := dbIncr(ctx, db, a.key("loads"))
 		time.Sleep(5 * time.Millisecond)
-		return n, err
+		loaded(ctx)
+		return time.Now().UnixNano(), err
 	}
-	var read func(ctx context.Context) error
+	var read func(ctx context.Context) (int64, error)
+	var kstats func() *workerStats
 	switch a.Peer {
 	case "kura":
 		cache, s, err := openCache(ctx, a.args)
@@ -65,18 +80,19 @@ func stormWorker(ctx context.Context, c *proctest.Child) error {
 			return err
 		}
 		defer s.Close()
-		read = func(ctx context.Context) error {
-			_, err := cache.Fetch(ctx, key, time.Minute, func(ctx context.Context, _ string) (int64, error) { return load(ctx) })
-			return err
+		kstats = func() *workerStats { st := statsOf(cache, 0, 0, 0); return &st }
+		read = func(ctx context.Context) (int64, error) {
+			return cache.Fetch(ctx, key, time.Minute, func(ctx context.Context, _ string) (int64, error) { return load(ctx) })
 		}
 	case "go-redis-cache":
 		rdb := goredis.NewClient(&goredis.Options{Addr: redisAddr(a.Addrs[0]), PoolSize: 64})
 		defer rdb.Close()
 		gc := gocache.New(&gocache.Options{Redis: rdb})
-		read = func(ctx context.Context) error {
+		read = func(ctx context.Context) (int64, error) {
 			var v int64
-			return gc.Once(&gocache.Item{Ctx: ctx, Key: key, Value: &v, TTL: time.Minute,
+			err := gc.Once(&gocache.Item{Ctx: ctx, Key: key, Value: &v, TTL: time.Minute,
 				Do: func(it *gocache.Item) (any, error) { return load(it.Context()) }})
+			return v, err
 		}
 	case "rueidisaside":
 		ac, err := rueidisaside.NewClient(rueidisaside.ClientOption{ClientOption: rueidis.ClientOption{InitAddress: []string{redisAddr(a.Addrs[0])}}})
@@ -84,12 +100,15 @@ func stormWorker(ctx context.Context, c *proctest.Child) error {
 			return err
 		}
 		defer ac.Close()
-		read = func(ctx context.Context) error {
-			_, err := ac.Get(ctx, time.Minute, key, func(ctx context.Context, _ string) (string, error) {
+		read = func(ctx context.Context) (int64, error) {
+			s, err := ac.Get(ctx, time.Minute, key, func(ctx context.Context, _ string) (string, error) {
 				n, err := load(ctx)
 				return strconv.FormatInt(n, 10), err
 			})
-			return err
+			if err != nil {
+				return 0, err
+			}
+			return strconv.ParseInt(s, 10, 64)
 		}
 	default:
 		return fmt.Errorf("unknown peer %q", a.Peer)
@@ -100,29 +119,65 @@ func stormWorker(ctx context.Context, c *proctest.Child) error {
 	var reads, errs atomic.Int64
 	end := time.Now().Add(a.Duration)
 	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var waits []int64
 	for i := 0; i < a.Readers; i++ {
 		wg.Go(func() {
+			var mine []int64
 			for time.Now().Before(end) && ctx.Err() == nil {
-				rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-				if err := read(rctx); err != nil {
+				var own atomic.Bool
+				rctx, cancel := context.WithTimeout(context.WithValue(ctx, loadedKey{}, &own), 10*time.Second)
+				start := time.Now()
+				v, err := read(rctx)
+				if err != nil {
 					errs.Add(1)
+				} else if !own.Load() && v > start.UnixNano() {
+					mine = append(mine, time.Since(start).Microseconds())
 				}
 				cancel()
 				reads.Add(1)
 			}
+			mu.Lock()
+			waits = append(waits, mine...)
+			mu.Unlock()
 		})
 	}
 	wg.Wait()
-	return c.Report(stormReport{Reads: reads.Load(), Errors: errs.Load()})
+	rep := stormReport{Reads: reads.Load(), Errors: errs.Load(), Waits: waits}
+	if kstats != nil {
+		rep.Kura = kstats()
+	}
+	return c.Report(rep)
+}
+
+// loadedKey marks, in a read's context, that the read's own loader ran.
+type loadedKey struct{}
+
+// loaded notes in ctx that this read loaded (peers hand the loader a
+// context derived from the caller's; kura's shared load keeps its values).
+func loaded(ctx context.Context) {
+	if p, ok := ctx.Value(loadedKey{}).(*atomic.Bool); ok {
+		p.Store(true)
+	}
 }
 
 // BenchmarkInvalidationStorm: one hot key invalidated 100 times a second
 // while 64 readers in 4 processes read it through a read-through cache
-// with a 5 ms loader. The figure is loader calls per second (the load the
-// database sees), for kura with and without leases, go-redis/cache Once
-// and rueidisaside on one Redis, and kura with and without leases on
-// memcached, side by side in one run. Each sub-benchmark runs for 5 s
-// (20 s under KURA_SOAK=1) whatever b.N; run it with -benchtime 1x.
+// with a 5 ms loader (kura also with its L1 over Redis tracking, as
+// rueidisaside serves hits from its client-side cache). The figures are loader calls per invalidation (the
+// load the database sees), the waits of the reads that had to wait for
+// someone's load (p50, p99), and the cache server's CPU time per
+// invalidation (INFO cpu, user + sys), for kura with and without leases,
+// go-redis/cache Once and rueidisaside on one Redis, and kura with and
+// without leases on memcached, side by side in one run. Each
+// sub-benchmark runs for 5 s (20 s under KURA_SOAK=1) whatever b.N; run
+// it with -benchtime 1x.
+//
+// KURA_STORM_ROUNDS=n runs every case n times, interleaved (round 1 of
+// every case, then round 2, ...). KURA_STORM_BEFORE=path adds the case
+// "redis/kura-before": the same worker from another build of this test
+// binary (go test -c of an older commit, with this file), to compare a
+// change with the commit before it in the same run.
 func BenchmarkInvalidationStorm(b *testing.B) {
 	db := servertest.Redis(b, servers.RedisConfig{})
 	r := servertest.Redis(b, servers.RedisConfig{})
@@ -131,86 +186,141 @@ func BenchmarkInvalidationStorm(b *testing.B) {
 	if soak() {
 		dur = 20 * time.Second
 	}
-	cases := []struct {
-		name, backend, peer string
-		leases              bool
-	}{
-		{"redis/kura-leases", "redis", "kura", true},
-		{"redis/kura-no-leases", "redis", "kura", false},
-		{"redis/go-redis-cache-once", "redis", "go-redis-cache", false},
-		{"redis/rueidisaside", "redis", "rueidisaside", false},
-		{"memcached/kura-leases", "memcached", "kura", true},
-		{"memcached/kura-no-leases", "memcached", "kura", false},
+	type stormCase struct {
+		name, backend, peer, exe string
+		leases, l1               bool
 	}
-	for _, tc := range cases {
-		b.Run(tc.name, func(b *testing.B) {
-			a := stormArgs{args: args{Backend: tc.backend, DB: db.Addr, Run: runID("storm"), Leases: tc.leases, Readers: 16},
-				Peer: tc.peer, Duration: dur}
-			if tc.backend == "redis" {
-				a.Addrs = []string{r.URL()}
-			} else {
-				a.Addrs = []string{mc.Addr}
-			}
-			ctx := context.Background()
-			cache, s, err := openCache(ctx, a.args)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer s.Close()
-			dbc, err := openDB(db.Addr)
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer dbc.Close()
-			rc, err := openDB(redisAddr(r.URL()))
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer rc.Close()
-			for i := 0; i < b.N; i++ {
-				if err := dbSet(ctx, dbc, a.key("loads"), 0); err != nil {
-					b.Fatal(err)
-				}
-				g := proctest.Start(b, "storm", 4, a, proctest.Options{Timeout: dur + time.Minute})
-				if err := g.Go(); err != nil {
-					b.Fatal(err)
-				}
-				start := time.Now()
-				tick := time.NewTicker(10 * time.Millisecond)
-				invalidations := 0
-				for time.Since(start) < dur {
-					<-tick.C
-					var err error
-					if tc.peer == "kura" {
-						err = cache.Invalidate(ctx, a.key("hot"))
-					} else { // go-redis/cache Delete and rueidisaside Del are a DEL
-						err = rc.Do(ctx, rc.B().Del().Key(a.key("hot")).Build()).Error()
-					}
-					if err != nil {
-						b.Fatal(err)
-					}
-					invalidations++
-				}
-				tick.Stop()
-				reps, err := proctest.Decode[stormReport](g.WaitOK(b))
-				if err != nil {
-					b.Fatal(err)
-				}
-				elapsed := time.Since(start)
-				var reads, errs int64
-				for _, rep := range reps {
-					reads += rep.Reads
-					errs += rep.Errors
-				}
-				loads, err := dbGet(ctx, dbc, a.key("loads"))
-				if err != nil {
-					b.Fatal(err)
-				}
-				b.ReportMetric(float64(loads)/elapsed.Seconds(), "loads/s")
-				b.ReportMetric(float64(invalidations)/elapsed.Seconds(), "invalidations/s")
-				b.ReportMetric(float64(reads)/elapsed.Seconds(), "reads/s")
-				b.ReportMetric(float64(errs), "errors")
-			}
-		})
+	cases := []stormCase{
+		{name: "redis/kura-leases", backend: "redis", peer: "kura", leases: true},
+		{name: "redis/kura-leases-l1", backend: "redis", peer: "kura", leases: true, l1: true},
+		{name: "redis/kura-no-leases", backend: "redis", peer: "kura"},
+		{name: "redis/go-redis-cache-once", backend: "redis", peer: "go-redis-cache"},
+		{name: "redis/rueidisaside", backend: "redis", peer: "rueidisaside"},
+		{name: "memcached/kura-leases", backend: "memcached", peer: "kura", leases: true},
+		{name: "memcached/kura-no-leases", backend: "memcached", peer: "kura"},
 	}
+	if exe := os.Getenv("KURA_STORM_BEFORE"); exe != "" {
+		cases = append(cases[:2:2], append([]stormCase{{name: "redis/kura-before", backend: "redis", peer: "kura", leases: true, exe: exe}}, cases[2:]...)...)
+	}
+	rounds := 1
+	if n, err := strconv.Atoi(os.Getenv("KURA_STORM_ROUNDS")); err == nil && n > 0 {
+		rounds = n
+	}
+	for round := 1; round <= rounds; round++ {
+		for _, tc := range cases {
+			name := tc.name
+			if rounds > 1 {
+				name = fmt.Sprintf("round%d/%s", round, tc.name)
+			}
+			b.Run(name, func(b *testing.B) {
+				a := stormArgs{args: args{Backend: tc.backend, DB: db.Addr, Run: runID("storm"), Leases: tc.leases, L1: tc.l1, Readers: 16},
+					Peer: tc.peer, Duration: dur}
+				if tc.backend == "redis" {
+					a.Addrs = []string{r.URL()}
+				} else {
+					a.Addrs = []string{mc.Addr}
+				}
+				for i := 0; i < b.N; i++ {
+					runStorm(b, a, tc.exe, db, r)
+				}
+			})
+		}
+	}
+}
+
+// runStorm runs one storm of a.Duration and reports its figures.
+func runStorm(b *testing.B, a stormArgs, exe string, db, r *servers.Redis) {
+	ctx := context.Background()
+	dur := a.Duration
+	cache, s, err := openCache(ctx, a.args)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	dbc, err := openDB(db.Addr)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer dbc.Close()
+	rc, err := openDB(redisAddr(r.URL()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer rc.Close()
+	if err := dbSet(ctx, dbc, a.key("loads"), 0); err != nil {
+		b.Fatal(err)
+	}
+	g := proctest.Start(b, "storm", 4, a, proctest.Options{Timeout: dur + time.Minute, Executable: exe})
+	if err := g.Go(); err != nil {
+		b.Fatal(err)
+	}
+	cpu0 := serverCPU(ctx, b, a, r)
+	start := time.Now()
+	tick := time.NewTicker(10 * time.Millisecond)
+	invalidations := 0
+	for time.Since(start) < dur {
+		<-tick.C
+		var err error
+		if a.Peer == "kura" {
+			err = cache.Invalidate(ctx, a.key("hot"))
+		} else { // go-redis/cache Delete and rueidisaside Del are a DEL
+			err = rc.Do(ctx, rc.B().Del().Key(a.key("hot")).Build()).Error()
+		}
+		if err != nil {
+			b.Fatal(err)
+		}
+		invalidations++
+	}
+	tick.Stop()
+	reps, err := proctest.Decode[stormReport](g.WaitOK(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	elapsed := time.Since(start)
+	cpu := serverCPU(ctx, b, a, r) - cpu0
+	var reads, errs int64
+	var waits []int64
+	for _, rep := range reps {
+		reads += rep.Reads
+		errs += rep.Errors
+		waits = append(waits, rep.Waits...)
+		if rep.Kura != nil && testing.Verbose() {
+			b.Logf("kura process: %+v", *rep.Kura)
+		}
+	}
+	loads, err := dbGet(ctx, dbc, a.key("loads"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	slices.Sort(waits)
+	pct := func(q float64) float64 {
+		if len(waits) == 0 {
+			return 0
+		}
+		return float64(waits[min(len(waits)-1, int(q*float64(len(waits))))]) / 1000
+	}
+	b.ReportMetric(float64(loads)/elapsed.Seconds(), "loads/s")
+	b.ReportMetric(float64(invalidations)/elapsed.Seconds(), "invalidations/s")
+	b.ReportMetric(float64(loads)/float64(invalidations), "loads/invalidation")
+	b.ReportMetric(float64(reads)/elapsed.Seconds(), "reads/s")
+	b.ReportMetric(float64(len(waits))/elapsed.Seconds(), "waits/s")
+	b.ReportMetric(pct(0.50), "wait-p50-ms")
+	b.ReportMetric(pct(0.99), "wait-p99-ms")
+	if a.Backend == "redis" {
+		b.ReportMetric(cpu.Seconds()*1e6/float64(invalidations), "server-cpu-us/invalidation")
+	}
+	b.ReportMetric(float64(errs), "errors")
+}
+
+// serverCPU is the cache server's CPU time so far: -1 on memcached (not
+// measured).
+func serverCPU(ctx context.Context, b *testing.B, a stormArgs, r *servers.Redis) time.Duration {
+	if a.Backend != "redis" {
+		return -1
+	}
+	d, err := r.CPU(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return d
 }

@@ -33,6 +33,11 @@ type Options struct {
 	// Env adds "KEY=value" variables to the children's environment (which
 	// is otherwise the test process's own).
 	Env []string
+	// Executable, when set, is the test binary the children run instead
+	// of this one: another build of the same package (an older commit's,
+	// to measure a change against it in the same run). It must have the
+	// worker.
+	Executable string
 }
 
 // Report is one value a child sent with Child.Report.
@@ -159,6 +164,9 @@ func Start(tb testing.TB, name string, n int, args any, opts Options) *Group {
 	deadline := time.Now().Add(timeout)
 	ctx, cancel := context.WithDeadline(context.Background(), deadline)
 	exe, err := os.Executable()
+	if opts.Executable != "" {
+		exe, err = opts.Executable, nil
+	}
 	if err != nil {
 		cancel()
 		tb.Fatalf("proctest: %v", err)

@@ -76,6 +76,7 @@ var (
 	_ store.Wrapper      = (*layer)(nil)
 	_ store.Leaser       = (*layer)(nil)
 	_ store.LeaseCapable = (*layer)(nil)
+	_ store.LeaseWaker   = (*layer)(nil)
 	_ store.Tracker      = (*layer)(nil)
 	_ store.NodeLocator  = (*layer)(nil)
 	_ store.NodeProber   = (*layer)(nil)
@@ -187,7 +188,14 @@ func (l *layer) CanLease() bool { return l.leaser() != nil }
 func (l *layer) LeaseGet(ctx context.Context, keys []string, o store.LeaseOptions) ([]store.LeaseResult, error) {
 	start := history.Now()
 	rs, err := l.leaser().LeaseGet(l.enter(ctx, "LeaseGet"), keys, o)
-	if l.plainL1 && len(rs) == len(keys) { // the values found may fill the L1
+	l.leaseRead(keys, rs, err, start)
+	return rs, err
+}
+
+// leaseRead records the values a lease read found when they may fill an
+// L1 bounded by MaxStaleness.
+func (l *layer) leaseRead(keys []string, rs []store.LeaseResult, err error, start int64) {
+	if l.plainL1 && len(rs) == len(keys) {
 		var ks []string
 		var vs [][]byte
 		for i, r := range rs {
@@ -197,7 +205,28 @@ func (l *layer) LeaseGet(ctx context.Context, keys []string, o store.LeaseOption
 		}
 		l.tracked(ks, vs, err, start)
 	}
-	return rs, err
+}
+
+// WatchedLeaseGet and WatchLeases pass the lease path's server reports
+// (store.LeaseWaker) through the layer, so the histories cover waiters
+// woken by the server.
+func (l *layer) WatchedLeaseGet(ctx context.Context, keys []string, o store.LeaseOptions) ([]store.LeaseResult, bool, error) {
+	w, ok := l.leaser().(store.LeaseWaker)
+	if !ok {
+		rs, err := l.LeaseGet(ctx, keys, o)
+		return rs, false, err
+	}
+	start := history.Now()
+	rs, watched, err := w.WatchedLeaseGet(l.enter(ctx, "WatchedLeaseGet"), keys, o)
+	l.leaseRead(keys, rs, err, start)
+	return rs, watched, err
+}
+
+func (l *layer) WatchLeases(fn func(keys []string)) func() {
+	if w, ok := l.leaser().(store.LeaseWaker); ok {
+		return w.WatchLeases(fn)
+	}
+	return func() {}
 }
 
 func (l *layer) Fill(ctx context.Context, fills []store.Fill) error {

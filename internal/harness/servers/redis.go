@@ -59,6 +59,28 @@ func (r *Redis) Do(ctx context.Context, args ...string) (string, error) {
 	return RedisDo(ctx, r.Addr, r.Password, args...)
 }
 
+// CPU returns the server's CPU time so far, user + system (INFO cpu's
+// used_cpu_user + used_cpu_sys), for benchmarks that report what a client
+// costs the server.
+func (r *Redis) CPU(ctx context.Context) (time.Duration, error) {
+	info, err := r.Do(ctx, "INFO", "cpu")
+	if err != nil {
+		return 0, err
+	}
+	var total float64
+	for _, line := range strings.Split(info, "\n") {
+		k, v, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if ok && (k == "used_cpu_user" || k == "used_cpu_sys") {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				return 0, fmt.Errorf("INFO cpu %s: %w", k, err)
+			}
+			total += f
+		}
+	}
+	return time.Duration(total * float64(time.Second)), nil
+}
+
 // StartRedis starts a private redis-server on a free loopback port.
 func StartRedis(ctx context.Context, cfg RedisConfig) (*Redis, error) {
 	bin, err := LookPath("redis-server")
