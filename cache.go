@@ -182,6 +182,12 @@ func (c *Cache[V]) Fetch(ctx context.Context, key string, ttl time.Duration, loa
 // caller's goroutine, and callers that shared the load get an error
 // matching ErrLoaderPanicked.
 //
+// One FetchMany may call its loader more than once, and those calls may
+// run at the same time: with leases, the keys it holds a lease on and the
+// keys it loads without a lease (after a lease wait ran out, or a lease
+// lost to an Invalidate) are separate loads. A loader must be safe for
+// concurrent use, as it already must be when several callers share it.
+//
 // With leases it takes a lease on every missing key in the same batched
 // read, calls the loader once with the keys it holds, fills them in one
 // batched conditional write, and waits for the keys other callers (in any

@@ -130,15 +130,17 @@ func (l *failoverLoad) run(t *testing.T, c *kura.Cache[history.Value], l1 bool, 
 		go func() {
 			defer wg.Done()
 			rng := rand.New(rand.NewPCG(uint64(w), 7))
-			var myLoads int // this caller's loader calls
+			// This caller's loader calls. Atomic: one FetchMany may run its
+			// loader for its leased and its unleased keys at once.
+			var myLoads atomic.Int64
 			loader := func(_ context.Context, key string) (history.Value, error) {
-				myLoads++
+				myLoads.Add(1)
 				v := l.load(key, w)
 				time.Sleep(time.Millisecond) // a database round trip: leases matter
 				return v, nil
 			}
 			many := func(ctx context.Context, keys []string) (map[string]history.Value, error) {
-				myLoads++
+				myLoads.Add(1)
 				m := make(map[string]history.Value, len(keys))
 				for _, k := range keys {
 					m[k] = l.load(k, w)
@@ -153,7 +155,7 @@ func (l *failoverLoad) run(t *testing.T, c *kura.Cache[history.Value], l1 bool, 
 				l.mu.Unlock()
 			}()
 			for ctx.Err() == nil {
-				before := myLoads
+				before := myLoads.Load()
 				start := time.Now()
 				hstart := history.Now()
 				if w%4 == 0 {
@@ -187,7 +189,7 @@ func (l *failoverLoad) run(t *testing.T, c *kura.Cache[history.Value], l1 bool, 
 				}
 				// A call served without this caller's loader: from the
 				// cache (or another caller's load in flight).
-				mine = append(mine, call{start: start, end: time.Now(), loaded: myLoads != before})
+				mine = append(mine, call{start: start, end: time.Now(), loaded: myLoads.Load() != before})
 			}
 		}()
 	}
