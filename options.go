@@ -107,7 +107,10 @@ type Options struct {
 	// read, the second look and the write-back together, so a slow or
 	// stalled cache server costs a caller at most this much before the
 	// loader's value is served (a write-back that finds the budget spent
-	// is skipped and counted in Stats.BudgetSkips). A dictionary lookup
+	// is skipped and counted in Stats.BudgetSkips; a write-back under
+	// leases the call holds gets one StoreTimeout of its own instead, since
+	// skipping it would leave the leases held and other readers waiting
+	// for them to expire). A dictionary lookup
 	// a read's decode needs (codec.Options.DictionarySource) is in the
 	// budget too: one the budget ends is a miss that loads but does not
 	// replace the stored value. The loader's own time is not counted. If zero, DefaultStoreTimeout (250 ms); negative

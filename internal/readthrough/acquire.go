@@ -545,9 +545,18 @@ func (p *Pipeline[V]) fill(ctx context.Context, b *budget, items []fillItem, op 
 		return true, nil
 	}
 	if b.exhausted() {
-		p.st.BudgetSkips.Add(uint64(len(items)))
-		p.note(ctx, observe.BudgetSkip, int64(len(items)))
-		return false, nil
+		if items[0].lease == nil {
+			p.st.BudgetSkips.Add(uint64(len(items)))
+			p.note(ctx, observe.BudgetSkip, int64(len(items)))
+			return false, nil
+		}
+		// A fill under leases this call holds is not skipped: its
+		// leases would stay held, and every reader of those keys (in
+		// any process) would wait LeaseWait until they expire. It gets
+		// one StoreTimeout of its own, as before the one acquire step.
+		fresh := p.newBudget()
+		fresh.keep = b.keep
+		b = &fresh
 	}
 	sctx, st := b.bound(ctx, nil)
 	defer b.charge(st)
