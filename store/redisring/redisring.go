@@ -355,6 +355,18 @@ func (s *Store) readShards(op string, g [][]int, keyAt func(int) string, fn func
 		return s.fanout(op, g, keyAt, fn)
 	}
 	errs := make([]error, len(g))
+	only, n := -1, 0
+	for sh, idx := range g {
+		if len(idx) > 0 {
+			only, n = sh, n+1
+		}
+	}
+	if n <= 1 { // nothing to hedge with
+		if only >= 0 {
+			errs[only] = fn(only, g[only])
+		}
+		return s.batchErr(op, g, keyAt, errs)
+	}
 	var small [8]atomic.Bool
 	taken := small[:0]
 	if len(g) > len(small) {
