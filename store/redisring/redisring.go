@@ -6,7 +6,10 @@
 // Keys are placed by one of package ring's algorithms, chosen to agree key
 // for key with the other clients on the same servers (Options.Ring; see
 // docs/rings.md). A batch is split by shard and sent as one pipeline per
-// shard, to all shards at once. Each shard is a redisstore.Store, so
+// shard: writes to all shards at once, reads (GetMany, LeaseGet) to one
+// shard after another on the caller's goroutine, the shards not reached
+// after a millisecond at once (a hedge, so a stalled shard fails only its
+// own keys). Each shard is a redisstore.Store, so
 // leases, Invalidate and the single-key operations are Redis's own per
 // shard. The Store names each shard as a node (store.NodeLocator and
 // store.NodeProber), so the breaker of package store/health fails one
