@@ -82,3 +82,38 @@ func TestStalledShardFailsOnlyItsKeys(t *testing.T) {
 		})
 	}
 }
+
+// TestLeaseGetInvalidKeyAmongShards reads a batch over every shard with an
+// empty key in it: each shard writes its own keys' results into the
+// batch's result, the empty key fails alone with store.ErrInvalidKey, a
+// present key is a hit and a missing one a won lease.
+func TestLeaseGetInvalidKeyAmongShards(t *testing.T) {
+	s := open(t, redisring.Options{Servers: shards(t, 3)})
+	ctx := context.Background()
+	keys := []string{""}
+	for i := 0; i < 30; i++ {
+		keys = append(keys, fmt.Sprintf("mixed:%d", i))
+	}
+	for _, k := range keys[1:16] {
+		if err := s.Set(ctx, k, []byte("v:"+k), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := s.LeaseGet(ctx, keys, store.LeaseOptions{TTL: time.Second, Placeholder: []byte("\x00ph")})
+	var be *store.BatchError
+	if !errors.As(err, &be) || len(be.Errors) != 1 || be.Errors[0].Key != "" || !errors.Is(be.Errors[0].Err, store.ErrInvalidKey) {
+		t.Fatalf("LeaseGet with an empty key = %v, want one store.ErrInvalidKey for it", err)
+	}
+	if len(res) != len(keys) {
+		t.Fatalf("%d results for %d keys", len(res), len(keys))
+	}
+	for i, k := range keys[1:] {
+		r := res[i+1]
+		switch {
+		case i < 15 && (string(r.Value) != "v:"+k || r.Won || r.Lease.Key != k):
+			t.Fatalf("%s = %+v, want its value", k, r)
+		case i >= 15 && (r.Value != nil || !r.Won || r.Lease.Key != k):
+			t.Fatalf("%s = %+v, want a won lease", k, r)
+		}
+	}
+}
