@@ -6,10 +6,7 @@
 // Keys are placed by one of package ring's algorithms, chosen to agree key
 // for key with the other clients on the same servers (Options.Ring; see
 // docs/rings.md). A batch is split by shard and sent as one pipeline per
-// shard: writes to all shards at once, reads (GetMany, LeaseGet) to one
-// shard after another on the caller's goroutine, the shards not reached
-// after a millisecond at once (a hedge, so a stalled shard fails only its
-// own keys). Each shard is a redisstore.Store, so
+// shard, to all shards at once. Each shard is a redisstore.Store, so
 // leases, Invalidate and the single-key operations are Redis's own per
 // shard. The Store names each shard as a node (store.NodeLocator and
 // store.NodeProber), so the breaker of package store/health fails one
@@ -33,7 +30,6 @@ import (
 	"net"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/kuracache/kura/ring"
@@ -76,15 +72,7 @@ type Store struct {
 	addrs  []string
 	shards []*redisstore.Store
 	byAddr map[string]int
-	// parallelReads makes GetMany and LeaseGet start every shard's read
-	// at once (one goroutine per shard but the last) instead of reading
-	// the shards one after another with a hedge (see readShards).
-	parallelReads bool
 }
-
-// hedgeAfter is how long a batch read waits on one shard before it reads
-// the shards it has not reached yet at once (see readShards).
-const hedgeAfter = time.Millisecond
 
 var (
 	_ store.Store         = (*Store)(nil)
@@ -343,61 +331,6 @@ func (s *Store) fanout(op string, g [][]int, keyAt func(int) string, fn func(sha
 	return s.batchErr(op, g, keyAt, errs)
 }
 
-// readShards runs fn for every shard with indexes, for the batch reads
-// (GetMany, LeaseGet), and merges the errors as fanout does. It reads the
-// shards one after another on the caller's goroutine: a shard's read on
-// a warm server is one round trip of tens of microseconds, and starting
-// goroutines for the others costs more CPU than it saves time on two
-// cores (BENCHMARKS.md, "Sharded Redis"). So that a stalled shard does
-// not hold the others' keys until the deadline, a read still waiting
-// after hedgeAfter sends the shards not reached yet at once, each on its
-// own goroutine: a stalled shard fails only its own keys, as with
-// fanout, and delays the others by hedgeAfter.
-func (s *Store) readShards(op string, g [][]int, keyAt func(int) string, fn func(shard int, idx []int) error) error {
-	if s.parallelReads {
-		return s.fanout(op, g, keyAt, fn)
-	}
-	errs := make([]error, len(g))
-	only, n := -1, 0
-	for sh, idx := range g {
-		if len(idx) > 0 {
-			only, n = sh, n+1
-		}
-	}
-	if n <= 1 { // nothing to hedge with
-		if only >= 0 {
-			errs[only] = fn(only, g[only])
-		}
-		return s.batchErr(op, g, keyAt, errs)
-	}
-	var small [8]atomic.Bool
-	taken := small[:0]
-	if len(g) > len(small) {
-		taken = make([]atomic.Bool, 0, len(g))
-	}
-	taken = taken[:len(g)]
-	var wg sync.WaitGroup
-	hedged := make(chan struct{})
-	hedge := time.AfterFunc(hedgeAfter, func() {
-		defer close(hedged)
-		for sh, idx := range g {
-			if len(idx) > 0 && taken[sh].CompareAndSwap(false, true) {
-				wg.Go(func() { errs[sh] = fn(sh, idx) })
-			}
-		}
-	})
-	for sh, idx := range g {
-		if len(idx) > 0 && taken[sh].CompareAndSwap(false, true) {
-			errs[sh] = fn(sh, idx)
-		}
-	}
-	if !hedge.Stop() {
-		<-hedged // it ran: wait until its goroutines are counted
-	}
-	wg.Wait()
-	return s.batchErr(op, g, keyAt, errs)
-}
-
 // batchErr merges the per-shard errors of a batch over the shards' key
 // indexes g into one *store.BatchError for op, nil when none failed.
 func (s *Store) batchErr(op string, g [][]int, keyAt func(int) string, errs []error) error {
@@ -481,7 +414,7 @@ func (s *Store) GetMany(ctx context.Context, keys []string) ([][]byte, error) {
 	}
 	out := make([][]byte, len(keys))
 	k := func(i int) string { return keys[i] }
-	err := s.readShards("get", s.groups(len(keys), k), k, func(sh int, idx []int) error {
+	err := s.fanout("get", s.groups(len(keys), k), k, func(sh int, idx []int) error {
 		return s.shards[sh].GetManyAt(ctx, keys, idx, out)
 	})
 	return out, err
@@ -509,7 +442,7 @@ func (s *Store) LeaseGet(ctx context.Context, keys []string, opts store.LeaseOpt
 	}
 	out := make([]store.LeaseResult, len(keys))
 	k := func(i int) string { return keys[i] }
-	err := s.readShards("lease", s.groups(len(keys), k), k, func(sh int, idx []int) error {
+	err := s.fanout("lease", s.groups(len(keys), k), k, func(sh int, idx []int) error {
 		return s.shards[sh].LeaseGetAt(ctx, keys, idx, out, opts)
 	})
 	return out, err
