@@ -227,7 +227,9 @@ export class RedisStore implements Store, Leaser, LeaseWaker {
       });
       this.wakers.set(node, w);
     }
-    const got = await w?.read(keys, this.isCluster);
+    // A failed watched read (a slot that moved, a push connection that
+    // broke mid-read) is read again plainly, through the store's own client.
+    const got = await w?.read(keys, this.isCluster).catch(() => undefined);
     return got ?? { values: await this.getBatch(node, keys), watched: false };
   }
 
