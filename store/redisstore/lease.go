@@ -18,14 +18,14 @@ var _ store.Leaser = (*Store)(nil)
 // key still holds this lease's placeholder ARGV[1]. An invalidation (DEL),
 // an expired lease or a later lease all leave other bytes (or none), and
 // the fill is dropped.
-var fillScript = rueidis.NewLuaScript(`
+var fillScript = newScript(`
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 if ARGV[3] == '0' then redis.call('SET', KEYS[1], ARGV[2]) else redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3]) end
 return 1`)
 
 // releaseScript deletes the key only while it holds this lease's
 // placeholder.
-var releaseScript = rueidis.NewLuaScript(`
+var releaseScript = newScript(`
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 return redis.call('DEL', KEYS[1])`)
 
