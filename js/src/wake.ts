@@ -34,7 +34,7 @@ export class WakePair {
   private armed = false;
   private arming = false;
   private refused = false;
-  private lastFail = 0;
+  private lastFail = -Infinity;
   /** Counts the breaks: a read is watched only if no break happened during it. */
   private gen = 0;
   private closed = false;
@@ -52,6 +52,7 @@ export class WakePair {
       connectionName: wakeClientName,
       maxRetriesPerRequest: 1,
       enableOfflineQueue: false,
+      lazyConnect: false, // arming starts on 'ready'
       // Resubscribing is arming's job: after a reconnect the subscriber's
       // new CLIENT ID must be read first, and a subscribed RESP2
       // connection accepts no other command.
