@@ -415,7 +415,7 @@ func (p *Pipeline[V]) leaseRead(ctx context.Context, b *budget, slots []slot[V],
 	res, err := p.leaser.LeaseGet(sctx, keys, opts)
 	p.st.Since(op, start)
 	ph.release(res, err)
-	whole, failed := p.leaseErr(ctx, res, err, n)
+	failed, whole := p.leaseErr(ctx, res, err, n)
 	if whole != nil {
 		b.charge(st)
 		for j := range n {
@@ -457,7 +457,7 @@ func (k picks[V]) at(j int) *slot[V] {
 // leaseErr tells a lease read that failed as a whole (whole, with every
 // key failed) from one whose failed keys are listed (failed; nil when
 // none did).
-func (p *Pipeline[V]) leaseErr(ctx context.Context, res []store.LeaseResult, err error, n int) (whole error, failed map[string]error) {
+func (p *Pipeline[V]) leaseErr(ctx context.Context, res []store.LeaseResult, err error, n int) (failed map[string]error, whole error) {
 	if err == nil && len(res) != n {
 		err = fmt.Errorf("kura: store returned %d lease results for %d keys", len(res), n)
 	}
@@ -469,9 +469,9 @@ func (p *Pipeline[V]) leaseErr(ctx context.Context, res []store.LeaseResult, err
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 			p.st.BudgetSkips.Add(uint64(n)) // the read spent the budget
 		}
-		return err, nil
+		return nil, err
 	}
-	return nil, be.Failed()
+	return be.Failed(), nil
 }
 
 // leaseFail is the lease read's failure for s: a miss that loads without
