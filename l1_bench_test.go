@@ -121,8 +121,10 @@ func BenchmarkL1WarmHits(b *testing.B) {
 
 // raceContenders warms every contender's keys (passes reads of each; an
 // L1 needs a second to serve from memory), then runs them in interleaved
-// rounds (round1/a, round1/b, ..., round2/a, ...) of conc goroutines, so a
-// drift of the machine touches every one alike.
+// rounds (round1/a, round1/b, ..., round2/b, round2/c, ..., round2/a, ...:
+// each round starts with the next contender, so no one always runs first
+// or right after the same neighbour) of conc goroutines, so a drift of the
+// machine touches every one alike.
 func raceContenders(b *testing.B, cs []contender, conc, passes, rounds int) {
 	for _, c := range cs {
 		for pass := 0; pass < passes; pass++ {
@@ -134,7 +136,8 @@ func raceContenders(b *testing.B, cs []contender, conc, passes, rounds int) {
 		}
 	}
 	for round := 1; round <= rounds; round++ {
-		for _, c := range cs {
+		for i := range cs {
+			c := cs[(round-1+i)%len(cs)]
 			b.Run(fmt.Sprintf("round%d/%s", round, c.name), func(b *testing.B) {
 				warmHitsOnly(b, conc, c.get, c.loads)
 			})

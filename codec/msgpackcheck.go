@@ -32,8 +32,12 @@ func CheckMsgPack(b []byte) error { return checkMsgPack(b, AllocBound(len(b))) }
 // multiply the two: 21 KB of zstd made a 4 MiB payload whose decode
 // allocated 138 MB).
 func checkMsgPack(b []byte, limit uint64) error {
-	// pending[d] is the number of values still expected at depth d.
-	var stack [DefaultMaxDepth + 1]uint64
+	// stack[d] is the number of values still expected at depth d; it
+	// grows past the first levels only for deeply nested values (zeroing
+	// DefaultMaxDepth levels on every decode cost more than the walk of
+	// a small value).
+	var shallow [16]uint64
+	stack := shallow[:]
 	// est is what decoding into the costliest destination (any) would
 	// allocate, by the measured cost of each kind of value; limit is the
 	// bound this package promises.
@@ -134,6 +138,9 @@ func checkMsgPack(b []byte, limit uint64) error {
 				return fmt.Errorf("%w: msgpack nests deeper than %d levels", ErrBomb, DefaultMaxDepth)
 			}
 			depth++
+			if depth == len(stack) {
+				stack = append(stack, 0)
+			}
 			stack[depth] = need
 		case skip > rest:
 			return fmt.Errorf("%w: msgpack value claims %d bytes, %d remain", ErrBomb, skip, rest)

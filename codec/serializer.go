@@ -113,10 +113,7 @@ func (msgpackSerializer) decodeBounded(data []byte, v any, limit uint64, strict 
 	if err := checkMsgPack(data, limit); err != nil {
 		return err
 	}
-	if strict {
-		return msgpackStrict(data, v)
-	}
-	return msgpack.Unmarshal(data, v)
+	return msgpackDecode(data, v, strict)
 }
 
 type jsonSerializer struct{}

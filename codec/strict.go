@@ -79,15 +79,15 @@ func (c *Codec) DecodeStrict(data []byte, v any) (Header, error) {
 	return c.Decode(data, strictDest{v})
 }
 
-// msgpackStrictDecoder is a pooled decoder reading from a reusable
-// bytes.Reader.
-type msgpackStrictDecoder struct {
+// msgpackDecoder is a pooled decoder reading from a reusable
+// bytes.Reader (msgpack.Unmarshal allocates one per call).
+type msgpackDecoder struct {
 	r   bytes.Reader
 	dec *msgpack.Decoder
 }
 
-var msgpackStrictDecoders = sync.Pool{New: func() any {
-	d := &msgpackStrictDecoder{}
+var msgpackDecoders = sync.Pool{New: func() any {
+	d := &msgpackDecoder{}
 	d.dec = msgpack.NewDecoder(&d.r)
 	return d
 }}
@@ -96,14 +96,14 @@ func (s msgpackSerializer) UnmarshalStrict(data []byte, v any) error {
 	return s.decodeBounded(data, v, AllocBound(len(data)), true)
 }
 
-// msgpackStrict decodes data, already checked, rejecting unknown fields
-// and bytes after the value.
-func msgpackStrict(data []byte, v any) error {
-	d := msgpackStrictDecoders.Get().(*msgpackStrictDecoder)
-	defer msgpackStrictDecoders.Put(d)
+// msgpackDecode decodes data, already checked, as msgpack.Unmarshal does;
+// strict, it rejects unknown fields and bytes after the value.
+func msgpackDecode(data []byte, v any, strict bool) error {
+	d := msgpackDecoders.Get().(*msgpackDecoder)
+	defer msgpackDecoders.Put(d)
 	d.r.Reset(data)
 	d.dec.Reset(&d.r) // clears the flags, so set them each time
-	d.dec.DisallowUnknownFields(true)
+	d.dec.DisallowUnknownFields(strict)
 	// As msgpack.Unmarshal does: CheckMsgPack has bounded every length
 	// claim by the bytes that remain, so preallocating is safe.
 	d.dec.UsePreallocateValues(true)
@@ -113,7 +113,7 @@ func msgpackStrict(data []byte, v any) error {
 	if err != nil {
 		return err
 	}
-	if rest != 0 {
+	if strict && rest != 0 {
 		return fmt.Errorf("msgpack: %d bytes after the value", rest)
 	}
 	return nil
@@ -158,6 +158,63 @@ func (c *Codec) DecodeSchemaContext(ctx context.Context, data []byte, v any, sch
 		err = fmt.Errorf("%w: %w", ErrSchemaMismatch, err)
 	}
 	return h, err
+}
+
+// DecodeBytesOwned is DecodeSchemaContext into a []byte, for bytes the
+// caller gives away (a read's own buffer, used for nothing else
+// afterwards): a value stored uncompressed under MsgPack is returned as a
+// slice of data (its capacity ends with the value, so an append copies)
+// instead of a copy. Anything else decodes as DecodeSchemaContext does.
+func (c *Codec) DecodeBytesOwned(ctx context.Context, data []byte, schema uint32) ([]byte, Header, error) {
+	if h, err := ParseHeader(data); err == nil && c.plainMsgPack(h, len(data), schema) {
+		if b, ok := msgpackBytes(data[h.Len:]); ok {
+			return b, h, nil
+		}
+	}
+	b := new([]byte)
+	h, err := c.DecodeSchemaContext(ctx, data, b, schema)
+	return *b, h, err
+}
+
+// plainMsgPack reports an honest value entry of n bytes whose payload
+// (after h.Len) is MsgPack as stored: no compressor, no dictionary, the
+// reader's schema, within the decode limit.
+func (c *Codec) plainMsgPack(h Header, n int, schema uint32) bool {
+	if h.Kind != KindValue || !h.Fields.HasSchema || h.Fields.Schema != schema ||
+		h.Compressor != IDNone || h.Dict != 0 || h.RawLen > c.maxDecoded || n-h.Len != h.RawLen {
+		return false
+	}
+	_, ok := c.sers[h.Serializer].(msgpackSerializer)
+	return ok
+}
+
+// msgpackBytes returns the bytes of p when p is exactly one MsgPack bin
+// or str value (or nil), as a slice of p: what msgpack decodes into a
+// []byte, without the copy. ok is false for anything else (the caller
+// decodes it the usual way).
+func msgpackBytes(p []byte) (b []byte, ok bool) {
+	if len(p) == 0 {
+		return nil, false
+	}
+	c, off, n := p[0], 1, 0
+	switch {
+	case c == 0xc0: // nil
+		return nil, len(p) == 1
+	case c >= 0xa0 && c <= 0xbf: // fixstr
+		n = int(c & 0x1f)
+	case c == 0xc4 || c == 0xd9 || c == 0xc5 || c == 0xda || c == 0xc6 || c == 0xdb:
+		l, ok := readLen(p, &off, int(lenWidth[c]))
+		if !ok || l > uint64(len(p)) {
+			return nil, false
+		}
+		n = int(l)
+	default:
+		return nil, false
+	}
+	if len(p)-off != n {
+		return nil, false
+	}
+	return p[off:len(p):len(p)], true
 }
 
 // readable reports whether readers accept payload stored compressed in

@@ -51,7 +51,10 @@ type LeaseOptions struct {
 	TTL time.Duration
 	// Placeholder is what a store that writes placeholders (Redis) stores
 	// under a key while the lease is held; Fill compares it to tell its
-	// own lease from a later one, so it must be unique per LeaseGet call.
+	// own lease from a later one, so it must be unique per lease taken. A
+	// store writes it only under keys that held nothing, so a caller may
+	// offer it again to a later call when every result of this one has a
+	// Value and none is Won.
 	Placeholder []byte
 	// Recache, when positive, asks for early refresh: a hit whose
 	// remaining TTL is below Recache hands exactly one reader a lease
@@ -64,7 +67,7 @@ type LeaseOptions struct {
 type LeaseResult struct {
 	// Value is the bytes under the key, nil when there are none. On a
 	// store that writes placeholders it may be another caller's
-	// placeholder.
+	// placeholder. They belong to the caller, as Get's do.
 	Value []byte
 	// Stale reports a value an invalidation marked stale (see
 	// Leaser.Invalidate).

@@ -89,7 +89,8 @@ type BatchGetter interface {
 	// GetMany returns values aligned with keys: values[i] is nil when
 	// keys[i] is missing or failed. A non-nil error is either a
 	// *BatchError naming the keys that failed (the other results are
-	// valid) or an error that failed the whole batch.
+	// valid) or an error that failed the whole batch. The values belong
+	// to the caller, as Get's do.
 	GetMany(ctx context.Context, keys []string) ([][]byte, error)
 }
 

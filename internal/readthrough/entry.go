@@ -81,9 +81,20 @@ func (p *Pipeline[V]) encodeNegative() []byte {
 	return b
 }
 
-func (p *Pipeline[V]) decode(ctx context.Context, key string, data []byte) (entry[V], error) {
+// decode decodes data, the bytes stored under key. owned says the read
+// gave data away (its buffer is used for nothing else): a V of type []byte
+// may then be a slice of it rather than a copy.
+func (p *Pipeline[V]) decode(ctx context.Context, key string, data []byte, owned bool) (entry[V], error) {
 	var e entry[V]
-	h, err := p.cfg.Codec.DecodeSchemaContext(ctx, data, &e.v, p.schema)
+	var h codec.Header
+	var err error
+	if bp, ok := any(&e.v).(*[]byte); ok && owned {
+		*bp, h, err = p.cfg.Codec.DecodeBytesOwned(ctx, data, p.schema)
+	} else {
+		v := new(V) // what the decoder fills escapes; e need not
+		h, err = p.cfg.Codec.DecodeSchemaContext(ctx, data, v, p.schema)
+		e.v = *v
+	}
 	if err != nil {
 		if errors.Is(err, codec.ErrSchemaMismatch) {
 			p.st.SchemaMismatches.Add(1)
@@ -127,13 +138,14 @@ func (p *Pipeline[V]) tooYoungToOverwrite(h codec.Header) bool {
 // hit, a negative hit, or (bytes that do not decode, a placeholder) a miss.
 // ctx bounds the decode's dictionary lookup (a value whose dictionary the
 // Codec does not hold yet): a Fetch passes its store budget's context, so
-// a slow DictionarySource costs no more than a slow store.
-func (p *Pipeline[V]) found(ctx context.Context, key string, data []byte) (entry[V], error) {
+// a slow DictionarySource costs no more than a slow store. owned says the
+// read gave data away (see decode).
+func (p *Pipeline[V]) found(ctx context.Context, key string, data []byte, owned bool) (entry[V], error) {
 	if IsPlaceholder(data) {
 		p.st.Misses.Add(1)
 		return entry[V]{}, ErrMiss
 	}
-	e, err := p.decode(ctx, key, data)
+	e, err := p.decode(ctx, key, data, owned)
 	switch {
 	case err != nil:
 		p.st.Misses.Add(1)
@@ -144,6 +156,12 @@ func (p *Pipeline[V]) found(ctx context.Context, key string, data []byte) (entry
 	}
 	return e, err
 }
+
+// owned reports whether a read with track (see get) gives its bytes away:
+// a tracked read may hand out bytes its client caches and hands out again
+// (rueidis's client-side cache); store.Store's Get, BatchGetter's GetMany
+// and Leaser's LeaseGet give theirs to the caller.
+func (p *Pipeline[V]) owned(track bool) bool { return !track || p.tracker == nil }
 
 // LeaseEntry returns a new lease placeholder with a fresh random token:
 // the bytes a lease leaves under a key on stores that write placeholders

@@ -28,7 +28,7 @@ func (p *Pipeline[V]) Get(ctx context.Context, key string) (V, error) {
 	p.st.Since(OpGet, start)
 	var e entry[V]
 	if err == nil {
-		e, err = p.found(ctx, key, data)
+		e, err = p.found(ctx, key, data, p.owned(track))
 	} else if errors.Is(err, store.ErrNotFound) {
 		p.st.Misses.Add(1)
 	} else {
@@ -110,7 +110,7 @@ func (p *Pipeline[V]) GetMany(ctx context.Context, keys []string) (map[string]V,
 		case i >= len(vals) || vals[i] == nil:
 			p.st.Misses.Add(1)
 		default:
-			e, derr := p.found(ctx, s.key, vals[i])
+			e, derr := p.found(ctx, s.key, vals[i], p.owned(p.l1 != nil))
 			switch {
 			case derr == nil:
 				s.e, s.class = e, hit

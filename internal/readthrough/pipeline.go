@@ -20,9 +20,11 @@
 package readthrough
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/kuracache/kura/codec"
@@ -300,7 +302,7 @@ func (p *Pipeline[V]) read(ctx context.Context, b *budget, slots []slot[V]) {
 		start := time.Now()
 		data, err := p.get(sctx, s.key, track)
 		p.st.Since(OpGet, start)
-		p.classify(sctx, b, s, data, err, OpGet, true)
+		p.classify(sctx, b, s, data, err, OpGet, true, p.owned(track))
 		p.finishL1(s, tok, track)
 		return
 	}
@@ -327,7 +329,7 @@ func (p *Pipeline[V]) read(ctx context.Context, b *budget, slots []slot[V]) {
 				kerr = store.ErrNotFound
 			}
 		}
-		p.classify(sctx, b, &slots[i], data, kerr, OpGetMany, failed != nil)
+		p.classify(sctx, b, &slots[i], data, kerr, OpGetMany, failed != nil, p.owned(p.l1 != nil))
 		p.finishL1(&slots[i], toks[i], track[i])
 	}
 	if err != nil && failed == nil {
@@ -338,8 +340,8 @@ func (p *Pipeline[V]) read(ctx context.Context, b *budget, slots []slot[V]) {
 // classify turns one plain read into the slot's class; ctx (the read's
 // bounded context) bounds a dictionary lookup of the decode.
 // A whole batch's failure is reported once by the caller, not per key
-// (reportFail false).
-func (p *Pipeline[V]) classify(ctx context.Context, b *budget, s *slot[V], data []byte, err error, op Op, reportFail bool) {
+// (reportFail false). owned: see decode.
+func (p *Pipeline[V]) classify(ctx context.Context, b *budget, s *slot[V], data []byte, err error, op Op, reportFail, owned bool) {
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			p.st.Misses.Add(1)
@@ -354,7 +356,7 @@ func (p *Pipeline[V]) classify(ctx context.Context, b *budget, s *slot[V], data 
 		}
 		return
 	}
-	e, derr := p.found(ctx, s.key, data)
+	e, derr := p.found(ctx, s.key, data, owned)
 	switch {
 	case derr == nil:
 		s.e, s.class = e, hit
@@ -380,33 +382,17 @@ func (p *Pipeline[V]) classify(ctx context.Context, b *budget, s *slot[V], data 
 // keys of slots at idx (all of them when idx is nil), which reads them and
 // takes a lease on every key that holds nothing, then classify.
 func (p *Pipeline[V]) leaseRead(ctx context.Context, b *budget, slots []slot[V], idx []int, early bool) {
-	n := len(slots)
-	if idx != nil {
-		n = len(idx)
-	}
-	at := func(j int) *slot[V] {
-		if idx != nil {
-			return &slots[idx[j]]
-		}
-		return &slots[j]
-	}
+	sel := picks[V]{slots, idx}
+	n := sel.len()
 	op := OpGetMany
 	if n == 1 {
 		op = OpGet
-	}
-	fail := func(j int, err error) {
-		s := at(j)
-		s.failed, s.class = true, noFill
-		p.st.StoreErrs.Add(1)
-		p.st.Misses.Add(1)
-		p.absorbed(ctx, s.key, err)
-		p.report(op, s.key, err)
 	}
 	if b.exhausted() {
 		p.st.BudgetSkips.Add(uint64(n))
 		p.note(ctx, observe.BudgetSkip, int64(n))
 		for j := range n {
-			s := at(j)
+			s := sel.at(j)
 			s.failed, s.class = true, noFill
 			p.st.Misses.Add(1)
 		}
@@ -414,61 +400,129 @@ func (p *Pipeline[V]) leaseRead(ctx context.Context, b *budget, slots []slot[V],
 	}
 	keys := make([]string, n)
 	for j := range n {
-		keys[j] = at(j).key
-	}
-	opts := store.LeaseOptions{TTL: p.cfg.LeaseTTL, Placeholder: LeaseEntry()}
-	if early {
-		opts.Recache = p.cfg.EarlyRefresh
+		keys[j] = sel.at(j).key
 	}
 	if p.l1 != nil && p.tracker == nil {
-		defer p.fillL1(keys, at)()
+		defer p.finishL1s(sel, p.beginL1s(keys))
+	}
+	ph := placeholders.Get().(*placeholder)
+	opts := store.LeaseOptions{TTL: p.cfg.LeaseTTL, Placeholder: ph.b}
+	if early {
+		opts.Recache = p.cfg.EarlyRefresh
 	}
 	sctx, st := b.bound(ctx, &p.clock)
 	start := time.Now()
 	res, err := p.leaser.LeaseGet(sctx, keys, opts)
 	p.st.Since(op, start)
-	if err == nil && len(res) != n {
-		err = fmt.Errorf("kura: store returned %d lease results for %d keys", len(res), n)
-	}
-	var failed map[string]error
-	if err != nil {
-		var be *store.BatchError
-		if !errors.As(err, &be) || len(res) != n {
-			if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-				p.st.BudgetSkips.Add(uint64(n)) // the read spent the budget
-			}
-			b.charge(st)
-			for j := range n {
-				fail(j, err)
-			}
-			return
+	ph.release(res, err)
+	failed, whole := p.leaseErr(ctx, res, err, n)
+	if whole != nil {
+		b.charge(st)
+		for j := range n {
+			p.leaseFail(ctx, sel.at(j), op, whole)
 		}
-		failed = be.Failed()
+		return
 	}
 	for j := range n {
 		if ferr, ok := failed[keys[j]]; ok {
-			fail(j, ferr)
+			p.leaseFail(ctx, sel.at(j), op, ferr)
 			continue
 		}
-		p.classifyLease(sctx, b, at(j), res[j], early)
+		p.classifyLease(sctx, b, sel.at(j), res[j], early)
 	}
 	b.charge(st) // after the decodes: a dictionary lookup is in the budget too
 }
 
-// fillL1 places the L1's placeholders for a lease read of keys (the
-// slots at(j)) bounded by MaxStaleness; the func it returns fills the L1
-// with what the read found: a fresh value, not a stale one (served under
+// picks are the slots a lease read is for: slots at idx, or all of slots
+// when idx is nil.
+type picks[V any] struct {
+	slots []slot[V]
+	idx   []int
+}
+
+func (k picks[V]) len() int {
+	if k.idx != nil {
+		return len(k.idx)
+	}
+	return len(k.slots)
+}
+
+func (k picks[V]) at(j int) *slot[V] {
+	if k.idx != nil {
+		return &k.slots[k.idx[j]]
+	}
+	return &k.slots[j]
+}
+
+// leaseErr tells a lease read that failed as a whole (whole, with every
+// key failed) from one whose failed keys are listed (failed; nil when
+// none did).
+func (p *Pipeline[V]) leaseErr(ctx context.Context, res []store.LeaseResult, err error, n int) (failed map[string]error, whole error) {
+	if err == nil && len(res) != n {
+		err = fmt.Errorf("kura: store returned %d lease results for %d keys", len(res), n)
+	}
+	if err == nil {
+		return nil, nil
+	}
+	var be *store.BatchError
+	if !errors.As(err, &be) || len(res) != n {
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			p.st.BudgetSkips.Add(uint64(n)) // the read spent the budget
+		}
+		return nil, err
+	}
+	return be.Failed(), nil
+}
+
+// leaseFail is the lease read's failure for s: a miss that loads without
+// filling.
+func (p *Pipeline[V]) leaseFail(ctx context.Context, s *slot[V], op Op, err error) {
+	s.failed, s.class = true, noFill
+	p.st.StoreErrs.Add(1)
+	p.st.Misses.Add(1)
+	p.absorbed(ctx, s.key, err)
+	p.report(op, s.key, err)
+}
+
+// placeholder is a lease placeholder (LeaseEntry) that lease reads offer
+// their store. A read that took no lease with it gives it back for the
+// next read, so a hit allocates none (a token is unique to the one lease
+// it is ever taken with).
+type placeholder struct{ b []byte }
+
+var placeholders = sync.Pool{New: func() any { return &placeholder{b: LeaseEntry()} }}
+
+// release gives ph back unless the read may have left it under a key: a
+// failure, a key that held nothing (the store tried to take its lease),
+// or a lease won.
+func (ph *placeholder) release(res []store.LeaseResult, err error) {
+	if err != nil {
+		return
+	}
+	for i := range res {
+		if res[i].Value == nil || res[i].Won {
+			return
+		}
+	}
+	placeholders.Put(ph)
+}
+
+// beginL1s places the L1's placeholders for a lease read of keys bounded
+// by MaxStaleness; finishL1s fills the L1 with what the read found for
+// the slots of sel: a fresh value, not a stale one (served under
 // stale-while-revalidate).
-func (p *Pipeline[V]) fillL1(keys []string, at func(int) *slot[V]) func() {
+func (p *Pipeline[V]) beginL1s(keys []string) []l1.Token {
 	toks := make([]l1.Token, len(keys))
 	for j, k := range keys {
 		toks[j] = p.l1.Begin(k)
 	}
-	return func() {
-		for j := range keys {
-			s := at(j)
-			p.l1.Finish(s.key, toks[j], s.e.v, s.e.negative, s.e.rawLen, s.class == hit && !s.stale)
-		}
+	return toks
+}
+
+func (p *Pipeline[V]) finishL1s(sel picks[V], toks []l1.Token) {
+	for j := range toks {
+		s := sel.at(j)
+		p.l1.Finish(s.key, toks[j], s.e.v, s.e.negative, s.e.rawLen, s.class == hit && !s.stale)
 	}
 }
 
@@ -478,7 +532,7 @@ func (p *Pipeline[V]) classifyLease(ctx context.Context, b *budget, s *slot[V], 
 	s.lease, s.won, s.stale = r.Lease, r.Won, r.Stale
 	placeholder := r.Value != nil && IsPlaceholder(r.Value)
 	if r.Value != nil && !placeholder && (!r.Stale || p.cfg.StaleWhileRevalidate > 0) {
-		e, err := p.found(ctx, s.key, r.Value)
+		e, err := p.found(ctx, s.key, r.Value, true)
 		switch {
 		case err == nil:
 			if r.Stale {
@@ -492,6 +546,11 @@ func (p *Pipeline[V]) classifyLease(ctx context.Context, b *budget, s *slot[V], 
 			// value did not change meanwhile.
 			s.refresh = r.Won || (early && p.cfg.EarlyRefresh > 0 && r.Lease.Token != nil &&
 				xfetch(e.due, e.cost, time.Now(), p.cfg.EarlyRefresh))
+			if s.refresh {
+				// A []byte value may be a slice of the token (decode):
+				// the caller may change it while the refresh runs.
+				s.lease.Token = bytes.Clone(s.lease.Token)
+			}
 			return
 		case errors.Is(err, codec.ErrNotUnderstood), lookupEnded(err):
 			// A newer writer's entry, or one whose dictionary lookup the
