@@ -31,8 +31,8 @@ const (
 	// s2DictTableBits sizes the dictionary's hash tables (2^15 two-byte
 	// entries each, 64 KiB, built once per dictionary).
 	s2DictTableBits = 15
-	// s2SrcTableMaxBits bounds the value's own tables (2^16 entries).
-	s2SrcTableMaxBits = 16
+	// s2SrcTableMaxBits bounds the value's own tables (2^14 entries).
+	s2SrcTableMaxBits = 14
 	// s2DictFastMax is the largest value the encoder takes; larger
 	// values go to s2.Dict.Encode, whose fixed table cost no longer
 	// matters (and copies into the dictionary may only start in the
@@ -42,7 +42,7 @@ const (
 	s2MinBlock = 8
 	// s2SkipShift sets how fast the search skips ahead through bytes that
 	// match nothing: one more byte per 2^s2SkipShift unmatched ones.
-	s2SkipShift = 8
+	s2SkipShift = 5
 )
 
 // newS2DictEncoder returns the encoder for d (nil when d has no
@@ -106,44 +106,10 @@ func (e *s2DictEncoder) encode(dst, src []byte) []byte {
 	clear(long)
 
 	d, dl := e.dict, len(e.dict)
-	lit := 0 // the first byte not yet emitted
-	i := 0   // the position searched
-	last := n - 8
-	// try extends the candidate match at cand (in the value if inDict is
-	// false, else in the dictionary) and keeps it if longer.
-	var bestLen, bestOff, back int
+	lit := 0     // the first byte not yet emitted
+	i := 0       // the position searched
 	lastOff := 0 // the offset of the last copy (0: none yet)
-	try := func(cand int, inDict bool, cur uint32) {
-		if cand < 0 {
-			return
-		}
-		var l, b int
-		if inDict {
-			if cand+4 > dl || load32(d, cand) != cur {
-				return
-			}
-			l = 4 + matchLen(d[cand+4:], src[i+4:])
-			for i-b > lit && cand-b > 0 && d[cand-b-1] == src[i-b-1] {
-				b++
-			}
-			if l+b > bestLen {
-				bestLen, bestOff, back = l+b, dl+i-cand, b
-			}
-			return
-		}
-		if load32(src, cand) != cur {
-			return
-		}
-		l = 4 + matchLen(src[cand+4:], src[i+4:])
-		for i-b > lit && cand-b > 0 && src[cand-b-1] == src[i-b-1] {
-			b++
-		}
-		// A copy within the value wins ties with the dictionary (a
-		// shorter offset), not with the repeat offset.
-		if l+b > bestLen || (l+b == bestLen && bestOff != lastOff) {
-			bestLen, bestOff, back = l+b, i-cand, b
-		}
-	}
+	last := n - 8
 	for i <= last {
 		cur64 := load64(src, i)
 		cur := uint32(cur64)
@@ -151,30 +117,68 @@ func (e *s2DictEncoder) encode(dst, src []byte) []byte {
 		// Positions are stored +1 so that 0 means none.
 		cs, cl := int(short[hs])-1, int(long[hl])-1
 		short[hs], long[hl] = uint16(i+1), uint16(i+1)
-		bestLen, bestOff, back = 0, 0, 0
+		inDict := i <= s2.MaxDictSrcOffset-8
+		// bestPos is the match's start in the value, or (bestDict) in
+		// the dictionary.
+		bestLen, bestOff, bestPos, bestDict := 0, 0, 0, false
 		// The last copy's offset first: a repeat code costs 2-3 bytes
 		// (S2's extension of Snappy), and records of one shape repeat at
 		// one distance.
 		if lastOff > 0 {
 			if p := i - lastOff; p >= 0 {
-				try(p, false, cur)
-			} else if i <= s2.MaxDictSrcOffset-8 && dl+p >= 0 {
-				try(dl+p, true, cur)
+				if load32(src, p) == cur {
+					bestLen, bestOff, bestPos = 4+matchLen(src[p+4:], src[i+4:]), lastOff, p
+				}
+			} else if p += dl; inDict && p >= 0 && p+4 <= dl && load32(d, p) == cur {
+				bestLen, bestOff, bestPos, bestDict = 4+matchLen(d[p+4:], src[i+4:]), lastOff, p, true
 			}
 		}
-		if i <= s2.MaxDictSrcOffset-8 {
-			try(int(e.long[hash8(cur64, s2DictTableBits)]), true, cur)
-			try(int(e.table[hash4(cur, s2DictTableBits)]), true, cur)
-		}
-		try(cl, false, cur)
-		if cs != cl {
-			try(cs, false, cur)
+		// A repeat of 16 bytes or more is taken as is; otherwise look
+		// for longer: the value's own tables (shorter offsets) win ties.
+		if bestLen < 16 {
+			if cl >= 0 && load32(src, cl) == cur {
+				if l := 4 + matchLen(src[cl+4:], src[i+4:]); l > bestLen {
+					bestLen, bestOff, bestPos, bestDict = l, i-cl, cl, false
+				}
+			}
+			if cs >= 0 && cs != cl && load32(src, cs) == cur {
+				if l := 4 + matchLen(src[cs+4:], src[i+4:]); l > bestLen {
+					bestLen, bestOff, bestPos, bestDict = l, i-cs, cs, false
+				}
+			}
+			if inDict && bestLen < 16 {
+				dc := int(e.long[hash8(cur64, s2DictTableBits)])
+				if dc+8 <= dl && load32(d, dc) == cur {
+					if l := 4 + matchLen(d[dc+4:], src[i+4:]); l > bestLen {
+						bestLen, bestOff, bestPos, bestDict = l, dl+i-dc, dc, true
+					}
+				}
+				if bestLen < 8 {
+					dc = int(e.table[hash4(cur, s2DictTableBits)])
+					if dc+4 <= dl && load32(d, dc) == cur {
+						if l := 4 + matchLen(d[dc+4:], src[i+4:]); l > bestLen {
+							bestLen, bestOff, bestPos, bestDict = l, dl+i-dc, dc, true
+						}
+					}
+				}
+			}
 		}
 		if bestLen == 0 {
 			i += 1 + (i-lit)>>s2SkipShift
 			continue
 		}
-		start := i - back
+		// Extend the match backwards over bytes not yet emitted.
+		start := i
+		if bestDict {
+			for start > lit && bestPos > 0 && d[bestPos-1] == src[start-1] {
+				start, bestPos = start-1, bestPos-1
+			}
+		} else {
+			for start > lit && bestPos > 0 && src[bestPos-1] == src[start-1] {
+				start, bestPos = start-1, bestPos-1
+			}
+		}
+		bestLen += i - start
 		if lit < start {
 			dst = appendLiteral(dst, src[lit:start])
 		}
