@@ -25,7 +25,17 @@ type s2DictEncoder struct {
 	dict  []byte // the dictionary's content (s2.Dict.Bytes without its repeat prefix)
 	table []uint16
 	long  []uint16 // by an 8-byte hash: the dictionary's long matches
+	// snappy makes the encoder write Snappy-compatible blocks (no S2
+	// repeat codes); it is set only without a dictionary (snappyEncoder).
+	snappy bool
 }
+
+// snappyEncoder is the encoder without a dictionary, writing plain
+// Snappy blocks (compressor s2's promise: any Snappy library decodes
+// them): the compact envelope's third try on values under smallBoth,
+// where its long-match search finds what S2's two Snappy-compatible
+// encoders miss on some text.
+var snappyEncoder = &s2DictEncoder{snappy: true}
 
 const (
 	// s2DictTableBits sizes the dictionary's hash tables (2^15 two-byte
@@ -117,7 +127,7 @@ func (e *s2DictEncoder) encode(dst, src []byte) []byte {
 		// Positions are stored +1 so that 0 means none.
 		cs, cl := int(short[hs])-1, int(long[hl])-1
 		short[hs], long[hl] = uint16(i+1), uint16(i+1)
-		inDict := i <= s2.MaxDictSrcOffset-8
+		inDict := dl > 0 && i <= s2.MaxDictSrcOffset-8
 		// bestPos is the match's start in the value, or (bestDict) in
 		// the dictionary.
 		bestLen, bestOff, bestPos, bestDict := 0, 0, 0, false
@@ -182,9 +192,12 @@ func (e *s2DictEncoder) encode(dst, src []byte) []byte {
 		if lit < start {
 			dst = appendLiteral(dst, src[lit:start])
 		}
-		if bestOff == lastOff {
+		switch {
+		case e.snappy:
+			dst = appendSnappyCopy(dst, bestOff, bestLen)
+		case bestOff == lastOff:
 			dst = appendRepeat(dst, bestOff, bestLen)
-		} else {
+		default:
 			dst = appendCopy(dst, bestOff, bestLen)
 		}
 		lastOff = bestOff
@@ -275,6 +288,31 @@ func appendCopy(dst []byte, offset, length int) []byte {
 		return append(dst, byte(length-1)<<2|2, byte(offset), byte(offset>>8))
 	}
 	return append(dst, byte(offset>>8)<<5|byte(length-4)<<2|1, byte(offset))
+}
+
+// appendSnappyCopy appends Snappy copy elements (no S2 repeat codes) of
+// length bytes (4 or more) at offset.
+func appendSnappyCopy(dst []byte, offset, length int) []byte {
+	for length >= 68 {
+		dst = appendSnappyCopyElem(dst, offset, 64)
+		length -= 64
+	}
+	if length > 64 {
+		dst = appendSnappyCopyElem(dst, offset, 60)
+		length -= 60
+	}
+	return appendSnappyCopyElem(dst, offset, length)
+}
+
+func appendSnappyCopyElem(dst []byte, offset, length int) []byte {
+	switch {
+	case length <= 11 && offset < 2048:
+		return append(dst, byte(offset>>8)<<5|byte(length-4)<<2|1, byte(offset))
+	case offset < 1<<16:
+		return append(dst, byte(length-1)<<2|2, byte(offset), byte(offset>>8))
+	default:
+		return append(dst, byte(length-1)<<2|3, byte(offset), byte(offset>>8), byte(offset>>16), byte(offset>>24))
+	}
 }
 
 // appendRepeat appends a copy of length bytes (4 or more) at the last
