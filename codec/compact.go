@@ -146,6 +146,7 @@ func (msgpackArraySerializer) Marshal(dst []byte, v any) ([]byte, error) {
 	e.w.b = dst
 	e.enc.Reset(&e.w) // clears the flags, so set them each time
 	e.enc.UseArrayEncodedStructs(true)
+	e.enc.SetSortMapKeys(true) // as MsgPack: one shape, one byte string
 	// int64 fields in the fewest bytes (msgpack/v5 writes them as 9 by
 	// default); any integer encoding decodes into any integer field, and
 	// these types hold no interface that would see the narrower type.

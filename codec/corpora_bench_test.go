@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -112,9 +113,13 @@ func benchCorpusSet(b *testing.B, trainVals, testVals []any, fresh func() any, i
 			}
 			return s2d, zd
 		}
-		s2d, zd := train(msgpack.Marshal, 16<<10)
+		// MsgPack's bytes (sorted map keys), and for the "before" row
+		// msgpack/v5's (Go's map order).
+		kuraMarshal := func(v any) ([]byte, error) { return MsgPack().Marshal(nil, v) }
+		s2d, zd := train(kuraMarshal, 16<<10)
+		s2dUnsorted, _ := train(msgpack.Marshal, 16<<10)
 		compactS2d := s2d
-		marshal := msgpack.Marshal
+		marshal := kuraMarshal
 		if s.struct_ {
 			marshal = func(v any) ([]byte, error) { return MsgPackArray().Marshal(nil, v) }
 			compactS2d, _ = train(marshal, 16<<10)
@@ -176,12 +181,20 @@ func benchCorpusSet(b *testing.B, trainVals, testVals []any, fresh func() any, i
 					return msgpack.Unmarshal(raw, v)
 				}},
 			kuraScheme("kura", withDict(Options{}, nil)),
-			kuraScheme("kura-s2-dict16K-lib", libS2Dict(withDict(Options{MinCompressSize: -1}, s2d))),
 			kuraScheme("kura-s2-dict16K", withDict(Options{MinCompressSize: -1}, s2d)),
 			kuraScheme("kura-compact", withDict(Options{Compact: true}, nil)),
+		}
+		if !s.struct_ {
+			// Before issue 24's sorted keys: msgpack/v5 in Go's map order,
+			// and s2.Dict.Encode (before s2DictEncoder).
+			schemes = append(schemes,
+				kuraScheme("kura-compact-s2-dict16K-unsorted", withDict(Options{Compact: true, MinCompressSize: -1, Serializer: unsortedMsgPack{}}, s2dUnsorted)),
+				kuraScheme("kura-compact-s2-dict16K-unsorted-lib", libS2Dict(withDict(Options{Compact: true, MinCompressSize: -1, Serializer: unsortedMsgPack{}}, s2dUnsorted))))
+		}
+		schemes = append(schemes,
 			kuraScheme("kura-compact-s2-dict16K", withDict(Options{Compact: true, MinCompressSize: -1}, compactS2d)),
 			kuraScheme("kura-compact-s2-dict64K", withDict(Options{Compact: true, MinCompressSize: -1}, compactS2d64)),
-		}
+		)
 		if zd != nil {
 			schemes = append(schemes, kuraScheme("kura-zstd1-dict16K", withDict(Options{Compressor: Zstd(1), MinCompressSize: -1}, zd)))
 		}
@@ -232,4 +245,28 @@ func benchCorpusSet(b *testing.B, trainVals, testVals []any, fresh func() any, i
 			})
 		}
 	}
+}
+
+// unsortedMsgPack is MsgPack as it was before issue 24: msgpack/v5's
+// Marshal, maps in Go's random order (the benchmarks' "before" rows).
+type unsortedMsgPack struct{ msgpackSerializer }
+
+var unsortedEncoders = sync.Pool{New: func() any {
+	e := &msgpackEncoder{}
+	e.enc = msgpack.NewEncoder(&e.w)
+	return e
+}}
+
+func (unsortedMsgPack) Marshal(dst []byte, v any) ([]byte, error) {
+	e := unsortedEncoders.Get().(*msgpackEncoder)
+	e.w.b = dst
+	e.enc.Reset(&e.w)
+	err := e.enc.Encode(v)
+	out := e.w.b
+	e.w.b = nil
+	unsortedEncoders.Put(e)
+	if err != nil {
+		return dst, err
+	}
+	return out, nil
 }

@@ -609,6 +609,11 @@ func (c *Codec) decodeWithDictionary(ctx context.Context, h Header, comp Compres
 // with its content id, for an S2() Codec's SetDictionary. S2 with a
 // dictionary encodes at close to S2's speed and stores less than S2 on
 // values that share structure, but more than zstd with a dictionary.
+// Samples should be what the Codec compresses, its Serializer's Marshal
+// (MsgPack sorts map keys; msgpack.Marshal of a map does not, and a
+// dictionary trained on Go's random key order matches less). Strings of
+// 8 bytes are what the trainer counts (the dictionary keeps the ones
+// values share most).
 func TrainS2Dictionary(samples [][]byte, maxSize int) ([]byte, uint32, error) {
 	if len(samples) == 0 {
 		return nil, 0, errors.New("kura: codec: TrainS2Dictionary: no samples")
@@ -616,7 +621,7 @@ func TrainS2Dictionary(samples [][]byte, maxSize int) ([]byte, uint32, error) {
 	if maxSize <= 0 || maxSize > s2.MaxDictSize {
 		maxSize = s2.MaxDictSize
 	}
-	d, err := dict.BuildS2Dict(samples, dict.Options{MaxDictSize: maxSize, HashBytes: 6})
+	d, err := dict.BuildS2Dict(samples, dict.Options{MaxDictSize: maxSize, HashBytes: 8})
 	if err != nil {
 		return nil, 0, fmt.Errorf("kura: codec: TrainS2Dictionary: %w", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/golang/snappy"
 	"github.com/klauspost/compress/s2"
 	"github.com/kuracache/kura/internal/harness/corpus"
 	"github.com/vmihailenco/msgpack/v5"
@@ -94,6 +95,7 @@ func TestS2DictEncoderRoundTrip(t *testing.T) {
 	inputs = append(inputs, e.dict, runs)
 	fastTotal, libTotal := 0, 0
 	for _, in := range inputs {
+		checkSnappyRoundTrip(t, in)
 		fast := checkS2DictRoundTrip(t, e, sd, in)
 		if len(in) < 2000 {
 			fastTotal += len(fast)
@@ -124,7 +126,26 @@ func FuzzS2DictEncoder(f *testing.F) {
 			src = src[:s2DictFastMax]
 		}
 		checkS2DictRoundTrip(t, e, sd, src)
+		checkSnappyRoundTrip(t, src)
 	})
+}
+
+// checkSnappyRoundTrip encodes src with snappyEncoder (no dictionary) and
+// decodes it with golang/snappy, a decoder of plain Snappy only: the
+// blocks compressor s2 promises any Snappy library reads.
+func checkSnappyRoundTrip(t testing.TB, src []byte) {
+	t.Helper()
+	block := snappyEncoder.encode([]byte("prefix"), src)[len("prefix"):]
+	got, err := snappy.Decode(nil, block)
+	if err != nil {
+		t.Fatalf("golang/snappy decode of %d bytes: %v", len(src), err)
+	}
+	if !bytes.Equal(got, src) {
+		t.Fatalf("snappy round trip of %d bytes differs", len(src))
+	}
+	if len(block) > s2.MaxEncodedLen(len(src)) {
+		t.Fatalf("block of %d bytes for %d input bytes", len(block), len(src))
+	}
 }
 
 // BenchmarkS2DictEncoder compares the fast encoder with s2.Dict.Encode

@@ -34,9 +34,15 @@ const (
 )
 
 // MsgPack returns the default serializer: MessagePack via
-// github.com/vmihailenco/msgpack/v5 with its default settings, so the
-// payload is byte-for-byte what msgpack.Marshal produces (struct fields by
-// their `msgpack` tag).
+// github.com/vmihailenco/msgpack/v5 with its default settings and sorted
+// map keys, so the payload is byte-for-byte what msgpack.Marshal produces
+// after Encoder.SetSortMapKeys(true) (struct fields by their `msgpack`
+// tag; maps of string to any, string or bool in key order). Sorted keys
+// make one document shape always the same bytes, which is what lets a
+// dictionary match across keys; readers are unaffected (any msgpack
+// decoder reads maps in any order). Generic values (map[string]any,
+// []any and what encoding/json puts in them) are written without
+// reflection.
 func MsgPack() Serializer { return msgpackSerializer{} }
 
 // JSON returns a serializer using encoding/json. It is slower and larger
@@ -90,9 +96,15 @@ func (msgpackSerializer) ID() byte     { return IDMsgPack }
 func (msgpackSerializer) Name() string { return "msgpack" }
 
 func (msgpackSerializer) Marshal(dst []byte, v any) ([]byte, error) {
+	if isGeneric(v) {
+		if out, ok := appendGeneric(dst, v, 0); ok {
+			return out, nil
+		}
+	}
 	e := msgpackEncoders.Get().(*msgpackEncoder)
 	e.w.b = dst
 	e.enc.Reset(&e.w)
+	e.enc.SetSortMapKeys(true) // Reset clears it
 	err := e.enc.Encode(v)
 	out := e.w.b
 	e.w.b = nil

@@ -146,13 +146,14 @@ func TestCompactSizeClasses(t *testing.T) {
 		s := measureClass(t, c)
 		row(c, s)
 		// go-redis/cache (the seed's codec as a library) stores strings as
-		// they are; msgpack+snappy compresses them, and on 256-byte text
-		// Snappy's encoder beats S2's by about a byte more than the 8 B
-		// budget: BENCHMARKS.md reports both.
+		// they are; msgpack+snappy compresses them. On 256-byte text
+		// Snappy's encoder beats both of S2's Snappy-compatible ones:
+		// kura's own (snappyEncoder, the third try under 1 KB) brings the
+		// class within the budget (BENCHMARKS.md reports both peers).
 		if sum(s.compact) > sum(s.goRedis)+8*len(c.values) {
 			t.Errorf("%s: compact %.1f B a value, go-redis/cache %.1f B: over + 8", c.name, avg(s.compact), avg(s.goRedis))
 		}
-		if c.name != "256 B string" && sum(s.compact) > sum(s.seed)+8*len(c.values) {
+		if sum(s.compact) > sum(s.seed)+8*len(c.values) {
 			t.Errorf("%s: compact %.1f B a value, msgpack+snappy %.1f B: over + 8", c.name, avg(s.compact), avg(s.seed))
 		}
 	}

@@ -213,8 +213,10 @@ func Analyze(values []Value, opts Options) (*Report, error) {
 	// Serialized training samples and test sizes.
 	var samples [][]byte
 	trainBytes := 0
+	// Samples are what the codec compresses: MsgPack's bytes (map keys
+	// sorted), which is what lets a dictionary match across keys.
 	for _, v := range train {
-		b, err := msgpack.Marshal(v.V)
+		b, err := codec.MsgPack().Marshal(nil, v.V)
 		if err != nil {
 			return nil, fmt.Errorf("kura: codecfit: serialize a value: %w", err)
 		}
@@ -223,7 +225,7 @@ func Analyze(values []Value, opts Options) (*Report, error) {
 	}
 	var rawSizes []int
 	for _, v := range test {
-		b, err := msgpack.Marshal(v.V)
+		b, err := codec.MsgPack().Marshal(nil, v.V)
 		if err != nil {
 			return nil, fmt.Errorf("kura: codecfit: serialize a value: %w", err)
 		}
