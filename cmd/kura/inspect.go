@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/kuracache/kura/dictstore"
 	"io"
 	"strconv"
 	"strings"
@@ -60,6 +61,11 @@ redis://host1:port1,host2:port2 (Cluster), or memcached://host1:port1,host2:port
 			}
 			defer st.Close()
 			opts := inspect.Options{Mask: mask}
+			// Structs stored as arrays (the compact envelope) are shown
+			// with the field names of their published schemas.
+			if reg, err := dictstore.New(dictstore.Options{Store: st}); err == nil {
+				opts.Schemas = reg
+			}
 			out := cmd.OutOrStdout()
 			var reports []inspect.Report
 			var missing []string
