@@ -25,7 +25,7 @@ func bytesScenario() scenario {
 		name:    "bytes",
 		title:   "Network bytes and value size",
 		problem: "A news site caches ~15 KB articles from PostgreSQL in Redis as Gob; Redis's network out, not its CPU, sets how big (and costly) the Redis nodes must be.",
-		answer:  "kura's default envelope (msgpack, compressed when it pays) sends less than half the bytes, and the compact envelope with an S2 dictionary trained on other articles (what kura codecs recommends) about a third less again at no more CPU, through the same read-through Fetch.",
+		answer:  "kura's default envelope (msgpack, compressed when it pays) sends less than half the bytes, and the compact envelope with an S2 dictionary trained on other articles (what kura codecs recommends) about half as many again, through the same read-through Fetch.",
 		needs:   []string{"postgres", "redis"},
 		run:     runBytes,
 	}
