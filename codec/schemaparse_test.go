@@ -1,8 +1,10 @@
 package codec
 
 import (
+	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -226,4 +228,45 @@ func FuzzParseSchema(f *testing.F) {
 			t.Fatalf("Named: %v", err)
 		}
 	})
+}
+
+// TestHostileSchemas reads testdata/hostile/schema-descriptions.json (the
+// Node test reads it too): descriptions to refuse and values to refuse to
+// name.
+func TestHostileSchemas(t *testing.T) {
+	raw, err := os.ReadFile("../testdata/hostile/schema-descriptions.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f struct {
+		Refuse []string `json:"refuse_descriptions"`
+		Name   []struct {
+			Description, Payload string
+		} `json:"refuse_to_name"`
+	}
+	if err := json.Unmarshal(raw, &f); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range f.Refuse {
+		if _, err := ParseSchema(d); !errors.Is(err, ErrSchemaDescription) {
+			t.Errorf("ParseSchema(%.60q): %v, want ErrSchemaDescription", d, err)
+		}
+	}
+	for _, n := range f.Name {
+		s, err := ParseSchema(n.Description)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := hex.DecodeString(n.Payload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v any
+		if err := MsgPack().Unmarshal(p, &v); err != nil {
+			t.Fatalf("%s: %v", n.Payload, err)
+		}
+		if _, err := s.Named(v); !errors.Is(err, ErrSchemaDescription) {
+			t.Errorf("Named(%s, %s): %v, want ErrSchemaDescription", n.Description, n.Payload, err)
+		}
+	}
 }

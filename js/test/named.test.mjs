@@ -55,6 +55,13 @@ test('values of another shape than their schema are refused, never named', () =>
   assert.deepEqual(named(parseSchema('{"a":int,"b":[]string}'), [1, null]), { a: 1, b: null });
 });
 
+test('hostile schemas (testdata/hostile/schema-descriptions.json): refused as Go refuses them', () => {
+  const h = JSON.parse(fs.readFileSync(path.join(here, '..', '..', 'testdata', 'hostile', 'schema-descriptions.json'), 'utf8'));
+  assert.ok(h.refuse_descriptions.length >= 5);
+  for (const d of h.refuse_descriptions) assert.throws(() => parseSchema(d), SchemaError, JSON.stringify(d).slice(0, 80));
+  for (const n of h.refuse_to_name) assert.throws(() => named(parseSchema(n.description), decodeMsgPack(hex(n.payload))), SchemaError, n.why);
+});
+
 test('fuzz: parseSchema and named throw only SchemaError', () => {
   const r = rng(24);
   const seeds = [...vectors.named.map((v) => v.description), ...vectors.refused_descriptions, '{"n":@0,"v":map[string][]{"x":custom(a(b)c)}}'];
