@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/kuracache/kura/dictstore"
 	"io"
 	"strconv"
 	"strings"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kuracache/kura/dictstore"
 	"github.com/kuracache/kura/inspect"
 	"github.com/kuracache/kura/internal/vis"
 	"github.com/kuracache/kura/store/storeurl"

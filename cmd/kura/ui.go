@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/kuracache/kura/dictstore"
 	"io"
 	"net"
 	"net/http"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kuracache/kura/dictstore"
 	"github.com/kuracache/kura/internal/results"
 	"github.com/kuracache/kura/ui"
 )
