@@ -37,7 +37,8 @@ type namedRec struct {
 	Score float64
 	namedEmbedded
 	Next *namedRec
-	skip int //nolint:unused // unexported: not in the value
+	//lint:ignore U1000 an unexported field is not in the value: what the test checks
+	skip int
 	Dash int `msgpack:"-"`
 }
 
