@@ -3,6 +3,7 @@ package codec
 import (
 	"encoding"
 	"encoding/json"
+	"fmt"
 	"hash/fnv"
 	"reflect"
 	"strconv"
@@ -76,6 +77,27 @@ type schemaWalk struct {
 	tag   string
 	b     strings.Builder
 	stack []reflect.Type // structs being described, outermost first
+	// inlined marks the stack's embedded structs whose fields are
+	// written inline; inlinedRef is set when an @N names one of them
+	// (the description then has no struct N levels down to name).
+	inlined    []bool
+	inlinedRef bool
+}
+
+// PublishableSchema returns SchemaOf(t, tag) if a reader can give values
+// of t their field names from it alone (ParseSchema, Schema.Named), or an
+// error: a recursive reference to an embedded struct whose fields are
+// inlined names a struct the description does not write out.
+func PublishableSchema(t reflect.Type, tag string) (string, error) {
+	w := schemaWalk{tag: tag}
+	if t == nil {
+		return "any", nil
+	}
+	w.walk(t)
+	if w.inlinedRef {
+		return "", fmt.Errorf("kura: codec: schema of %v: a recursive reference to an inlined embedded struct; readers could not name its fields", t)
+	}
+	return w.b.String(), nil
 }
 
 var (
@@ -143,16 +165,17 @@ func (w *schemaWalk) walk(t reflect.Type) {
 	case reflect.Struct:
 		for i, s := range w.stack {
 			if s == t {
+				w.inlinedRef = w.inlinedRef || w.inlined[i]
 				w.b.WriteByte('@')
 				w.b.WriteString(strconv.Itoa(i))
 				return
 			}
 		}
-		w.stack = append(w.stack, t)
+		w.stack, w.inlined = append(w.stack, t), append(w.inlined, false)
 		w.b.WriteByte('{')
 		w.fields(t, true)
 		w.b.WriteByte('}')
-		w.stack = w.stack[:len(w.stack)-1]
+		w.stack, w.inlined = w.stack[:len(w.stack)-1], w.inlined[:len(w.inlined)-1]
 	default:
 		w.b.WriteString("invalid(")
 		w.b.WriteString(t.Kind().String())
@@ -182,9 +205,9 @@ func (w *schemaWalk) fields(t reflect.Type, first bool) bool {
 		if f.Anonymous && name == "" && ft.Kind() == reflect.Struct && !encodesItself(ft) && !strings.Contains(opts, "noinline") {
 			// Encoders inline an untagged embedded struct's fields.
 			if !w.onStack(ft) {
-				w.stack = append(w.stack, ft)
+				w.stack, w.inlined = append(w.stack, ft), append(w.inlined, true)
 				first = w.fields(ft, first)
-				w.stack = w.stack[:len(w.stack)-1]
+				w.stack, w.inlined = w.stack[:len(w.stack)-1], w.inlined[:len(w.inlined)-1]
 			}
 			continue
 		}

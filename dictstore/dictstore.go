@@ -74,6 +74,11 @@ type Options struct {
 	// the Store the Cache uses.
 	Store store.Store
 
+	// SchemaKeyPrefix starts the reserved keys of published schemas
+	// (PublishSchema); the fingerprint follows in 8 hex digits. If
+	// empty, it defaults to DefaultSchemaKeyPrefix ("kura:schema:").
+	SchemaKeyPrefix string
+
 	// KeyPrefix starts every reserved key; the id follows in 8 hex
 	// digits. If empty, it defaults to DefaultKeyPrefix ("kura:dict:").
 	KeyPrefix string
@@ -151,6 +156,10 @@ type Registry struct {
 	conflicts map[uint32]bool
 	published []uint32
 
+	schemas    map[uint32]*heldSchema
+	schemaNeg  map[uint32]time.Time
+	pubSchemas []uint32
+
 	lookups, failures, negHits, mismatches, republished, conflicted atomic.Uint64
 }
 
@@ -198,6 +207,9 @@ func New(opts Options) (*Registry, error) {
 	if opts.KeyPrefix == "" {
 		opts.KeyPrefix = DefaultKeyPrefix
 	}
+	if opts.SchemaKeyPrefix == "" {
+		opts.SchemaKeyPrefix = DefaultSchemaKeyPrefix
+	}
 	if opts.FetchTimeout == 0 {
 		opts.FetchTimeout = DefaultFetchTimeout
 	}
@@ -222,6 +234,8 @@ func New(opts Options) (*Registry, error) {
 		negative:  map[lookupKey]time.Time{},
 		flights:   map[lookupKey]*flight{},
 		conflicts: map[uint32]bool{},
+		schemas:   map[uint32]*heldSchema{},
+		schemaNeg: map[uint32]time.Time{},
 	}, nil
 }
 
@@ -233,7 +247,11 @@ func (r *Registry) Key(id uint32) string {
 
 // nodeKeys returns the keys id is published under.
 func (r *Registry) nodeKeys(ctx context.Context, id uint32) ([]string, error) {
-	key := r.Key(id)
+	return r.nodeKeysOf(ctx, r.Key(id))
+}
+
+// nodeKeysOf returns the keys a reserved key is published under.
+func (r *Registry) nodeKeysOf(ctx context.Context, key string) ([]string, error) {
 	if nk, ok := store.Find[NodeKeyer](r.opts.Store); ok {
 		keys, err := nk.NodeKeys(ctx, key)
 		if err != nil {
@@ -374,35 +392,40 @@ func (r *Registry) Published() []uint32 {
 	return slices.Clone(r.published)
 }
 
-// Republish checks every node key of every dictionary this Registry
-// published and writes back those that are missing (evicted, or lost with
+// Republish checks every node key of every dictionary and schema this
+// Registry published and writes back those that are missing (evicted, or lost with
 // a restarted server) or hold other bytes. It returns how many keys it
 // wrote. Its reads also count as use for the servers' LRU, which keeps a
 // dictionary that is checked often from being evicted first.
 func (r *Registry) Republish(ctx context.Context) (int, error) {
 	r.mu.Lock()
 	type pub struct {
-		id uint32
-		d  []byte
+		what, key string
+		d         []byte
 	}
 	var pubs []pub
 	for _, id := range r.published {
 		if h, ok := r.dicts[id]; ok {
-			pubs = append(pubs, pub{id, h.d})
+			pubs = append(pubs, pub{fmt.Sprintf("dictionary %08x", id), r.Key(id), h.d})
+		}
+	}
+	for _, fp := range r.pubSchemas {
+		if h, ok := r.schemas[fp]; ok {
+			pubs = append(pubs, pub{fmt.Sprintf("schema %08x", fp), r.SchemaKey(fp), []byte(h.desc)})
 		}
 	}
 	r.mu.Unlock()
 	var errs []error
 	wrote := 0
 	for _, p := range pubs {
-		keys, err := r.nodeKeys(ctx, p.id)
+		keys, err := r.nodeKeysOf(ctx, p.key)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("dictionary %08x: %w", p.id, err))
+			errs = append(errs, fmt.Errorf("%s: %w", p.what, err))
 			continue
 		}
 		vals, _, err := r.getBounded(ctx, keys) // a hostile key is not read whole
 		if err != nil && !isBatchErr(err) {
-			errs = append(errs, fmt.Errorf("dictionary %08x: %w", p.id, err))
+			errs = append(errs, fmt.Errorf("%s: %w", p.what, err))
 			continue
 		}
 		var items []store.Item
@@ -415,7 +438,7 @@ func (r *Registry) Republish(ctx context.Context) (int, error) {
 			continue
 		}
 		if err := store.SetMany(ctx, r.opts.Store, items); err != nil {
-			errs = append(errs, fmt.Errorf("dictionary %08x: %w", p.id, err))
+			errs = append(errs, fmt.Errorf("%s: %w", p.what, err))
 			if be := (*store.BatchError)(nil); errors.As(err, &be) {
 				n := len(items) - len(be.Failed())
 				wrote += n

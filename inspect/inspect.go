@@ -52,6 +52,21 @@ type Options struct {
 	// carries its first bytes (Prefix) and, for a kura value, its header.
 	// If 0, Key reads the whole value.
 	MaxStored int
+	// Schemas finds the published schema of a struct stored without its
+	// field names (serializer msgpack-array, the compact envelope) by
+	// the fingerprint the entry carries: the Report then shows the
+	// fields by name (and Mask applies to them). dictstore.Registry is
+	// one. If nil, or the schema is not published, such a value is shown
+	// as the arrays it holds.
+	Schemas SchemaSource
+
+	ctx context.Context // Key's, for the Schemas lookup
+}
+
+// SchemaSource finds a published schema by its fingerprint
+// (dictstore.Registry.Schema).
+type SchemaSource interface {
+	Schema(ctx context.Context, fingerprint uint32) (*codec.Schema, error)
 }
 
 // PrefixLen is how many bytes of a value over Options.MaxStored a Report
@@ -134,6 +149,7 @@ func Key(ctx context.Context, st store.Store, key string, opts Options) (Report,
 		return Report{Key: key}, err
 	}
 	var r Report
+	opts.ctx = ctx
 	if bounded && size > int64(opts.MaxStored) {
 		r = truncated(key, raw, size, opts.MaxStored)
 	} else {
@@ -283,10 +299,33 @@ func describeKura(r *Report, raw []byte, h codec.Header, perr error, opts Option
 		r.Note = err.Error()
 		return
 	}
-	r.Value = toJSON(v, m)
 	if h.Serializer == codec.IDMsgPackArray {
-		r.Note = "a struct stored as the array of its field values in declaration order (compact envelope); the field names are those of the Go type with schema fingerprint " + kh.Schema
+		v, r.Note = nameFields(v, h, opts)
 	}
+	r.Value = toJSON(v, m)
+}
+
+// nameFields gives a msgpack-array value its field names from the
+// schema published under its fingerprint, and says where they came from.
+func nameFields(v any, h codec.Header, opts Options) (any, string) {
+	fp := fmt.Sprintf("%08x", h.Fields.Schema)
+	arrays := "a struct stored as the array of its field values in declaration order (compact envelope); the field names are those of the Go type with schema fingerprint " + fp
+	if opts.Schemas == nil || !h.Fields.HasSchema {
+		return v, arrays
+	}
+	ctx := opts.ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	s, err := opts.Schemas.Schema(ctx, h.Fields.Schema)
+	if err != nil {
+		return v, arrays + ": " + err.Error()
+	}
+	named, err := s.Named(v)
+	if err != nil {
+		return v, arrays + "; the schema published under it does not fit this value, shown as stored: " + err.Error()
+	}
+	return named, "a struct stored as the array of its field values (compact envelope), shown with the field names of the schema published under its fingerprint " + fp
 }
 
 func serializerName(id byte) string {

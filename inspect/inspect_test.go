@@ -6,6 +6,8 @@ import (
 	"compress/zlib"
 	"context"
 	"encoding/json"
+	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -257,4 +259,62 @@ func FuzzBytes(f *testing.F) {
 			t.Fatal("no format")
 		}
 	})
+}
+
+// fruitRec is {42, "apple", 3}'s type.
+type fruitRec struct {
+	ID   int
+	Name string
+	Qty  int
+}
+
+// schemaMap is a SchemaSource over descriptions by fingerprint.
+type schemaMap map[uint32]string
+
+func (m schemaMap) Schema(_ context.Context, fp uint32) (*codec.Schema, error) {
+	d, ok := m[fp]
+	if !ok {
+		return nil, errors.New("not published")
+	}
+	return codec.ParseSchema(d)
+}
+
+// TestCompactStructNamedFromPublishedSchema: with the schema of the
+// entry's fingerprint, a struct stored as an array is shown with its field
+// names (and Mask applies to them); a schema of another shape or none
+// leaves the arrays, and the note says why.
+func TestCompactStructNamedFromPublishedSchema(t *testing.T) {
+	cd, err := codec.New(codec.Options{Compact: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	typ := reflect.TypeFor[fruitRec]()
+	fp := codec.Fingerprint(typ, "msgpack")
+	rec, _, err := cd.EncodeWith(nil, fruitRec{42, "apple", 3}, codec.Fields{Schema: fp, HasSchema: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	desc := codec.SchemaOf(typ, "msgpack")
+	rep := inspect.Bytes("r", rec, inspect.Options{Schemas: schemaMap{fp: desc}, Mask: []string{"name"}})
+	var got map[string]any
+	if err := json.Unmarshal(rep.Value, &got); err != nil || len(got) != 3 || got[fieldName(typ, 1)] != "***" || !strings.Contains(rep.Note, "published") {
+		t.Fatalf("named: %s (%v), note %q", rep.Value, err, rep.Note)
+	}
+	rep = inspect.Bytes("r", rec, inspect.Options{Schemas: schemaMap{fp: `{"a":int,"b":int}`}})
+	if string(rep.Value) != `[42,"apple",3]` || !strings.Contains(rep.Note, "does not fit") {
+		t.Fatalf("another shape: %s, note %q", rep.Value, rep.Note)
+	}
+	rep = inspect.Bytes("r", rec, inspect.Options{Schemas: schemaMap{}})
+	if string(rep.Value) != `[42,"apple",3]` || !strings.Contains(rep.Note, "not published") {
+		t.Fatalf("unpublished: %s, note %q", rep.Value, rep.Note)
+	}
+}
+
+// fieldName is the msgpack name of t's field i.
+func fieldName(t reflect.Type, i int) string {
+	f := t.Field(i)
+	if n, _, _ := strings.Cut(f.Tag.Get("msgpack"), ","); n != "" {
+		return n
+	}
+	return f.Name
 }

@@ -114,6 +114,10 @@ type Options struct {
 	// Codec decodes kura values (give it your dictionaries). If nil, a
 	// default codec whose MaxDecodedSize is 4 x MaxValueBytes.
 	Codec *codec.Codec
+	// Schemas names the fields of structs stored as arrays (the compact
+	// envelope) from their published schemas (inspect.Options.Schemas).
+	// If nil, they are shown as arrays.
+	Schemas inspect.SchemaSource
 }
 
 type server struct {
@@ -376,6 +380,7 @@ func (s *server) key(w http.ResponseWriter, r *http.Request) {
 func (s *server) describe(r *http.Request, k string, v *keyView, p *page) {
 	rep, err := inspect.Key(r.Context(), s.opts.Store, k, inspect.Options{
 		Codec: s.opts.Codec, Mask: s.opts.Mask, MaxStored: s.opts.MaxValueBytes, MaxDecoded: 4 * s.opts.MaxValueBytes,
+		Schemas: s.opts.Schemas,
 	})
 	if err != nil {
 		p.Error = err.Error()

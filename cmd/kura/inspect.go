@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kuracache/kura/dictstore"
 	"github.com/kuracache/kura/inspect"
 	"github.com/kuracache/kura/internal/vis"
 	"github.com/kuracache/kura/store/storeurl"
@@ -60,6 +61,11 @@ redis://host1:port1,host2:port2 (Cluster), or memcached://host1:port1,host2:port
 			}
 			defer st.Close()
 			opts := inspect.Options{Mask: mask}
+			// Structs stored as arrays (the compact envelope) are shown
+			// with the field names of their published schemas.
+			if reg, err := dictstore.New(dictstore.Options{Store: st}); err == nil {
+				opts.Schemas = reg
+			}
 			out := cmd.OutOrStdout()
 			var reports []inspect.Report
 			var missing []string

@@ -15,6 +15,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kuracache/kura/dictstore"
 	"github.com/kuracache/kura/internal/results"
 	"github.com/kuracache/kura/ui"
 )
@@ -127,6 +128,11 @@ else ~/.local/state/kura/results (kura scan writes there).`,
 				}
 				defer st.Close()
 				opts.Store, opts.Target = st, target.Redacted()
+				// Structs stored as arrays (the compact envelope) are shown
+				// with the field names of their published schemas.
+				if reg, err := dictstore.New(dictstore.Options{Store: st}); err == nil {
+					opts.Schemas = reg
+				}
 			}
 			ln, err := net.Listen("tcp", listen)
 			if err != nil {

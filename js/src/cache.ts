@@ -10,9 +10,9 @@
  */
 
 import { randomBytes } from 'node:crypto';
-import { Codec, dictDigest, dictionaryID, encodeEntry, parseHeader, type Fields, type Header } from './codec.js';
+import { Codec, SerializerId, dictDigest, dictionaryID, encodeEntry, parseHeader, type Fields, type Header } from './codec.js';
 import { FormatError } from './errors.js';
-import { fingerprint } from './schema.js';
+import { fingerprint, MAX_SCHEMA_LEN, named, parseSchema, type SchemaNode } from './schema.js';
 import { groupByNode, isLeaser, isLeaseWaker, type FillItem, type Leaser, type LeaseWaker, type SetItem, type Store } from './store.js';
 
 /** Defaults of CacheOptions (the Go package's). */
@@ -69,6 +69,15 @@ export interface CacheOptions<V> {
   validate?: (v: unknown) => boolean;
   /** A mismatched entry younger than this is not overwritten (ms; rolling deploys). Default 60 000; negative: off. */
   schemaGrace?: number;
+  /**
+   * Gives structs that a Go writer stored as arrays (the compact envelope,
+   * serializer msgpack-array) their field names, from the schema the writer
+   * published under its fingerprint (Go's dictstore.Registry.PublishSchema,
+   * key "kura:schema:" + 8 hex digits). Such an entry whose schema is not
+   * published, or does not fit, is not understood: a miss this cache does
+   * not overwrite. Default false: such values come back as arrays.
+   */
+  namedFields?: boolean;
   /**
    * Leases (docs/leases.md), compatible with Go's: 'auto' (default) uses
    * them when the store has them (Redis, Redis Cluster); 'off' is plain
@@ -142,7 +151,8 @@ type Read<V> =
   | { kind: 'hit'; value: V }
   | { kind: 'negative' }
   | { kind: 'miss'; write: boolean; held?: boolean; prev?: Buffer }
-  | { kind: 'dict'; id: number; digest?: Uint8Array };
+  | { kind: 'dict'; id: number; digest?: Uint8Array }
+  | { kind: 'schema'; fp: number };
 
 /** The keys of one node waiting for this tick's read, and their callers. */
 interface ReadBatch {
@@ -206,6 +216,10 @@ export class Cache<V> {
   private readonly dictReader?: { readDictionary(id: number, maxSize: number): Promise<Buffer[]> };
   private readonly deadDicts = new Set<number>();
   private dictLookups = 0;
+  private readonly schemaReader?: { readSchema(fingerprint: number, maxSize: number): Promise<Buffer[]> };
+  private readonly schemas = new Map<number, SchemaNode>();
+  private readonly deadSchemas = new Set<number>();
+  private schemaLookups = 0;
   private readonly schemaFp?: number;
   private readonly flights = new Map<string, Flight<V>>();
   private readonly c = {
@@ -243,6 +257,7 @@ export class Cache<V> {
     const wrapperHas = (store as { hasLeases?: boolean }).hasLeases;
     if (mode === 'auto' && isLeaser(store) && wrapperHas !== false) this.leaser = store;
     if (typeof (store as { readDictionary?: unknown }).readDictionary === 'function') this.dictReader = store as never;
+    if (opts.namedFields && typeof (store as { readSchema?: unknown }).readSchema === 'function') this.schemaReader = store as never;
     if (opts.schema !== undefined) this.schemaFp = fingerprint(opts.schema);
   }
 
@@ -376,6 +391,19 @@ export class Cache<V> {
         return { kind: 'miss', write: true, prev: b };
       }
       value = d.value;
+      if (this.opts.namedFields && h.serializer === SerializerId['msgpack-array']) {
+        const fp = h.fields.schema;
+        const sch = fp === undefined ? undefined : this.schemas.get(fp);
+        if (sch === undefined) {
+          if (fp !== undefined && this.schemaReader && this.schemaLookups === 0 && !this.deadSchemas.has(fp)) return { kind: 'schema', fp };
+          throw new FormatError('ErrNotUnderstood', `a struct stored as an array (schema ${fp === undefined ? 'none' : fp.toString(16).padStart(8, '0')}) whose schema is not published: its field names are unknown`);
+        }
+        try {
+          value = named(sch, value);
+        } catch (err) {
+          throw new FormatError('ErrNotUnderstood', `a struct stored as an array does not fit its published schema: ${(err as Error).message}`, { cause: err });
+        }
+      }
     } catch (err) {
       if (err instanceof FormatError && err.code === 'ErrUnknownDictionary' && this.dictReader && this.dictLookups === 0) {
         // A dictionary the codec does not hold (yet): the caller looks it up in the store and classifies again.
@@ -528,6 +556,17 @@ export class Cache<V> {
         this.dictLookups--;
       }
     }
+    if (reads.some((r) => r.kind === 'schema')) {
+      await this.loadSchemas(reads.flatMap((r) => (r.kind === 'schema' ? [r.fp] : [])));
+      this.schemaLookups++;
+      try {
+        uniq.forEach((k, i) => {
+          if (reads[i].kind === 'schema') reads[i] = this.classify(k, raw[i]);
+        });
+      } finally {
+        this.schemaLookups--;
+      }
+    }
     uniq.forEach((k, i) => {
       const r = reads[i];
       if (r.kind === 'hit') out.set(k, r.value);
@@ -616,6 +655,42 @@ export class Cache<V> {
     });
     for (const k of keys) this.flights.set(k, flight);
     return flight.result;
+  }
+
+  /**
+   * Looks schema descriptions up in the store (Go's dictstore schema keys),
+   * keeping one only if it hashes to the fingerprint and parses. A
+   * fingerprint not found is not asked for again for 10 s.
+   */
+  private async loadSchemas(fps: number[]): Promise<void> {
+    const reader = this.schemaReader!;
+    await Promise.all(
+      [...new Set(fps)].map(async (fp) => {
+        if (this.schemas.has(fp)) return;
+        let found = false;
+        try {
+          const copies = await withTimeout(reader.readSchema(fp, MAX_SCHEMA_LEN), this.o.storeTimeout);
+          for (const c of copies) {
+            const desc = c.toString('utf8');
+            if (!Buffer.from(desc, 'utf8').equals(c) || fingerprint(desc) !== fp) continue;
+            try {
+              if (this.schemas.size >= 1024) this.schemas.clear();
+              this.schemas.set(fp, parseSchema(desc));
+              found = true;
+              break;
+            } catch {
+              /* not Go's grammar: not this fingerprint's schema */
+            }
+          }
+        } catch (err) {
+          this.report('get', `schema ${fp.toString(16).padStart(8, '0')}`, err);
+        }
+        if (!found) {
+          this.deadSchemas.add(fp);
+          setTimeout(() => this.deadSchemas.delete(fp), 10_000).unref();
+        }
+      }),
+    );
   }
 
   /**
@@ -879,6 +954,15 @@ export class Cache<V> {
         r = this.classify(key, b);
       } finally {
         this.dictLookups--;
+      }
+    }
+    if (r.kind === 'schema') {
+      await this.loadSchemas([r.fp]);
+      this.schemaLookups++;
+      try {
+        r = this.classify(key, b);
+      } finally {
+        this.schemaLookups--;
       }
     }
     return r.kind === 'hit' ? r.value : undefined;

@@ -4,7 +4,7 @@
  * github.com/kuracache/kura, so Node and Go services share one cache.
  */
 export * from './codec.js';
-export { fingerprint, schema } from './schema.js';
+export { fingerprint, schema, parseSchema, named, SchemaError, MAX_SCHEMA_LEN, MAX_SCHEMA_DEPTH, type SchemaNode } from './schema.js';
 export { s2Encode, s2Decode, parseS2Dict, s2DictBytes, type S2Dict } from './s2.js';
 export { checkMsgPack, checkJSON, allocBound, MAX_DEPTH } from './check.js';
 export { zstdAvailable } from './zstd.js';

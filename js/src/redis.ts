@@ -245,7 +245,16 @@ export class RedisStore implements Store, Leaser, LeaseWaker {
    * master, n the smallest whose slot that master owns.
    */
   dictionaryKeys(id: number): string[] {
-    const key = `kura:dict:${(id >>> 0).toString(16).padStart(8, '0')}`;
+    return this.reservedKeys('kura:dict:', id);
+  }
+
+  /** The keys a schema description is published under (Go's dictstore.Registry.SchemaKey, spread as dictionaryKeys). */
+  schemaKeys(fingerprint: number): string[] {
+    return this.reservedKeys('kura:schema:', fingerprint);
+  }
+
+  private reservedKeys(prefix: string, id: number): string[] {
+    const key = `${prefix}${(id >>> 0).toString(16).padStart(8, '0')}`;
     if (!(this.client instanceof Cluster)) return [key];
     const slots = this.client.slots;
     const masters = new Set(this.nodes());
@@ -260,8 +269,17 @@ export class RedisStore implements Store, Leaser, LeaseWaker {
 
   /** Reads the published copies of dictionary id, each at most maxSize+1 bytes (GETRANGE). */
   async readDictionary(id: number, maxSize: number): Promise<Buffer[]> {
+    return this.readReserved(this.dictionaryKeys(id), maxSize);
+  }
+
+  /** Reads the published copies of the schema description with this fingerprint, each at most maxSize bytes. */
+  async readSchema(fingerprint: number, maxSize: number): Promise<Buffer[]> {
+    return this.readReserved(this.schemaKeys(fingerprint), maxSize);
+  }
+
+  private async readReserved(keys: string[], maxSize: number): Promise<Buffer[]> {
     const out: Buffer[] = [];
-    for (const k of this.dictionaryKeys(id)) {
+    for (const k of keys) {
       const c = this.client instanceof Cluster ? this.conn(this.nodeOf(k)) : this.client;
       try {
         const v = await c.getrangeBuffer(k, 0, maxSize);
