@@ -176,4 +176,3 @@ func TestSentinelRoundTrips(t *testing.T) {
 		return nil
 	})
 }
-
