@@ -340,7 +340,7 @@ func (a *acquisition[V]) stopWaiting() {
 func (a *acquisition[V]) await(ctx context.Context) ([]slot[V], error) {
 	wctx, ws := a.p.waitSpan(ctx, a.waitOn, a.reg.pending)
 	got, err := a.p.awaitFills(wctx, a.reg, a.start)
-	a.p.endWait(wctx, ws, a.start, got != nil, err)
+	a.p.endWait(ws, a.start, got, err)
 	if err != nil || got != nil {
 		return got, err
 	}

@@ -370,6 +370,7 @@ func (p *Pipeline[V]) awaitFills(ctx context.Context, reg *waitReg, start time.T
 		if kr.err != nil {
 			p.st.Misses.Add(1)
 			p.report(OpGetMany, kr.key, kr.err)
+			p.absorbed(ctx, kr.key, kr.err)
 			slots[i].class, slots[i].failed = noFill, true
 			continue
 		}
