@@ -36,7 +36,7 @@
 //     they were given once they return (they copy them or have written
 //     them out, on every path: a timeout, a cancelled context, a failed
 //     connection): the caller reuses them (the Cache's encode buffers).
-//     Nor may the caller change what Get returns under another caller.
+//     Get and GetMany return slices the caller owns.
 //
 // The conformance suite in store/storetest checks all of this against every
 // backend on real servers.
