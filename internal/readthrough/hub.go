@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kuracache/kura/codec"
 	"github.com/kuracache/kura/store"
 )
 
@@ -319,7 +320,7 @@ func (p *Pipeline[V]) pollRead(w store.LeaseWaker, keys []string) (res []store.L
 		defer cancel()
 	}
 	start := time.Now()
-	opts := store.LeaseOptions{TTL: p.cfg.LeaseTTL, Placeholder: LeaseEntry()}
+	opts := store.LeaseOptions{TTL: p.cfg.LeaseTTL, Placeholder: codec.NewLeaseEntry()}
 	if w != nil {
 		res, watched, err = w.WatchedLeaseGet(ctx, keys, opts)
 	} else {

@@ -416,7 +416,7 @@ func (p *Pipeline[V]) leaseRead(ctx context.Context, b *budget, slots []slot[V],
 	for j := range n {
 		keys[j] = at(j).key
 	}
-	opts := store.LeaseOptions{TTL: p.cfg.LeaseTTL, Placeholder: LeaseEntry()}
+	opts := store.LeaseOptions{TTL: p.cfg.LeaseTTL, Placeholder: codec.NewLeaseEntry()}
 	if early {
 		opts.Recache = p.cfg.EarlyRefresh
 	}
