@@ -225,12 +225,8 @@ func (s *Store) GetPrefix(ctx context.Context, key string, max int) ([]byte, int
 // watched lease read, traced as LeaseGet; watched is false when it cannot
 // watch (its results are then plain LeaseGet's).
 func (s *Store) WatchedLeaseGet(ctx context.Context, keys []string, opts store.LeaseOptions) ([]store.LeaseResult, bool, error) {
-	l, err := s.WrappedLeaser()
-	if err != nil {
-		return nil, false, err
-	}
-	w, ok := l.(store.LeaseWaker)
-	if !ok {
+	w, ok := s.WrappedWaker()
+	if !ok { // no leases (LeaseGet says so) or no wake-ups
 		res, err := s.LeaseGet(ctx, keys, opts)
 		return res, false, err
 	}

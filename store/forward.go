@@ -77,13 +77,23 @@ func (f Forward) CanLease() bool {
 	return ok
 }
 
+// WrappedWaker returns the wrapped store's lease wake-ups: the
+// [LeaseWaker] of its lease capability, if it has leases and can watch.
+// A wrapper's WatchedLeaseGet routes the watched read to it, and falls
+// back to its own LeaseGet (watched false) without one.
+func (f Forward) WrappedWaker() (LeaseWaker, bool) {
+	if l, ok := FindLeaser(f.inner); ok {
+		w, ok := l.(LeaseWaker)
+		return w, ok
+	}
+	return nil, false
+}
+
 // WatchLeases registers fn with the wrapped store's lease reports (see
 // [LeaseWaker]; a no-op when it cannot watch).
 func (f Forward) WatchLeases(fn func(keys []string)) (cancel func()) {
-	if l, ok := FindLeaser(f.inner); ok {
-		if w, ok := l.(LeaseWaker); ok {
-			return w.WatchLeases(fn)
-		}
+	if w, ok := f.WrappedWaker(); ok {
+		return w.WatchLeases(fn)
 	}
 	return func() {}
 }

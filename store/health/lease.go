@@ -101,18 +101,14 @@ var _ store.LeaseWaker = (*Store)(nil)
 // watched is false when the wrapped store cannot watch (its results are
 // then plain LeaseGet's).
 func (s *Store) WatchedLeaseGet(ctx context.Context, keys []string, opts store.LeaseOptions) ([]store.LeaseResult, bool, error) {
-	l, err := s.WrappedLeaser()
-	if err != nil {
-		return nil, false, err
-	}
-	w, ok := l.(store.LeaseWaker)
-	if !ok {
+	w, ok := s.WrappedWaker()
+	if !ok { // no leases (LeaseGet says so) or no wake-ups
 		res, err := s.LeaseGet(ctx, keys, opts)
 		return res, false, err
 	}
 	out := make([]store.LeaseResult, len(keys))
 	watched := false
-	err = s.leaseOp("lease", len(keys), func(i int) string { return keys[i] }, func(idx []int) error {
+	err := s.leaseOp("lease", len(keys), func(i int) string { return keys[i] }, func(idx []int) error {
 		res, wd, err := w.WatchedLeaseGet(ctx, pick(keys, idx), opts)
 		watched = wd
 		if len(res) == len(idx) {
