@@ -449,6 +449,9 @@ func testContext(t *testing.T, s store.Store) {
 	}
 
 	// A follower whose leader gives up still gets the shared load's value.
+	// Its own Cache: the load below outlives 100 ms on a loaded machine, and
+	// LoadTimeout ending it is the part above, not this one.
+	c = newCache(t, s, kura.Options{LoadTimeout: time.Minute})
 	leaderCtx, cancelLeader := context.WithCancel(context.Background())
 	inLoad, release := make(chan struct{}), make(chan struct{})
 	done := make(chan error, 1)

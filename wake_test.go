@@ -13,6 +13,8 @@ import (
 	"github.com/kuracache/kura/internal/harness/servers"
 	"github.com/kuracache/kura/internal/harness/servertest"
 	"github.com/kuracache/kura/store"
+	"github.com/kuracache/kura/store/health"
+	"github.com/kuracache/kura/store/move"
 	"github.com/kuracache/kura/store/redisstore"
 )
 
@@ -229,4 +231,80 @@ func TestLeaseWaitLostPush(t *testing.T) {
 		})
 		goleak.VerifyNone(t, ignore)
 	})
+}
+
+// TestLeaseWakeThroughWrappers: a store wrapper with leases passes the
+// lease path's server reports (store.LeaseWaker) through itself: the
+// Cache finds the capability on the wrapper, its waiter's reads reach the
+// wrapped Redis as watched reads through the wrapper's own routing, and
+// it is woken by the holder's fill. store/move hid it (its waiters polled
+// every 1-20 ms): a move over Redis in any phase, and the breaker.
+func TestLeaseWakeThroughWrappers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-server test")
+	}
+	r := servertest.Redis(t, servers.RedisConfig{})
+	other := servertest.Redis(t, servers.RedisConfig{})
+	ctx := context.Background()
+	openOther := func() store.Store {
+		s, err := redisstore.NewFromURL(ctx, other.URL(), redisstore.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	// Each wrapper is B's store over B's own Store on r, where A holds the
+	// lease: in PhaseDual a key that moves is leased on the old side, from
+	// PhaseWarm on on the new side.
+	moveOver := func(p move.Phase, onOld bool) func(*redisstore.Store) store.Store {
+		return func(s *redisstore.Store) store.Store {
+			o := move.Options{Old: openOther(), New: store.Store(s), Phase: p}
+			if onOld {
+				o.Old, o.New = o.New, o.Old
+			}
+			m, err := move.New(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return m
+		}
+	}
+	for _, tc := range []struct {
+		name string
+		wrap func(*redisstore.Store) store.Store
+	}{
+		{"health", func(s *redisstore.Store) store.Store {
+			h, err := health.New(s, health.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return h
+		}},
+		{"move/dual", moveOver(move.PhaseDual, true)},
+		{"move/warm", moveOver(move.PhaseWarm, false)},
+		{"move/new", moveOver(move.PhaseNew, false)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var wrapped store.Store
+			rig := startWakeRig(t, r.URL(), kura.Options{LeaseWait: 30 * time.Second}, false, func(s *redisstore.Store) store.Store {
+				wrapped = tc.wrap(s)
+				t.Cleanup(func() { _ = wrapped.Close() }) // closes the other side of a move too
+				if l, ok := store.FindLeaser(wrapped); !ok || l != wrapped.(store.Leaser) {
+					t.Fatalf("FindLeaser(%T) = %T, %v: want the wrapper itself", wrapped, l, ok)
+				}
+				if _, ok := wrapped.(store.LeaseWaker); !ok {
+					t.Fatalf("%T has leases but hides the lease reports (store.LeaseWaker)", wrapped)
+				}
+				return wrapped
+			})
+			// startWakeRig returned once B's reads reached r watched,
+			// through the wrapper: B is woken, not polling.
+			before := rig.b.Stats().Latency[kura.OpGetMany].Count
+			time.Sleep(400 * time.Millisecond)
+			if n := rig.b.Stats().Latency[kura.OpGetMany].Count - before; n >= 15 {
+				t.Errorf("B read the key %d times in 400 ms through %s while waiting: it polls", n, tc.name)
+			}
+			rig.finish(t)
+		})
+	}
 }

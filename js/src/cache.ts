@@ -13,7 +13,7 @@ import { randomBytes } from 'node:crypto';
 import { Codec, dictDigest, dictionaryID, encodeEntry, parseHeader, type Fields, type Header } from './codec.js';
 import { FormatError } from './errors.js';
 import { fingerprint } from './schema.js';
-import { groupByNode, isLeaser, type FillItem, type Leaser, type SetItem, type Store } from './store.js';
+import { groupByNode, isLeaser, isLeaseWaker, type FillItem, type Leaser, type LeaseWaker, type SetItem, type Store } from './store.js';
 
 /** Defaults of CacheOptions (the Go package's). */
 export const cacheDefaults = {
@@ -306,21 +306,41 @@ export class Cache<V> {
 
   /** Reads keys in one round trip per node; store errors become misses. */
   private async readRaw(keys: string[]): Promise<(Buffer | null | Error)[]> {
-    const out: (Buffer | null | Error)[] = new Array(keys.length).fill(null);
+    const got = await this.readNodes(keys, async (node, ks) => ({ values: await this.store.getBatch(node, ks), watched: false }));
+    return got.raw;
+  }
+
+  /**
+   * readRaw through the store's lease reports: watched is true when every
+   * node's read was (the server reports each key's next change).
+   */
+  private readWatched(waker: LeaseWaker, keys: string[]): Promise<{ raw: (Buffer | null | Error)[]; watched: boolean }> {
+    return this.readNodes(keys, (node, ks) => waker.watchedGetBatch(node, ks));
+  }
+
+  /** Reads keys with read, one call per node, each bounded by storeTimeout; store errors become misses. */
+  private async readNodes(
+    keys: string[],
+    read: (node: string, keys: string[]) => Promise<{ values: (Buffer | null)[]; watched: boolean }>,
+  ): Promise<{ raw: (Buffer | null | Error)[]; watched: boolean }> {
+    const raw: (Buffer | null | Error)[] = new Array(keys.length).fill(null);
+    let watched = true;
     const groups = groupByNode(this.store, keys);
     await Promise.all(
       [...groups].map(async ([node, idx]) => {
         const ks = idx.map((i) => keys[i]);
         try {
-          const vals = await withTimeout(this.store.getBatch(node, ks), this.o.storeTimeout);
-          idx.forEach((i, j) => (out[i] = vals[j]));
+          const got = await withTimeout(read(node, ks), this.o.storeTimeout);
+          if (!got.watched) watched = false;
+          idx.forEach((i, j) => (raw[i] = got.values[j]));
         } catch (err) {
+          watched = false;
           if (err instanceof Timeout) this.store.timedOut?.(node, err);
-          for (const i of idx) out[i] = err instanceof Error ? err : new Error(String(err));
+          for (const i of idx) raw[i] = err instanceof Error ? err : new Error(String(err));
         }
       }),
     );
-    return out;
+    return { raw, watched };
   }
 
   /** Classifies one stored entry. */
@@ -656,10 +676,16 @@ export class Cache<V> {
   /**
    * The lease protocol of Go's Cache on Redis: take a placeholder with SET
    * NX PX; load only the keys won (one loader call) and fill them with the
-   * conditional script; wait for the keys another caller holds, polling
-   * from 1 ms backing off to 20 ms, and after leaseWait load them without
-   * writing back (fail open). Keys whose lease read failed load without
-   * writing back too.
+   * conditional script; wait for the keys another caller holds, and after
+   * leaseWait load them without writing back (fail open). Keys whose lease
+   * read failed load without writing back too.
+   *
+   * On a store whose server reports changes (LeaseWaker: Redis) the waits'
+   * reads are watched, and the next read comes when the server reports a
+   * change of a waited-for key (the holder's fill), or on a slow fallback
+   * timer (20 ms doubling to 100 ms) in case a report is lost; until a
+   * read is watched, and on other stores, it polls from 1 ms backing off
+   * to 20 ms.
    */
   private leaseLoad(
     keys: string[],
@@ -684,47 +710,81 @@ export class Cache<V> {
       this.c.leaseWaits += held.length;
       const deadline = performance.now() + this.o.leaseWait;
       let delay = 1;
-      while (held.length > 0) {
-        if (performance.now() >= deadline) {
-          this.c.leaseFailOpen += held.length;
-          for (const k of held) open.add(k);
-          break;
+      const waker = held.length > 0 && isLeaseWaker(this.store) ? this.store : undefined;
+      const w = { due: false, watched: false, fallback: 20, wake: undefined as (() => void) | undefined, keys: new Set(held) };
+      const unwatch = waker?.watchLeases((ks) => {
+        if (ks === null || ks.some((k) => w.keys.has(k))) {
+          w.due = true;
+          w.wake?.();
         }
-        await new Promise((r) => setTimeout(r, delay));
-        delay = Math.min(delay * 2, 20);
-        const raw = await this.readRaw(held);
-        const absent: string[] = [];
-        const still: string[] = [];
-        held.forEach((k, i) => {
-          const b = raw[i];
-          if (b instanceof Error) {
-            open.add(k);
-            return;
+      });
+      try {
+        while (held.length > 0) {
+          const left = deadline - performance.now();
+          if (left <= 0) {
+            this.c.leaseFailOpen += held.length;
+            for (const k of held) open.add(k);
+            break;
           }
-          if (b === null) {
-            absent.push(k);
-            return;
+          if (!w.watched) {
+            await new Promise((r) => setTimeout(r, Math.min(delay, left)));
+            delay = Math.min(delay * 2, 20);
+          } else if (!w.due) {
+            // Woken by the server's report, or the fallback timer.
+            await new Promise<void>((r) => {
+              const t = setTimeout(r, Math.min(w.fallback / 2 + Math.random() * (w.fallback / 2), left));
+              w.wake = () => {
+                clearTimeout(t);
+                r();
+              };
+            });
+            w.wake = undefined;
+            if (!w.due) w.fallback = Math.min(w.fallback * 2, 100);
           }
-          let d;
-          try {
-            d = this.codec.decode(b);
-          } catch {
-            open.add(k); // unreadable: load, do not write
-            return;
+          // Cleared before the read: a report that overtakes its reply (it
+          // comes on another connection) marks the keys due again.
+          w.due = false;
+          let raw: (Buffer | null | Error)[];
+          if (waker) ({ raw, watched: w.watched } = await this.readWatched(waker, held));
+          else raw = await this.readRaw(held);
+          const absent: string[] = [];
+          const still: string[] = [];
+          held.forEach((k, i) => {
+            const b = raw[i];
+            if (b instanceof Error) {
+              open.add(k);
+              return;
+            }
+            if (b === null) {
+              absent.push(k);
+              return;
+            }
+            let d;
+            try {
+              d = this.codec.decode(b);
+            } catch {
+              open.add(k); // unreadable: load, do not write
+              return;
+            }
+            if (d.kind === 'lease' || d.kind === 'tombstone') still.push(k);
+            else if (d.kind === 'negative') res.set(k, { found: false });
+            else if (this.schemaOK(d.header, d.value)) res.set(k, { found: true, value: d.value as V });
+            else open.add(k);
+          });
+          held = still;
+          if (absent.length > 0) {
+            // The holder gave up, or an invalidation removed its lease: try again.
+            const again = await this.tryLeases(absent, placeholder);
+            for (const k of again.won) won.add(k);
+            for (const k of again.failed) open.add(k);
+            held.push(...again.held);
+            // Taken by someone else since the read: not watched yet.
+            if (again.held.length > 0) w.due = true;
           }
-          if (d.kind === 'lease' || d.kind === 'tombstone') still.push(k);
-          else if (d.kind === 'negative') res.set(k, { found: false });
-          else if (this.schemaOK(d.header, d.value)) res.set(k, { found: true, value: d.value as V });
-          else open.add(k);
-        });
-        held = still;
-        if (absent.length > 0) {
-          // The holder gave up, or an invalidation removed its lease: try again.
-          const again = await this.tryLeases(absent, placeholder);
-          for (const k of again.won) won.add(k);
-          for (const k of again.failed) open.add(k);
-          held.push(...again.held);
+          w.keys = new Set(held);
         }
+      } finally {
+        unwatch?.();
       }
       const toLoad = [...won, ...open];
       if (toLoad.length === 0) return res;

@@ -20,7 +20,7 @@
  * | probing | sent      | recoverAfter successes in a row → up; a failure → down (back-off doubled) |
  */
 
-import { isLeaser, type FillItem, type Leaser, type Prober, type SetItem, type Store } from './store.js';
+import { isLeaser, isLeaseWaker, type FillItem, type Leaser, type LeaseWaker, type Prober, type SetItem, type Store } from './store.js';
 
 /** A node's state. */
 export type NodeState = 'up' | 'suspect' | 'down' | 'probing';
@@ -266,7 +266,7 @@ function isFailure(err: unknown): boolean {
  * A Store wrapped with a per-node monitor and breaker. Close it to stop
  * the probes (the inner store is the caller's to close).
  */
-export class HealthStore implements Store, Leaser {
+export class HealthStore implements Store, Leaser, LeaseWaker {
   readonly opts: Required<Omit<HealthOptions, 'onStateChange'>> & Pick<HealthOptions, 'onStateChange'>;
   private readonly nodesByAddr = new Map<string, Node>();
   private readonly refresh: NodeJS.Timeout;
@@ -367,6 +367,22 @@ export class HealthStore implements Store, Leaser {
   release(node: string, keys: string[], placeholder: Uint8Array): Promise<void> {
     const l = this.leaser();
     return this.guard(node, keys.length, () => l.release(node, keys, placeholder));
+  }
+
+  /**
+   * A watched read (the lease path's server reports) through the breaker:
+   * a down node's fail at once, as its plain reads do. Over a store without
+   * reports it is getBatch, unwatched.
+   */
+  watchedGetBatch(node: string, keys: string[]): Promise<{ values: (Buffer | null)[]; watched: boolean }> {
+    const w = this.inner;
+    if (!isLeaseWaker(w)) return this.getBatch(node, keys).then((values) => ({ values, watched: false }));
+    return this.guard(node, keys.length, () => w.watchedGetBatch(node, keys));
+  }
+
+  /** Registers fn with the wrapped store's lease reports. */
+  watchLeases(fn: (keys: string[] | null) => void): () => void {
+    return isLeaseWaker(this.inner) ? this.inner.watchLeases(fn) : () => {};
   }
 
   /** Reads published dictionaries through the wrapped store (Cache uses it when present). */

@@ -10,7 +10,8 @@
 
 import { Redis, Cluster, type RedisOptions, type ClusterNode } from 'ioredis';
 import calculateSlot from 'cluster-key-slot';
-import type { FillItem, Leaser, Prober, SetItem, Store } from './store.js';
+import type { FillItem, Leaser, LeaseWaker, Prober, SetItem, Store } from './store.js';
+import { WakePair } from './wake.js';
 
 /** Options of a RedisStore. */
 export interface RedisStoreOptions {
@@ -45,9 +46,13 @@ function splitAddr(a: string): { host: string; port: number } {
 }
 
 /** A Store on Redis (standalone or Cluster) over ioredis. */
-export class RedisStore implements Store, Leaser {
+export class RedisStore implements Store, Leaser, LeaseWaker {
   readonly client: Redis | Cluster;
   private readonly owned: boolean;
+  /** The lease path's push connections, per node, opened on the first watched read. */
+  private readonly wakers = new Map<string, WakePair>();
+  private readonly wakeFns = new Set<(keys: string[] | null) => void>();
+  private closed = false;
   private readonly standaloneAddr?: string;
   private readonly base: RedisOptions;
 
@@ -207,6 +212,33 @@ export class RedisStore implements Store, Leaser {
   }
 
   /**
+   * Reads keys through the lease path's push connections to node (opened
+   * on the first call, with the store's redisOptions: a pair per node,
+   * named "kura-lease-wake" in CLIENT LIST, shared by every Cache on the
+   * store), so the server reports each key's next change to watchLeases.
+   * Until they are up, or on a server that refuses client tracking
+   * (Redis before 6), it is getBatch and watched is false: waiters poll.
+   */
+  async watchedGetBatch(node: string, keys: string[]): Promise<{ values: (Buffer | null)[]; watched: boolean }> {
+    let w = this.wakers.get(node);
+    if (!w && !this.closed) {
+      w = new WakePair(this.base, splitAddr(node), (ks) => {
+        for (const fn of this.wakeFns) fn(ks);
+      });
+      this.wakers.set(node, w);
+    }
+    // A failed watched read (a slot that moved, a push connection that
+    // broke mid-read) is read again plainly, through the store's own client.
+    const got = await w?.read(keys, this.isCluster).catch(() => undefined);
+    return got ?? { values: await this.getBatch(node, keys), watched: false };
+  }
+
+  watchLeases(fn: (keys: string[] | null) => void): () => void {
+    this.wakeFns.add(fn);
+    return () => void this.wakeFns.delete(fn);
+  }
+
+  /**
    * The keys a dictionary is published under, as Go's dictstore and
    * redisstore.NodeKeys name them: "kura:dict:" + the id in 8 hex digits on
    * a standalone server; on a Cluster "{kura:dict:XXXXXXXX#n}" for each
@@ -283,6 +315,9 @@ export class RedisStore implements Store, Leaser {
   }
 
   async close(): Promise<void> {
+    this.closed = true;
+    for (const w of this.wakers.values()) w.close();
+    this.wakers.clear();
     if (this.owned) this.client.disconnect();
   }
 }

@@ -66,6 +66,35 @@ export interface Leaser {
   release(node: string, keys: string[], placeholder: Uint8Array): Promise<void>;
 }
 
+/**
+ * The lease wake-up capability: a store whose server reports changes of
+ * the keys a waiter read (Redis client tracking), so that callers waiting
+ * for another caller's lease wake on the holder's fill (or an
+ * invalidation, or the lease's release) instead of polling for it. The
+ * Redis store has it (Go's store.LeaseWaker); a store without it is polled.
+ */
+export interface LeaseWaker {
+  /**
+   * Reads keys as getBatch does, and asks the server to report the next
+   * change of each one to the functions given to watchLeases. watched is
+   * false when it could not ask (the push connection is not up): the
+   * caller then polls.
+   */
+  watchedGetBatch(node: string, keys: string[]): Promise<{ values: (Buffer | null)[]; watched: boolean }>;
+  /**
+   * Registers fn, called with the keys whose change the server reported
+   * after a watched read, or with null when reports may have been lost (a
+   * push connection broke, the server was flushed): whoever waits should
+   * read again. Returns the function that unregisters fn.
+   */
+  watchLeases(fn: (keys: string[] | null) => void): () => void;
+}
+
+/** Reports whether a store implements the lease wake-up capability. */
+export function isLeaseWaker(s: unknown): s is LeaseWaker {
+  return typeof (s as LeaseWaker)?.watchedGetBatch === 'function' && typeof (s as LeaseWaker)?.watchLeases === 'function';
+}
+
 /** Reports whether a store implements the lease capability. */
 export function isLeaser(s: unknown): s is Leaser {
   return typeof (s as Leaser)?.tryLease === 'function' && typeof (s as Leaser)?.fill === 'function';

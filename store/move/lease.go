@@ -32,22 +32,33 @@ func (s *Store) leasers() error {
 // result as it was: this caller holds a lease that its own fill will find
 // voided, and loads.
 func (s *Store) LeaseGet(ctx context.Context, keys []string, opts store.LeaseOptions) ([]store.LeaseResult, error) {
+	res, _, err := s.leaseGet(ctx, keys, opts, false)
+	return res, err
+}
+
+// leaseGet is LeaseGet; with watch, each side's read is a watched one
+// where that side is a store.LeaseWaker, and watched reports that every
+// side read was.
+func (s *Store) leaseGet(ctx context.Context, keys []string, opts store.LeaseOptions, watch bool) ([]store.LeaseResult, bool, error) {
 	if err := s.leasers(); err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	p := s.Phase()
 	if p == PhaseDual {
 		moved, stay := s.split(len(keys), func(i int) string { return keys[i] })
 		if len(moved) == 0 {
-			return s.newL.LeaseGet(ctx, keys, opts)
+			return sideLeaseGet(ctx, s.newL, keys, opts, watch)
 		}
 		out := make([]store.LeaseResult, len(keys))
-		part := func(l store.Leaser, idx []int, old bool) func() error {
+		var wOld, wNew bool
+		part := func(l store.Leaser, idx []int, old bool, watched *bool) func() error {
 			if len(idx) == 0 {
+				*watched = true
 				return nil
 			}
 			return func() error {
-				res, err := l.LeaseGet(ctx, pick(keys, idx), opts)
+				res, w, err := sideLeaseGet(ctx, l, pick(keys, idx), opts, watch)
+				*watched = w
 				for j, i := range idx {
 					if j < len(res) {
 						out[i] = res[j]
@@ -59,15 +70,15 @@ func (s *Store) LeaseGet(ctx context.Context, keys []string, opts store.LeaseOpt
 				return err
 			}
 		}
-		err := both("lease", part(s.oldL, moved, true), part(s.newL, stay, false))
+		err := both("lease", part(s.oldL, moved, true, &wOld), part(s.newL, stay, false, &wNew))
 		if err != nil && !isBatch(err) {
-			return nil, err
+			return nil, false, err
 		}
-		return out, err
+		return out, wOld && wNew, err
 	}
-	res, err := s.newL.LeaseGet(ctx, keys, opts)
+	res, watched, err := sideLeaseGet(ctx, s.newL, keys, opts, watch)
 	if p != PhaseWarm || len(res) != len(keys) || (err != nil && !isBatch(err)) {
-		return res, err
+		return res, watched, err
 	}
 	var cands []int
 	for i, r := range res {
@@ -76,7 +87,7 @@ func (s *Store) LeaseGet(ctx context.Context, keys []string, opts store.LeaseOpt
 		}
 	}
 	if len(cands) == 0 {
-		return res, err
+		return res, watched, err
 	}
 	vals := s.warmUp(ctx, keys, res, cands)
 	for j, i := range cands {
@@ -84,7 +95,7 @@ func (s *Store) LeaseGet(ctx context.Context, keys []string, opts store.LeaseOpt
 			res[i] = store.LeaseResult{Value: vals[j]}
 		}
 	}
-	return res, err
+	return res, watched, err
 }
 
 func isBatch(err error) bool {

@@ -25,9 +25,13 @@ import (
 type benchFixture struct {
 	s     *redisring.Store
 	cache *kura.Cache[[]byte]
-	rg    *redis.Ring
-	keys  [][]string // batches of 100 keys
-	ckeys [][]string // the same through the Cache (its own keys)
+	// sp and pcache read the shards at once (the fan-out before the
+	// hedged one-after-another reads), on the same servers
+	sp     *redisring.Store
+	pcache *kura.Cache[[]byte]
+	rg     *redis.Ring
+	keys   [][]string // batches of 100 keys
+	ckeys  [][]string // the same through the Cache (its own keys)
 }
 
 func newBenchFixture(tb testing.TB) *benchFixture {
@@ -44,7 +48,13 @@ func newBenchFixture(tb testing.TB) *benchFixture {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	f := &benchFixture{s: s, cache: c, rg: rg}
+	sp := open(tb, redisring.Options{Servers: addrs})
+	redisring.SetParallelReads(sp, true)
+	pc, err := kura.New[[]byte](sp, kura.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	f := &benchFixture{s: s, cache: c, sp: sp, pcache: pc, rg: rg}
 	val := bytes.Repeat([]byte("v"), 200)
 	for b := 0; b < 10; b++ {
 		var ks, cks []string
@@ -72,7 +82,11 @@ func (f *benchFixture) kuraGetMany(ctx context.Context, i int) ([][]byte, error)
 }
 
 func (f *benchFixture) kuraFetchMany(ctx context.Context, i int) (map[string][]byte, error) {
-	return f.cache.FetchMany(ctx, f.ckeys[i%len(f.ckeys)], time.Hour, func(context.Context, []string) (map[string][]byte, error) {
+	return fetchWarm(ctx, f.cache, f.ckeys[i%len(f.ckeys)])
+}
+
+func fetchWarm(ctx context.Context, c *kura.Cache[[]byte], keys []string) (map[string][]byte, error) {
+	return c.FetchMany(ctx, keys, time.Hour, func(context.Context, []string) (map[string][]byte, error) {
 		return nil, fmt.Errorf("the keys are warm: no load expected")
 	})
 }
@@ -125,9 +139,11 @@ func BenchmarkGetMany100(b *testing.B) {
 
 // TestRatioVsGoRedisRing prints, for kura GetMany, kura LeaseGet
 // (FetchMany's store call), kura FetchMany and a go-redis Ring pipeline of
-// 100 GETs on the same 3 shards, the median time per call and the median
-// ratio to go-redis over short interleaved rounds, after checking that
-// they all return the same values. It times nothing it asserts: run it
+// 100 GETs on the same 3 shards (and GetMany and FetchMany again on a
+// Store that reads every shard at once, the fan-out the hedged reads
+// replaced), the median time per call and the median ratio to go-redis
+// over short interleaved rounds, after checking that they all return the
+// same values. It times nothing it asserts: run it
 // with KURA_BENCH=1 (command in BENCHMARKS.md).
 func TestRatioVsGoRedisRing(t *testing.T) {
 	if os.Getenv("KURA_BENCH") == "" {
@@ -148,8 +164,17 @@ func TestRatioVsGoRedisRing(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		pa, err := f.sp.GetMany(ctx, f.keys[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		pm, err := fetchWarm(ctx, f.pcache, f.ckeys[i])
+		if err != nil {
+			t.Fatal(err)
+		}
 		for j := range a {
-			if !bytes.Equal(a[j], b[j]) || len(a[j]) != 200 || !bytes.Equal(m[f.ckeys[i][j]], a[j]) {
+			if !bytes.Equal(a[j], b[j]) || len(a[j]) != 200 || !bytes.Equal(m[f.ckeys[i][j]], a[j]) ||
+				!bytes.Equal(pa[j], a[j]) || !bytes.Equal(pm[f.ckeys[i][j]], a[j]) {
 				t.Fatalf("kura and go-redis Ring disagree on %s", f.keys[i][j])
 			}
 		}
@@ -181,6 +206,9 @@ func TestRatioVsGoRedisRing(t *testing.T) {
 			return err
 		}},
 		{"kura Cache.FetchMany", func(i int) error { _, err := f.kuraFetchMany(ctx, i); return err }},
+		// the same two with every shard read at once (a goroutine per shard)
+		{"  GetMany, shards at once", func(i int) error { _, err := f.sp.GetMany(ctx, f.keys[i%len(f.keys)]); return err }},
+		{"  FetchMany, shards at once", func(i int) error { _, err := fetchWarm(ctx, f.pcache, f.ckeys[i%len(f.ckeys)]); return err }},
 	}
 	times := make([][]time.Duration, len(subjects))
 	ratios := make([][]float64, len(subjects))

@@ -30,6 +30,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kuracache/kura/ring"
@@ -72,7 +73,15 @@ type Store struct {
 	addrs  []string
 	shards []*redisstore.Store
 	byAddr map[string]int
+	// parallelReads makes GetMany and LeaseGet start every shard's read
+	// at once (one goroutine per shard but the last) instead of reading
+	// the shards one after another with a hedge (see readShards).
+	parallelReads bool
 }
+
+// hedgeAfter is how long a batch read waits on one shard before it reads
+// the shards it has not reached yet at once (see readShards).
+const hedgeAfter = time.Millisecond
 
 var (
 	_ store.Store         = (*Store)(nil)
@@ -270,15 +279,36 @@ func (s *Store) ProbeNode(ctx context.Context, addr string) error {
 	return s.shards[i].ProbeNode(ctx, addr)
 }
 
-// groups splits indexes 0..n-1 by the shard owning key(i). Most batches
-// touch every shard, so the slices are sized for an even spread.
+// groups splits indexes 0..n-1 by the shard owning key(i), all groups
+// sharing one backing array of n indexes (each key's owner is hashed
+// once).
 func (s *Store) groups(n int, key func(int) string) [][]int {
-	g := make([][]int, len(s.shards))
+	var small [128]int32
+	owners := small[:0]
+	if n > len(small) {
+		owners = make([]int32, 0, n)
+	}
+	var count [8]int
+	counts := count[:0]
+	if len(s.shards) > len(count) {
+		counts = make([]int, 0, len(s.shards))
+	}
+	counts = counts[:len(s.shards)]
 	for i := 0; i < n; i++ {
 		o := s.ring.Owner(key(i))
-		if g[o] == nil {
-			g[o] = make([]int, 0, n/len(s.shards)+4)
+		owners = append(owners, int32(o))
+		counts[o]++
+	}
+	all := make([]int, n)
+	g := make([][]int, len(s.shards))
+	at := 0
+	for sh, c := range counts {
+		if c > 0 {
+			g[sh] = all[at : at : at+c]
+			at += c
 		}
+	}
+	for i, o := range owners {
 		g[o] = append(g[o], i)
 	}
 	return g
@@ -307,6 +337,55 @@ func (s *Store) fanout(op string, g [][]int, keyAt func(int) string, fn func(sha
 		errs[last] = fn(last, g[last])
 	}
 	wg.Wait()
+	return s.batchErr(op, g, keyAt, errs)
+}
+
+// readShards runs fn for every shard with indexes, for the batch reads
+// (GetMany, LeaseGet), and merges the errors as fanout does. It reads the
+// shards one after another on the caller's goroutine: a shard's read on
+// a warm server is one round trip of tens of microseconds, and starting
+// goroutines for the others costs more CPU than it saves time on two
+// cores (BENCHMARKS.md, "Sharded Redis"). So that a stalled shard does
+// not hold the others' keys until the deadline, a read still waiting
+// after hedgeAfter sends the shards not reached yet at once, each on its
+// own goroutine: a stalled shard fails only its own keys, as with
+// fanout, and delays the others by hedgeAfter.
+func (s *Store) readShards(op string, g [][]int, keyAt func(int) string, fn func(shard int, idx []int) error) error {
+	if s.parallelReads {
+		return s.fanout(op, g, keyAt, fn)
+	}
+	errs := make([]error, len(g))
+	var small [8]atomic.Bool
+	taken := small[:0]
+	if len(g) > len(small) {
+		taken = make([]atomic.Bool, 0, len(g))
+	}
+	taken = taken[:len(g)]
+	var wg sync.WaitGroup
+	hedged := make(chan struct{})
+	hedge := time.AfterFunc(hedgeAfter, func() {
+		defer close(hedged)
+		for sh, idx := range g {
+			if len(idx) > 0 && taken[sh].CompareAndSwap(false, true) {
+				wg.Go(func() { errs[sh] = fn(sh, idx) })
+			}
+		}
+	})
+	for sh, idx := range g {
+		if len(idx) > 0 && taken[sh].CompareAndSwap(false, true) {
+			errs[sh] = fn(sh, idx)
+		}
+	}
+	if !hedge.Stop() {
+		<-hedged // it ran: wait until its goroutines are counted
+	}
+	wg.Wait()
+	return s.batchErr(op, g, keyAt, errs)
+}
+
+// batchErr merges the per-shard errors of a batch over the shards' key
+// indexes g into one *store.BatchError for op, nil when none failed.
+func (s *Store) batchErr(op string, g [][]int, keyAt func(int) string, errs []error) error {
 	var be *store.BatchError
 	for sh, err := range errs {
 		if err == nil {
@@ -380,11 +459,17 @@ func fillKey(f store.Fill) string   { return f.Lease.Key }
 func leaseKey(l store.Lease) string { return l.Key }
 
 // GetMany implements store.BatchGetter: one MGET pipeline per shard, all
-// shards at once.
+// shards at once, each shard writing its values straight into the result.
 func (s *Store) GetMany(ctx context.Context, keys []string) ([][]byte, error) {
-	return read(s, "get", keys, func(sh *redisstore.Store, part []string) ([][]byte, error) {
-		return sh.GetMany(ctx, part)
+	if len(s.shards) == 1 {
+		return s.shards[0].GetMany(ctx, keys)
+	}
+	out := make([][]byte, len(keys))
+	k := func(i int) string { return keys[i] }
+	err := s.readShards("get", s.groups(len(keys), k), k, func(sh int, idx []int) error {
+		return s.shards[sh].GetManyAt(ctx, keys, idx, out)
 	})
+	return out, err
 }
 
 // SetMany implements store.BatchSetter.
@@ -401,11 +486,18 @@ func (s *Store) DeleteMany(ctx context.Context, keys []string) error {
 	})
 }
 
-// LeaseGet implements store.Leaser, per shard.
+// LeaseGet implements store.Leaser, per shard, all shards at once, each
+// shard writing its results straight into the result.
 func (s *Store) LeaseGet(ctx context.Context, keys []string, opts store.LeaseOptions) ([]store.LeaseResult, error) {
-	return read(s, "lease", keys, func(sh *redisstore.Store, part []string) ([]store.LeaseResult, error) {
-		return sh.LeaseGet(ctx, part, opts)
+	if len(s.shards) == 1 {
+		return s.shards[0].LeaseGet(ctx, keys, opts)
+	}
+	out := make([]store.LeaseResult, len(keys))
+	k := func(i int) string { return keys[i] }
+	err := s.readShards("lease", s.groups(len(keys), k), k, func(sh int, idx []int) error {
+		return s.shards[sh].LeaseGetAt(ctx, keys, idx, out, opts)
 	})
+	return out, err
 }
 
 // Fill implements store.Leaser.

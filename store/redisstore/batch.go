@@ -19,11 +19,19 @@ type group struct {
 }
 
 // perGroup builds one multi-key command per group from the group's keys.
+// A group that is the whole batch in order hands keys over as they are.
 func perGroup(groups []group, keys []string, build func(keys []string) rueidis.Completed) []rueidis.Completed {
 	cmds := make([]rueidis.Completed, len(groups))
 	var buf []string
 	for g, grp := range groups {
+		if inOrder(grp.idx, len(keys)) {
+			cmds[g] = build(keys)
+			continue
+		}
 		buf = buf[:0]
+		if cap(buf) < len(grp.idx) {
+			buf = make([]string, 0, len(grp.idx))
+		}
 		for _, i := range grp.idx {
 			buf = append(buf, keys[i])
 		}
@@ -32,25 +40,62 @@ func perGroup(groups []group, keys []string, build func(keys []string) rueidis.C
 	return cmds
 }
 
-// groups splits the n keys of a batch into groups, leaving out (and
-// recording in fails) the keys that are invalid.
-func (s *Store) groups(cn *conn, n int, key func(int) string, fails *failures) []group {
-	var out []group
-	var bySlot map[uint16]int
-	if cn.cluster {
-		bySlot = make(map[uint16]int)
+// inOrder reports whether idx is 0..n-1.
+func inOrder(idx []int, n int) bool {
+	if len(idx) != n {
+		return false
 	}
-	for i := 0; i < n; i++ {
-		k := key(i)
+	for j, i := range idx {
+		if i != j {
+			return false
+		}
+	}
+	return true
+}
+
+// groups splits the keys of a batch into groups, leaving out (and
+// recording in fails) the keys that are invalid. idx names the positions
+// of keys the batch reads (a ring shard's share of a larger batch); nil
+// means all of them. On a standalone server whose keys are all valid the
+// one group is idx itself, or 0..len(keys)-1: a batch of n keys costs one
+// slice of n positions, no more.
+func (s *Store) groups(cn *conn, keys []string, idx []int, fails *failures) []group {
+	n := len(keys)
+	if idx != nil {
+		n = len(idx)
+	}
+	at := func(j int) int {
+		if idx == nil {
+			return j
+		}
+		return idx[j]
+	}
+	if !cn.cluster {
+		g := group{idx: idx}
+		for j := 0; j < n; j++ {
+			if err := store.CheckKey(keys[at(j)]); err != nil {
+				g.idx = validOnly(keys, idx, n, fails)
+				break
+			}
+		}
+		if g.idx == nil {
+			g.idx = make([]int, n)
+			for j := range g.idx {
+				g.idx[j] = j
+			}
+		}
+		if len(g.idx) == 0 {
+			return nil
+		}
+		return []group{g}
+	}
+	var out []group
+	bySlot := make(map[uint16]int)
+	for j := 0; j < n; j++ {
+		i := at(j)
+		k := keys[i]
 		if err := store.CheckKey(k); err != nil {
 			fails.add(k, "", err)
-			continue
-		}
-		if !cn.cluster {
-			if len(out) == 0 {
-				out = append(out, group{idx: make([]int, 0, n)})
-			}
-			out[0].idx = append(out[0].idx, i)
 			continue
 		}
 		sl := hashslot.Of(k)
@@ -61,6 +106,24 @@ func (s *Store) groups(cn *conn, n int, key func(int) string, fails *failures) [
 			out = append(out, group{slot: sl})
 		}
 		out[g].idx = append(out[g].idx, i)
+	}
+	return out
+}
+
+// validOnly is the positions of the valid keys among the n named by idx
+// (all keys when nil), recording the invalid ones in fails: never nil.
+func validOnly(keys []string, idx []int, n int, fails *failures) []int {
+	out := make([]int, 0, n)
+	for j := 0; j < n; j++ {
+		i := j
+		if idx != nil {
+			i = idx[j]
+		}
+		if err := store.CheckKey(keys[i]); err != nil {
+			fails.add(keys[i], "", err)
+			continue
+		}
+		out = append(out, i)
 	}
 	return out
 }
@@ -114,13 +177,38 @@ func (s *Store) GetMany(ctx context.Context, keys []string) ([][]byte, error) {
 	return s.getManyOn(ctx, cn, keys)
 }
 
+// GetManyAt is GetMany for a part of a larger batch, for a store that
+// spreads one batch over several Stores (a ring's shards): it reads
+// keys[i] for every i in idx and sets vals[i] (aligned with keys) to its
+// value, leaving it nil for a missing key; the other elements of vals are
+// not touched, so several Stores may fill one vals at once. The error
+// names only keys of idx.
+func (s *Store) GetManyAt(ctx context.Context, keys []string, idx []int, vals [][]byte) error {
+	cn, err := s.ready(ctx)
+	if err != nil {
+		return err
+	}
+	fails := failures{op: "get", n: len(idx)}
+	s.mget(ctx, cn, keys, idx, &fails, func(i int, v []byte) { vals[i] = v })
+	return fails.result(ctx)
+}
+
 // getManyOn is GetMany on the client cn.
 func (s *Store) getManyOn(ctx context.Context, cn *conn, keys []string) ([][]byte, error) {
 	vals := make([][]byte, len(keys))
 	fails := failures{op: "get", n: len(keys)}
-	groups := s.groups(cn, len(keys), func(i int) string { return keys[i] }, &fails)
+	s.mget(ctx, cn, keys, nil, &fails, func(i int, v []byte) { vals[i] = v })
+	return vals, fails.result(ctx)
+}
+
+// mget reads keys[i] for every i in idx (every key when idx is nil) with
+// one MGET per hash slot, pipelined, and hands each value found to
+// put(i, value) (never nil: an empty value is empty, not nil); a missing
+// key is not handed over, a failed one is recorded in fails.
+func (s *Store) mget(ctx context.Context, cn *conn, keys []string, idx []int, fails *failures, put func(i int, v []byte)) {
+	groups := s.groups(cn, keys, idx, fails)
 	if len(groups) == 0 {
-		return vals, fails.result(ctx)
+		return
 	}
 	cmds := perGroup(groups, keys, func(k []string) rueidis.Completed { return cn.c.B().Mget().Key(k...).Build() })
 	var split []int // keys of groups that met TRYAGAIN
@@ -143,25 +231,24 @@ func (s *Store) getManyOn(ctx context.Context, cn *conn, keys []string) ([][]byt
 			continue
 		}
 		for j, i := range grp.idx {
-			s.gotValue(vals, i, keys[i], arr[j].AsBytes, &fails)
+			s.gotValue(i, keys[i], arr[j].AsBytes, fails, put)
 		}
 	}
 	if len(split) > 0 {
 		res := s.oneByOne(ctx, cn, keys, split, func(k string) rueidis.Completed { return cn.c.B().Get().Key(k).Build() })
 		for j, i := range split {
-			s.gotValue(vals, i, keys[i], res[j].AsBytes, &fails)
+			s.gotValue(i, keys[i], res[j].AsBytes, fails, put)
 		}
 	}
-	return vals, fails.result(ctx)
 }
 
-// gotValue stores the answer for keys[i] in vals[i], nil for a missing
-// key, or records its failure.
-func (s *Store) gotValue(vals [][]byte, i int, key string, answer func() ([]byte, error), fails *failures) {
+// gotValue hands the answer for keys[i] to put, or records its failure;
+// a missing key is neither.
+func (s *Store) gotValue(i int, key string, answer func() ([]byte, error), fails *failures, put func(i int, v []byte)) {
 	b, err := answer()
 	switch {
 	case err == nil:
-		vals[i] = nonNil(b)
+		put(i, nonNil(b))
 	case rueidis.IsRedisNil(err):
 	default:
 		addr := s.addrOf(key)
@@ -246,7 +333,7 @@ func (s *Store) DeleteMany(ctx context.Context, keys []string) error {
 		return err
 	}
 	fails := failures{op: "delete", n: len(keys)}
-	groups := s.groups(cn, len(keys), func(i int) string { return keys[i] }, &fails)
+	groups := s.groups(cn, keys, nil, &fails)
 	if len(groups) == 0 {
 		return fails.result(ctx)
 	}

@@ -98,7 +98,7 @@ func (s *Store) releaseOrphans() {
 				execs[i] = rueidis.LuaExec{Keys: []string{o.lease.Key}, Args: []string{string(o.lease.Token)}}
 			}
 			ctx, cancel := context.WithTimeout(s.bgCtx, time.Second)
-			for i, r := range releaseScript.ExecMulti(ctx, cn.c, execs...) {
+			for i, r := range releaseScript.execMulti(ctx, cn.c, execs) {
 				if err := r.Error(); err != nil && time.Since(batch[i].since) < orphanMaxAge {
 					again = append(again, batch[i])
 				} else if err == nil {

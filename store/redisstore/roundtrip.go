@@ -46,15 +46,15 @@ func (s *Store) doMulti(ctx context.Context, cn *conn, cmds []rueidis.Completed)
 	return res
 }
 
-// execMulti is script.ExecMulti reporting its server batches (one per
+// execMulti is script.execMulti reporting its server batches (one per
 // server: EVALSHA of the script per key) like doMulti.
-func (s *Store) execMulti(ctx context.Context, cn *conn, script *rueidis.Lua, execs []rueidis.LuaExec) []rueidis.RedisResult {
+func (s *Store) execMulti(ctx context.Context, cn *conn, script *script, execs []rueidis.LuaExec) []rueidis.RedisResult {
 	rt := store.RoundTrips(ctx)
 	if rt == nil {
-		return script.ExecMulti(ctx, cn.c, execs...)
+		return script.execMulti(ctx, cn.c, execs)
 	}
 	start := time.Now()
-	res := script.ExecMulti(ctx, cn.c, execs...)
+	res := script.execMulti(ctx, cn.c, execs)
 	end := time.Now()
 	var b batches
 	for i := range execs {

@@ -62,7 +62,7 @@ func (s *Store) invalidateWaiting(ctx context.Context, keys []string) (handled b
 		return true, s.waitGroup(ctx, cn, keys, s.waitReplicas)
 	}
 	fails := failures{op: "invalidate", n: len(keys)}
-	groups := s.groups(cn, len(keys), func(i int) string { return keys[i] }, &fails)
+	groups := s.groups(cn, keys, nil, &fails)
 	s.wrote(keys...)
 	var plain []string // keys whose master has no replica to wait for
 	var mu sync.Mutex

@@ -167,7 +167,10 @@ func loaded(ctx context.Context) {
 // rueidisaside serves hits from its client-side cache). The figures are loader calls per invalidation (the
 // load the database sees), the waits of the reads that had to wait for
 // someone's load (p50, p99), and the cache server's CPU time per
-// invalidation (INFO cpu, user + sys), for kura with and without leases,
+// invalidation (INFO cpu, user + sys), and on Redis the share of
+// invalidations that removed something (a value or a lease; one that
+// finds the key empty costs no load) and the loads per such invalidation,
+// for kura with and without leases,
 // go-redis/cache Once and rueidisaside on one Redis, and kura with and
 // without leases on memcached, side by side in one run. Each
 // sub-benchmark runs for 5 s (20 s under KURA_SOAK=1) whatever b.N; run
@@ -254,6 +257,7 @@ func runStorm(b *testing.B, a stormArgs, exe string, db, r *servers.Redis) {
 	if err := g.Go(); err != nil {
 		b.Fatal(err)
 	}
+	removed := countRemovals(ctx, b, a, r)
 	cpu0 := serverCPU(ctx, b, a, r)
 	start := time.Now()
 	tick := time.NewTicker(10 * time.Millisecond)
@@ -278,6 +282,8 @@ func runStorm(b *testing.B, a stormArgs, exe string, db, r *servers.Redis) {
 	}
 	elapsed := time.Since(start)
 	cpu := serverCPU(ctx, b, a, r) - cpu0
+	time.Sleep(50 * time.Millisecond) // the last invalidations' events
+	emptied := removed()
 	var reads, errs int64
 	var waits []int64
 	for _, rep := range reps {
@@ -308,8 +314,56 @@ func runStorm(b *testing.B, a stormArgs, exe string, db, r *servers.Redis) {
 	b.ReportMetric(pct(0.99), "wait-p99-ms")
 	if a.Backend == "redis" {
 		b.ReportMetric(cpu.Seconds()*1e6/float64(invalidations), "server-cpu-us/invalidation")
+		b.ReportMetric(float64(emptied)/float64(invalidations), "removing/invalidation")
+		b.ReportMetric(float64(loads)/float64(max(emptied, 1)), "loads/removing-invalidation")
 	}
 	b.ReportMetric(float64(errs), "errors")
+}
+
+// countRemovals counts, on Redis, the deletions of the hot key that
+// removed something (a value or a lease placeholder): Redis sends a
+// keyspace event "del" only for a key that existed. An invalidation that
+// finds the key empty (nobody reloaded it since the one before) costs no
+// load; this tells those apart from loads saved otherwise. The returned
+// func stops counting and returns the count.
+func countRemovals(ctx context.Context, b *testing.B, a stormArgs, r *servers.Redis) func() int64 {
+	if a.Backend != "redis" {
+		return func() int64 { return 0 }
+	}
+	// "g" alone: DEL's events, not SET's (the fills), so the count costs
+	// the server nothing per read or fill.
+	if _, err := r.Do(ctx, "CONFIG", "SET", "notify-keyspace-events", "Kg"); err != nil {
+		b.Fatal(err)
+	}
+	sub, err := openDB(redisAddr(r.URL()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var n atomic.Int64
+	subbed := make(chan struct{})
+	var once sync.Once
+	sctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = sub.Receive(rueidis.WithOnSubscriptionHook(sctx, func(rueidis.PubSubSubscription) { once.Do(func() { close(subbed) }) }),
+			sub.B().Subscribe().Channel("__keyspace@0__:"+a.key("hot")).Build(), func(m rueidis.PubSubMessage) {
+				if m.Message == "del" {
+					n.Add(1)
+				}
+			})
+	}()
+	select {
+	case <-subbed:
+	case <-time.After(10 * time.Second):
+		b.Fatal("no keyspace subscription within 10 s")
+	}
+	return func() int64 {
+		cancel()
+		<-done
+		sub.Close()
+		return n.Load()
+	}
 }
 
 // serverCPU is the cache server's CPU time so far: -1 on memcached (not
