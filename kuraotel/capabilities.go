@@ -221,21 +221,6 @@ func (s *Store) GetPrefix(ctx context.Context, key string, max int) ([]byte, int
 	return b, n, err
 }
 
-// WatchedLeaseGet implements store.LeaseWaker: the wrapped store's
-// watched lease read, traced as LeaseGet; watched is false when it cannot
-// watch (its results are then plain LeaseGet's).
-func (s *Store) WatchedLeaseGet(ctx context.Context, keys []string, opts store.LeaseOptions) ([]store.LeaseResult, bool, error) {
-	w, ok := s.WrappedWaker()
-	if !ok { // no leases (LeaseGet says so) or no wake-ups
-		res, err := s.LeaseGet(ctx, keys, opts)
-		return res, false, err
-	}
-	ctx, c := s.start(ctx, "LeaseGet", first(keys), len(keys))
-	r, watched, err := w.WatchedLeaseGet(ctx, keys, opts)
-	c.end(err)
-	return r, watched, err
-}
-
 // WalkNodes implements store.KeyWalker when the wrapped store has it (not
 // traced: the walkers of tools use connections of their own).
 func (s *Store) WalkNodes(ctx context.Context) (string, []store.NodeWalker, error) {
