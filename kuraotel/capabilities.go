@@ -12,18 +12,13 @@ import (
 // The capabilities of the wrapped store, each passed through the
 // wrapper: traced where it moves data, plain where it only reports.
 
-// The capabilities kuraotel passes through only when the wrapped store
-// has them (Has): the ones with no way to report "not here" other than
-// being absent. The rest (the batch calls, leases, lease wake-ups,
-// tracking) it always implements, reporting through CanLease, watched and
-// Tracking when the wrapped store lacks them, as store/health does.
-var passedThrough = []reflect.Type{
-	reflect.TypeFor[store.NodeLocator](), reflect.TypeFor[store.NodeProber](),
-	reflect.TypeFor[store.HealthReporter](), reflect.TypeFor[store.ConnReporter](),
-	reflect.TypeFor[store.MaxValueSizer](), reflect.TypeFor[store.Pinger](),
-	reflect.TypeFor[store.MetaReader](), reflect.TypeFor[store.PrefixReader](),
-	reflect.TypeFor[store.KeyWalker](),
-}
+// kuraotel passes NodeLocator, NodeProber, HealthReporter, ConnReporter,
+// MaxValueSizer, Pinger, MetaReader, PrefixReader and KeyWalker through
+// only when the wrapped store has them (Has): they have no way to report
+// "not here" other than being absent. The rest (the batch calls, leases,
+// lease wake-ups, tracking) it always implements, reporting through
+// CanLease, watched and Tracking when the wrapped store lacks them, as
+// store/health does.
 
 // always are the methods of the capabilities Store always has.
 var always = func() map[string]bool {
