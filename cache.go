@@ -255,7 +255,9 @@ func (c *Cache[V]) Set(ctx context.Context, key string, v V, ttl time.Duration) 
 	if err != nil {
 		return err
 	}
-	b, err := c.p.Encode(key, v, codec.Fields{})
+	buf := readthrough.GetEncBuf() // reused once the store's Set returned
+	defer readthrough.PutEncBuf(buf)
+	b, err := c.p.EncodeTo(buf, key, v, codec.Fields{})
 	if err != nil {
 		return err
 	}
@@ -299,12 +301,14 @@ func (c *Cache[V]) SetMany(ctx context.Context, items map[string]V, ttl time.Dur
 	}
 	be := store.BatchError{Op: "set"}
 	batch := make([]store.Item, 0, len(items))
+	buf := readthrough.GetEncBuf() // every item's bytes: reused once SetMany returned
+	defer readthrough.PutEncBuf(buf)
 	for k, v := range items {
 		if err := store.CheckKey(k); err != nil {
 			be.Add(k, err)
 			continue
 		}
-		b, err := c.p.Encode(k, v, codec.Fields{})
+		b, err := c.p.EncodeTo(buf, k, v, codec.Fields{})
 		if err != nil {
 			be.Add(k, err)
 			continue

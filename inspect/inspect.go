@@ -155,7 +155,7 @@ func Key(ctx context.Context, st store.Store, key string, opts Options) (Report,
 	} else {
 		r = Bytes(key, raw, opts)
 	}
-	if mr, ok := st.(store.MetaReader); ok {
+	if mr, ok := store.Find[store.MetaReader](st); ok {
 		if m, err := mr.KeyMeta(ctx, key); err == nil {
 			if m.NoTTL {
 				r.NoTTL = true

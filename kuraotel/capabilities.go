@@ -2,8 +2,8 @@ package kuraotel
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"reflect"
 	"time"
 
 	"github.com/kuracache/kura/store"
@@ -12,29 +12,48 @@ import (
 // The capabilities of the wrapped store, each passed through the
 // wrapper: traced where it moves data, plain where it only reports.
 
-var (
-	errNoLeases   = errors.New("kuraotel: the wrapped store has no lease capability (store.Leaser)")
-	errNoTracking = errors.New("kuraotel: the wrapped store has no tracking capability (store.Tracker)")
-	errNoMeta     = errors.New("kuraotel: the wrapped store cannot read key metadata (store.MetaReader)")
-	errNoPrefix   = errors.New("kuraotel: the wrapped store cannot read a value's prefix (store.PrefixReader)")
-)
+// kuraotel passes NodeLocator, NodeProber, HealthReporter, ConnReporter,
+// MaxValueSizer, Pinger, MetaReader, PrefixReader and KeyWalker through
+// only when the wrapped store has them (Has): they have no way to report
+// "not here" other than being absent. The rest (the batch calls, leases,
+// lease wake-ups, tracking) it always implements, reporting through
+// CanLease, watched and Tracking when the wrapped store lacks them, as
+// store/health does.
 
-// CanLease reports whether the wrapped store has leases.
-func (s *Store) CanLease() bool {
-	_, ok := store.FindLeaser(s.inner)
-	return ok
-}
-
-func (s *Store) leaser() (store.Leaser, error) {
-	if l, ok := store.FindLeaser(s.inner); ok {
-		return l, nil
+// always are the methods of the capabilities Store always has.
+var always = func() map[string]bool {
+	m := map[string]bool{}
+	for _, t := range []reflect.Type{
+		reflect.TypeFor[store.Store](), reflect.TypeFor[store.Wrapper](), reflect.TypeFor[store.Batcher](),
+		reflect.TypeFor[store.Leaser](), reflect.TypeFor[store.LeaseCapable](), reflect.TypeFor[store.LeaseWaker](),
+		reflect.TypeFor[store.Tracker](), reflect.TypeFor[store.Capable](),
+	} {
+		for i := range t.NumMethod() {
+			m[t.Method(i).Name] = true
+		}
 	}
-	return nil, fmt.Errorf("%w: %T", errNoLeases, s.inner)
+	return m
+}()
+
+// Has implements store.Capable: Store has a capability it passes through
+// (store.MetaReader, store.KeyWalker, store.Pinger, ...) exactly when the
+// wrapped store has it, so that the wrapper never hides one and never
+// invents one. c is an interface type.
+func (s *Store) Has(c reflect.Type) bool {
+	if c == nil || c.Kind() != reflect.Interface {
+		return false
+	}
+	for i := range c.NumMethod() {
+		if !always[c.Method(i).Name] {
+			return store.Has(s.Unwrap(), c)
+		}
+	}
+	return true
 }
 
 // LeaseGet implements store.Leaser.
 func (s *Store) LeaseGet(ctx context.Context, keys []string, opts store.LeaseOptions) ([]store.LeaseResult, error) {
-	l, err := s.leaser()
+	l, err := s.WrappedLeaser()
 	if err != nil {
 		return nil, err
 	}
@@ -46,7 +65,7 @@ func (s *Store) LeaseGet(ctx context.Context, keys []string, opts store.LeaseOpt
 
 // Fill implements store.Leaser.
 func (s *Store) Fill(ctx context.Context, fills []store.Fill) error {
-	l, err := s.leaser()
+	l, err := s.WrappedLeaser()
 	if err != nil {
 		return err
 	}
@@ -62,7 +81,7 @@ func (s *Store) Fill(ctx context.Context, fills []store.Fill) error {
 
 // Release implements store.Leaser.
 func (s *Store) Release(ctx context.Context, leases []store.Lease) error {
-	l, err := s.leaser()
+	l, err := s.WrappedLeaser()
 	if err != nil {
 		return err
 	}
@@ -78,7 +97,7 @@ func (s *Store) Release(ctx context.Context, leases []store.Lease) error {
 
 // Invalidate implements store.Leaser.
 func (s *Store) Invalidate(ctx context.Context, keys []string, stale time.Duration) error {
-	l, err := s.leaser()
+	l, err := s.WrappedLeaser()
 	if err != nil {
 		return err
 	}
@@ -88,36 +107,11 @@ func (s *Store) Invalidate(ctx context.Context, keys []string, stale time.Durati
 	return err
 }
 
-func (s *Store) tracker() (store.Tracker, bool) {
-	t, ok := store.Find[store.Tracker](s.inner)
-	return t, ok && t.Tracking()
-}
-
-// Tracking reports whether the wrapped store's server reports changes.
-func (s *Store) Tracking() bool {
-	_, ok := s.tracker()
-	return ok
-}
-
-// Tracks reports whether the wrapped store reports changes of key.
-func (s *Store) Tracks(key string) bool {
-	t, ok := s.tracker()
-	return ok && t.Tracks(key)
-}
-
-// Subscribe registers fn with the wrapped store's reports.
-func (s *Store) Subscribe(fn func(keys []string)) (cancel func()) {
-	if t, ok := s.tracker(); ok {
-		return t.Subscribe(fn)
-	}
-	return func() {}
-}
-
 // GetTracked implements store.Tracker.
 func (s *Store) GetTracked(ctx context.Context, key string) ([]byte, error) {
-	t, ok := s.tracker()
-	if !ok {
-		return nil, fmt.Errorf("%w: %T", errNoTracking, s.inner)
+	t, err := s.WrappedTracker()
+	if err != nil {
+		return nil, err
 	}
 	ctx, c := s.start(ctx, "GetTracked", key, 1)
 	b, err := t.GetTracked(ctx, key)
@@ -127,9 +121,9 @@ func (s *Store) GetTracked(ctx context.Context, key string) ([]byte, error) {
 
 // GetManyTracked implements store.Tracker.
 func (s *Store) GetManyTracked(ctx context.Context, keys []string) ([][]byte, error) {
-	t, ok := s.tracker()
-	if !ok {
-		return nil, fmt.Errorf("%w: %T", errNoTracking, s.inner)
+	t, err := s.WrappedTracker()
+	if err != nil {
+		return nil, err
 	}
 	ctx, c := s.start(ctx, "GetManyTracked", first(keys), len(keys))
 	v, err := t.GetManyTracked(ctx, keys)
@@ -161,7 +155,7 @@ func (s *Store) ProbeNode(ctx context.Context, addr string) error {
 	if p, ok := store.Find[store.NodeProber](s.inner); ok {
 		return p.ProbeNode(ctx, addr)
 	}
-	return fmt.Errorf("kuraotel: %T cannot probe its nodes (store.NodeProber)", s.inner)
+	return fmt.Errorf("%w: %T cannot probe its nodes (store.NodeProber)", store.ErrNotCapable, s.inner)
 }
 
 // NodeHealth returns the wrapped store's node health (nil without a
@@ -201,8 +195,8 @@ func (s *Store) Ping(ctx context.Context) error {
 // KeyMeta implements store.MetaReader.
 func (s *Store) KeyMeta(ctx context.Context, key string) (store.KeyMeta, error) {
 	m, ok := store.Find[store.MetaReader](s.inner)
-	if !ok {
-		return store.KeyMeta{}, fmt.Errorf("%w: %T", errNoMeta, s.inner)
+	if !ok { // not called through Find: Has says no
+		return store.KeyMeta{}, fmt.Errorf("%w: %T cannot describe a key (store.MetaReader)", store.ErrNotCapable, s.inner)
 	}
 	ctx, c := s.start(ctx, "KeyMeta", key, 1)
 	km, err := m.KeyMeta(ctx, key)
@@ -213,11 +207,20 @@ func (s *Store) KeyMeta(ctx context.Context, key string) (store.KeyMeta, error) 
 // GetPrefix implements store.PrefixReader.
 func (s *Store) GetPrefix(ctx context.Context, key string, max int) ([]byte, int64, error) {
 	p, ok := store.Find[store.PrefixReader](s.inner)
-	if !ok {
-		return nil, 0, fmt.Errorf("%w: %T", errNoPrefix, s.inner)
+	if !ok { // not called through Find: Has says no
+		return nil, 0, fmt.Errorf("%w: %T cannot read a value's prefix (store.PrefixReader)", store.ErrNotCapable, s.inner)
 	}
 	ctx, c := s.start(ctx, "GetPrefix", key, 1)
 	b, n, err := p.GetPrefix(ctx, key, max)
 	c.end(err)
 	return b, n, err
+}
+
+// WalkNodes implements store.KeyWalker when the wrapped store has it (not
+// traced: the walkers of tools use connections of their own).
+func (s *Store) WalkNodes(ctx context.Context) (string, []store.NodeWalker, error) {
+	if w, ok := store.Find[store.KeyWalker](s.inner); ok {
+		return w.WalkNodes(ctx)
+	}
+	return "", nil, fmt.Errorf("%w: %T", store.ErrCannotWalk, s.inner)
 }

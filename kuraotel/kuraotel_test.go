@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
 	"github.com/kuracache/kura"
 	"github.com/kuracache/kura/internal/harness/proctest"
 	"github.com/kuracache/kura/internal/harness/servers"
@@ -415,5 +417,58 @@ func TestBackgroundRefresh(t *testing.T) {
 	}
 	if !strings.Contains(tree(r.spans(), "kura.refresh"), "  kura.load\n") {
 		t.Errorf("refresh tree:\n%s", tree(r.spans(), "kura.refresh"))
+	}
+}
+
+// TestGetOutcome: a kura.Get span says what the read found, as a
+// kura.Fetch does: miss (nothing cached: ErrNotFound, not an error),
+// hit, negative_hit (cached as absent), l1_hit.
+func TestGetOutcome(t *testing.T) {
+	for _, l1 := range []bool{false, true} {
+		t.Run(fmt.Sprintf("L1 %v", l1), func(t *testing.T) {
+			r := newRecorder(t)
+			ms, _ := memstore.New(memstore.Options{})
+			opts := kura.Options{}
+			if l1 {
+				opts.L1 = kura.L1Options{MaxBytes: 1 << 20, MaxStaleness: time.Minute}
+			}
+			c := newCache[string](t, ms, r, opts)
+			bg := context.Background()
+			if err := c.Set(bg, "present", "v", time.Minute); err != nil {
+				t.Fatal(err)
+			}
+			absent := func(context.Context, string) (string, error) { return "", kura.ErrNotFound }
+			if _, err := c.Fetch(bg, "absent", time.Minute, absent); !errors.Is(err, kura.ErrNotFound) {
+				t.Fatalf("Fetch of an absent key = %v", err)
+			}
+			get := func(key string) tracetest.SpanStub {
+				t.Helper()
+				r.exp.Reset()
+				ctx, req := r.request(bg)
+				_, _ = c.Get(ctx, key)
+				req.End()
+				s := r.named("kura.Get")
+				if len(s) != 1 {
+					t.Fatalf("%d kura.Get spans", len(s))
+				}
+				return s[0]
+			}
+			want := map[string]string{"nothing": "miss", "present": "hit", "absent": "negative_hit"}
+			if l1 {
+				// The first Get fills the L1; the second is served by it.
+				get("present")
+				get("absent")
+				want["present"], want["absent"] = "l1_hit", "l1_hit"
+			}
+			for key, outcome := range want {
+				s := get(key)
+				if got := mustAttr(t, s, "kura.outcome").AsString(); got != outcome {
+					t.Errorf("Get(%s): kura.outcome = %q, want %q", key, got, outcome)
+				}
+				if s.Status.Code.String() == "Error" {
+					t.Errorf("Get(%s): status %v: an answer is not an error", key, s.Status)
+				}
+			}
+		})
 	}
 }

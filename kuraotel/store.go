@@ -31,16 +31,20 @@ type StoreOptions struct {
 
 // Store is a store.Store that records a span per call and, under it, a
 // span per server batch that the wrapped store reports
-// (store.RoundTrips). It passes every capability of the wrapped store
-// through itself (the store.Wrapper rule): a capability found through it
-// is traced, and one the wrapped store lacks is reported as missing the
-// way store/health does (CanLease, Tracking).
+// (store.RoundTrips). It has exactly the capabilities of the wrapped store
+// and passes each through itself (the store.Wrapper rule): a capability
+// found through it is traced; one the wrapped store lacks is reported as
+// missing the way store/health does (CanLease, Tracking, LeaseWaker's
+// watched) or, for those that cannot report it, is not found at all
+// (store.Capable: store.Find of a store.MetaReader over memstore finds
+// none).
 type Store struct {
-	inner  store.Store
-	tr     trace.Tracer
-	system attribute.KeyValue
-	ops    map[string]string // store method -> the server's command, single-key calls
-	root   bool
+	store.Forward // Unwrap, and the pass-through of tracking and leases
+	inner         store.Store
+	tr            trace.Tracer
+	system        attribute.KeyValue
+	ops           map[string]string // store method -> the server's command, single-key calls
+	root          bool
 }
 
 var (
@@ -58,6 +62,9 @@ var (
 	_ store.Pinger         = (*Store)(nil)
 	_ store.MetaReader     = (*Store)(nil)
 	_ store.PrefixReader   = (*Store)(nil)
+	_ store.KeyWalker      = (*Store)(nil)
+	_ store.LeaseWaker     = (*Store)(nil)
+	_ store.Capable        = (*Store)(nil)
 )
 
 // WrapStore returns s with spans. Put it outermost (around
@@ -80,7 +87,7 @@ func WrapStore(s store.Store, opts StoreOptions) *Store {
 	default: // a store without a wire protocol kuraotel knows: its methods
 		ops = map[string]string{"Get": "Get", "Set": "Set", "Delete": "Delete", "GetTracked": "GetTracked"}
 	}
-	return &Store{inner: s, tr: tp.Tracer(ScopeName, trace.WithInstrumentationVersion(SemconvVersion),
+	return &Store{Forward: store.NewForward(s), inner: s, tr: tp.Tracer(ScopeName, trace.WithInstrumentationVersion(SemconvVersion),
 		trace.WithSchemaURL(semconv.SchemaURL)), system: semconv.DBSystemNameKey.String(sys), ops: ops, root: opts.RootSpans}
 }
 
@@ -102,9 +109,6 @@ func systemOf(s store.Store) string {
 	}
 	return "other"
 }
-
-// Unwrap returns the wrapped store.
-func (s *Store) Unwrap() store.Store { return s.inner }
 
 // call is one traced store call.
 type call struct {

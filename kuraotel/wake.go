@@ -12,13 +12,11 @@ var _ store.LeaseWaker = (*Store)(nil)
 // watched lease read, traced as LeaseGet is. When the wrapped store has
 // leases without server reports (memcached), it is LeaseGet and watched
 // is false: the Cache's waiters poll, as they would without the wrapper.
+// (WatchLeases comes with store.Forward: reports are the server's, not a
+// request's, and are not traced.)
 func (s *Store) WatchedLeaseGet(ctx context.Context, keys []string, opts store.LeaseOptions) ([]store.LeaseResult, bool, error) {
-	l, err := s.leaser()
-	if err != nil {
-		return nil, false, err
-	}
-	w, ok := l.(store.LeaseWaker)
-	if !ok {
+	w, ok := s.WrappedWaker()
+	if !ok { // no leases (LeaseGet says so) or no wake-ups
 		r, err := s.LeaseGet(ctx, keys, opts)
 		return r, false, err
 	}
@@ -26,15 +24,4 @@ func (s *Store) WatchedLeaseGet(ctx context.Context, keys []string, opts store.L
 	r, watched, err := w.WatchedLeaseGet(ctx, keys, opts)
 	c.end(err)
 	return r, watched, err
-}
-
-// WatchLeases registers fn with the wrapped store's lease reports (not
-// traced: reports are the server's, not a request's).
-func (s *Store) WatchLeases(fn func(keys []string)) (cancel func()) {
-	if l, err := s.leaser(); err == nil {
-		if w, ok := l.(store.LeaseWaker); ok {
-			return w.WatchLeases(fn)
-		}
-	}
-	return func() {}
 }

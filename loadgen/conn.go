@@ -7,9 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"time"
 
+	"github.com/kuracache/kura/internal/redial"
 	"github.com/kuracache/kura/internal/wire"
 	"github.com/kuracache/kura/store/storeurl"
 )
@@ -82,23 +82,9 @@ func dial(ctx context.Context, s *settings, addr string) (*conn, error) {
 func dialError(t Target, addr string, err error) error {
 	var certErr *tls.CertificateVerificationError
 	if errors.As(err, &certErr) {
-		return fmt.Errorf("cannot connect to %s at %s: %v (trust its CA with --tls-ca FILE, or skip verification with --insecure)", t.Kind, addr, rootCause(err))
+		return fmt.Errorf("cannot connect to %s at %s: %v (trust its CA with --tls-ca FILE, or skip verification with --insecure)", t.Kind, addr, redial.Cause(err))
 	}
 	return storeurl.DialError(storeurl.Kind(t.Kind), addr, err)
-}
-
-// rootCause drops net.OpError's "dial tcp ...:" prefix, which repeats the
-// address the message already names.
-func rootCause(err error) error {
-	var op *net.OpError
-	if errors.As(err, &op) && op.Err != nil {
-		var sys *os.SyscallError
-		if errors.As(op.Err, &sys) {
-			return sys.Err
-		}
-		return op.Err
-	}
-	return err
 }
 
 // write sends b, keeping the connection's deadline fresh. Deadlines are
@@ -143,7 +129,7 @@ func (c *conn) redisHandshake(t Target) error {
 			return storeurl.AuthError(c.addr, re.Error(), err)
 		}
 		if err != nil {
-			return fmt.Errorf("redis at %s: AUTH failed: %v", c.addr, rootCause(err))
+			return fmt.Errorf("redis at %s: AUTH failed: %v", c.addr, redial.Cause(err))
 		}
 	}
 	v, err := c.redisDo("PING")
@@ -155,7 +141,7 @@ func (c *conn) redisHandshake(t Target) error {
 		return fmt.Errorf("redis at %s answered PING with an error: %s", c.addr, re)
 	}
 	if err != nil {
-		return fmt.Errorf("redis at %s does not answer PING: %v (is it a Redis server? memcached targets are memcached://host:port)", c.addr, rootCause(err))
+		return fmt.Errorf("redis at %s does not answer PING: %v (is it a Redis server? memcached targets are memcached://host:port)", c.addr, redial.Cause(err))
 	}
 	if s, _ := v.(string); s != "PONG" {
 		return fmt.Errorf("redis at %s answered PING with %v; is it a Redis server?", c.addr, v)

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/kuracache/kura/internal/redial"
 )
 
 type opKind uint8
@@ -319,7 +321,7 @@ func (w *worker) roundTrip(n int, closedLoop bool) error {
 			continue
 		}
 		if err := w.conns[nd].write(w.wbuf[nd], now); err != nil {
-			return fmt.Errorf("connection to %s lost: %v", w.conns[nd].addr, rootCause(err))
+			return fmt.Errorf("connection to %s lost: %v", w.conns[nd].addr, redial.Cause(err))
 		}
 	}
 	w.lat = w.lat[:0]
@@ -336,7 +338,7 @@ func (w *worker) roundTrip(n int, closedLoop bool) error {
 				if errors.Is(err, errProtocol) {
 					return fmt.Errorf("%s sent a reply kura cannot read: %v", c.addr, err)
 				}
-				return fmt.Errorf("connection to %s lost: %v", c.addr, rootCause(err))
+				return fmt.Errorf("connection to %s lost: %v", c.addr, redial.Cause(err))
 			}
 			o.pending--
 			if o.pending == 0 {

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/kuracache/kura/internal/redial"
 	"github.com/kuracache/kura/internal/wire"
 )
 
@@ -249,7 +250,7 @@ func (c *conn) memcachedHello(meta bool) error {
 	}
 	line, err := wire.ReadLine(c.r)
 	if err != nil {
-		return fmt.Errorf("memcached at %s does not answer `version`: %v (is it a memcached server?)", c.addr, rootCause(err))
+		return fmt.Errorf("memcached at %s does not answer `version`: %v (is it a memcached server?)", c.addr, redial.Cause(err))
 	}
 	if !bytes.HasPrefix(line, []byte("VERSION ")) {
 		return fmt.Errorf("memcached at %s answered `version` with %q; is it a memcached server?", c.addr, line)

@@ -67,7 +67,10 @@ func AsNodeError(err error) *NodeError {
 // database/sql never calls past a driver that lacks an interface. A
 // wrapper that lets a capability through implements it and routes the
 // calls through itself, reporting when the wrapped store cannot serve them
-// (as [LeaseCapable] and Tracker.Tracking do, driver.ErrSkip's role).
+// (as [LeaseCapable] and Tracker.Tracking do, driver.ErrSkip's role), or
+// declaring through [Capable] that it does not have them. So a wrapper
+// never hides a capability and never invents one. [Forward] is the
+// embeddable part of that pass-through.
 type Wrapper interface {
 	Unwrap() Store
 }
@@ -75,13 +78,19 @@ type Wrapper interface {
 // Find returns the first store in the chain s, s.Unwrap(), ... that
 // implements T, and whether there was one. For an interface T (a
 // capability) the search stops at the first Wrapper that does not
-// implement T: a capability found around a wrapper would bypass it (an L1
-// reading around a circuit breaker). A concrete T (*redisstore.Store,
-// say) is found anywhere in the chain: that is unwrapping, not a
-// capability.
+// implement T, or that is [Capable] and does not pass T through: a
+// capability found around a wrapper would bypass it (an L1 reading around
+// a circuit breaker), and one a wrapper only pretends to have would fail.
+// A concrete T (*redisstore.Store, say) is found anywhere in the chain:
+// that is unwrapping, not a capability.
 func Find[T any](s Store) (T, bool) {
 	for s != nil {
 		if t, ok := s.(T); ok {
+			if c, ok := s.(Capable); ok {
+				if ct := reflect.TypeFor[T](); ct.Kind() == reflect.Interface && !c.Has(ct) {
+					break // a wrapper that does not pass this one through
+				}
+			}
 			return t, true
 		}
 		w, ok := s.(Wrapper)

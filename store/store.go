@@ -32,6 +32,11 @@
 //     returning every result that succeeded; a failure of one server never
 //     hides the answers of another.
 //   - Implementations are safe for concurrent use.
+//   - Set, SetMany and Leaser.Fill keep no reference to the value slices
+//     they were given once they return (they copy them or have written
+//     them out, on every path: a timeout, a cancelled context, a failed
+//     connection): the caller reuses them (the Cache's encode buffers).
+//     Get and GetMany return slices the caller owns.
 //
 // The conformance suite in store/storetest checks all of this against every
 // backend on real servers.

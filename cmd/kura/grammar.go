@@ -65,7 +65,7 @@ func openStore(ctx context.Context, raw string) (store.Store, storeurl.Target, e
 	if err != nil {
 		return nil, t, err
 	}
-	if p, ok := st.(store.Pinger); ok {
+	if p, ok := store.Find[store.Pinger](st); ok {
 		if err := p.Ping(ctx); err != nil {
 			st.Close()
 			return nil, t, storeurl.Explain(t, err)

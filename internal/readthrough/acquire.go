@@ -340,7 +340,7 @@ func (a *acquisition[V]) stopWaiting() {
 func (a *acquisition[V]) await(ctx context.Context) ([]slot[V], error) {
 	wctx, ws := a.p.waitSpan(ctx, a.waitOn, a.reg.pending)
 	got, err := a.p.awaitFills(wctx, a.reg, a.start)
-	a.p.endWait(wctx, ws, a.start, got != nil, err)
+	a.p.endWait(ws, a.start, got, err)
 	if err != nil || got != nil {
 		return got, err
 	}
@@ -461,7 +461,9 @@ func (p *Pipeline[V]) loadFill(ctx context.Context, b *budget, j *job[V], idx []
 	}
 	start := time.Now()
 	vals, lerrs := p.callLoad(ctx, keys, ld)
-	items, of := p.fillItems(j, idx, vals, lerrs, ttl, op, start, time.Since(start), &unfilled)
+	buf := GetEncBuf() // the write-back's bytes: reused once p.fill returned
+	defer PutEncBuf(buf)
+	items, of := p.fillItems(buf, j, idx, vals, lerrs, ttl, op, start, time.Since(start), &unfilled)
 	for n, i := range idx {
 		out[i], errs[i] = vouched[V]{v: vals[n], at: start}, lerrs[n]
 	}
@@ -482,9 +484,9 @@ func (p *Pipeline[V]) loadFill(ctx context.Context, b *budget, j *job[V], idx []
 }
 
 // fillItems encodes the write-back of a load of j's keys at idx (of
-// gives each item's index in j); the leases of the keys it will not fill
-// go to unfilled.
-func (p *Pipeline[V]) fillItems(j *job[V], idx []int, vals []V, errs []error, ttl time.Duration, op Op, start time.Time, cost time.Duration, unfilled *[]store.Lease) ([]fillItem, []int) {
+// gives each item's index in j) into buf; the leases of the keys it will
+// not fill go to unfilled.
+func (p *Pipeline[V]) fillItems(buf *EncBuf, j *job[V], idx []int, vals []V, errs []error, ttl time.Duration, op Op, start time.Time, cost time.Duration, unfilled *[]store.Lease) ([]fillItem, []int) {
 	items, of := make([]fillItem, 0, len(idx)), make([]int, 0, len(idx))
 	for n, i := range idx {
 		f := fillItem{key: j.keys[i]}
@@ -495,11 +497,11 @@ func (p *Pipeline[V]) fillItems(j *job[V], idx []int, vals []V, errs []error, tt
 		case j.fill != nil && !j.fill[i]:
 			continue
 		case errors.Is(errs[n], store.ErrNotFound) && p.cfg.NegativeTTL >= 0:
-			f.data, f.ttl = p.encodeNegative(), p.cfg.Jitter(p.cfg.NegativeTTL)
+			f.data, f.ttl = p.encodeNegative(buf), p.cfg.Jitter(p.cfg.NegativeTTL)
 		case errs[n] == nil:
 			f.ttl = p.cfg.Jitter(ttl)
 			var err error
-			if f.data, err = p.Encode(f.key, vals[n], p.refreshFields(start, f.ttl, cost)); err == nil {
+			if f.data, err = p.EncodeTo(buf, f.key, vals[n], p.refreshFields(start, f.ttl, cost)); err == nil {
 				break
 			}
 			p.report(op, f.key, err)

@@ -2,11 +2,11 @@ package readthrough
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"sync"
 	"time"
 
 	"github.com/kuracache/kura/codec"
@@ -39,25 +39,72 @@ var errNoValue = fmt.Errorf("no value: %w", store.ErrNotFound)
 // and the write time are always set) and enforces the size guards. It
 // never logs or returns the value itself.
 func (p *Pipeline[V]) Encode(key string, v V, f codec.Fields) ([]byte, error) {
+	return p.encode(nil, key, v, f)
+}
+
+// EncodeTo is Encode appending to buf: the result is the bytes it added,
+// capped so that a store appending to them cannot reach the next value.
+// They stay valid until buf is put back (PutEncBuf).
+func (p *Pipeline[V]) EncodeTo(buf *EncBuf, key string, v V, f codec.Fields) ([]byte, error) {
+	start := len(buf.b)
+	b, err := p.encode(buf.b, key, v, f)
+	if err != nil {
+		return nil, err
+	}
+	buf.b = b
+	return b[start:len(b):len(b)], nil
+}
+
+// encode is Encode appending to dst; on error it returns dst as it was.
+func (p *Pipeline[V]) encode(dst []byte, key string, v V, f codec.Fields) ([]byte, error) {
 	f.Schema, f.HasSchema = p.schema, true
 	if f.Written.IsZero() {
 		f.Written = time.Now()
 	}
-	b, h, err := p.cfg.Codec.EncodeWith(nil, v, f)
+	start := len(dst)
+	b, h, err := p.cfg.Codec.EncodeWith(dst, v, f)
 	if err != nil {
 		if errors.Is(err, codec.ErrValueTooLarge) {
 			p.st.Rejected.Add(1)
-			return nil, fmt.Errorf("%w: key %q: %w", store.ErrValueTooLarge, key, err)
+			return dst[:start], fmt.Errorf("%w: key %q: %w", store.ErrValueTooLarge, key, err)
 		}
-		return nil, fmt.Errorf("kura: encode %q: %w", key, err)
+		return dst[:start], fmt.Errorf("kura: encode %q: %w", key, err)
 	}
-	if err := p.checkSize(key, len(b)); err != nil {
-		return nil, err
+	n := len(b) - start
+	if err := p.checkSize(key, n); err != nil {
+		return b[:start], err
 	}
-	p.st.BytesW.Add(uint64(len(b)))
+	p.st.BytesW.Add(uint64(n))
 	p.st.BytesWRaw.Add(uint64(h.RawLen))
-	p.st.addDict(h.Dict, len(b))
+	p.st.addDict(h.Dict, n)
 	return b, nil
+}
+
+// EncBuf is a pooled encode buffer. Every store copies a value, or has
+// written it out, before its Set, SetMany or Fill returns (the store
+// contract, checked on every backend by storetest's CopiesValues), so the
+// buffer of a write goes back to the pool as soon as the write returned,
+// and a miss or a Set allocates no encode buffer of its own.
+type EncBuf struct{ b []byte }
+
+var encBufs = sync.Pool{New: func() any { return new(EncBuf) }}
+
+// maxPooledBuf is the largest buffer kept for reuse: a larger one (a
+// batch of large values) is left to the garbage collector, so the pool
+// does not hold its memory.
+const maxPooledBuf = 256 << 10
+
+// GetEncBuf returns an empty buffer from the pool.
+func GetEncBuf() *EncBuf { return encBufs.Get().(*EncBuf) }
+
+// PutEncBuf returns buf to the pool. Call it only once every store call
+// that carried its bytes has returned.
+func PutEncBuf(buf *EncBuf) {
+	if cap(buf.b) > maxPooledBuf {
+		buf.b = nil
+	}
+	buf.b = buf.b[:0]
+	encBufs.Put(buf)
 }
 
 func (p *Pipeline[V]) checkSize(key string, n int) error {
@@ -75,10 +122,11 @@ func (p *Pipeline[V]) checkSize(key string, n int) error {
 	return nil
 }
 
-func (p *Pipeline[V]) encodeNegative() []byte {
-	b := p.cfg.Codec.EncodeNegative(nil)
-	p.st.BytesW.Add(uint64(len(b)))
-	return b
+func (p *Pipeline[V]) encodeNegative(buf *EncBuf) []byte {
+	start := len(buf.b)
+	buf.b = p.cfg.Codec.EncodeNegative(buf.b)
+	p.st.BytesW.Add(uint64(len(buf.b) - start))
+	return buf.b[start:len(buf.b):len(buf.b)]
 }
 
 // decode decodes data, the bytes stored under key. owned says the read
@@ -162,16 +210,6 @@ func (p *Pipeline[V]) found(ctx context.Context, key string, data []byte, owned 
 // (rueidis's client-side cache); store.Store's Get, BatchGetter's GetMany
 // and Leaser's LeaseGet give theirs to the caller.
 func (p *Pipeline[V]) owned(track bool) bool { return !track || p.tracker == nil }
-
-// LeaseEntry returns a new lease placeholder with a fresh random token:
-// the bytes a lease leaves under a key on stores that write placeholders
-// (Redis), an envelope of kind lease (docs/FORMAT.md, version 2).
-func LeaseEntry() []byte {
-	var tok [16]byte
-	binary.BigEndian.PutUint64(tok[:8], rand.Uint64())
-	binary.BigEndian.PutUint64(tok[8:], rand.Uint64())
-	return codec.AppendEntry(make([]byte, 0, 24), codec.KindLease, codec.Fields{Token: string(tok[:])})
-}
 
 // IsPlaceholder reports bytes that hold no value: a lease or a tombstone.
 // Readers count them as a miss, never as a decode error, and never hand

@@ -8,7 +8,7 @@ import (
 )
 
 func TestLeaseEntry(t *testing.T) {
-	a, b := LeaseEntry(), LeaseEntry()
+	a, b := codec.NewLeaseEntry(), codec.NewLeaseEntry()
 	if bytes.Equal(a, b) {
 		t.Fatal("two leases share a token")
 	}
@@ -37,7 +37,7 @@ func TestLeaseEntry(t *testing.T) {
 // FuzzIsPlaceholder: IsPlaceholder agrees with the codec's own parser on
 // every input that parses (and never panics on the rest).
 func FuzzIsPlaceholder(f *testing.F) {
-	f.Add(LeaseEntry())
+	f.Add(codec.NewLeaseEntry())
 	f.Add(codec.AppendEntry(nil, codec.KindTombstone, codec.Fields{Token: "x"}))
 	f.Add(codec.AppendEntry(nil, codec.KindNegative, codec.Fields{}))
 	f.Add([]byte{0xC1, 'K', 2, 9, 0})

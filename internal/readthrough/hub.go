@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/kuracache/kura/codec"
 	"github.com/kuracache/kura/store"
 )
 
@@ -319,7 +320,7 @@ func (p *Pipeline[V]) pollRead(w store.LeaseWaker, keys []string) (res []store.L
 		defer cancel()
 	}
 	start := time.Now()
-	opts := store.LeaseOptions{TTL: p.cfg.LeaseTTL, Placeholder: LeaseEntry()}
+	opts := store.LeaseOptions{TTL: p.cfg.LeaseTTL, Placeholder: codec.NewLeaseEntry()}
 	if w != nil {
 		res, watched, err = w.WatchedLeaseGet(ctx, keys, opts)
 	} else {
@@ -370,6 +371,7 @@ func (p *Pipeline[V]) awaitFills(ctx context.Context, reg *waitReg, start time.T
 		if kr.err != nil {
 			p.st.Misses.Add(1)
 			p.report(OpGetMany, kr.key, kr.err)
+			p.absorbed(ctx, kr.key, kr.err)
 			slots[i].class, slots[i].failed = noFill, true
 			continue
 		}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/kuracache/kura/internal/l1"
+	"github.com/kuracache/kura/observe"
 	"github.com/kuracache/kura/store"
 )
 
@@ -19,6 +20,7 @@ func (p *Pipeline[V]) Get(ctx context.Context, key string) (V, error) {
 	var zero V
 	if p.l1 != nil {
 		if v, neg, ok := p.l1.Get(key); ok {
+			p.note(ctx, observe.L1Hit, 0)
 			return serve(key, v, neg)
 		}
 	}
@@ -38,7 +40,15 @@ func (p *Pipeline[V]) Get(ctx context.Context, key string) (V, error) {
 		p.l1.Finish(key, tok, e.v, e.negative, e.rawLen, err == nil)
 	}
 	if err != nil {
+		if errors.Is(err, store.ErrNotFound) { // a placeholder too (ErrMiss)
+			p.note(ctx, observe.Miss, 0)
+		}
 		return zero, err
+	}
+	if e.negative {
+		p.note(ctx, observe.NegativeHit, 0)
+	} else {
+		p.note(ctx, observe.Hit, 0)
 	}
 	return serve(key, e.v, e.negative)
 }

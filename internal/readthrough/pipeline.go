@@ -484,13 +484,13 @@ func (p *Pipeline[V]) leaseFail(ctx context.Context, s *slot[V], op Op, err erro
 	p.report(op, s.key, err)
 }
 
-// placeholder is a lease placeholder (LeaseEntry) that lease reads offer
+// placeholder is a lease placeholder (codec.NewLeaseEntry) that lease reads offer
 // their store. A read that took no lease with it gives it back for the
 // next read, so a hit allocates none (a token is unique to the one lease
 // it is ever taken with).
 type placeholder struct{ b []byte }
 
-var placeholders = sync.Pool{New: func() any { return &placeholder{b: LeaseEntry()} }}
+var placeholders = sync.Pool{New: func() any { return &placeholder{b: codec.NewLeaseEntry()} }}
 
 // release gives ph back unless the read may have left it under a key: a
 // failure, a key that held nothing (the store tried to take its lease),

@@ -120,12 +120,19 @@ func (p *Pipeline[V]) waitSpan(ctx context.Context, key string, n int) (context.
 	return p.start(ctx, observe.LeaseWait, key, n)
 }
 
-func (p *Pipeline[V]) endWait(ctx context.Context, sp observe.Span, start time.Time, got bool, err error) {
+// endWait ends a LeaseWait span: fail_open when the wait ran out (got
+// is nil) or its read failed for a key (the caller loads it without
+// writing back).
+func (p *Pipeline[V]) endWait(sp observe.Span, start time.Time, got []slot[V], err error) {
 	if sp == nil {
 		return
 	}
 	sp.Note(observe.LeaseWaited, observe.Since(start))
-	if !got && err == nil {
+	open := got == nil
+	for i := range got {
+		open = open || got[i].failed
+	}
+	if open && err == nil {
 		sp.Note(observe.FailOpen, 0)
 	}
 	sp.End(err)

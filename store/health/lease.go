@@ -2,35 +2,17 @@ package health
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/kuracache/kura/store"
 )
 
+// The breaker routes the lease calls through itself; CanLease and
+// WatchLeases come with store.Forward.
 var (
 	_ store.Leaser       = (*Store)(nil)
 	_ store.LeaseCapable = (*Store)(nil)
 )
-
-// errNoLeases is the error of the lease methods when the wrapped store
-// has no lease capability.
-var errNoLeases = errors.New("health: the wrapped store has no lease capability (store.Leaser)")
-
-// CanLease reports whether the wrapped store has leases (the Cache uses
-// them only then).
-func (s *Store) CanLease() bool {
-	_, ok := store.FindLeaser(s.inner)
-	return ok
-}
-
-func (s *Store) leaser() (store.Leaser, error) {
-	if l, ok := store.FindLeaser(s.inner); ok {
-		return l, nil
-	}
-	return nil, fmt.Errorf("%w: %T", errNoLeases, s.inner)
-}
 
 // leaseOp runs a lease operation on the keys of healthy nodes and fails
 // the keys of Down nodes at once (ErrNodeDown): no lease can be taken,
@@ -60,7 +42,7 @@ func (s *Store) leaseOp(op string, n int, key func(int) string, do func(idx []in
 // LeaseGet takes leases through the wrapped store for the keys of healthy
 // nodes; keys of Down nodes fail at once with ErrNodeDown.
 func (s *Store) LeaseGet(ctx context.Context, keys []string, opts store.LeaseOptions) ([]store.LeaseResult, error) {
-	l, err := s.leaser()
+	l, err := s.WrappedLeaser()
 	if err != nil {
 		return nil, err
 	}
@@ -79,7 +61,7 @@ func (s *Store) LeaseGet(ctx context.Context, keys []string, opts store.LeaseOpt
 
 // Fill fills through the wrapped store on healthy nodes.
 func (s *Store) Fill(ctx context.Context, fills []store.Fill) error {
-	l, err := s.leaser()
+	l, err := s.WrappedLeaser()
 	if err != nil {
 		return err
 	}
@@ -90,7 +72,7 @@ func (s *Store) Fill(ctx context.Context, fills []store.Fill) error {
 
 // Release gives leases up on healthy nodes.
 func (s *Store) Release(ctx context.Context, leases []store.Lease) error {
-	l, err := s.leaser()
+	l, err := s.WrappedLeaser()
 	if err != nil {
 		return err
 	}
@@ -102,7 +84,7 @@ func (s *Store) Release(ctx context.Context, leases []store.Lease) error {
 // Invalidate invalidates through the wrapped store on healthy nodes; keys
 // of Down nodes fail with ErrNodeDown (their invalidation did not happen).
 func (s *Store) Invalidate(ctx context.Context, keys []string, stale time.Duration) error {
-	l, err := s.leaser()
+	l, err := s.WrappedLeaser()
 	if err != nil {
 		return err
 	}
@@ -119,18 +101,14 @@ var _ store.LeaseWaker = (*Store)(nil)
 // watched is false when the wrapped store cannot watch (its results are
 // then plain LeaseGet's).
 func (s *Store) WatchedLeaseGet(ctx context.Context, keys []string, opts store.LeaseOptions) ([]store.LeaseResult, bool, error) {
-	l, err := s.leaser()
-	if err != nil {
-		return nil, false, err
-	}
-	w, ok := l.(store.LeaseWaker)
-	if !ok {
+	w, ok := s.WrappedWaker()
+	if !ok { // no leases (LeaseGet says so) or no wake-ups
 		res, err := s.LeaseGet(ctx, keys, opts)
 		return res, false, err
 	}
 	out := make([]store.LeaseResult, len(keys))
 	watched := false
-	err = s.leaseOp("lease", len(keys), func(i int) string { return keys[i] }, func(idx []int) error {
+	err := s.leaseOp("lease", len(keys), func(i int) string { return keys[i] }, func(idx []int) error {
 		res, wd, err := w.WatchedLeaseGet(ctx, pick(keys, idx), opts)
 		watched = wd
 		if len(res) == len(idx) {
@@ -141,14 +119,4 @@ func (s *Store) WatchedLeaseGet(ctx context.Context, keys []string, opts store.L
 		return err
 	})
 	return out, watched, err
-}
-
-// WatchLeases registers fn with the wrapped store's lease reports.
-func (s *Store) WatchLeases(fn func(keys []string)) (cancel func()) {
-	if l, err := s.leaser(); err == nil {
-		if w, ok := l.(store.LeaseWaker); ok {
-			return w.WatchLeases(fn)
-		}
-	}
-	return func() {}
 }

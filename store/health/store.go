@@ -13,11 +13,12 @@ import (
 // Store is a store.Store with a circuit breaker per node in front of
 // another store. It is safe for concurrent use.
 type Store struct {
-	inner  store.Store
-	loc    store.NodeLocator
-	m      *monitor
-	opts   Options
-	closed atomic.Bool
+	store.Forward // Unwrap, and the pass-through of tracking and leases
+	inner         store.Store
+	loc           store.NodeLocator
+	m             *monitor
+	opts          Options
+	closed        atomic.Bool
 
 	gutterHits, gutterMisses, gutterErrs atomic.Uint64
 }
@@ -51,11 +52,8 @@ func New(s store.Store, opts Options) (*Store, error) {
 	if !ok {
 		return nil, fmt.Errorf("health: %T cannot probe its nodes (store.NodeProber)", s)
 	}
-	return &Store{inner: s, loc: loc, opts: o, m: newMonitor(o, prober, prober.Nodes())}, nil
+	return &Store{Forward: store.NewForward(s), inner: s, loc: loc, opts: o, m: newMonitor(o, prober, prober.Nodes())}, nil
 }
-
-// Unwrap returns the store behind the breaker.
-func (s *Store) Unwrap() store.Store { return s.inner }
 
 var _ store.ConnReporter = (*Store)(nil)
 

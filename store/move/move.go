@@ -3,10 +3,8 @@ package move
 import (
 	"bytes"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -550,15 +548,6 @@ func (s *Store) ttlOf(v []byte) (time.Duration, bool) {
 	// memcached counts whole seconds: a copy never outlives its original
 	// by more than the rounding.
 	return left, true
-}
-
-// guardEntry is the placeholder a plain read's copy holds on the new
-// owner: a kura lease entry, which every kura reader counts as a miss.
-func guardEntry() []byte {
-	var tok [16]byte
-	binary.BigEndian.PutUint64(tok[:8], rand.Uint64())
-	binary.BigEndian.PutUint64(tok[8:], rand.Uint64())
-	return codec.AppendEntry(make([]byte, 0, 24), codec.KindLease, codec.Fields{Token: string(tok[:])})
 }
 
 // oldTag marks the leases taken on the old owner, so that their fill or

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync/atomic"
 
+	"github.com/kuracache/kura/codec"
 	"github.com/kuracache/kura/store"
 )
 
@@ -115,7 +116,9 @@ func (s *Store) warmPlain(ctx context.Context, keys []string) ([][]byte, error) 
 		s.countServed(vals, len(keys))
 		return vals, err
 	}
-	res, err := s.newL.LeaseGet(ctx, keys, store.LeaseOptions{TTL: s.guardTTL, Placeholder: guardEntry()})
+	// The guard is a kura lease entry, which every kura reader counts as
+	// a miss.
+	res, err := s.newL.LeaseGet(ctx, keys, store.LeaseOptions{TTL: s.guardTTL, Placeholder: codec.NewLeaseEntry()})
 	if err != nil && (!isBatch(err) || len(res) != len(keys)) {
 		s.st.fallbacks.Add(uint64(len(keys)))
 		return make([][]byte, len(keys)), nil // a miss, as on the new owner

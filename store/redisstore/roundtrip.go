@@ -33,7 +33,7 @@ func (s *Store) doMulti(ctx context.Context, cn *conn, cmds []rueidis.Completed)
 		if len(args) > 0 {
 			info[i].op = args[0]
 		}
-		info[i].addr, info[i].keys = s.addrOfSlot(cmds[i].Slot()), keys
+		info[i].addr, info[i].keys = s.answering(s.addrOfSlot(cmds[i].Slot())), keys
 	}
 	start := time.Now()
 	res := cn.c.DoMulti(ctx, cmds...)
@@ -60,12 +60,27 @@ func (s *Store) execMulti(ctx context.Context, cn *conn, script *script, execs [
 	for i := range execs {
 		addr := ""
 		if len(execs[i].Keys) > 0 {
-			addr = s.addrOf(execs[i].Keys[0])
+			addr = s.answering(s.addrOf(execs[i].Keys[0]))
 		}
 		b.add("EVALSHA", addr, len(execs[i].Keys), failedResult(res, i))
 	}
 	b.report(rt, start, end)
 	return res
+}
+
+// answering is the network address of the server that answers the
+// commands of node addr: addr itself, except in Sentinel mode, whose node
+// is the master set (SentinelNode): there, the primary the Store follows
+// now (as of its last look, every primaryPoll). Reads that rueidis sends
+// to a replica (Options.ReadFromReplicas) are reported with the primary's
+// address too: rueidis does not say which server answered them.
+func (s *Store) answering(addr string) string {
+	if s.masterSet != "" {
+		if p := s.primary.Load(); p != nil && *p != "" {
+			return *p
+		}
+	}
+	return addr
 }
 
 func failedResult(res []rueidis.RedisResult, i int) bool {

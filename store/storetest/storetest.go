@@ -281,6 +281,48 @@ func testCopiesValues(h *harness) {
 	}
 	copy(vals[0], "YYYYYYY")
 	h.mustGet(h.key("m"), []byte("batched"))
+
+	// The Cache reuses its encode buffers once a write returned: a store
+	// must have copied the value or written it out by then, on every path
+	// — a context that cannot be cancelled (redisstore then sends the
+	// caller's bytes without copying them), a value large enough to be
+	// written by another goroutine, a fill under a lease.
+	for _, n := range []int{8, 256 << 10} {
+		if n > h.opts.LargeValue {
+			continue
+		}
+		want := bytes.Repeat([]byte("v"), n)
+		buf := bytes.Clone(want)
+		k := h.key(fmt.Sprintf("bg-%d", n))
+		if err := h.s.Set(context.Background(), k, buf, time.Minute); err != nil {
+			h.t.Fatalf("Set(%d bytes, a context without Done) = %v", n, err)
+		}
+		clear(buf)
+		h.mustGet(k, want)
+
+		items := []store.Item{{Key: h.key(fmt.Sprintf("bgm-%d", n)), Value: bytes.Clone(want), TTL: time.Minute}}
+		if err := store.SetMany(context.Background(), h.s, items); err != nil {
+			h.t.Fatalf("SetMany(%d bytes, a context without Done) = %v", n, err)
+		}
+		clear(items[0].Value)
+		h.mustGet(items[0].Key, want)
+
+		l, ok := store.FindLeaser(h.s)
+		if !ok {
+			continue
+		}
+		lk := h.key(fmt.Sprintf("lease-%d", n))
+		r, err := l.LeaseGet(h.ctx(), []string{lk}, store.LeaseOptions{TTL: time.Minute, Placeholder: placeholder()})
+		if err != nil || len(r) != 1 || !r[0].Won {
+			h.t.Fatalf("LeaseGet of a missing key = %+v, %v", r, err)
+		}
+		fills := []store.Fill{{Lease: r[0].Lease, Value: bytes.Clone(want), TTL: time.Minute}}
+		if err := l.Fill(context.Background(), fills); err != nil {
+			h.t.Fatalf("Fill(%d bytes) = %v", n, err)
+		}
+		clear(fills[0].Value)
+		h.mustGet(lk, want)
+	}
 }
 
 func testOverwrite(h *harness) {

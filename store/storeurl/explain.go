@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/kuracache/kura/internal/redial"
 	"github.com/kuracache/kura/store"
 	"github.com/kuracache/kura/store/redisstore"
 )
@@ -52,7 +53,7 @@ func DialError(kind Kind, addr string, err error) error {
 			hint = "check the URL"
 		}
 	}
-	return &explained{fmt.Sprintf("cannot connect to %s at %s: %v (%s)", kind, addr, rootCause(err), hint), err}
+	return &explained{fmt.Sprintf("cannot connect to %s at %s: %v (%s)", kind, addr, redial.Cause(err), hint), err}
 }
 
 // AuthError is the one message for credentials a Redis server refused;
@@ -111,20 +112,6 @@ func Explain(t Target, err error) error {
 			addr = op.Addr.String()
 		}
 		return DialError(t.Kind, addr, err)
-	}
-	return err
-}
-
-// rootCause drops net.OpError's "dial tcp ...:" prefix, which repeats the
-// address the message already names.
-func rootCause(err error) error {
-	var op *net.OpError
-	if errors.As(err, &op) && op.Err != nil {
-		var sys *os.SyscallError
-		if errors.As(op.Err, &sys) {
-			return sys.Err
-		}
-		return op.Err
 	}
 	return err
 }
