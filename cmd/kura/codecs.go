@@ -42,8 +42,9 @@ dictionary per kind of value). Half of the values train the dictionaries; all
 figures are measured on the other half, which the dictionaries never saw.
 
 For each candidate (no compression, S2 (kura's default, Snappy-compatible),
-S2 better, zstd at levels 1, 3 and 7, zstd with dictionaries of 4, 16 and
-64 KiB) it reports the bytes stored (total, per-value percentiles, against
+S2 better, zstd at levels 1, 3 and 7, S2 and zstd with dictionaries of 4, 16
+and 64 KiB, and the compact envelope with and without an S2 dictionary) it
+reports the bytes stored (total, per-value percentiles, against
 JSON and against msgpack+snappy), encode and decode CPU per value and MB/s
 on this machine, allocations, and the network bytes per 1,000 reads. The
 recommendation says why; --html writes a report with the bytes-versus-CPU
