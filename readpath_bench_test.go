@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/rueidis"
+
 	"github.com/kuracache/kura"
 	"github.com/kuracache/kura/internal/harness/servers"
 	"github.com/kuracache/kura/internal/harness/servertest"
@@ -23,6 +25,9 @@ import (
 //     redisstore.NewFromURL(ctx, url, redisstore.Options{}) (leases on, the
 //     StoreTimeout budget on, no L1): the default read path;
 //   - kura-no-budget: the same with StoreTimeout -1;
+//   - kura-rueidis-conns: kura with rueidis's default number of pipelined
+//     connections (PipelineMultiplex 0: 2 on 2 CPUs) instead of the
+//     Store's one;
 //   - rueidisaside-nocache: rueidisaside with DisableCache (no client-side
 //     cache: a round trip per read, as kura without an L1), typed with the
 //     same serializer (msgpack).
@@ -32,35 +37,46 @@ func BenchmarkReadPath(b *testing.B) {
 	srv := servertest.Redis(b, servers.RedisConfig{})
 	ctx := context.Background()
 	const conc = 64
-	var cs []contender
-	kuraC := func(name string, opts kura.Options) {
-		st, err := redisstore.NewFromURL(ctx, srv.URL(), redisstore.Options{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(func() { st.Close() })
-		c, err := kura.New[benchValue](st, opts)
-		if err != nil {
-			b.Fatal(err)
-		}
-		prefix := name + ":"
-		load := func(_ context.Context, key string) (benchValue, error) {
-			i, _ := strconv.Atoi(key[len(prefix):])
-			return newBenchValue(i), nil
-		}
-		cs = append(cs, contender{name, func(i int) error {
-			_, err := c.Fetch(ctx, prefix+strconv.Itoa(i), time.Hour, load)
-			return err
-		}, func() uint64 { return c.Stats().LoaderCalls }})
+	cs := []contender{
+		kuraContender(b, ctx, srv.URL(), "kura", kura.Options{}, redisstore.Options{}),
+		kuraContender(b, ctx, srv.URL(), "kura-no-budget", kura.Options{StoreTimeout: -1}, redisstore.Options{}),
+		// The Store's connections as before it chose one per server:
+		// rueidis's default (2 on 2 CPUs).
+		kuraContender(b, ctx, srv.URL(), "kura-rueidis-conns", kura.Options{}, rueidisConns),
 	}
-	kuraC("kura", kura.Options{})
-	kuraC("kura-no-budget", kura.Options{StoreTimeout: -1})
 	cs = append(cs, asideContender(b, ctx, "rueidisaside-nocache", srv.Addr, true))
 	rounds := 5
 	if n, err := strconv.Atoi(os.Getenv("KURA_BENCH_ROUNDS")); err == nil && n > 0 {
 		rounds = n
 	}
 	raceContenders(b, cs, conc, 1, rounds)
+}
+
+// rueidisConns are Store options with rueidis's default number of
+// pipelined connections per server instead of the Store's one.
+var rueidisConns = redisstore.Options{Configure: func(co *rueidis.ClientOption) { co.PipelineMultiplex = 0 }}
+
+// kuraContender is a Cache over its own Store on the server at url as a
+// contender of the read-path benchmarks: keys "<name>:<i>", loads counted.
+func kuraContender(b *testing.B, ctx context.Context, url, name string, opts kura.Options, ropts redisstore.Options) contender {
+	st, err := redisstore.NewFromURL(ctx, url, ropts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { st.Close() })
+	c, err := kura.New[benchValue](st, opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	prefix := name + ":"
+	load := func(_ context.Context, key string) (benchValue, error) {
+		i, _ := strconv.Atoi(key[len(prefix):])
+		return newBenchValue(i), nil
+	}
+	return contender{name, func(i int) error {
+		_, err := c.Fetch(ctx, prefix+strconv.Itoa(i), time.Hour, load)
+		return err
+	}, func() uint64 { return c.Stats().LoaderCalls }}
 }
 
 // BenchmarkFetchHitBudget is one warm Fetch at a time (default options, leases
