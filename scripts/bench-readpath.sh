@@ -36,7 +36,7 @@ for name, r in sorted(ops.items()):
     v = list(r.values())
     print(f"{name:24s} median {statistics.median(v):10.0f} ops/s  min {min(v):10.0f}  max {max(v):10.0f}  rounds {len(v)}")
 peer = ops.get('rueidisaside-nocache', {})
-for name in ('kura', 'kura-no-budget'):
+for name in ('kura', 'kura-no-budget', 'kura-rueidis-conns'):
     ratios = [ops[name][k] / peer[k] for k in ops.get(name, {}) if k in peer]
     if ratios:
         print(f"{name} / rueidisaside-nocache per round: median {statistics.median(ratios):.2f}x  min {min(ratios):.2f}x  max {max(ratios):.2f}x")

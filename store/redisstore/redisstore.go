@@ -81,9 +81,9 @@ type Options struct {
 	// (PipelineMultiplex -1, rueidis's own default on a cluster; on a
 	// standalone server or Sentinel rueidis opens 2 with 2 CPUs and 4
 	// from 4). Concurrent commands then leave in fewer, larger writes:
-	// warm Fetch of 1 KB values from 64 goroutines on 2 cores cost about
-	// 30 % less CPU per hit in the client and 35 % less in redis-server
-	// (BENCHMARKS.md, "One read path"). An application whose values are
+	// warm Fetch of 1 KB values from 64 goroutines on 2 cores ran about
+	// 1.3x as fast, with a quarter to a third less redis-server CPU per
+	// hit (BENCHMARKS.md, "One read path"). An application whose values are
 	// large enough to hold up the commands queued behind them can set
 	// PipelineMultiplex back to 0 (rueidis's default) or higher here.
 	Configure func(*rueidis.ClientOption)
