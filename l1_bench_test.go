@@ -126,6 +126,19 @@ func BenchmarkL1WarmHits(b *testing.B) {
 // or right after the same neighbour) of conc goroutines, so a drift of the
 // machine touches every one alike.
 func raceContenders(b *testing.B, cs []contender, conc, passes, rounds int) {
+	warmContenders(b, cs, passes)
+	for round := 1; round <= rounds; round++ {
+		for i := range cs {
+			c := cs[(round-1+i)%len(cs)]
+			b.Run(fmt.Sprintf("round%d/%s", round, c.name), func(b *testing.B) {
+				warmHitsOnly(b, conc, c.get, c.loads)
+			})
+		}
+	}
+}
+
+// warmContenders reads every contender's keys passes times.
+func warmContenders(b *testing.B, cs []contender, passes int) {
 	for _, c := range cs {
 		for pass := 0; pass < passes; pass++ {
 			for i := 0; i < benchKeys; i++ {
@@ -133,14 +146,6 @@ func raceContenders(b *testing.B, cs []contender, conc, passes, rounds int) {
 					b.Fatal(err)
 				}
 			}
-		}
-	}
-	for round := 1; round <= rounds; round++ {
-		for i := range cs {
-			c := cs[(round-1+i)%len(cs)]
-			b.Run(fmt.Sprintf("round%d/%s", round, c.name), func(b *testing.B) {
-				warmHitsOnly(b, conc, c.get, c.loads)
-			})
 		}
 	}
 }

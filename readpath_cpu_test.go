@@ -44,13 +44,7 @@ func BenchmarkReadPathCost(b *testing.B) {
 	if n, err := strconv.Atoi(os.Getenv("KURA_BENCH_ROUNDS")); err == nil && n > 0 {
 		rounds = n
 	}
-	for _, c := range cs {
-		for i := 0; i < benchKeys; i++ {
-			if err := c.get(i); err != nil {
-				b.Fatal(err)
-			}
-		}
-	}
+	warmContenders(b, cs, 1)
 	for round := 1; round <= rounds; round++ {
 		for i := range cs {
 			c := cs[(round-1+i)%len(cs)]
