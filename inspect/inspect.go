@@ -36,8 +36,17 @@ const DefaultMaxDecoded = 16 << 20
 // Options configures Key and Bytes. The zero value works.
 type Options struct {
 	// Codec decodes kura envelopes (give it the dictionaries your writers
-	// use). If nil, codec.New(codec.Options{}).
+	// use). If nil, codec.New(codec.Options{DictionarySource:
+	// Dictionaries}).
 	Codec *codec.Codec
+	// Dictionaries finds the dictionary a value was compressed with, by
+	// the id and digest its header names, when Codec is nil (with a
+	// Codec, give the Codec its codec.Options.DictionarySource instead).
+	// dictstore.Registry is one: it reads the dictionaries writers
+	// published. A dictionary is used only if its bytes hash to the
+	// value's digest. If nil, a value written with a dictionary is not
+	// decoded, and the Report says which dictionary it needs.
+	Dictionaries codec.DictionarySource
 	// MaxDecoded bounds the bytes a foreign value may decompress to. If
 	// zero, DefaultMaxDecoded (16 MiB).
 	MaxDecoded int
@@ -189,7 +198,7 @@ func truncated(key string, prefix []byte, size int64, limit int) Report {
 // Bytes describes raw bytes read under key.
 func Bytes(key string, raw []byte, opts Options) Report {
 	if opts.Codec == nil {
-		opts.Codec, _ = codec.New(codec.Options{})
+		opts.Codec, _ = codec.New(codec.Options{DictionarySource: opts.Dictionaries})
 	}
 	if opts.MaxDecoded <= 0 {
 		opts.MaxDecoded = DefaultMaxDecoded
@@ -287,16 +296,23 @@ func describeKura(r *Report, raw []byte, h codec.Header, perr error, opts Option
 	kh.Serializer = serializerName(h.Serializer)
 	kh.Compressor = compressorName(h.Compressor)
 	r.RawBytes = h.RawLen
+	ctx := opts.ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	var v any
-	if _, err := opts.Codec.Decode(raw, &v); err != nil {
+	if _, err := opts.Codec.DecodeContext(ctx, raw, &v); err != nil {
 		if h.Serializer == codec.IDIDList {
 			var ids []int64
-			if _, err2 := opts.Codec.Decode(raw, &ids); err2 == nil {
+			if _, err2 := opts.Codec.DecodeContext(ctx, raw, &ids); err2 == nil {
 				r.Value = toJSON(ids, m)
 				return
 			}
 		}
 		r.Note = err.Error()
+		if h.Dict != 0 && errors.Is(err, codec.ErrUnknownDictionary) {
+			r.Note = fmt.Sprintf("compressed with dictionary %d, which this reader could not use (writers publish their dictionaries with dictstore; kura inspect and kura ui read them from the same servers): %v", h.Dict, err)
+		}
 		return
 	}
 	if h.Serializer == codec.IDMsgPackArray {
