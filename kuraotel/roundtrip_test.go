@@ -76,6 +76,7 @@ func checkBatches(t *testing.T, r *recorder, parent, op string, want map[string]
 // write-back, each with the shard's address and the keys the ring put
 // there.
 func TestRingRoundTrips(t *testing.T) {
+	t.Parallel() // server-bound: runs beside the other server tests
 	_, addrs := servertest.RedisShards(t, 3, servers.RedisConfig{})
 	rs, err := redisring.New(context.Background(), redisring.Options{Servers: addrs})
 	if err != nil {
@@ -122,6 +123,7 @@ func TestSentinelRoundTrips(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real-server test")
 	}
+	t.Parallel() // server-bound: runs beside the other server tests
 	set := servertest.SentinelSet(t, servers.SentinelConfig{})
 	s, err := redisstore.New(context.Background(), redisstore.Options{
 		Addrs: set.SentinelAddrs(), Sentinel: redisstore.Sentinel{MasterSet: set.MasterSet}, FailFast: true})
@@ -243,6 +245,7 @@ func TestSentinelReplicaReadSpans(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real-server test")
 	}
+	t.Parallel() // server-bound: runs beside the other server tests
 	set := servertest.SentinelSet(t, servers.SentinelConfig{})
 	open := func(rr redisstore.ReplicaReads) store.Store {
 		s, err := redisstore.New(context.Background(), redisstore.Options{Addrs: set.SentinelAddrs(),
@@ -338,6 +341,7 @@ func TestClusterReplicaReadSpans(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real-server test")
 	}
+	t.Parallel() // server-bound: runs beside the other server tests
 	cl := servertest.RedisClusterWith(t, servers.ClusterConfig{Replicas: 2})
 	open := func(rr redisstore.ReplicaReads) store.Store {
 		s, err := redisstore.New(context.Background(), redisstore.Options{Addrs: cl.Addrs(), ReadFromReplicas: rr})
