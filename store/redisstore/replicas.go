@@ -112,7 +112,10 @@ func (s *Store) configureReplicaReads(co *rueidis.ClientOption, rr ReplicaReads)
 	}
 	// The Cluster client asks for a replica per slot when it reads the
 	// slot map: a random one (rueidis's own choice), noted for ServerOf.
-	// Other clients do not ask.
+	// Other clients do not ask. (ReadNodeSelector, which rueidis would
+	// have us use instead, chooses per command, after a span has named
+	// the server: ReplicaSelector's choice is known before the send.)
+	//lint:ignore SA1019 the per-slot choice is what ServerOf reports
 	co.ReplicaSelector = s.replicaSlots.pick
 	return nil
 }
