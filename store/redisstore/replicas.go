@@ -107,7 +107,12 @@ func (s *Store) configureReplicaReads(co *rueidis.ClientOption, rr ReplicaReads)
 		if !s.toReplica(cmd) {
 			return false
 		}
-		s.replicaReads.Add(1)
+		// Count only what a replica answers: rueidis sends the read to
+		// the master when it knows no replica for it (a Cluster slot
+		// map that lists none yet, a Sentinel set without a replica).
+		if s.replicaOf(cmd.Slot()) != "" {
+			s.replicaReads.Add(1)
+		}
 		return true
 	}
 	// The Cluster client asks for a replica per slot when it reads the
