@@ -77,10 +77,11 @@ type Options struct {
 	// pool sizes, a custom dialer). Turning client-side caching back on
 	// there is not supported.
 	//
-	// The Store pipelines every command to a server over one connection
-	// (PipelineMultiplex -1, rueidis's own default on a cluster; on a
-	// standalone server or Sentinel rueidis opens 2 with 2 CPUs and 4
-	// from 4). Concurrent commands then leave in fewer, larger writes:
+	// The Store's client pipelines its commands to each server over one
+	// connection (PipelineMultiplex -1; rueidis too uses one per node on a
+	// cluster, but on a standalone server or Sentinel it opens 2 with 2
+	// CPUs and 4 from 4). Concurrent commands then leave in fewer, larger
+	// writes:
 	// warm Fetch of 1 KB values from 64 goroutines on 2 cores ran about
 	// 1.3x as fast, with a quarter to a third less redis-server CPU per
 	// hit (BENCHMARKS.md, "One read path"). An application whose values are
