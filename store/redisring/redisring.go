@@ -30,6 +30,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kuracache/kura/ring"
@@ -72,6 +73,7 @@ type Store struct {
 	addrs  []string
 	shards []*redisstore.Store
 	byAddr map[string]int
+	sends  atomic.Int32 // batches being read over dedicated connections (send.go)
 }
 
 var (
@@ -310,13 +312,20 @@ func (s *Store) groups(n int, key func(int) string) [][]int {
 // runs on the caller's goroutine: a batch over n shards starts n-1
 // goroutines (none when only one shard has keys).
 func (s *Store) fanout(op string, g [][]int, keyAt func(int) string, fn func(shard int, idx []int) error) error {
+	errs := make([]error, len(g))
+	parallel(g, errs, fn)
+	return s.batchErr(op, g, keyAt, errs)
+}
+
+// parallel runs fn for every shard with indexes in g, all at once, the
+// last on the caller's goroutine, setting errs[shard] to its error.
+func parallel(g [][]int, errs []error, fn func(shard int, idx []int) error) {
 	last := -1
 	for sh, idx := range g {
 		if len(idx) > 0 {
 			last = sh
 		}
 	}
-	errs := make([]error, len(g))
 	var wg sync.WaitGroup
 	for sh, idx := range g {
 		if len(idx) == 0 || sh == last {
@@ -328,7 +337,6 @@ func (s *Store) fanout(op string, g [][]int, keyAt func(int) string, fn func(sha
 		errs[last] = fn(last, g[last])
 	}
 	wg.Wait()
-	return s.batchErr(op, g, keyAt, errs)
 }
 
 // batchErr merges the per-shard errors of a batch over the shards' key
@@ -414,7 +422,14 @@ func (s *Store) GetMany(ctx context.Context, keys []string) ([][]byte, error) {
 	}
 	out := make([][]byte, len(keys))
 	k := func(i int) string { return keys[i] }
-	err := s.fanout("get", s.groups(len(keys), k), k, func(sh int, idx []int) error {
+	g := s.groups(len(keys), k)
+	if s.sending(g) {
+		defer s.sends.Add(-1)
+		errs := make([]error, len(g))
+		s.sendRead(ctx, keys, g, func(sh int, p *redisstore.Sent) { errs[sh] = p.ReadValues(out) })
+		return out, s.batchErr("get", g, k, errs)
+	}
+	err := s.fanout("get", g, k, func(sh int, idx []int) error {
 		return s.shards[sh].GetManyAt(ctx, keys, idx, out)
 	})
 	return out, err
@@ -442,7 +457,12 @@ func (s *Store) LeaseGet(ctx context.Context, keys []string, opts store.LeaseOpt
 	}
 	out := make([]store.LeaseResult, len(keys))
 	k := func(i int) string { return keys[i] }
-	err := s.fanout("lease", s.groups(len(keys), k), k, func(sh int, idx []int) error {
+	g := s.groups(len(keys), k)
+	if opts.TTL > 0 && len(opts.Placeholder) > 0 && s.sending(g) {
+		defer s.sends.Add(-1)
+		return out, s.leaseSent(ctx, keys, g, out, opts)
+	}
+	err := s.fanout("lease", g, k, func(sh int, idx []int) error {
 		return s.shards[sh].LeaseGetAt(ctx, keys, idx, out, opts)
 	})
 	return out, err
