@@ -19,9 +19,23 @@ import (
 // stopped shard's keys fail, naming it. Reading the shards one after
 // another would spend the whole deadline on the stopped shard and fail
 // every key.
+//
+// A ring reads each shard over a connection of its own, taken from a pool
+// (see send.go): "cold" stops the shard before the ring has any such
+// connection to it, so the read meets the stopped shard while connecting;
+// "warm" reads once first, so it meets it while waiting for the replies.
+// After the shard resumes, every key reads again.
 func TestStalledShardFailsOnlyItsKeys(t *testing.T) {
-	for _, first := range []int{0, 2} {
-		t.Run(fmt.Sprintf("shard%d", first), func(t *testing.T) {
+	for _, tc := range []struct {
+		first int
+		warm  bool
+	}{{0, false}, {2, false}, {0, true}, {1, true}} {
+		first := tc.first
+		name := fmt.Sprintf("shard%d-cold", first)
+		if tc.warm {
+			name = fmt.Sprintf("shard%d-warm", first)
+		}
+		t.Run(name, func(t *testing.T) {
 			r, addrs := servertest.RedisShards(t, 3, servers.RedisConfig{})
 			s := open(t, redisring.Options{Servers: addrs})
 			ctx := context.Background()
@@ -43,6 +57,11 @@ func TestStalledShardFailsOnlyItsKeys(t *testing.T) {
 			}
 			if onStalled == 0 || onStalled == len(keys) {
 				t.Fatalf("%d of %d keys on the stopped shard: the test needs some on each side", onStalled, len(keys))
+			}
+			if tc.warm {
+				if _, err := s.GetMany(ctx, keys); err != nil {
+					t.Fatal(err)
+				}
 			}
 			if err := r[first].Proc.Pause(); err != nil {
 				t.Fatal(err)
@@ -78,6 +97,20 @@ func TestStalledShardFailsOnlyItsKeys(t *testing.T) {
 			res, err := s.LeaseGet(dctx, keys, store.LeaseOptions{TTL: time.Second, Placeholder: []byte("\x00ph")})
 			cancel()
 			check("LeaseGet", func(i int) []byte { return res[i].Value }, err)
+			if err := r[first].Proc.Resume(); err != nil {
+				t.Fatal(err)
+			}
+			dctx, cancel = context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			vals, err = s.GetMany(dctx, keys)
+			if err != nil {
+				t.Fatalf("GetMany after the shard resumed: %v", err)
+			}
+			for i, k := range keys {
+				if string(vals[i]) != k {
+					t.Fatalf("after the shard resumed, %s = %q", k, vals[i])
+				}
+			}
 		})
 	}
 }
