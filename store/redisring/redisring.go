@@ -6,7 +6,10 @@
 // Keys are placed by one of package ring's algorithms, chosen to agree key
 // for key with the other clients on the same servers (Options.Ring; see
 // docs/rings.md). A batch is split by shard and sent as one pipeline per
-// shard, to all shards at once. Each shard is a redisstore.Store, so
+// shard, to all shards at once: a read (GetMany, LeaseGet) writes every
+// shard its GETs from the caller's goroutine before reading any reply,
+// then reads the shards' replies in turn (see send.go). Each shard is a
+// redisstore.Store, so
 // leases, Invalidate and the single-key operations are Redis's own per
 // shard. The Store names each shard as a node (store.NodeLocator and
 // store.NodeProber), so the breaker of package store/health fails one

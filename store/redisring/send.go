@@ -10,6 +10,19 @@ import (
 	"github.com/kuracache/kura/store/redisstore"
 )
 
+// How a ring reads a batch. rueidis's DoMultiStream writes a pipeline on
+// a connection of its own (from the client's pool) and returns once it is
+// flushed; the replies are read later, one WriteTo per command. So the
+// caller writes every shard its share, one shard after another, and the
+// three servers work at the same time while it writes the next; then it
+// reads the replies, which have usually arrived by the time it gets to a
+// shard. Compared with a goroutine per shard, each sending one MGET with
+// DoMulti (which writes and then waits), this starts no goroutine, parses
+// no message per value (a value is copied once, into an allocation of its
+// size) and leaves no goroutine to schedule when a reply arrives. A
+// streamed reply must be a single string, so each shard gets one GET per
+// key instead of one MGET; the servers spend a little more per key.
+
 // maxSends bounds the batches a Store reads at once over dedicated
 // connections (send): each holds one connection per shard from rueidis's
 // pool, so a shard never has more than this many such connections. The
@@ -25,7 +38,7 @@ const maxSends = 8
 const hedgeAfter = 2 * time.Millisecond
 
 // sending reports whether a batch over the shards' key indexes g is read
-// with send and readSent: when it spans several shards that can all send
+// with sendRead: when it spans several shards that can all send
 // (redisstore.Store.CanSend) and fewer than maxSends batches are being
 // read so. It then counts the batch: the caller ends it with
 // s.sends.Add(-1).
