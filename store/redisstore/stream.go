@@ -75,6 +75,8 @@ func (s *Store) SendGetAt(ctx context.Context, keys []string, idx []int) *Sent {
 	return p
 }
 
+var errReadTwice = errors.New("redisstore: a Sent read twice (its replies are gone)")
+
 // valueSink receives one streamed value. rueidis copies a value into an
 // io.ReaderFrom through an io.LimitedReader of the value's length, so
 // ReadFrom allocates the value's exact size once.
@@ -103,7 +105,10 @@ func (w *valueSink) ReadFrom(r io.Reader) (int64, error) {
 // the key and every one after it.
 func (p *Sent) each(put func(i int, v []byte)) {
 	if p.read {
-		panic("redisstore: a Sent read twice")
+		for _, i := range p.idx {
+			p.fails.add(p.keys[i], "", errReadTwice)
+		}
+		return
 	}
 	p.read = true
 	if len(p.idx) == 0 {
