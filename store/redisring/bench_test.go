@@ -25,6 +25,10 @@ import (
 type benchFixture struct {
 	s     *redisring.Store
 	cache *kura.Cache[[]byte]
+	// the same over a Store that reads with a goroutine per shard and
+	// one MGET each (redisring.NoSends): both ways in one run
+	s2     *redisring.Store
+	cache2 *kura.Cache[[]byte]
 	rg    *redis.Ring
 	keys  [][]string // batches of 100 keys
 	ckeys [][]string // the same through the Cache (its own keys)
@@ -44,7 +48,13 @@ func newBenchFixture(tb testing.TB) *benchFixture {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	f := &benchFixture{s: s, cache: c, rg: rg}
+	s2 := open(tb, redisring.Options{Servers: addrs})
+	redisring.NoSends(s2)
+	c2, err := kura.New[[]byte](s2, kura.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	f := &benchFixture{s: s, cache: c, s2: s2, cache2: c2, rg: rg}
 	val := bytes.Repeat([]byte("v"), 200)
 	for b := 0; b < 10; b++ {
 		var ks, cks []string
@@ -73,6 +83,16 @@ func (f *benchFixture) kuraGetMany(ctx context.Context, i int) ([][]byte, error)
 
 func (f *benchFixture) kuraFetchMany(ctx context.Context, i int) (map[string][]byte, error) {
 	return f.cache.FetchMany(ctx, f.ckeys[i%len(f.ckeys)], time.Hour, func(context.Context, []string) (map[string][]byte, error) {
+		return nil, fmt.Errorf("the keys are warm: no load expected")
+	})
+}
+
+func (f *benchFixture) kuraGetManyMGET(ctx context.Context, i int) ([][]byte, error) {
+	return f.s2.GetMany(ctx, f.keys[i%len(f.keys)])
+}
+
+func (f *benchFixture) kuraFetchManyMGET(ctx context.Context, i int) (map[string][]byte, error) {
+	return f.cache2.FetchMany(ctx, f.ckeys[i%len(f.ckeys)], time.Hour, func(context.Context, []string) (map[string][]byte, error) {
 		return nil, fmt.Errorf("the keys are warm: no load expected")
 	})
 }
@@ -114,6 +134,20 @@ func BenchmarkGetMany100(b *testing.B) {
 			}
 		}
 	})
+	b.Run("kura-GetMany-MGET-goroutines", func(b *testing.B) {
+		for i := 0; b.Loop(); i++ {
+			if _, err := f.kuraGetManyMGET(ctx, i); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("kura-FetchMany-MGET-goroutines", func(b *testing.B) {
+		for i := 0; b.Loop(); i++ {
+			if _, err := f.kuraFetchManyMGET(ctx, i); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	b.Run("go-redis-Ring-pipeline", func(b *testing.B) {
 		for i := 0; b.Loop(); i++ {
 			if _, err := f.ringPipeline(ctx, i); err != nil {
@@ -124,8 +158,10 @@ func BenchmarkGetMany100(b *testing.B) {
 }
 
 // TestRatioVsGoRedisRing prints, for kura GetMany, kura LeaseGet
-// (FetchMany's store call), kura FetchMany and a go-redis Ring pipeline of
-// 100 GETs on the same 3 shards, the median time per call and the median
+// (FetchMany's store call), kura FetchMany, GetMany and FetchMany over a
+// Store that reads with a goroutine and an MGET per shard instead
+// (redisring.NoSends: the way before send.go), and a go-redis Ring
+// pipeline of 100 GETs on the same 3 shards, the median time per call and the median
 // ratio to go-redis over short interleaved rounds, after checking that
 // they all return the same values. It times nothing it asserts: run it
 // with KURA_BENCH=1 (command in BENCHMARKS.md).
@@ -148,8 +184,17 @@ func TestRatioVsGoRedisRing(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		a2, err := f.kuraGetManyMGET(ctx, i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m2, err := f.kuraFetchManyMGET(ctx, i)
+		if err != nil {
+			t.Fatal(err)
+		}
 		for j := range a {
-			if !bytes.Equal(a[j], b[j]) || len(a[j]) != 200 || !bytes.Equal(m[f.ckeys[i][j]], a[j]) {
+			if !bytes.Equal(a[j], b[j]) || len(a[j]) != 200 || !bytes.Equal(m[f.ckeys[i][j]], a[j]) ||
+				!bytes.Equal(a2[j], a[j]) || !bytes.Equal(m2[f.ckeys[i][j]], a[j]) {
 				t.Fatalf("kura and go-redis Ring disagree on %s", f.keys[i][j])
 			}
 		}
@@ -181,6 +226,8 @@ func TestRatioVsGoRedisRing(t *testing.T) {
 			return err
 		}},
 		{"kura Cache.FetchMany", func(i int) error { _, err := f.kuraFetchMany(ctx, i); return err }},
+		{"kura GetMany, MGET goroutines", func(i int) error { _, err := f.kuraGetManyMGET(ctx, i); return err }},
+		{"kura FetchMany, MGET goroutines", func(i int) error { _, err := f.kuraFetchManyMGET(ctx, i); return err }},
 	}
 	times := make([][]time.Duration, len(subjects))
 	ratios := make([][]float64, len(subjects))

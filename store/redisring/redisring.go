@@ -77,6 +77,9 @@ type Store struct {
 	shards []*redisstore.Store
 	byAddr map[string]int
 	sends  atomic.Int32 // batches being read over dedicated connections (send.go)
+	// noSends: every batch takes the goroutine-per-shard MGET path (set
+	// by benchmarks only, to compare both paths in one run).
+	noSends bool
 }
 
 var (

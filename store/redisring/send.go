@@ -43,6 +43,9 @@ const hedgeAfter = 2 * time.Millisecond
 // read so. It then counts the batch: the caller ends it with
 // s.sends.Add(-1).
 func (s *Store) sending(g [][]int) bool {
+	if s.noSends {
+		return false
+	}
 	n := 0
 	for sh, idx := range g {
 		if len(idx) == 0 {
