@@ -77,6 +77,7 @@ type Store struct {
 	shards []*redisstore.Store
 	byAddr map[string]int
 	sends  atomic.Int32 // batches being read over dedicated connections (send.go)
+	hedge  hedger
 	// noSends: every batch takes the goroutine-per-shard MGET path (set
 	// by benchmarks only, to compare both paths in one run).
 	noSends bool
