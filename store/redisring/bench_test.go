@@ -29,9 +29,9 @@ type benchFixture struct {
 	// one MGET each (redisring.NoSends): both ways in one run
 	s2     *redisring.Store
 	cache2 *kura.Cache[[]byte]
-	rg    *redis.Ring
-	keys  [][]string // batches of 100 keys
-	ckeys [][]string // the same through the Cache (its own keys)
+	rg     *redis.Ring
+	keys   [][]string // batches of 100 keys
+	ckeys  [][]string // the same through the Cache (its own keys)
 }
 
 func newBenchFixture(tb testing.TB) *benchFixture {
@@ -120,41 +120,24 @@ func (f *benchFixture) ringPipeline(ctx context.Context, i int) ([][]byte, error
 func BenchmarkGetMany100(b *testing.B) {
 	f := newBenchFixture(b)
 	ctx := context.Background()
-	b.Run("kura-GetMany", func(b *testing.B) {
-		for i := 0; b.Loop(); i++ {
-			if _, err := f.kuraGetMany(ctx, i); err != nil {
-				b.Fatal(err)
+	for _, sub := range []struct {
+		name string
+		fn   func(i int) error
+	}{
+		{"kura-GetMany", func(i int) error { _, err := f.kuraGetMany(ctx, i); return err }},
+		{"kura-FetchMany", func(i int) error { _, err := f.kuraFetchMany(ctx, i); return err }},
+		{"kura-GetMany-MGET-goroutines", func(i int) error { _, err := f.kuraGetManyMGET(ctx, i); return err }},
+		{"kura-FetchMany-MGET-goroutines", func(i int) error { _, err := f.kuraFetchManyMGET(ctx, i); return err }},
+		{"go-redis-Ring-pipeline", func(i int) error { _, err := f.ringPipeline(ctx, i); return err }},
+	} {
+		b.Run(sub.name, func(b *testing.B) {
+			for i := 0; b.Loop(); i++ {
+				if err := sub.fn(i); err != nil {
+					b.Fatal(err)
+				}
 			}
-		}
-	})
-	b.Run("kura-FetchMany", func(b *testing.B) {
-		for i := 0; b.Loop(); i++ {
-			if _, err := f.kuraFetchMany(ctx, i); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("kura-GetMany-MGET-goroutines", func(b *testing.B) {
-		for i := 0; b.Loop(); i++ {
-			if _, err := f.kuraGetManyMGET(ctx, i); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("kura-FetchMany-MGET-goroutines", func(b *testing.B) {
-		for i := 0; b.Loop(); i++ {
-			if _, err := f.kuraFetchManyMGET(ctx, i); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("go-redis-Ring-pipeline", func(b *testing.B) {
-		for i := 0; b.Loop(); i++ {
-			if _, err := f.ringPipeline(ctx, i); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
+		})
+	}
 }
 
 // TestRatioVsGoRedisRing prints, for kura GetMany, kura LeaseGet
@@ -172,26 +155,9 @@ func TestRatioVsGoRedisRing(t *testing.T) {
 	ctx := context.Background()
 	f := newBenchFixture(t)
 	for i := range f.keys {
-		a, err := f.kuraGetMany(ctx, i)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := f.ringPipeline(ctx, i)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m, err := f.kuraFetchMany(ctx, i)
-		if err != nil {
-			t.Fatal(err)
-		}
-		a2, err := f.kuraGetManyMGET(ctx, i)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m2, err := f.kuraFetchManyMGET(ctx, i)
-		if err != nil {
-			t.Fatal(err)
-		}
+		bs, ms := must[[][]byte](t), must[map[string][]byte](t)
+		a, b, a2 := bs(f.kuraGetMany(ctx, i)), bs(f.ringPipeline(ctx, i)), bs(f.kuraGetManyMGET(ctx, i))
+		m, m2 := ms(f.kuraFetchMany(ctx, i)), ms(f.kuraFetchManyMGET(ctx, i))
 		for j := range a {
 			if !bytes.Equal(a[j], b[j]) || len(a[j]) != 200 || !bytes.Equal(m[f.ckeys[i][j]], a[j]) ||
 				!bytes.Equal(a2[j], a[j]) || !bytes.Equal(m2[f.ckeys[i][j]], a[j]) {
@@ -276,6 +242,17 @@ func TestRatioVsGoRedisRing(t *testing.T) {
 	for k, sj := range subjects {
 		t.Logf("%-36s client %7v  servers %7v  total %7v  %.2fx", sj.name+":", clientCPU[k]/n, serverCPU[k]/n,
 			(clientCPU[k]+serverCPU[k])/n, float64(clientCPU[0]+serverCPU[0])/float64(clientCPU[k]+serverCPU[k]))
+	}
+}
+
+// must[T](t)(v, err) is v, failing t on err.
+func must[T any](t *testing.T) func(T, error) T {
+	return func(v T, err error) T {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
 	}
 }
 
