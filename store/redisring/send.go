@@ -99,13 +99,13 @@ type hedger struct {
 	armed  bool
 }
 
-func (h *hedger) add(s *Store, b *batch) {
+func (h *hedger) add(b *batch) {
 	h.mu.Lock()
 	h.active = append(h.active, b)
 	if !h.armed {
 		h.armed = true
 		if h.timer == nil {
-			h.timer = time.AfterFunc(hedgeAfter, func() { h.fire(s) })
+			h.timer = time.AfterFunc(hedgeAfter, h.fire)
 		} else {
 			h.timer.Reset(hedgeAfter)
 		}
@@ -129,21 +129,24 @@ func (h *hedger) remove(b *batch) {
 }
 
 // fire hedges every batch older than hedgeAfter and re-arms the timer
-// for the younger ones.
-func (h *hedger) fire(s *Store) {
+// while batches are in flight: for the younger ones, and again for the
+// hedged ones, whose caller may have been sending a shard when this one
+// fired (a shard in the middle of being sent is left to the caller).
+func (h *hedger) fire() {
 	now := time.Now()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	next := time.Duration(-1)
 	for _, b := range h.active {
-		age := now.Sub(b.start)
-		if age < hedgeAfter {
-			if wait := hedgeAfter - age; next < 0 || wait < next {
-				next = wait
-			}
-			continue
+		wait := hedgeAfter
+		if age := now.Sub(b.start); age < hedgeAfter {
+			wait = hedgeAfter - age
+		} else {
+			b.hedge()
 		}
-		b.hedge()
+		if next < 0 || wait < next {
+			next = wait
+		}
 	}
 	if next < 0 {
 		h.armed = false
@@ -183,7 +186,7 @@ func (b *batch) hedge() {
 func (s *Store) sendRead(ctx context.Context, keys []string, g [][]int, read func(sh int, p *redisstore.Sent)) []*redisstore.Sent {
 	b := &batch{s: s, ctx: ctx, keys: keys, g: g, read: read,
 		state: make([]atomic.Int32, len(g)), out: make([]*redisstore.Sent, len(g)), start: time.Now()}
-	s.hedge.add(s, b)
+	s.hedge.add(b)
 	for sh, idx := range g {
 		if len(idx) > 0 && b.state[sh].CompareAndSwap(idle, sending) {
 			b.out[sh] = s.shards[sh].SendGetAt(ctx, keys, idx)
