@@ -29,6 +29,10 @@ type benchFixture struct {
 	// one MGET each (redisring.NoSends): both ways in one run
 	s2     *redisring.Store
 	cache2 *kura.Cache[[]byte]
+	// and over a Store whose per-shard MGETs run on long-lived workers
+	// (redisring.Workers)
+	s3     *redisring.Store
+	cache3 *kura.Cache[[]byte]
 	rg     *redis.Ring
 	keys   [][]string // batches of 100 keys
 	ckeys  [][]string // the same through the Cache (its own keys)
@@ -54,7 +58,13 @@ func newBenchFixture(tb testing.TB) *benchFixture {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	f := &benchFixture{s: s, cache: c, s2: s2, cache2: c2, rg: rg}
+	s3 := open(tb, redisring.Options{Servers: addrs})
+	tb.Cleanup(redisring.Workers(s3, 4)) // after s3's Close (cleanups run last first)
+	c3, err := kura.New[[]byte](s3, kura.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	f := &benchFixture{s: s, cache: c, s2: s2, cache2: c2, s3: s3, cache3: c3, rg: rg}
 	val := bytes.Repeat([]byte("v"), 200)
 	for b := 0; b < 10; b++ {
 		var ks, cks []string
@@ -89,6 +99,16 @@ func (f *benchFixture) kuraFetchMany(ctx context.Context, i int) (map[string][]b
 
 func (f *benchFixture) kuraGetManyMGET(ctx context.Context, i int) ([][]byte, error) {
 	return f.s2.GetMany(ctx, f.keys[i%len(f.keys)])
+}
+
+func (f *benchFixture) kuraGetManyWorkers(ctx context.Context, i int) ([][]byte, error) {
+	return f.s3.GetMany(ctx, f.keys[i%len(f.keys)])
+}
+
+func (f *benchFixture) kuraFetchManyWorkers(ctx context.Context, i int) (map[string][]byte, error) {
+	return f.cache3.FetchMany(ctx, f.ckeys[i%len(f.ckeys)], time.Hour, func(context.Context, []string) (map[string][]byte, error) {
+		return nil, fmt.Errorf("the keys are warm: no load expected")
+	})
 }
 
 func (f *benchFixture) kuraFetchManyMGET(ctx context.Context, i int) (map[string][]byte, error) {
@@ -128,6 +148,8 @@ func BenchmarkGetMany100(b *testing.B) {
 		{"kura-FetchMany", func(i int) error { _, err := f.kuraFetchMany(ctx, i); return err }},
 		{"kura-GetMany-MGET-goroutines", func(i int) error { _, err := f.kuraGetManyMGET(ctx, i); return err }},
 		{"kura-FetchMany-MGET-goroutines", func(i int) error { _, err := f.kuraFetchManyMGET(ctx, i); return err }},
+		{"kura-GetMany-MGET-workers", func(i int) error { _, err := f.kuraGetManyWorkers(ctx, i); return err }},
+		{"kura-FetchMany-MGET-workers", func(i int) error { _, err := f.kuraFetchManyWorkers(ctx, i); return err }},
 		{"go-redis-Ring-pipeline", func(i int) error { _, err := f.ringPipeline(ctx, i); return err }},
 	} {
 		b.Run(sub.name, func(b *testing.B) {
@@ -158,9 +180,11 @@ func TestRatioVsGoRedisRing(t *testing.T) {
 		bs, ms := must[[][]byte](t), must[map[string][]byte](t)
 		a, b, a2 := bs(f.kuraGetMany(ctx, i)), bs(f.ringPipeline(ctx, i)), bs(f.kuraGetManyMGET(ctx, i))
 		m, m2 := ms(f.kuraFetchMany(ctx, i)), ms(f.kuraFetchManyMGET(ctx, i))
+		a3, m3 := bs(f.kuraGetManyWorkers(ctx, i)), ms(f.kuraFetchManyWorkers(ctx, i))
 		for j := range a {
 			if !bytes.Equal(a[j], b[j]) || len(a[j]) != 200 || !bytes.Equal(m[f.ckeys[i][j]], a[j]) ||
-				!bytes.Equal(a2[j], a[j]) || !bytes.Equal(m2[f.ckeys[i][j]], a[j]) {
+				!bytes.Equal(a2[j], a[j]) || !bytes.Equal(m2[f.ckeys[i][j]], a[j]) ||
+				!bytes.Equal(a3[j], a[j]) || !bytes.Equal(m3[f.ckeys[i][j]], a[j]) {
 				t.Fatalf("kura and go-redis Ring disagree on %s", f.keys[i][j])
 			}
 		}
@@ -194,6 +218,8 @@ func TestRatioVsGoRedisRing(t *testing.T) {
 		{"kura Cache.FetchMany", func(i int) error { _, err := f.kuraFetchMany(ctx, i); return err }},
 		{"kura GetMany, MGET goroutines", func(i int) error { _, err := f.kuraGetManyMGET(ctx, i); return err }},
 		{"kura FetchMany, MGET goroutines", func(i int) error { _, err := f.kuraFetchManyMGET(ctx, i); return err }},
+		{"kura GetMany, MGET workers", func(i int) error { _, err := f.kuraGetManyWorkers(ctx, i); return err }},
+		{"kura FetchMany, MGET workers", func(i int) error { _, err := f.kuraFetchManyWorkers(ctx, i); return err }},
 	}
 	times := make([][]time.Duration, len(subjects))
 	ratios := make([][]float64, len(subjects))

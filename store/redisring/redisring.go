@@ -81,6 +81,9 @@ type Store struct {
 	// noSends: every batch takes the goroutine-per-shard MGET path (set
 	// by benchmarks only, to compare both paths in one run).
 	noSends bool
+	// jobs: long-lived workers for the per-shard goroutines of parallel
+	// (benchmarks only, see export_test.go); nil: a goroutine each.
+	jobs chan func()
 }
 
 var (
@@ -320,13 +323,15 @@ func (s *Store) groups(n int, key func(int) string) [][]int {
 // goroutines (none when only one shard has keys).
 func (s *Store) fanout(op string, g [][]int, keyAt func(int) string, fn func(shard int, idx []int) error) error {
 	errs := make([]error, len(g))
-	parallel(g, errs, fn)
+	s.parallel(g, errs, fn)
 	return s.batchErr(op, g, keyAt, errs)
 }
 
 // parallel runs fn for every shard with indexes in g, all at once, the
-// last on the caller's goroutine, setting errs[shard] to its error.
-func parallel(g [][]int, errs []error, fn func(shard int, idx []int) error) {
+// last on the caller's goroutine, setting errs[shard] to its error. The
+// others run on an idle worker of s.jobs when there is one (benchmarks
+// only, see export_test.go), or on goroutines of their own.
+func (s *Store) parallel(g [][]int, errs []error, fn func(shard int, idx []int) error) {
 	last := -1
 	for sh, idx := range g {
 		if len(idx) > 0 {
@@ -337,6 +342,15 @@ func parallel(g [][]int, errs []error, fn func(shard int, idx []int) error) {
 	for sh, idx := range g {
 		if len(idx) == 0 || sh == last {
 			continue
+		}
+		if s.jobs != nil {
+			wg.Add(1)
+			select {
+			case s.jobs <- func() { defer wg.Done(); errs[sh] = fn(sh, idx) }:
+				continue
+			default:
+				wg.Done()
+			}
 		}
 		wg.Go(func() { errs[sh] = fn(sh, idx) })
 	}

@@ -223,7 +223,7 @@ func (s *Store) leaseSent(ctx context.Context, keys []string, g [][]int, out []s
 		}
 	}
 	if miss != nil {
-		parallel(miss, errs, func(sh int, _ []int) error { return sent[sh].FinishLeases(out, opts) })
+		s.parallel(miss, errs, func(sh int, _ []int) error { return sent[sh].FinishLeases(out, opts) })
 	}
 	return s.batchErr("lease", g, func(i int) string { return keys[i] }, errs)
 }
