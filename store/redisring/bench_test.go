@@ -25,12 +25,12 @@ import (
 type benchFixture struct {
 	s     *redisring.Store
 	cache *kura.Cache[[]byte]
-	// the same over a Store that reads with a goroutine per shard and
-	// one MGET each (redisring.NoSends): both ways in one run
+	// the same over a Store that reads with a new goroutine per shard
+	// and one MGET each (redisring.NoWorkers): the ways in one run
 	s2     *redisring.Store
 	cache2 *kura.Cache[[]byte]
-	// and over a Store whose per-shard MGETs run on long-lived workers
-	// (redisring.Workers)
+	// and over a Store whose per-shard MGETs run on its long-lived
+	// workers (redisring.NoSends)
 	s3     *redisring.Store
 	cache3 *kura.Cache[[]byte]
 	rg     *redis.Ring
@@ -53,13 +53,13 @@ func newBenchFixture(tb testing.TB) *benchFixture {
 		tb.Fatal(err)
 	}
 	s2 := open(tb, redisring.Options{Servers: addrs})
-	redisring.NoSends(s2)
+	redisring.NoWorkers(s2)
 	c2, err := kura.New[[]byte](s2, kura.Options{})
 	if err != nil {
 		tb.Fatal(err)
 	}
 	s3 := open(tb, redisring.Options{Servers: addrs})
-	tb.Cleanup(redisring.Workers(s3, 4)) // after s3's Close (cleanups run last first)
+	redisring.NoSends(s3)
 	c3, err := kura.New[[]byte](s3, kura.Options{})
 	if err != nil {
 		tb.Fatal(err)
@@ -165,7 +165,8 @@ func BenchmarkGetMany100(b *testing.B) {
 // TestRatioVsGoRedisRing prints, for kura GetMany, kura LeaseGet
 // (FetchMany's store call), kura FetchMany, GetMany and FetchMany over a
 // Store that reads with a goroutine and an MGET per shard instead
-// (redisring.NoSends: the way before send.go), and a go-redis Ring
+// (redisring.NoWorkers: the way before send.go), the same on long-lived
+// workers rather than new goroutines (redisring.NoSends), and a go-redis Ring
 // pipeline of 100 GETs on the same 3 shards, the median time per call and the median
 // ratio to go-redis over short interleaved rounds, after checking that
 // they all return the same values. It times nothing it asserts: run it

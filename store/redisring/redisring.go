@@ -41,6 +41,10 @@ import (
 	"github.com/kuracache/kura/store/redisstore"
 )
 
+// maxWorkers bounds a Store's workers (workers.go): two per shard but
+// one, at most this many.
+const maxWorkers = 64
+
 // ErrOptions reports options New cannot use.
 var ErrOptions = errors.New("kura: bad redisring options")
 
@@ -81,9 +85,9 @@ type Store struct {
 	// noSends: every batch takes the goroutine-per-shard MGET path (set
 	// by benchmarks only, to compare both paths in one run).
 	noSends bool
-	// jobs: long-lived workers for the per-shard goroutines of parallel
-	// (benchmarks only, see export_test.go); nil: a goroutine each.
-	jobs chan func()
+	// w runs the per-shard calls of parallel (workers.go); nil: a
+	// goroutine each.
+	w *workers
 }
 
 var (
@@ -111,7 +115,8 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{ring: r, addrs: append([]string(nil), opts.Servers...), byAddr: map[string]int{}}
+	s := &Store{ring: r, addrs: append([]string(nil), opts.Servers...), byAddr: map[string]int{},
+		w: startWorkers(min(2*(len(opts.Servers)-1), maxWorkers))}
 	s.shards = make([]*redisstore.Store, len(opts.Servers))
 	errs := make([]error, len(opts.Servers))
 	firstHost, _, _ := net.SplitHostPort(opts.Servers[0])
@@ -229,6 +234,7 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 
 // Close closes every shard.
 func (s *Store) Close() error {
+	s.w.stop()
 	var errs []error
 	for _, sh := range s.shards {
 		if sh == nil { // New failed before this shard was opened
@@ -329,8 +335,7 @@ func (s *Store) fanout(op string, g [][]int, keyAt func(int) string, fn func(sha
 
 // parallel runs fn for every shard with indexes in g, all at once, the
 // last on the caller's goroutine, setting errs[shard] to its error. The
-// others run on an idle worker of s.jobs when there is one (benchmarks
-// only, see export_test.go), or on goroutines of their own.
+// others run on the Store's workers (workers.go).
 func (s *Store) parallel(g [][]int, errs []error, fn func(shard int, idx []int) error) {
 	last := -1
 	for sh, idx := range g {
@@ -343,16 +348,8 @@ func (s *Store) parallel(g [][]int, errs []error, fn func(shard int, idx []int) 
 		if len(idx) == 0 || sh == last {
 			continue
 		}
-		if s.jobs != nil {
-			wg.Add(1)
-			select {
-			case s.jobs <- func() { defer wg.Done(); errs[sh] = fn(sh, idx) }:
-				continue
-			default:
-				wg.Done()
-			}
-		}
-		wg.Go(func() { errs[sh] = fn(sh, idx) })
+		wg.Add(1)
+		s.w.run(func() { defer wg.Done(); errs[sh] = fn(sh, idx) })
 	}
 	if last >= 0 {
 		errs[last] = fn(last, g[last])
