@@ -95,22 +95,21 @@ func TestRingRoundTrips(t *testing.T) {
 		t.Fatal(err)
 	}
 	req.End()
-	// The lease read: one batch of GETs per shard (the ring sends every
-	// shard its GETs before reading any reply), then the leases (SET NX
+	// The lease read: one MGET batch per shard, then the leases (SET NX
 	// per missing key), one pipeline per shard.
-	checkBatches(t, r, "kura.store.LeaseGet", "GET", want)
+	checkBatches(t, r, "kura.store.LeaseGet", "MGET", want)
 	checkBatches(t, r, "kura.store.LeaseGet", "SET", want)
 	// The write-back: the fill script per key, one pipeline per shard.
 	checkBatches(t, r, "kura.store.Fill", "EVALSHA", want)
 
-	// The warm read: one batch of GETs per shard.
+	// The warm read: one MGET batch per shard.
 	r.exp.Reset()
 	ctx, req = r.request(context.Background())
 	if _, err := c.GetMany(ctx, keys); err != nil {
 		t.Fatal(err)
 	}
 	req.End()
-	checkBatches(t, r, "kura.store.GetMany", "GET", want)
+	checkBatches(t, r, "kura.store.GetMany", "MGET", want)
 }
 
 // TestSentinelRoundTrips: on Redis Sentinel the client spans name the

@@ -25,14 +25,10 @@ import (
 type benchFixture struct {
 	s     *redisring.Store
 	cache *kura.Cache[[]byte]
-	// the same over a Store that reads with a new goroutine per shard
-	// and one MGET each (redisring.NoWorkers): the ways in one run
+	// the same over a Store that runs each shard's MGET on a new
+	// goroutine (redisring.NoWorkers): both ways in one run
 	s2     *redisring.Store
 	cache2 *kura.Cache[[]byte]
-	// and over a Store whose per-shard MGETs run on its long-lived
-	// workers (redisring.NoSends)
-	s3     *redisring.Store
-	cache3 *kura.Cache[[]byte]
 	rg     *redis.Ring
 	keys   [][]string // batches of 100 keys
 	ckeys  [][]string // the same through the Cache (its own keys)
@@ -58,13 +54,7 @@ func newBenchFixture(tb testing.TB) *benchFixture {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	s3 := open(tb, redisring.Options{Servers: addrs})
-	redisring.NoSends(s3)
-	c3, err := kura.New[[]byte](s3, kura.Options{})
-	if err != nil {
-		tb.Fatal(err)
-	}
-	f := &benchFixture{s: s, cache: c, s2: s2, cache2: c2, s3: s3, cache3: c3, rg: rg}
+	f := &benchFixture{s: s, cache: c, s2: s2, cache2: c2, rg: rg}
 	val := bytes.Repeat([]byte("v"), 200)
 	for b := 0; b < 10; b++ {
 		var ks, cks []string
@@ -97,21 +87,11 @@ func (f *benchFixture) kuraFetchMany(ctx context.Context, i int) (map[string][]b
 	})
 }
 
-func (f *benchFixture) kuraGetManyMGET(ctx context.Context, i int) ([][]byte, error) {
+func (f *benchFixture) kuraGetManyNoWorkers(ctx context.Context, i int) ([][]byte, error) {
 	return f.s2.GetMany(ctx, f.keys[i%len(f.keys)])
 }
 
-func (f *benchFixture) kuraGetManyWorkers(ctx context.Context, i int) ([][]byte, error) {
-	return f.s3.GetMany(ctx, f.keys[i%len(f.keys)])
-}
-
-func (f *benchFixture) kuraFetchManyWorkers(ctx context.Context, i int) (map[string][]byte, error) {
-	return f.cache3.FetchMany(ctx, f.ckeys[i%len(f.ckeys)], time.Hour, func(context.Context, []string) (map[string][]byte, error) {
-		return nil, fmt.Errorf("the keys are warm: no load expected")
-	})
-}
-
-func (f *benchFixture) kuraFetchManyMGET(ctx context.Context, i int) (map[string][]byte, error) {
+func (f *benchFixture) kuraFetchManyNoWorkers(ctx context.Context, i int) (map[string][]byte, error) {
 	return f.cache2.FetchMany(ctx, f.ckeys[i%len(f.ckeys)], time.Hour, func(context.Context, []string) (map[string][]byte, error) {
 		return nil, fmt.Errorf("the keys are warm: no load expected")
 	})
@@ -146,10 +126,8 @@ func BenchmarkGetMany100(b *testing.B) {
 	}{
 		{"kura-GetMany", func(i int) error { _, err := f.kuraGetMany(ctx, i); return err }},
 		{"kura-FetchMany", func(i int) error { _, err := f.kuraFetchMany(ctx, i); return err }},
-		{"kura-GetMany-MGET-goroutines", func(i int) error { _, err := f.kuraGetManyMGET(ctx, i); return err }},
-		{"kura-FetchMany-MGET-goroutines", func(i int) error { _, err := f.kuraFetchManyMGET(ctx, i); return err }},
-		{"kura-GetMany-MGET-workers", func(i int) error { _, err := f.kuraGetManyWorkers(ctx, i); return err }},
-		{"kura-FetchMany-MGET-workers", func(i int) error { _, err := f.kuraFetchManyWorkers(ctx, i); return err }},
+		{"kura-GetMany-new-goroutines", func(i int) error { _, err := f.kuraGetManyNoWorkers(ctx, i); return err }},
+		{"kura-FetchMany-new-goroutines", func(i int) error { _, err := f.kuraFetchManyNoWorkers(ctx, i); return err }},
 		{"go-redis-Ring-pipeline", func(i int) error { _, err := f.ringPipeline(ctx, i); return err }},
 	} {
 		b.Run(sub.name, func(b *testing.B) {
@@ -164,12 +142,11 @@ func BenchmarkGetMany100(b *testing.B) {
 
 // TestRatioVsGoRedisRing prints, for kura GetMany, kura LeaseGet
 // (FetchMany's store call), kura FetchMany, GetMany and FetchMany over a
-// Store that reads with a goroutine and an MGET per shard instead
-// (redisring.NoWorkers: the way before send.go), the same on long-lived
-// workers rather than new goroutines (redisring.NoSends), and a go-redis Ring
-// pipeline of 100 GETs on the same 3 shards, the median time per call and the median
-// ratio to go-redis over short interleaved rounds, after checking that
-// they all return the same values. It times nothing it asserts: run it
+// Store that runs each shard's MGET on a new goroutine instead of one of
+// its workers (redisring.NoWorkers: the way before workers.go), and a
+// go-redis Ring pipeline of 100 GETs on the same 3 shards, the median
+// time per call and the median ratio to go-redis over short interleaved
+// rounds, after checking that they all return the same values. It times nothing it asserts: run it
 // with KURA_BENCH=1 (command in BENCHMARKS.md).
 func TestRatioVsGoRedisRing(t *testing.T) {
 	if os.Getenv("KURA_BENCH") == "" {
@@ -179,13 +156,11 @@ func TestRatioVsGoRedisRing(t *testing.T) {
 	f := newBenchFixture(t)
 	for i := range f.keys {
 		bs, ms := must[[][]byte](t), must[map[string][]byte](t)
-		a, b, a2 := bs(f.kuraGetMany(ctx, i)), bs(f.ringPipeline(ctx, i)), bs(f.kuraGetManyMGET(ctx, i))
-		m, m2 := ms(f.kuraFetchMany(ctx, i)), ms(f.kuraFetchManyMGET(ctx, i))
-		a3, m3 := bs(f.kuraGetManyWorkers(ctx, i)), ms(f.kuraFetchManyWorkers(ctx, i))
+		a, b, a2 := bs(f.kuraGetMany(ctx, i)), bs(f.ringPipeline(ctx, i)), bs(f.kuraGetManyNoWorkers(ctx, i))
+		m, m2 := ms(f.kuraFetchMany(ctx, i)), ms(f.kuraFetchManyNoWorkers(ctx, i))
 		for j := range a {
 			if !bytes.Equal(a[j], b[j]) || len(a[j]) != 200 || !bytes.Equal(m[f.ckeys[i][j]], a[j]) ||
-				!bytes.Equal(a2[j], a[j]) || !bytes.Equal(m2[f.ckeys[i][j]], a[j]) ||
-				!bytes.Equal(a3[j], a[j]) || !bytes.Equal(m3[f.ckeys[i][j]], a[j]) {
+				!bytes.Equal(a2[j], a[j]) || !bytes.Equal(m2[f.ckeys[i][j]], a[j]) {
 				t.Fatalf("kura and go-redis Ring disagree on %s", f.keys[i][j])
 			}
 		}
@@ -217,10 +192,8 @@ func TestRatioVsGoRedisRing(t *testing.T) {
 			return err
 		}},
 		{"kura Cache.FetchMany", func(i int) error { _, err := f.kuraFetchMany(ctx, i); return err }},
-		{"kura GetMany, MGET goroutines", func(i int) error { _, err := f.kuraGetManyMGET(ctx, i); return err }},
-		{"kura FetchMany, MGET goroutines", func(i int) error { _, err := f.kuraFetchManyMGET(ctx, i); return err }},
-		{"kura GetMany, MGET workers", func(i int) error { _, err := f.kuraGetManyWorkers(ctx, i); return err }},
-		{"kura FetchMany, MGET workers", func(i int) error { _, err := f.kuraFetchManyWorkers(ctx, i); return err }},
+		{"kura GetMany, new goroutines", func(i int) error { _, err := f.kuraGetManyNoWorkers(ctx, i); return err }},
+		{"kura FetchMany, new goroutines", func(i int) error { _, err := f.kuraFetchManyNoWorkers(ctx, i); return err }},
 	}
 	times := make([][]time.Duration, len(subjects))
 	ratios := make([][]float64, len(subjects))

@@ -6,10 +6,8 @@
 // Keys are placed by one of package ring's algorithms, chosen to agree key
 // for key with the other clients on the same servers (Options.Ring; see
 // docs/rings.md). A batch is split by shard and sent as one pipeline per
-// shard, to all shards at once: a read (GetMany, LeaseGet) writes every
-// shard its GETs from the caller's goroutine before reading any reply,
-// then reads the shards' replies in turn (see send.go). Each shard is a
-// redisstore.Store, so
+// shard, to all shards at once (on the Store's long-lived workers, see
+// workers.go). Each shard is a redisstore.Store, so
 // leases, Invalidate and the single-key operations are Redis's own per
 // shard. The Store names each shard as a node (store.NodeLocator and
 // store.NodeProber), so the breaker of package store/health fails one
@@ -33,7 +31,6 @@ import (
 	"net"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/kuracache/kura/ring"
@@ -80,11 +77,6 @@ type Store struct {
 	addrs  []string
 	shards []*redisstore.Store
 	byAddr map[string]int
-	sends  atomic.Int32 // batches being read over dedicated connections (send.go)
-	hedge  hedger
-	// noSends: every batch takes the goroutine-per-shard MGET path (set
-	// by benchmarks only, to compare both paths in one run).
-	noSends bool
 	// w runs the per-shard calls of parallel (workers.go); nil: a
 	// goroutine each.
 	w *workers
@@ -440,14 +432,7 @@ func (s *Store) GetMany(ctx context.Context, keys []string) ([][]byte, error) {
 	}
 	out := make([][]byte, len(keys))
 	k := func(i int) string { return keys[i] }
-	g := s.groups(len(keys), k)
-	if s.sending(g) {
-		defer s.sends.Add(-1)
-		errs := make([]error, len(g))
-		s.sendRead(ctx, keys, g, func(sh int, p *redisstore.Sent) { errs[sh] = p.ReadValues(out) })
-		return out, s.batchErr("get", g, k, errs)
-	}
-	err := s.fanout("get", g, k, func(sh int, idx []int) error {
+	err := s.fanout("get", s.groups(len(keys), k), k, func(sh int, idx []int) error {
 		return s.shards[sh].GetManyAt(ctx, keys, idx, out)
 	})
 	return out, err
@@ -475,12 +460,7 @@ func (s *Store) LeaseGet(ctx context.Context, keys []string, opts store.LeaseOpt
 	}
 	out := make([]store.LeaseResult, len(keys))
 	k := func(i int) string { return keys[i] }
-	g := s.groups(len(keys), k)
-	if opts.TTL > 0 && len(opts.Placeholder) > 0 && s.sending(g) {
-		defer s.sends.Add(-1)
-		return out, s.leaseSent(ctx, keys, g, out, opts)
-	}
-	err := s.fanout("lease", g, k, func(sh int, idx []int) error {
+	err := s.fanout("lease", s.groups(len(keys), k), k, func(sh int, idx []int) error {
 		return s.shards[sh].LeaseGetAt(ctx, keys, idx, out, opts)
 	})
 	return out, err

@@ -154,16 +154,9 @@ func (s *Store) leaseGetAt(ctx context.Context, cn *conn, keys []string, idx []i
 			missing = append(missing, i)
 		}
 	}
-	if len(missing) > 0 {
-		s.takeLeases(ctx, cn, keys, missing, out, opts, &fails)
+	if len(missing) == 0 {
+		return fails.result(ctx)
 	}
-	return fails.result(ctx)
-}
-
-// takeLeases sends "SET key placeholder NX PX ttl" for keys[i], i in
-// missing (keys a read found empty), pipelined, and records in out whose
-// lease this caller won and which keys another caller holds.
-func (s *Store) takeLeases(ctx context.Context, cn *conn, keys []string, missing []int, out []store.LeaseResult, opts store.LeaseOptions, fails *failures) {
 	ph := s.valueArg(ctx, opts.Placeholder)
 	px := pxMillis(opts.TTL)
 	cmds := make([]rueidis.Completed, len(missing))
@@ -185,6 +178,7 @@ func (s *Store) takeLeases(ctx context.Context, cn *conn, keys []string, missing
 			fails.add(keys[i], addr, s.keyErr(addr, err))
 		}
 	}
+	return fails.result(ctx)
 }
 
 // Fill runs, per fill, a script that compares the key's bytes with the
