@@ -196,7 +196,10 @@ func benchCorpusSet(b *testing.B, trainVals, testVals []any, fresh func() any, i
 			kuraScheme("kura-compact-s2-dict64K", withDict(Options{Compact: true, MinCompressSize: -1}, compactS2d64)),
 		)
 		if zd != nil {
-			schemes = append(schemes, kuraScheme("kura-zstd1-dict16K", withDict(Options{Compressor: Zstd(1), MinCompressSize: -1}, zd)))
+			schemes = append(schemes, kuraScheme("kura-zstd1-dict16K", withDict(Options{Compressor: Zstd(1), MinCompressSize: -1}, zd)),
+				// zstd's smallest header and one reused encoder (EncodeAll):
+				// what idea 1 of issue 24's third pass measures.
+				kuraScheme("kura-compact-zstd1-dict16K", withDict(Options{Compact: true, Compressor: Zstd(1), MinCompressSize: -1}, zd)))
 		}
 		for _, sc := range schemes {
 			enc := make([][]byte, len(s.test))

@@ -36,8 +36,17 @@ const DefaultMaxDecoded = 16 << 20
 // Options configures Key and Bytes. The zero value works.
 type Options struct {
 	// Codec decodes kura envelopes (give it the dictionaries your writers
-	// use). If nil, codec.New(codec.Options{}).
+	// use). If nil, codec.New(codec.Options{DictionarySource:
+	// Dictionaries}).
 	Codec *codec.Codec
+	// Dictionaries finds the dictionary a value was compressed with, by
+	// the id and digest its header names, when Codec is nil (with a
+	// Codec, give the Codec its codec.Options.DictionarySource instead).
+	// dictstore.Registry is one: it reads the dictionaries writers
+	// published. A dictionary is used only if its bytes hash to the
+	// value's digest. If nil, a value written with a dictionary is not
+	// decoded, and the Report says which dictionary it needs.
+	Dictionaries codec.DictionarySource
 	// MaxDecoded bounds the bytes a foreign value may decompress to. If
 	// zero, DefaultMaxDecoded (16 MiB).
 	MaxDecoded int
@@ -189,7 +198,7 @@ func truncated(key string, prefix []byte, size int64, limit int) Report {
 // Bytes describes raw bytes read under key.
 func Bytes(key string, raw []byte, opts Options) Report {
 	if opts.Codec == nil {
-		opts.Codec, _ = codec.New(codec.Options{})
+		opts.Codec, _ = codec.New(codec.Options{DictionarySource: opts.Dictionaries})
 	}
 	if opts.MaxDecoded <= 0 {
 		opts.MaxDecoded = DefaultMaxDecoded
@@ -287,31 +296,77 @@ func describeKura(r *Report, raw []byte, h codec.Header, perr error, opts Option
 	kh.Serializer = serializerName(h.Serializer)
 	kh.Compressor = compressorName(h.Compressor)
 	r.RawBytes = h.RawLen
+	ctx := opts.ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
 	var v any
-	if _, err := opts.Codec.Decode(raw, &v); err != nil {
+	if _, err := opts.Codec.DecodeContext(ctx, raw, &v); err != nil {
 		if h.Serializer == codec.IDIDList {
 			var ids []int64
-			if _, err2 := opts.Codec.Decode(raw, &ids); err2 == nil {
+			if _, err2 := opts.Codec.DecodeContext(ctx, raw, &ids); err2 == nil {
 				r.Value = toJSON(ids, m)
 				return
 			}
 		}
 		r.Note = err.Error()
+		if h.Dict != 0 && errors.Is(err, codec.ErrUnknownDictionary) {
+			r.Note = fmt.Sprintf("compressed with dictionary %d, which this reader could not use (writers publish their dictionaries with dictstore; kura inspect and kura ui read them from the same servers): %v", h.Dict, err)
+		}
 		return
 	}
 	if h.Serializer == codec.IDMsgPackArray {
-		v, r.Note = nameFields(v, h, opts)
+		var named bool
+		v, r.Note, named = nameFields(v, h, opts)
+		if !named && len(opts.Mask) > 0 {
+			// No names to match the mask against: a field it names may be
+			// anywhere, so no field value is shown.
+			v = maskLeaves(v, 0)
+			r.Note += "; the mask cannot be matched without field names, so every field value is shown as *** (publish the schema to see the others)"
+		}
 	}
 	r.Value = toJSON(v, m)
 }
 
+// maskLeaves replaces every value in v that is not a map or an array
+// (nil aside) with "***", keeping the shape.
+func maskLeaves(v any, depth int) any {
+	if depth > maxDepth {
+		return "***"
+	}
+	switch x := v.(type) {
+	case nil:
+		return nil
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = maskLeaves(e, depth+1)
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = maskLeaves(e, depth+1)
+		}
+		return out
+	case map[any]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[fmt.Sprint(k)] = maskLeaves(e, depth+1)
+		}
+		return out
+	}
+	return "***"
+}
+
 // nameFields gives a msgpack-array value its field names from the
-// schema published under its fingerprint, and says where they came from.
-func nameFields(v any, h codec.Header, opts Options) (any, string) {
+// schema published under its fingerprint, and says where they came from;
+// named reports whether it did.
+func nameFields(v any, h codec.Header, opts Options) (_ any, note string, named bool) {
 	fp := fmt.Sprintf("%08x", h.Fields.Schema)
 	arrays := "a struct stored as the array of its field values in declaration order (compact envelope); the field names are those of the Go type with schema fingerprint " + fp
 	if opts.Schemas == nil || !h.Fields.HasSchema {
-		return v, arrays
+		return v, arrays, false
 	}
 	ctx := opts.ctx
 	if ctx == nil {
@@ -319,13 +374,13 @@ func nameFields(v any, h codec.Header, opts Options) (any, string) {
 	}
 	s, err := opts.Schemas.Schema(ctx, h.Fields.Schema)
 	if err != nil {
-		return v, arrays + ": " + err.Error()
+		return v, arrays + ": " + err.Error(), false
 	}
-	named, err := s.Named(v)
+	nv, err := s.Named(v)
 	if err != nil {
-		return v, arrays + "; the schema published under it does not fit this value, shown as stored: " + err.Error()
+		return v, arrays + "; the schema published under it does not fit this value, shown as stored: " + err.Error(), false
 	}
-	return named, "a struct stored as the array of its field values (compact envelope), shown with the field names of the schema published under its fingerprint " + fp
+	return nv, "a struct stored as the array of its field values (compact envelope), shown with the field names of the schema published under its fingerprint " + fp, true
 }
 
 func serializerName(id byte) string {

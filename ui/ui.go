@@ -112,8 +112,14 @@ type Options struct {
 	// case-insensitively).
 	Mask []string
 	// Codec decodes kura values (give it your dictionaries). If nil, a
-	// default codec whose MaxDecodedSize is 4 x MaxValueBytes.
+	// default codec whose MaxDecodedSize is 4 x MaxValueBytes and whose
+	// DictionarySource is Dictionaries.
 	Codec *codec.Codec
+	// Dictionaries finds the dictionaries values were compressed with
+	// when Codec is nil (inspect.Options.Dictionaries; dictstore.Registry
+	// is one). If nil, such values are shown with a note naming the
+	// dictionary they need.
+	Dictionaries codec.DictionarySource
 	// Schemas names the fields of structs stored as arrays (the compact
 	// envelope) from their published schemas (inspect.Options.Schemas).
 	// If nil, they are shown as arrays.
@@ -156,7 +162,7 @@ func New(opts Options) (http.Handler, error) {
 		opts.MaxDecodes = DefaultMaxDecodes
 	}
 	if opts.Codec == nil {
-		c, err := codec.New(codec.Options{MaxDecodedSize: 4 * opts.MaxValueBytes})
+		c, err := codec.New(codec.Options{MaxDecodedSize: 4 * opts.MaxValueBytes, DictionarySource: opts.Dictionaries})
 		if err != nil {
 			return nil, err
 		}

@@ -62,9 +62,11 @@ redis://host1:port1,host2:port2 (Cluster), or memcached://host1:port1,host2:port
 			defer st.Close()
 			opts := inspect.Options{Mask: mask}
 			// Structs stored as arrays (the compact envelope) are shown
-			// with the field names of their published schemas.
+			// with the field names of their published schemas, and values
+			// compressed with a dictionary are decoded with the one their
+			// writer published (checked against the digest they carry).
 			if reg, err := dictstore.New(dictstore.Options{Store: st}); err == nil {
-				opts.Schemas = reg
+				opts.Schemas, opts.Dictionaries = reg, reg
 			}
 			out := cmd.OutOrStdout()
 			var reports []inspect.Report

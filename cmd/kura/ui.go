@@ -129,9 +129,11 @@ else ~/.local/state/kura/results (kura scan writes there).`,
 				defer st.Close()
 				opts.Store, opts.Target = st, target.Redacted()
 				// Structs stored as arrays (the compact envelope) are shown
-				// with the field names of their published schemas.
+				// with the field names of their published schemas, and values
+				// compressed with a dictionary are decoded with the one their
+				// writer published (checked against the digest they carry).
 				if reg, err := dictstore.New(dictstore.Options{Store: st}); err == nil {
-					opts.Schemas = reg
+					opts.Schemas, opts.Dictionaries = reg, reg
 				}
 			}
 			ln, err := net.Listen("tcp", listen)

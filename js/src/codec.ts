@@ -440,6 +440,81 @@ export interface CodecOptions {
    * readers treat compact entries as not understood, so upgrade readers first.
    */
   compact?: boolean;
+  /**
+   * Write every object's keys in the order the object lists them. Default
+   * false: keys are sorted in UTF-8 byte order, as the Go package writes a
+   * map (`map[string]any`), so one document gives one byte string in either
+   * language and a dictionary trained on either side's values matches the
+   * other's (docs/FORMAT.md, "Map keys"). Set it to mirror a Go struct's
+   * field order byte for byte (readers match fields by name either way).
+   */
+  keepKeyOrder?: boolean;
+}
+
+/**
+ * Compares two strings in the order of their UTF-8 bytes (the order of
+ * their code points), which is how Go sorts map keys. JavaScript's default
+ * sort compares UTF-16 code units, which puts a character above U+FFFF
+ * (a surrogate pair, 0xD800-0xDFFF) before U+E000-U+FFFF; integer-like
+ * keys ("10", "9") are ordinary strings here, not the numbers an object
+ * lists first.
+ */
+export function compareUtf8(a: string, b: string): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    let x = a.charCodeAt(i);
+    let y = b.charCodeAt(i);
+    if (x === y) continue;
+    // Surrogates move above U+E000-U+FFFF; nothing else changes order.
+    if (x >= 0xd800) x += x <= 0xdfff ? 0x2000 : -0x800;
+    if (y >= 0xd800) y += y <= 0xdfff ? 0x2000 : -0x800;
+    return x - y;
+  }
+  return a.length - b.length;
+}
+
+/** The members of @msgpack/msgpack 3.x's Encoder that sortedKeyEncoder replaces and uses. */
+interface EncoderInternals {
+  encodeMap(object: Record<string, unknown>, depth: number): void;
+  encodeString(s: string): void;
+  doEncode(v: unknown, depth: number): void;
+  writeU8(v: number): void;
+  writeU16(v: number): void;
+  writeU32(v: number): void;
+}
+
+/**
+ * An @msgpack/msgpack Encoder that writes map keys in UTF-8 byte order (its
+ * own sortKeys option sorts by UTF-16 code units, which differs from Go for
+ * characters above U+FFFF). It replaces the Encoder's map writer on this one
+ * instance; format.test.mjs checks the bytes against Go's
+ * (testdata/format/sorted-keys.json), so a library upgrade that changes the
+ * internals fails there, and the constructor refuses one that lost them.
+ */
+function sortedKeyEncoder(): Encoder {
+  const enc = new Encoder({ ignoreUndefined: false });
+  const e = enc as unknown as EncoderInternals;
+  for (const m of ['encodeMap', 'encodeString', 'doEncode', 'writeU8', 'writeU16', 'writeU32'] as const) {
+    if (typeof e[m] !== 'function') throw new Error(`kura: codec: @msgpack/msgpack's Encoder has no ${m}: sorted map keys need the 3.x encoder`);
+  }
+  e.encodeMap = function (this: EncoderInternals, object: Record<string, unknown>, depth: number): void {
+    const keys = Object.keys(object);
+    if (keys.length > 1) keys.sort(compareUtf8);
+    const size = keys.length;
+    if (size < 16) this.writeU8(0x80 + size);
+    else if (size < 0x10000) {
+      this.writeU8(0xde);
+      this.writeU16(size);
+    } else if (size < 0x100000000) {
+      this.writeU8(0xdf);
+      this.writeU32(size);
+    } else throw new Error(`Too large map object: ${size}`);
+    for (const key of keys) {
+      this.encodeString(key);
+      this.doEncode(object[key], depth + 1);
+    }
+  };
+  return enc;
 }
 
 /** A decoded entry: the header and, for kind 'value', the value. */
@@ -476,7 +551,7 @@ export class Codec {
   // int64/uint64 (msgpackr writes them as float64, which Go's int fields
   // refuse). Reading: @msgpack/msgpack's Decoder too (decodeMsgPack), after
   // checkMsgPack's bound; Date is the timestamp extension (-1) both ways.
-  private readonly enc = new Encoder({ ignoreUndefined: false });
+  private readonly enc: Encoder;
   private scratch: Buffer = Buffer.alloc(0);
 
   constructor(opts: CodecOptions = {}) {
@@ -495,6 +570,7 @@ export class Codec {
     this.maxDecodedSize = md === 0 ? DEFAULT_MAX_DECODED_SIZE : md;
     this.level = opts.zstdLevel ?? 3;
     this.compact = opts.compact ?? false;
+    this.enc = opts.keepKeyOrder ? new Encoder({ ignoreUndefined: false }) : sortedKeyEncoder();
     const entries = opts.dictionaries instanceof Map ? [...opts.dictionaries] : Object.entries(opts.dictionaries ?? {}).map(([k, v]) => [Number(k), v] as const);
     for (const [id, bytes] of entries) {
       if (!Number.isInteger(id) || id <= 0 || id > 0xffffffff) throw new Error(`kura: codec: dictionaries: id ${id} is not a uint32 above 0`);

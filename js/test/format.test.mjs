@@ -9,13 +9,14 @@ import { fileURLToPath } from 'node:url';
 import snappy from 'snappy';
 import {
   Codec, parseHeader, encodeEntry, FormatError, fingerprint,
-  s2Encode, s2Decode, parseS2Dict, zstdAvailable, checkMsgPack,
+  s2Encode, s2Decode, parseS2Dict, zstdAvailable, checkMsgPack, compareUtf8, decodeMsgPack,
 } from '../dist/index.js';
 import { rng } from './helpers.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const testdata = path.join(here, '..', '..', 'testdata');
 const vectors = JSON.parse(fs.readFileSync(path.join(testdata, 'format', 'vectors.json'), 'utf8'));
+const sortedKeyVectors = JSON.parse(fs.readFileSync(path.join(testdata, 'format', 'sorted-keys.json'), 'utf8'));
 const schemaVectors = JSON.parse(fs.readFileSync(path.join(testdata, 'format', 'schema.json'), 'utf8'));
 const hex = (s) => Buffer.from(s, 'hex');
 
@@ -36,6 +37,7 @@ function codecFor(o) {
     minCompressSize: o.min_compress_size,
     minSavings: o.min_savings,
     compact: o.compact ?? false,
+    keepKeyOrder: o.keep_key_order ?? false,
   };
   if (o.level) opts.zstdLevel = o.level;
   if (o.dictionary) {
@@ -65,8 +67,11 @@ function inputValue(v) {
 
 // The options a Node writer needs to write vector v: a Go struct written as
 // an array (serializer 6) is written from Node as the array of its values.
+// A Go struct written with its field names (kind 'record') lists them in
+// declaration order, not sorted as a map: the writer keeps the object's order.
 function writerOptions(v) {
-  return v.header.Serializer === 6 ? { ...v.options, serializer: 'msgpack-array' } : v.options;
+  if (v.header.Serializer === 6) return { ...v.options, serializer: 'msgpack-array' };
+  return v.kind === 'record' ? { ...v.options, keep_key_order: true } : v.options;
 }
 
 function checkDecoded(v, got) {
@@ -362,4 +367,54 @@ test('every serializer and compressor round trips, zstd with a zstd dictionary t
   const enc = s2d.encode(text);
   assert.equal(parseHeader(enc).compressor, 3);
   assert.equal(s2d.decode(enc).value.toString(), text);
+});
+
+test('sorted keys: a Node writer writes a document\'s maps as Go does (UTF-8 byte order), and keeps the order only when asked', () => {
+  assert.ok(sortedKeyVectors.vectors.length >= 3);
+  const c = new Codec();
+  const plain = new Codec({ keepKeyOrder: true });
+  for (const v of sortedKeyVectors.vectors) {
+    const doc = JSON.parse(v.json);
+    assert.equal(Buffer.from(c.serialize(doc)).toString('hex'), v.hex, v.name);
+    // The whole entry too (compressed or not): the payload is the same bytes.
+    assert.deepEqual(c.decode(c.encode(doc)).value, decodeMsgPack(hex(v.hex)), v.name);
+    // Insertion order differs from byte order in every vector (integer-like
+    // keys first, UTF-16 order for the emoji): the option is the old bytes.
+    assert.notEqual(Buffer.from(plain.serialize(doc)).toString('hex'), v.hex, `${v.name}: keepKeyOrder`);
+  }
+  // The comparator on its own: code point order, not UTF-16 code units.
+  const keys = ['😀', '\ue000', 'ｱ', 'a', '10', '9', '', 'a\u0000', 'é'];
+  assert.deepEqual([...keys].sort(compareUtf8), ['', '10', '9', 'a', 'a\u0000', 'é', '\ue000', 'ｱ', '😀']);
+});
+
+test('fuzz: sorted keys: the bytes do not depend on the order keys were inserted, and decode to the value', () => {
+  const r = rng(20261125);
+  const alphabet = ['a', 'b', 'B', '0', '1', '9', '10', 'é', 'ｱ', '\ue000', '😀', '\u0000', '寿'];
+  const key = () => Array.from({ length: Math.floor(r() * 4) }, () => alphabet[Math.floor(r() * alphabet.length)]).join('');
+  const value = (depth) => {
+    const p = r();
+    if (depth > 3 || p < 0.3) return [null, true, 'x', 0.5, 7, -3][Math.floor(r() * 6)];
+    if (p < 0.5) return Array.from({ length: Math.floor(r() * 4) }, () => value(depth + 1));
+    const entries = [];
+    for (let i = Math.floor(r() * 20); i > 0; i--) entries.push([key(), value(depth + 1)]);
+    return Object.fromEntries(entries);
+  };
+  // The same entries inserted in another order (integer-like keys still list first).
+  const reordered = (v) => {
+    if (Array.isArray(v)) return v.map(reordered);
+    if (v === null || typeof v !== 'object') return v;
+    const entries = Object.entries(v).map(([k, x]) => [k, reordered(x)]);
+    for (let i = entries.length - 1; i > 0; i--) {
+      const j = Math.floor(r() * (i + 1));
+      [entries[i], entries[j]] = [entries[j], entries[i]];
+    }
+    return Object.fromEntries(entries);
+  };
+  const c = new Codec();
+  for (let iter = 0; iter < 2000; iter++) {
+    const v = value(0);
+    const b = Buffer.from(c.serialize(v));
+    assert.equal(Buffer.from(c.serialize(reordered(v))).toString('hex'), b.toString('hex'));
+    assert.deepEqual(decodeMsgPack(b), v);
+  }
 });
