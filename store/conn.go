@@ -47,7 +47,9 @@ type ConnStats struct {
 	// enough replicas acknowledged in time (redisstore.InvalidateWait).
 	NotReplicated uint64
 	// ReplicaReads counts the commands sent to a replica (redisstore's
-	// Options.ReadFromReplicas).
+	// Options.ReadFromReplicas): only those a known replica answers, not
+	// the reads that go to the primary because the client knows no
+	// replica for them yet.
 	ReplicaReads uint64
 	// SlotSplits counts the batches on a Redis Cluster (an MGET or DEL of
 	// several keys of one hash slot) that met TRYAGAIN while the slot was

@@ -107,12 +107,20 @@ func (s *Store) configureReplicaReads(co *rueidis.ClientOption, rr ReplicaReads)
 		if !s.toReplica(cmd) {
 			return false
 		}
-		s.replicaReads.Add(1)
+		// Count only what a replica answers: rueidis sends the read to
+		// the master when it knows no replica for it (a Cluster slot
+		// map that lists none yet, a Sentinel set without a replica).
+		if s.replicaOf(cmd.Slot()) != "" {
+			s.replicaReads.Add(1)
+		}
 		return true
 	}
 	// The Cluster client asks for a replica per slot when it reads the
 	// slot map: a random one (rueidis's own choice), noted for ServerOf.
-	// Other clients do not ask.
+	// Other clients do not ask. (ReadNodeSelector, which rueidis would
+	// have us use instead, chooses per command, after a span has named
+	// the server: ReplicaSelector's choice is known before the send.)
+	//lint:ignore SA1019 the per-slot choice is what ServerOf reports
 	co.ReplicaSelector = s.replicaSlots.pick
 	return nil
 }

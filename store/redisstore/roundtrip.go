@@ -145,6 +145,9 @@ type slotReplicas struct {
 // picks by default, noted.
 func (r *slotReplicas) pick(sl uint16, replicas []rueidis.NodeInfo) int {
 	if len(replicas) == 0 {
+		if int(sl) < len(r.slot) {
+			r.slot[sl].Store(nil) // no longer a replica's: forget the old one
+		}
 		return -1 // rueidis falls back to the master
 	}
 	i := rand.IntN(len(replicas))

@@ -111,6 +111,7 @@ func (s *Store) openPush() error {
 	co.NewCacheStoreFn = func(rueidis.CacheStoreOption) rueidis.CacheStore { return relay{h: &s.wake.h} }
 	co.OnInvalidations = func([]rueidis.RedisMessage) {} // read pushes in the background from the start (see configureTracking)
 	co.ClientTrackingOptions = []string{}
+	//lint:ignore SA1019 cleared with SendToReplicas (rueidis refuses one without the other)
 	co.SendToReplicas, co.ReplicaSelector = nil, nil
 	co.ReplicaOnly = false
 	co.PipelineMultiplex = -1

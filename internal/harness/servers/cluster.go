@@ -117,6 +117,31 @@ func StartRedisClusterWith(ctx context.Context, cfg ClusterConfig) (*RedisCluste
 			return fail(err)
 		}
 	}
+	// A client learns of replicas from CLUSTER SLOTS, and Redis lists a
+	// replica there only once gossip has carried its replication offset:
+	// until then, a client asked to read from replicas reads the masters.
+	// Wait for every node to list every replica, so a test that opens a
+	// client now reads where it asked to.
+	if replicas > 0 {
+		for _, n := range c.All() {
+			if err := waitFor(ctx, 30*time.Second, func() error {
+				slots, err := n.Do(ctx, "CLUSTER", "SLOTS")
+				if err != nil {
+					return err
+				}
+				for _, rs := range c.Replicas {
+					for _, r := range rs {
+						if _, port := splitAddr(r.Addr); !strings.Contains("\n"+slots+"\n", "\n"+port+"\n") {
+							return fmt.Errorf("%s does not list replica %s in CLUSTER SLOTS", n.Addr, r.Addr)
+						}
+					}
+				}
+				return nil
+			}); err != nil {
+				return fail(err)
+			}
+		}
+	}
 	return c, nil
 }
 
