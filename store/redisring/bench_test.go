@@ -25,9 +25,13 @@ import (
 type benchFixture struct {
 	s     *redisring.Store
 	cache *kura.Cache[[]byte]
-	rg    *redis.Ring
-	keys  [][]string // batches of 100 keys
-	ckeys [][]string // the same through the Cache (its own keys)
+	// the same over a Store that runs each shard's MGET on a new
+	// goroutine (redisring.NoWorkers): both ways in one run
+	s2     *redisring.Store
+	cache2 *kura.Cache[[]byte]
+	rg     *redis.Ring
+	keys   [][]string // batches of 100 keys
+	ckeys  [][]string // the same through the Cache (its own keys)
 }
 
 func newBenchFixture(tb testing.TB) *benchFixture {
@@ -44,7 +48,13 @@ func newBenchFixture(tb testing.TB) *benchFixture {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	f := &benchFixture{s: s, cache: c, rg: rg}
+	s2 := open(tb, redisring.Options{Servers: addrs})
+	redisring.NoWorkers(s2)
+	c2, err := kura.New[[]byte](s2, kura.Options{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	f := &benchFixture{s: s, cache: c, s2: s2, cache2: c2, rg: rg}
 	val := bytes.Repeat([]byte("v"), 200)
 	for b := 0; b < 10; b++ {
 		var ks, cks []string
@@ -77,6 +87,16 @@ func (f *benchFixture) kuraFetchMany(ctx context.Context, i int) (map[string][]b
 	})
 }
 
+func (f *benchFixture) kuraGetManyNoWorkers(ctx context.Context, i int) ([][]byte, error) {
+	return f.s2.GetMany(ctx, f.keys[i%len(f.keys)])
+}
+
+func (f *benchFixture) kuraFetchManyNoWorkers(ctx context.Context, i int) (map[string][]byte, error) {
+	return f.cache2.FetchMany(ctx, f.ckeys[i%len(f.ckeys)], time.Hour, func(context.Context, []string) (map[string][]byte, error) {
+		return nil, fmt.Errorf("the keys are warm: no load expected")
+	})
+}
+
 func (f *benchFixture) ringPipeline(ctx context.Context, i int) ([][]byte, error) {
 	ks := f.keys[i%len(f.keys)]
 	cmds := make([]*redis.StringCmd, len(ks))
@@ -100,34 +120,33 @@ func (f *benchFixture) ringPipeline(ctx context.Context, i int) ([][]byte, error
 func BenchmarkGetMany100(b *testing.B) {
 	f := newBenchFixture(b)
 	ctx := context.Background()
-	b.Run("kura-GetMany", func(b *testing.B) {
-		for i := 0; b.Loop(); i++ {
-			if _, err := f.kuraGetMany(ctx, i); err != nil {
-				b.Fatal(err)
+	for _, sub := range []struct {
+		name string
+		fn   func(i int) error
+	}{
+		{"kura-GetMany", func(i int) error { _, err := f.kuraGetMany(ctx, i); return err }},
+		{"kura-FetchMany", func(i int) error { _, err := f.kuraFetchMany(ctx, i); return err }},
+		{"kura-GetMany-new-goroutines", func(i int) error { _, err := f.kuraGetManyNoWorkers(ctx, i); return err }},
+		{"kura-FetchMany-new-goroutines", func(i int) error { _, err := f.kuraFetchManyNoWorkers(ctx, i); return err }},
+		{"go-redis-Ring-pipeline", func(i int) error { _, err := f.ringPipeline(ctx, i); return err }},
+	} {
+		b.Run(sub.name, func(b *testing.B) {
+			for i := 0; b.Loop(); i++ {
+				if err := sub.fn(i); err != nil {
+					b.Fatal(err)
+				}
 			}
-		}
-	})
-	b.Run("kura-FetchMany", func(b *testing.B) {
-		for i := 0; b.Loop(); i++ {
-			if _, err := f.kuraFetchMany(ctx, i); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("go-redis-Ring-pipeline", func(b *testing.B) {
-		for i := 0; b.Loop(); i++ {
-			if _, err := f.ringPipeline(ctx, i); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
+		})
+	}
 }
 
 // TestRatioVsGoRedisRing prints, for kura GetMany, kura LeaseGet
-// (FetchMany's store call), kura FetchMany and a go-redis Ring pipeline of
-// 100 GETs on the same 3 shards, the median time per call and the median
-// ratio to go-redis over short interleaved rounds, after checking that
-// they all return the same values. It times nothing it asserts: run it
+// (FetchMany's store call), kura FetchMany, GetMany and FetchMany over a
+// Store that runs each shard's MGET on a new goroutine instead of one of
+// its workers (redisring.NoWorkers: the way before workers.go), and a
+// go-redis Ring pipeline of 100 GETs on the same 3 shards, the median
+// time per call and the median ratio to go-redis over short interleaved
+// rounds, after checking that they all return the same values. It times nothing it asserts: run it
 // with KURA_BENCH=1 (command in BENCHMARKS.md).
 func TestRatioVsGoRedisRing(t *testing.T) {
 	if os.Getenv("KURA_BENCH") == "" {
@@ -136,20 +155,12 @@ func TestRatioVsGoRedisRing(t *testing.T) {
 	ctx := context.Background()
 	f := newBenchFixture(t)
 	for i := range f.keys {
-		a, err := f.kuraGetMany(ctx, i)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := f.ringPipeline(ctx, i)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m, err := f.kuraFetchMany(ctx, i)
-		if err != nil {
-			t.Fatal(err)
-		}
+		bs, ms := must[[][]byte](t), must[map[string][]byte](t)
+		a, b, a2 := bs(f.kuraGetMany(ctx, i)), bs(f.ringPipeline(ctx, i)), bs(f.kuraGetManyNoWorkers(ctx, i))
+		m, m2 := ms(f.kuraFetchMany(ctx, i)), ms(f.kuraFetchManyNoWorkers(ctx, i))
 		for j := range a {
-			if !bytes.Equal(a[j], b[j]) || len(a[j]) != 200 || !bytes.Equal(m[f.ckeys[i][j]], a[j]) {
+			if !bytes.Equal(a[j], b[j]) || len(a[j]) != 200 || !bytes.Equal(m[f.ckeys[i][j]], a[j]) ||
+				!bytes.Equal(a2[j], a[j]) || !bytes.Equal(m2[f.ckeys[i][j]], a[j]) {
 				t.Fatalf("kura and go-redis Ring disagree on %s", f.keys[i][j])
 			}
 		}
@@ -181,6 +192,8 @@ func TestRatioVsGoRedisRing(t *testing.T) {
 			return err
 		}},
 		{"kura Cache.FetchMany", func(i int) error { _, err := f.kuraFetchMany(ctx, i); return err }},
+		{"kura GetMany, new goroutines", func(i int) error { _, err := f.kuraGetManyNoWorkers(ctx, i); return err }},
+		{"kura FetchMany, new goroutines", func(i int) error { _, err := f.kuraFetchManyNoWorkers(ctx, i); return err }},
 	}
 	times := make([][]time.Duration, len(subjects))
 	ratios := make([][]float64, len(subjects))
@@ -229,6 +242,17 @@ func TestRatioVsGoRedisRing(t *testing.T) {
 	for k, sj := range subjects {
 		t.Logf("%-36s client %7v  servers %7v  total %7v  %.2fx", sj.name+":", clientCPU[k]/n, serverCPU[k]/n,
 			(clientCPU[k]+serverCPU[k])/n, float64(clientCPU[0]+serverCPU[0])/float64(clientCPU[k]+serverCPU[k]))
+	}
+}
+
+// must[T](t)(v, err) is v, failing t on err.
+func must[T any](t *testing.T) func(T, error) T {
+	return func(v T, err error) T {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
 	}
 }
 

@@ -6,7 +6,8 @@
 // Keys are placed by one of package ring's algorithms, chosen to agree key
 // for key with the other clients on the same servers (Options.Ring; see
 // docs/rings.md). A batch is split by shard and sent as one pipeline per
-// shard, to all shards at once. Each shard is a redisstore.Store, so
+// shard, to all shards at once (on the Store's long-lived workers, see
+// workers.go). Each shard is a redisstore.Store, so
 // leases, Invalidate and the single-key operations are Redis's own per
 // shard. The Store names each shard as a node (store.NodeLocator and
 // store.NodeProber), so the breaker of package store/health fails one
@@ -36,6 +37,10 @@ import (
 	"github.com/kuracache/kura/store"
 	"github.com/kuracache/kura/store/redisstore"
 )
+
+// maxWorkers bounds a Store's workers (workers.go): two per shard but
+// one, at most this many.
+const maxWorkers = 64
 
 // ErrOptions reports options New cannot use.
 var ErrOptions = errors.New("kura: bad redisring options")
@@ -72,6 +77,9 @@ type Store struct {
 	addrs  []string
 	shards []*redisstore.Store
 	byAddr map[string]int
+	// w runs the per-shard calls of parallel (workers.go); nil: a
+	// goroutine each.
+	w *workers
 }
 
 var (
@@ -99,7 +107,8 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{ring: r, addrs: append([]string(nil), opts.Servers...), byAddr: map[string]int{}}
+	s := &Store{ring: r, addrs: append([]string(nil), opts.Servers...), byAddr: map[string]int{},
+		w: startWorkers(min(2*(len(opts.Servers)-1), maxWorkers))}
 	s.shards = make([]*redisstore.Store, len(opts.Servers))
 	errs := make([]error, len(opts.Servers))
 	firstHost, _, _ := net.SplitHostPort(opts.Servers[0])
@@ -217,6 +226,7 @@ func (s *Store) Delete(ctx context.Context, key string) error {
 
 // Close closes every shard.
 func (s *Store) Close() error {
+	s.w.stop()
 	var errs []error
 	for _, sh := range s.shards {
 		if sh == nil { // New failed before this shard was opened
@@ -310,25 +320,33 @@ func (s *Store) groups(n int, key func(int) string) [][]int {
 // runs on the caller's goroutine: a batch over n shards starts n-1
 // goroutines (none when only one shard has keys).
 func (s *Store) fanout(op string, g [][]int, keyAt func(int) string, fn func(shard int, idx []int) error) error {
+	errs := make([]error, len(g))
+	s.parallel(g, errs, fn)
+	return s.batchErr(op, g, keyAt, errs)
+}
+
+// parallel runs fn for every shard with indexes in g, all at once, the
+// last on the caller's goroutine, setting errs[shard] to its error. The
+// others run on the Store's workers (workers.go).
+func (s *Store) parallel(g [][]int, errs []error, fn func(shard int, idx []int) error) {
 	last := -1
 	for sh, idx := range g {
 		if len(idx) > 0 {
 			last = sh
 		}
 	}
-	errs := make([]error, len(g))
 	var wg sync.WaitGroup
 	for sh, idx := range g {
 		if len(idx) == 0 || sh == last {
 			continue
 		}
-		wg.Go(func() { errs[sh] = fn(sh, idx) })
+		wg.Add(1)
+		s.w.run(func() { defer wg.Done(); errs[sh] = fn(sh, idx) })
 	}
 	if last >= 0 {
 		errs[last] = fn(last, g[last])
 	}
 	wg.Wait()
-	return s.batchErr(op, g, keyAt, errs)
 }
 
 // batchErr merges the per-shard errors of a batch over the shards' key

@@ -16,9 +16,9 @@ import (
 // TestStalledShardFailsOnlyItsKeys stops (SIGSTOP) the first shard of a
 // connected ring and reads a batch over all shards with GetMany and
 // LeaseGet under a deadline: the other shards' keys are answered, only the
-// stopped shard's keys fail, naming it. Reading the shards one after
-// another would spend the whole deadline on the stopped shard and fail
-// every key.
+// stopped shard's keys fail, naming it; once it resumes, every key reads
+// again. Reading the shards one after another would spend the whole
+// deadline on the stopped shard and fail every key.
 func TestStalledShardFailsOnlyItsKeys(t *testing.T) {
 	for _, first := range []int{0, 2} {
 		t.Run(fmt.Sprintf("shard%d", first), func(t *testing.T) {
@@ -78,6 +78,20 @@ func TestStalledShardFailsOnlyItsKeys(t *testing.T) {
 			res, err := s.LeaseGet(dctx, keys, store.LeaseOptions{TTL: time.Second, Placeholder: []byte("\x00ph")})
 			cancel()
 			check("LeaseGet", func(i int) []byte { return res[i].Value }, err)
+			if err := r[first].Proc.Resume(); err != nil {
+				t.Fatal(err)
+			}
+			dctx, cancel = context.WithTimeout(ctx, 10*time.Second)
+			defer cancel()
+			vals, err = s.GetMany(dctx, keys)
+			if err != nil {
+				t.Fatalf("GetMany after the shard resumed: %v", err)
+			}
+			for i, k := range keys {
+				if string(vals[i]) != k {
+					t.Fatalf("after the shard resumed, %s = %q", k, vals[i])
+				}
+			}
 		})
 	}
 }
