@@ -62,16 +62,7 @@ func BenchmarkCorpus(b *testing.B) {
 		b.Logf("corpus skipped: %v", err)
 	}
 	for _, r := range reals {
-		var vals []any
-		for _, doc := range r.Values {
-			var v map[string]any
-			if err := json.Unmarshal(doc, &v); err != nil {
-				b.Fatal(err)
-			}
-			vals = append(vals, v)
-		}
-		rng := rand.New(rand.NewPCG(1, 2))
-		rng.Shuffle(len(vals), func(i, j int) { vals[i], vals[j] = vals[j], vals[i] })
+		vals := shuffledGeneric(b, r)
 		h := len(vals) / 2
 		sets = append(sets, set{r.Name, vals[:h], vals[h:], func() any { return new(map[string]any) }, false})
 	}
@@ -248,6 +239,23 @@ func benchCorpusSet(b *testing.B, trainVals, testVals []any, fresh func() any, i
 			})
 		}
 	}
+}
+
+// shuffledGeneric decodes the documents of r into generic values
+// (map[string]any) and shuffles them with a fixed seed: the first half
+// trains dictionaries, the second is measured.
+func shuffledGeneric(tb testing.TB, r corpus.Real) []any {
+	var vals []any
+	for _, doc := range r.Values {
+		var v map[string]any
+		if err := json.Unmarshal(doc, &v); err != nil {
+			tb.Fatal(err)
+		}
+		vals = append(vals, v)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	rng.Shuffle(len(vals), func(i, j int) { vals[i], vals[j] = vals[j], vals[i] })
+	return vals
 }
 
 // unsortedMsgPack is MsgPack as it was before issue 24: msgpack/v5's

@@ -2,8 +2,6 @@ package codec
 
 import (
 	"container/heap"
-	"encoding/json"
-	"math/rand/v2"
 	"reflect"
 	"testing"
 	"time"
@@ -41,16 +39,7 @@ func BenchmarkEntropyProjection(b *testing.B) {
 	}
 	for _, r := range reals {
 		b.Run(r.Name, func(b *testing.B) {
-			var vals []any
-			for _, doc := range r.Values {
-				var v map[string]any
-				if err := json.Unmarshal(doc, &v); err != nil {
-					b.Fatal(err)
-				}
-				vals = append(vals, v)
-			}
-			rng := rand.New(rand.NewPCG(1, 2))
-			rng.Shuffle(len(vals), func(i, j int) { vals[i], vals[j] = vals[j], vals[i] })
+			vals := shuffledGeneric(b, r)
 			h := len(vals) / 2
 			var train [][]byte
 			for _, v := range vals[:h] {
