@@ -12,7 +12,7 @@ import (
 // The capabilities of the wrapped store, each passed through the
 // wrapper: traced where it moves data, plain where it only reports.
 
-// kuraotel passes NodeLocator, NodeProber, HealthReporter, ConnReporter,
+// kuraotel passes NodeLocator, ServerLocator, NodeProber, HealthReporter, ConnReporter,
 // MaxValueSizer, Pinger, MetaReader, PrefixReader and KeyWalker through
 // only when the wrapped store has them (Has): they have no way to report
 // "not here" other than being absent. The rest (the batch calls, leases,
@@ -136,6 +136,15 @@ func (s *Store) GetManyTracked(ctx context.Context, keys []string) ([][]byte, er
 func (s *Store) NodeOf(key string) string {
 	if l, ok := store.Find[store.NodeLocator](s.inner); ok {
 		return l.NodeOf(key)
+	}
+	return ""
+}
+
+// ServerOf is the wrapped store's ServerOf (store.ServerLocator: Has
+// says whether it has one).
+func (s *Store) ServerOf(key string, read bool) string {
+	if l, ok := store.Find[store.ServerLocator](s.inner); ok {
+		return l.ServerOf(key, read)
 	}
 	return ""
 }

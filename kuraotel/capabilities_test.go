@@ -19,7 +19,7 @@ import (
 // capabilities are the optional capabilities a Cache or a tool looks for
 // with store.Find.
 var capabilities = []reflect.Type{
-	reflect.TypeFor[store.NodeLocator](), reflect.TypeFor[store.NodeProber](),
+	reflect.TypeFor[store.NodeLocator](), reflect.TypeFor[store.ServerLocator](), reflect.TypeFor[store.NodeProber](),
 	reflect.TypeFor[store.HealthReporter](), reflect.TypeFor[store.ConnReporter](),
 	reflect.TypeFor[store.MaxValueSizer](), reflect.TypeFor[store.Pinger](),
 	reflect.TypeFor[store.MetaReader](), reflect.TypeFor[store.PrefixReader](),

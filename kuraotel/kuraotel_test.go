@@ -200,6 +200,7 @@ func TestWaiterInAnotherProcess(t *testing.T) {
 // one client span per master, whose kura.commands count one MGET per
 // hash slot.
 func TestFetchManyCluster(t *testing.T) {
+	t.Parallel() // server-bound: runs beside the other server tests
 	cl := servertest.RedisCluster(t)
 	r := newRecorder(t)
 	c := newCache[int](t, redisStore(t, cl.Addrs()...), r, kura.Options{})

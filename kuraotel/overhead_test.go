@@ -21,24 +21,42 @@ import (
 // tracing is one way of running a Cache for the overhead measurements.
 type tracing struct {
 	name string
-	tp   func() trace.TracerProvider // nil: no tracer at all
-	// sampled runs the calls inside a sampled request span.
-	sampled bool
+	tp   func() trace.TracerProvider // nil: no provider at all
+	// untraced: kura has no tracer (tp only makes the request span).
+	untraced bool
+	// sampled runs the calls inside a sampled request span; parent
+	// inside the provider's request span whether or not it is sampled
+	// (a request that middleware traced, and the sampler dropped).
+	sampled, parent bool
+}
+
+// unsampledProvider samples ParentBased(NeverSample): nothing is sampled.
+func unsampledProvider() trace.TracerProvider {
+	return sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.NeverSample())),
+		sdktrace.WithSyncer(tracetest.NewInMemoryExporter()))
 }
 
 var tracings = []tracing{
 	{name: "off"},
-	{name: "unsampled", tp: func() trace.TracerProvider {
-		return sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.NeverSample())),
-			sdktrace.WithSyncer(tracetest.NewInMemoryExporter()))
-	}},
+	// No span in the caller's context.
+	{name: "unsampled", tp: unsampledProvider},
 	{name: "sampled", sampled: true, tp: func() trace.TracerProvider {
 		// A batcher over a discarding exporter: the cost of making and
 		// ending spans, not of keeping them.
 		return sdktrace.NewTracerProvider(sdktrace.WithSampler(sdktrace.AlwaysSample()),
 			sdktrace.WithBatcher(discard{}))
 	}},
+	// The caller's context holds the request's span, which the sampler
+	// did not sample (a valid span context, not recording), without and
+	// with kuraotel. A context that is not context.Background costs the
+	// read path's budget an allocation either way, hence the own baseline.
+	{name: "off_parent", parent: true, untraced: true, tp: unsampledProvider},
+	{name: "unsampled_parent", parent: true, tp: unsampledProvider},
 }
+
+// baselines pairs each unsampled variant with its tracer-less baseline
+// (indexes into tracings).
+var baselines = [][2]int{{0, 1}, {3, 4}}
 
 type discard struct{}
 
@@ -52,9 +70,11 @@ func (tr tracing) open(tb testing.TB, s store.Store, opts kura.Options) (*kura.C
 	ctx := context.Background()
 	if tr.tp != nil {
 		tp := tr.tp()
-		opts.Tracer = kuraotel.NewTracer(kuraotel.Options{TracerProvider: tp})
-		s = kuraotel.WrapStore(s, kuraotel.StoreOptions{TracerProvider: tp})
-		if tr.sampled {
+		if !tr.untraced {
+			opts.Tracer = kuraotel.NewTracer(kuraotel.Options{TracerProvider: tp})
+			s = kuraotel.WrapStore(s, kuraotel.StoreOptions{TracerProvider: tp})
+		}
+		if tr.sampled || tr.parent {
 			var sp trace.Span
 			ctx, sp = tp.Tracer("app").Start(ctx, "request")
 			tb.Cleanup(func() { sp.End() })
@@ -71,13 +91,16 @@ func (tr tracing) open(tb testing.TB, s store.Store, opts kura.Options) (*kura.C
 func hitLoader(context.Context, string) (string, error) { return "value", nil }
 
 // TestNoAllocsUnsampled: with an SDK provider sampling ParentBased(Never)
-// and a caller context without a sampled span, a Fetch hit allocates
-// exactly what it allocates without a tracer, from the store and from the
-// L1.
+// and a caller context without a sampled span (none, or the request's
+// unsampled one), a Fetch hit allocates exactly what it allocates without
+// a tracer in the same context, from the store and from the L1.
 func TestNoAllocsUnsampled(t *testing.T) {
 	for _, l1 := range []bool{false, true} {
-		var allocs [2]float64
-		for i, tr := range tracings[:2] {
+		allocs := make([]float64, len(tracings))
+		for i, tr := range tracings {
+			if tr.sampled {
+				continue
+			}
 			ms, err := memstore.New(memstore.Options{})
 			if err != nil {
 				t.Fatal(err)
@@ -87,6 +110,9 @@ func TestNoAllocsUnsampled(t *testing.T) {
 				opts.L1 = kura.L1Options{MaxBytes: 1 << 20, MaxStaleness: time.Minute}
 			}
 			c, ctx := tr.open(t, ms, opts)
+			if sc := trace.SpanContextFromContext(ctx); tr.parent && (!sc.IsValid() || sc.IsSampled()) {
+				t.Fatalf("%s: the request span is %v, want valid and not sampled", tr.name, sc)
+			}
 			if _, err := c.Fetch(ctx, "k", time.Minute, hitLoader); err != nil {
 				t.Fatal(err)
 			}
@@ -96,9 +122,12 @@ func TestNoAllocsUnsampled(t *testing.T) {
 				}
 			})
 		}
-		t.Logf("L1 %v: Fetch hit allocs: %v without a tracer, %v with an unsampled one", l1, allocs[0], allocs[1])
-		if allocs[1] != allocs[0] {
-			t.Errorf("L1 %v: %v allocs with an unsampled tracer, %v without", l1, allocs[1], allocs[0])
+		for _, b := range baselines {
+			off, on := tracings[b[0]].name, tracings[b[1]].name
+			t.Logf("L1 %v: Fetch hit allocs: %s %v, %s %v", l1, off, allocs[b[0]], on, allocs[b[1]])
+			if allocs[b[1]] != allocs[b[0]] {
+				t.Errorf("L1 %v: %v allocs %s, %v %s", l1, allocs[b[1]], on, allocs[b[0]], off)
+			}
 		}
 	}
 }

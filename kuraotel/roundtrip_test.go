@@ -5,14 +5,17 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/kuracache/kura"
 	"github.com/kuracache/kura/internal/harness/servers"
 	"github.com/kuracache/kura/internal/harness/servertest"
+	"github.com/kuracache/kura/store"
 	"github.com/kuracache/kura/store/redisring"
 	"github.com/kuracache/kura/store/redisstore"
 )
@@ -73,6 +76,7 @@ func checkBatches(t *testing.T, r *recorder, parent, op string, want map[string]
 // write-back, each with the shard's address and the keys the ring put
 // there.
 func TestRingRoundTrips(t *testing.T) {
+	t.Parallel() // server-bound: runs beside the other server tests
 	_, addrs := servertest.RedisShards(t, 3, servers.RedisConfig{})
 	rs, err := redisring.New(context.Background(), redisring.Options{Servers: addrs})
 	if err != nil {
@@ -119,6 +123,7 @@ func TestSentinelRoundTrips(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real-server test")
 	}
+	t.Parallel() // server-bound: runs beside the other server tests
 	set := servertest.SentinelSet(t, servers.SentinelConfig{})
 	s, err := redisstore.New(context.Background(), redisstore.Options{
 		Addrs: set.SentinelAddrs(), Sentinel: redisstore.Sentinel{MasterSet: set.MasterSet}, FailFast: true})
@@ -148,6 +153,11 @@ func TestSentinelRoundTrips(t *testing.T) {
 	checkBatches(t, r, "kura.store.LeaseGet", "MGET", map[string]int{primary: len(keys)})
 	checkBatches(t, r, "kura.store.LeaseGet", "SET", map[string]int{primary: len(keys)})
 	checkBatches(t, r, "kura.store.Fill", "EVALSHA", map[string]int{primary: len(keys)})
+	// Single-key calls are one client span each, naming the primary too
+	// (not the master set, which is the store's node name).
+	if err := checkSingle(r, c, primary); err != nil {
+		t.Fatal(err)
+	}
 
 	// After a failover the spans follow the new primary.
 	if err := set.KillPrimary(ctx); err != nil {
@@ -173,6 +183,303 @@ func TestSentinelRoundTrips(t *testing.T) {
 		if len(r.named("MGET")) != 1 {
 			return fmt.Errorf("%d MGET spans", len(r.named("MGET")))
 		}
+		return checkSingle(r, c, next)
+	})
+}
+
+// checkSingle makes a Set, a Get and a Delete through c, each inside a
+// request of its own, and checks that each is one client span (SET, GET,
+// DEL) naming the server at want.
+func checkSingle(r *recorder, c *kura.Cache[int], want string) error {
+	ctx := context.Background()
+	for _, op := range []struct {
+		name string
+		call func(context.Context) error
+	}{
+		{"SET", func(ctx context.Context) error { return c.Set(ctx, "single", 7, time.Minute) }},
+		{"GET", func(ctx context.Context) error { _, err := c.Get(ctx, "single"); return err }},
+		{"DEL", func(ctx context.Context) error { return c.Delete(ctx, "single") }},
+	} {
+		if err := spanServer(r, ctx, op.name, op.call, want); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// spanServer runs call inside a request span and checks that it made
+// exactly one client span named name, whose server.address and
+// server.port are want.
+func spanServer(r *recorder, ctx context.Context, name string, call func(context.Context) error, want string) error {
+	r.exp.Reset()
+	rctx, req := r.request(ctx)
+	err := call(rctx)
+	req.End()
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	sps := r.named(name)
+	if len(sps) != 1 {
+		return fmt.Errorf("%d %s spans, want 1:\n%s", len(sps), name, tree(r.spans(), "request"))
+	}
+	sp := sps[0]
+	if sp.SpanKind != trace.SpanKindClient {
+		return fmt.Errorf("%s span kind %v", name, sp.SpanKind)
+	}
+	host, hok := attr(sp, "server.address")
+	port, pok := attr(sp, "server.port")
+	if !hok || !pok {
+		return fmt.Errorf("%s span without server.address/server.port: %v", name, sp.Attributes)
+	}
+	if got := net.JoinHostPort(host.AsString(), strconv.FormatInt(port.AsInt64(), 10)); got != want {
+		return fmt.Errorf("%s span names %s, want %s", name, got, want)
+	}
+	return nil
+}
+
+// TestSentinelReplicaReadSpans: with ReadFromReplicas, a read the replica
+// answers (counted by the replica's INFO commandstats) names the replica,
+// single-key (GET) and batched (MGET); writes, and reads of a key this
+// store wrote within its primary window, name the primary.
+func TestSentinelReplicaReadSpans(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-server test")
+	}
+	t.Parallel() // server-bound: runs beside the other server tests
+	set := servertest.SentinelSet(t, servers.SentinelConfig{})
+	open := func(rr redisstore.ReplicaReads) store.Store {
+		s, err := redisstore.New(context.Background(), redisstore.Options{Addrs: set.SentinelAddrs(),
+			Sentinel: redisstore.Sentinel{MasterSet: set.MasterSet}, FailFast: true, ReadFromReplicas: rr})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	primary, err := set.Master(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	replica := set.Replica.Addr
+	// Another process writes the keys; they reach the replica.
+	writer, err := kura.New[int](open(redisstore.ReplicaReads{}), kura.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = writer.Close() })
+	keys := []string{"r1", "r2", "r3"}
+	for i, k := range keys {
+		if err := writer.Set(ctx, k, i, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+	}
+	servertest.Eventually(t, "the keys reach the replica", func() error {
+		for _, k := range keys {
+			if v, err := set.Replica.Do(ctx, "EXISTS", k); err != nil || v != "1" {
+				return fmt.Errorf("%s on the replica: %q, %v", k, v, err)
+			}
+		}
 		return nil
 	})
+	r := newRecorder(t)
+	c := newCache[int](t, open(redisstore.ReplicaReads{Enabled: true, PrimaryWindow: time.Hour}), r, kura.Options{})
+	calls := func(addr, cmd string) int64 {
+		srv := set.Primary
+		if addr == replica {
+			srv = set.Replica
+		}
+		info, err := srv.Do(ctx, "INFO", "commandstats")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return servers.CommandCalls(servers.ParseInfo(info), cmd)
+	}
+
+	// A single-key read: one GET span, naming the replica, which served it.
+	before := calls(replica, "get")
+	servertest.Eventually(t, "a GET span names the replica", func() error {
+		return spanServer(r, ctx, "GET", func(ctx context.Context) error { _, err := c.Get(ctx, "r1"); return err }, replica)
+	})
+	if n := calls(replica, "get") - before; n < 1 {
+		t.Fatalf("the replica served %d GETs", n)
+	}
+
+	// A batched read: its MGET names the replica, which served it.
+	before = calls(replica, "mget")
+	r.exp.Reset()
+	rctx, req := r.request(ctx)
+	if got, err := c.GetMany(rctx, keys); err != nil || len(got) != len(keys) {
+		t.Fatalf("GetMany = %v, %v", got, err)
+	}
+	req.End()
+	checkBatches(t, r, "kura.store.GetMany", "MGET", map[string]int{replica: len(keys)})
+	if n := calls(replica, "mget") - before; n != 1 {
+		t.Fatalf("the replica served %d MGETs, want 1", n)
+	}
+
+	// A write names the primary; so does the read of the key this store
+	// just wrote (its primary window), which the primary serves.
+	if err := spanServer(r, ctx, "SET", func(ctx context.Context) error { return c.Set(ctx, "own", 1, time.Hour) }, primary); err != nil {
+		t.Fatal(err)
+	}
+	before = calls(primary, "get")
+	if err := spanServer(r, ctx, "GET", func(ctx context.Context) error { _, err := c.Get(ctx, "own"); return err }, primary); err != nil {
+		t.Fatal(err)
+	}
+	if n := calls(primary, "get") - before; n != 1 {
+		t.Fatalf("the primary served %d GETs of its own write, want 1", n)
+	}
+}
+
+// TestClusterReplicaReadSpans: on a Redis Cluster with two replicas per
+// master and ReadFromReplicas, each MGET span names the replica rueidis
+// chose for its slots, which is the replica that served it (INFO
+// commandstats), and a single-key GET names its slot's replica too.
+func TestClusterReplicaReadSpans(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-server test")
+	}
+	t.Parallel() // server-bound: runs beside the other server tests
+	cl := servertest.RedisClusterWith(t, servers.ClusterConfig{Replicas: 2})
+	open := func(rr redisstore.ReplicaReads) store.Store {
+		s, err := redisstore.New(context.Background(), redisstore.Options{Addrs: cl.Addrs(), ReadFromReplicas: rr})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	writer, err := kura.New[int](open(redisstore.ReplicaReads{}), kura.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = writer.Close() })
+	keys := make([]string, 12)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("replica-read-%d", i)
+		if err := writer.Set(ctx, keys[i], i, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var replicas []*servers.Redis
+	for _, rs := range cl.Replicas {
+		replicas = append(replicas, rs...)
+	}
+	servertest.Eventually(t, "the keys reach every replica", func() error {
+		n := 0
+		for _, r := range replicas {
+			v, err := r.Do(ctx, "DBSIZE")
+			if err != nil {
+				return err
+			}
+			k, _ := strconv.Atoi(v)
+			n += k
+		}
+		if n != 2*len(keys) { // two replicas of each key
+			return fmt.Errorf("%d keys on the replicas, want %d", n, 2*len(keys))
+		}
+		return nil
+	})
+	mgets := func() map[string]int64 {
+		out := map[string]int64{}
+		for _, r := range replicas {
+			info, err := r.Do(ctx, "INFO", "commandstats")
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[r.Addr] = servers.CommandCalls(servers.ParseInfo(info), "mget")
+		}
+		return out
+	}
+	// Redis lists a replica in CLUSTER SLOTS, where the client learns of
+	// it, only once the others have heard of its replication offset
+	// (cluster gossip): before that, reads go to the masters.
+	servertest.Eventually(t, "CLUSTER SLOTS lists the replicas", func() error {
+		slots, err := cl.Nodes[0].Do(ctx, "CLUSTER", "SLOTS")
+		if err != nil {
+			return err
+		}
+		for _, r := range replicas {
+			if _, port := splitHostPort(r.Addr); !strings.Contains(slots, "\n"+port+"\n") {
+				return fmt.Errorf("replica %s not in CLUSTER SLOTS", r.Addr)
+			}
+		}
+		return nil
+	})
+	r := newRecorder(t)
+	c := newCache[int](t, open(redisstore.ReplicaReads{Enabled: true}), r, kura.Options{})
+	if _, err := c.GetMany(ctx, keys); err != nil { // reads the slot map
+		t.Fatal(err)
+	}
+
+	before := mgets()
+	r.exp.Reset()
+	rctx, req := r.request(ctx)
+	if got, err := c.GetMany(rctx, keys); err != nil || len(got) != len(keys) {
+		t.Fatalf("GetMany = %v, %v", got, err)
+	}
+	req.End()
+	after := mgets()
+	named := map[string]bool{}
+	for _, sp := range r.named("MGET") {
+		named[serverOf(t, sp)] = true
+	}
+	served := map[string]bool{}
+	for a, n := range after {
+		if n > before[a] {
+			served[a] = true
+		}
+	}
+	if len(named) == 0 || fmt.Sprint(named) != fmt.Sprint(served) {
+		t.Fatalf("MGET spans name %v; the replicas that served MGETs: %v\n%s", named, served, tree(r.spans(), "request"))
+	}
+	for a := range named {
+		if cl.Node(a) == nil || slicesContains(cl.Nodes, cl.Node(a)) {
+			t.Errorf("MGET span names %s, not a replica", a)
+		}
+	}
+
+	// A single-key read names the replica that served it.
+	gets := func(a string) int64 {
+		info, err := cl.Node(a).Do(ctx, "INFO", "commandstats")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return servers.CommandCalls(servers.ParseInfo(info), "get")
+	}
+	r.exp.Reset()
+	rctx, req = r.request(ctx)
+	if _, err := c.Get(rctx, keys[0]); err != nil {
+		t.Fatal(err)
+	}
+	req.End()
+	sps := r.named("GET")
+	if len(sps) != 1 {
+		t.Fatalf("%d GET spans:\n%s", len(sps), tree(r.spans(), "request"))
+	}
+	a := serverOf(t, sps[0])
+	if n := cl.Node(a); n == nil || slicesContains(cl.Nodes, n) {
+		t.Fatalf("GET span names %s, not a replica", a)
+	}
+	if g := gets(a); g < 1 {
+		t.Fatalf("the replica %s the GET span names served no GET", a)
+	}
+}
+
+func splitHostPort(addr string) (string, string) {
+	h, p, _ := net.SplitHostPort(addr)
+	return h, p
+}
+
+func slicesContains[T comparable](s []T, v T) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
 }

@@ -55,6 +55,7 @@ var (
 	_ store.LeaseCapable   = (*Store)(nil)
 	_ store.Tracker        = (*Store)(nil)
 	_ store.NodeLocator    = (*Store)(nil)
+	_ store.ServerLocator  = (*Store)(nil)
 	_ store.NodeProber     = (*Store)(nil)
 	_ store.HealthReporter = (*Store)(nil)
 	_ store.ConnReporter   = (*Store)(nil)
@@ -131,9 +132,7 @@ func (s *Store) start(ctx context.Context, method, key string, n int) (context.C
 		// One key, one round trip: a client span per the conventions.
 		kind, name = trace.SpanKindClient, op
 		attrs = append(attrs, semconv.DBOperationName(op))
-		if loc, ok := store.Find[store.NodeLocator](s.inner); ok {
-			attrs = append(attrs, serverAttrs(loc.NodeOf(key))...)
-		}
+		attrs = append(attrs, serverAttrs(s.serverOf(key, method == "Get" || method == "GetTracked"))...)
 	} else {
 		attrs = append(attrs, KeyKeys.Int(n))
 	}
@@ -161,6 +160,19 @@ func (c *call) roundTrip(rt store.RoundTrip) {
 		sp.SetStatus(codes.Error, "node_error")
 	}
 	sp.End(trace.WithTimestamp(rt.End))
+}
+
+// serverOf is the server a single-key call on key goes to: the wrapped
+// store's ServerOf (the answering primary or replica of a Sentinel store,
+// a replica with replica reads), or else its NodeOf.
+func (s *Store) serverOf(key string, read bool) string {
+	if l, ok := store.Find[store.ServerLocator](s.inner); ok {
+		return l.ServerOf(key, read)
+	}
+	if l, ok := store.Find[store.NodeLocator](s.inner); ok {
+		return l.NodeOf(key)
+	}
+	return ""
 }
 
 func serverAttrs(addr string) []attribute.KeyValue {

@@ -22,12 +22,40 @@ var ErrNotCapable = errors.New("kura: the wrapped store lacks this capability")
 // Forward alone therefore makes no capability: a wrapper is a Tracker only
 // once it routes the tracked reads too (the [Wrapper] rule). The zero
 // value wraps nothing; make one with NewForward.
+//
+// The wrapped store's capabilities are found once, by NewForward (a
+// store's type does not change, and neither does what a Capable wrapper
+// passes through); whether they are on (CanLease, Tracking) is asked on
+// every call. A wrapper's data calls then cost no [Find] per call.
 type Forward struct {
-	inner Store
+	inner   Store
+	leaser  Leaser  // Find[Leaser](inner), nil if none
+	tracker Tracker // Find[Tracker](inner), nil if none
 }
 
 // NewForward returns the Forward of a wrapper around inner.
-func NewForward(inner Store) Forward { return Forward{inner: inner} }
+func NewForward(inner Store) Forward {
+	f := Forward{inner: inner}
+	f.leaser, _ = Find[Leaser](inner)
+	f.tracker, _ = Find[Tracker](inner)
+	return f
+}
+
+// wrappedLeaser is FindLeaser(f.inner), from what NewForward found.
+func (f Forward) wrappedLeaser() (Leaser, bool) {
+	if f.leaser == nil {
+		return nil, false
+	}
+	if c, ok := f.leaser.(LeaseCapable); ok && !c.CanLease() {
+		return nil, false
+	}
+	return f.leaser, true
+}
+
+// wrappedTracker is FindTracker(f.inner), from what NewForward found.
+func (f Forward) wrappedTracker() (Tracker, bool) {
+	return f.tracker, f.tracker != nil && f.tracker.Tracking()
+}
 
 // Unwrap returns the wrapped store.
 func (f Forward) Unwrap() Store { return f.inner }
@@ -35,7 +63,7 @@ func (f Forward) Unwrap() Store { return f.inner }
 // WrappedTracker returns the wrapped store's tracking capability, or an
 // error matching ErrNotCapable when it has none or its tracking is off.
 func (f Forward) WrappedTracker() (Tracker, error) {
-	if t, ok := FindTracker(f.inner); ok {
+	if t, ok := f.wrappedTracker(); ok {
 		return t, nil
 	}
 	return nil, fmt.Errorf("%w: %T does not track (store.Tracker)", ErrNotCapable, f.inner)
@@ -43,20 +71,20 @@ func (f Forward) WrappedTracker() (Tracker, error) {
 
 // Tracking reports whether the wrapped store's server reports changes.
 func (f Forward) Tracking() bool {
-	_, ok := FindTracker(f.inner)
+	_, ok := f.wrappedTracker()
 	return ok
 }
 
 // Tracks reports whether the wrapped store reports changes of key.
 func (f Forward) Tracks(key string) bool {
-	t, ok := FindTracker(f.inner)
+	t, ok := f.wrappedTracker()
 	return ok && t.Tracks(key)
 }
 
 // Subscribe registers fn with the wrapped store's change reports (a no-op
 // when it does not track).
 func (f Forward) Subscribe(fn func(keys []string)) (cancel func()) {
-	if t, ok := FindTracker(f.inner); ok {
+	if t, ok := f.wrappedTracker(); ok {
 		return t.Subscribe(fn)
 	}
 	return func() {}
@@ -65,7 +93,7 @@ func (f Forward) Subscribe(fn func(keys []string)) (cancel func()) {
 // WrappedLeaser returns the wrapped store's lease capability, or an error
 // matching ErrNotCapable when it has none.
 func (f Forward) WrappedLeaser() (Leaser, error) {
-	if l, ok := FindLeaser(f.inner); ok {
+	if l, ok := f.wrappedLeaser(); ok {
 		return l, nil
 	}
 	return nil, fmt.Errorf("%w: %T has no leases (store.Leaser)", ErrNotCapable, f.inner)
@@ -73,7 +101,7 @@ func (f Forward) WrappedLeaser() (Leaser, error) {
 
 // CanLease reports whether the wrapped store has leases.
 func (f Forward) CanLease() bool {
-	_, ok := FindLeaser(f.inner)
+	_, ok := f.wrappedLeaser()
 	return ok
 }
 
@@ -82,7 +110,7 @@ func (f Forward) CanLease() bool {
 // A wrapper's WatchedLeaseGet routes the watched read to it, and falls
 // back to its own LeaseGet (watched false) without one.
 func (f Forward) WrappedWaker() (LeaseWaker, bool) {
-	if l, ok := FindLeaser(f.inner); ok {
+	if l, ok := f.wrappedLeaser(); ok {
 		w, ok := l.(LeaseWaker)
 		return w, ok
 	}

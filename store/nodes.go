@@ -17,6 +17,19 @@ type NodeLocator interface {
 	NodeOf(key string) string
 }
 
+// ServerLocator is implemented by a store whose node names (NodeOf) are
+// not always the network address of the server a command goes to: a
+// Redis Sentinel store's node is its master set, and with replica reads a
+// read may be answered by a replica. Instrumentation names the server of
+// a call with it (kuraotel's server.address and server.port); a store
+// without it is asked NodeOf.
+type ServerLocator interface {
+	// ServerOf returns the address (host:port) of the server that a
+	// command on key goes to now, a read (read true) or a write, or ""
+	// when it is not known.
+	ServerOf(key string, read bool) string
+}
+
 // NodeProber is implemented by stores that can check one node's health
 // on a connection of its own, apart from the connections that carry
 // application commands, so a health check never waits in a pool or

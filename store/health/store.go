@@ -55,6 +55,19 @@ func New(s store.Store, opts Options) (*Store, error) {
 	return &Store{Forward: store.NewForward(s), inner: s, loc: loc, opts: o, m: newMonitor(o, prober, prober.Nodes())}, nil
 }
 
+var _ store.ServerLocator = (*Store)(nil)
+
+// ServerOf returns the server a command on key goes to
+// (store.ServerLocator), as the wrapped store says, or else the key's
+// node (NodeOf): instrumentation outside the breaker names the answering
+// server through it.
+func (s *Store) ServerOf(key string, read bool) string {
+	if l, ok := store.Find[store.ServerLocator](s.inner); ok {
+		return l.ServerOf(key, read)
+	}
+	return s.loc.NodeOf(key)
+}
+
 var _ store.ConnReporter = (*Store)(nil)
 
 // ConnStats returns the connection statistics of the wrapped store

@@ -179,6 +179,12 @@ type Store struct {
 	// commands sent to a replica.
 	recent       *recentKeys
 	replicaReads atomic.Uint64
+	// replica is the replica a Sentinel-mode Store sends reads to (as of
+	// its last look, with the primary); replicaSlots the replica rueidis
+	// chose for each slot of a Cluster (roundtrip.go). Both are only set
+	// with ReadFromReplicas, for instrumentation (ServerOf).
+	replica      atomic.Pointer[string]
+	replicaSlots *slotReplicas
 	// splits counts the batches that met TRYAGAIN on a slot being
 	// migrated and were sent again one key per command (batch.go).
 	splits atomic.Uint64

@@ -102,20 +102,35 @@ func (s *Store) configureReplicaReads(co *rueidis.ClientOption, rr ReplicaReads)
 	if s.recent.window == 0 {
 		s.recent.window = DefaultPrimaryWindow
 	}
+	s.replicaSlots = new(slotReplicas)
 	co.SendToReplicas = func(cmd rueidis.Completed) bool {
-		if !cmd.IsReadOnly() {
+		if !s.toReplica(cmd) {
 			return false
-		}
-		args := cmd.Commands()
-		for _, k := range args[min(1, len(args)):] {
-			if s.recent.has(k) {
-				return false
-			}
 		}
 		s.replicaReads.Add(1)
 		return true
 	}
+	// The Cluster client asks for a replica per slot when it reads the
+	// slot map: a random one (rueidis's own choice), noted for ServerOf.
+	// Other clients do not ask.
+	co.ReplicaSelector = s.replicaSlots.pick
 	return nil
+}
+
+// toReplica reports whether rueidis sends cmd to a replica: with replica
+// reads on, a read-only command none of whose keys this Store wrote within
+// the primary window (SendToReplicas, without counting).
+func (s *Store) toReplica(cmd rueidis.Completed) bool {
+	if s.recent == nil || !cmd.IsReadOnly() {
+		return false
+	}
+	args := cmd.Commands()
+	for _, k := range args[min(1, len(args)):] {
+		if s.recent.has(k) {
+			return false
+		}
+	}
+	return true
 }
 
 // wrote marks keys as written by this Store: with replica reads on, their

@@ -138,4 +138,7 @@ func (s *Store) notePrimary(cn *conn) {
 	if old != nil && *old != addr {
 		s.failovers.Add(1)
 	}
+	if s.recent != nil { // replica reads: the replica the client reads from
+		s.noteReplica(cn, addr)
+	}
 }

@@ -111,7 +111,7 @@ func (s *Store) openPush() error {
 	co.NewCacheStoreFn = func(rueidis.CacheStoreOption) rueidis.CacheStore { return relay{h: &s.wake.h} }
 	co.OnInvalidations = func([]rueidis.RedisMessage) {} // read pushes in the background from the start (see configureTracking)
 	co.ClientTrackingOptions = []string{}
-	co.SendToReplicas = nil
+	co.SendToReplicas, co.ReplicaSelector = nil, nil
 	co.ReplicaOnly = false
 	co.PipelineMultiplex = -1
 	co.ClientName = WakeClientName

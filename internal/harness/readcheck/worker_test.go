@@ -45,6 +45,9 @@ type combo struct {
 	// Hot is the scenario of the reproduction: one key, many
 	// readers per process, Fetch only, and a writer that does not pause.
 	Hot bool
+	// ReaderPause, if set, makes each reader pause a random time up to
+	// it between two reads, Hot readers too (which otherwise never pause).
+	ReaderPause time.Duration
 }
 
 // hotReaders is the number of readers per process of a Hot combination.
@@ -423,7 +426,10 @@ func (s *subject) reader(ctx context.Context, client int) {
 			s.read(client, "Index", start, got...)
 		}
 		cancel()
-		if !s.c.Hot {
+		switch {
+		case s.c.ReaderPause > 0:
+			time.Sleep(time.Duration(rng.Int64N(int64(s.c.ReaderPause))))
+		case !s.c.Hot:
 			time.Sleep(time.Duration(rng.IntN(500)) * time.Microsecond)
 		}
 	}

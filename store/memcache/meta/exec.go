@@ -129,6 +129,7 @@ type pipeline struct {
 }
 
 func (p *pipeline) plan() {
+	p.ends = make([]int, 0, len(p.send)/windowSize+1) // grows only for isolated large values
 	n := 0
 	for j, i := range p.send {
 		r := &p.reqs[i]

@@ -180,31 +180,36 @@ func ParseHeader(line []byte, r *Response) (int, error) {
 }
 
 func parseFlag(tok []byte, r *Response) error {
-	arg := string(tok[1:])
+	// The numbers are parsed from string(arg) at each call, which the
+	// compiler converts without allocating (strconv keeps no reference to
+	// it); only the key, which r keeps, is copied. An answer to a quiet mg
+	// thus allocates its value and nothing else, whichever flags it asked
+	// for (TestExecGetAllocs).
+	arg := tok[1:]
 	var err error
 	switch tok[0] {
 	case 'O':
 		var n uint64
-		n, err = strconv.ParseUint(arg, 10, 32)
+		n, err = strconv.ParseUint(string(arg), 10, 32)
 		r.Opaque = uint32(n)
 	case 'c':
-		r.CAS, err = strconv.ParseUint(arg, 10, 64)
+		r.CAS, err = strconv.ParseUint(string(arg), 10, 64)
 	case 't':
-		r.TTL, err = strconv.ParseInt(arg, 10, 64)
+		r.TTL, err = strconv.ParseInt(string(arg), 10, 64)
 	case 'f':
 		var n uint64
-		n, err = strconv.ParseUint(arg, 10, 32)
+		n, err = strconv.ParseUint(string(arg), 10, 32)
 		r.ClientFlags = uint32(n)
 	case 's':
-		r.Size, err = strconv.ParseInt(arg, 10, 64)
+		r.Size, err = strconv.ParseInt(string(arg), 10, 64)
 	case 'k':
-		r.Key = arg
+		r.Key = string(arg)
 	case 'b':
 		r.Base64Key = true
 	case 'h':
-		r.Hit = arg == "1"
+		r.Hit = string(arg) == "1"
 	case 'l':
-		r.LastAccess, err = strconv.ParseInt(arg, 10, 64)
+		r.LastAccess, err = strconv.ParseInt(string(arg), 10, 64)
 	case 'W':
 		r.Won = true
 	case 'X':
