@@ -29,17 +29,28 @@ import (
 // generic Go value (map[string]any) for the data sets and into the Article
 // struct for the articles, the same for every scheme.
 func BenchmarkCorpus(b *testing.B) {
-	type set struct {
-		name    string
-		train   []any
-		test    []any
-		fresh   func() any // a destination to decode into
-		struct_ bool       // Go structs (compact writes them as arrays)
+	sets := corpusSets(b)
+	for _, s := range sets {
+		b.Run(s.name, func(b *testing.B) { benchCorpusSet(b, s.train, s.test, s.fresh, s.struct_) })
 	}
-	var sets []set
+}
+
+// corpusSet is one data set of the corpus benchmarks, split in two.
+type corpusSet struct {
+	name    string
+	train   []any
+	test    []any
+	fresh   func() any // a destination to decode into
+	struct_ bool       // Go structs (compact writes them as arrays)
+}
+
+// corpusSets returns the generated Go struct sets and the public data
+// sets (internal/harness/corpus.RealCorpora), each shuffled and halved.
+func corpusSets(b *testing.B) []corpusSet {
+	var sets []corpusSet
 	structSet := func(name string, vals []any, fresh func() any) {
 		h := len(vals) / 2
-		sets = append(sets, set{name, vals[:h], vals[h:], fresh, true})
+		sets = append(sets, corpusSet{name, vals[:h], vals[h:], fresh, true})
 	}
 	var artVals, itemVals, stockVals []any
 	arts := corpus.Articles(1, 128)
@@ -62,22 +73,45 @@ func BenchmarkCorpus(b *testing.B) {
 		b.Logf("corpus skipped: %v", err)
 	}
 	for _, r := range reals {
-		var vals []any
-		for _, doc := range r.Values {
-			var v map[string]any
-			if err := json.Unmarshal(doc, &v); err != nil {
-				b.Fatal(err)
-			}
-			vals = append(vals, v)
-		}
-		rng := rand.New(rand.NewPCG(1, 2))
-		rng.Shuffle(len(vals), func(i, j int) { vals[i], vals[j] = vals[j], vals[i] })
+		vals := shuffledGeneric(b, r)
 		h := len(vals) / 2
-		sets = append(sets, set{r.Name, vals[:h], vals[h:], func() any { return new(map[string]any) }, false})
+		sets = append(sets, corpusSet{r.Name, vals[:h], vals[h:], func() any { return new(map[string]any) }, false})
 	}
-	for _, s := range sets {
-		b.Run(s.name, func(b *testing.B) { benchCorpusSet(b, s.train, s.test, s.fresh, s.struct_) })
-	}
+	return sets
+}
+
+// corpusScheme is one way of storing values: encode appends an entry,
+// decode reads one into v.
+type corpusScheme struct {
+	name   string
+	encode func(dst []byte, v any) ([]byte, error)
+	decode func(data []byte, v any) error
+}
+
+// seedScheme is msgpack+snappy, seed 000's codec: the peer of every
+// corpus benchmark.
+var seedScheme = corpusScheme{"msgpack+snappy",
+	func(_ []byte, v any) ([]byte, error) {
+		p, err := msgpack.Marshal(v)
+		if err != nil {
+			return nil, err
+		}
+		return snappy.Encode(nil, p), nil
+	},
+	func(data []byte, v any) error {
+		raw, err := snappy.Decode(nil, data)
+		if err != nil {
+			return err
+		}
+		return msgpack.Unmarshal(raw, v)
+	}}
+
+// kuraCorpusScheme is Codec c writing entries with fields (as a Cache's
+// Set writes them) and reading them with the fingerprint check.
+func kuraCorpusScheme(name string, c *Codec, fields Fields) corpusScheme {
+	return corpusScheme{name,
+		func(dst []byte, v any) ([]byte, error) { out, _, err := c.EncodeWith(dst, v, fields); return out, err },
+		func(data []byte, v any) error { _, err := c.DecodeSchema(data, v, fields.Schema); return err }}
 }
 
 // benchCorpusSet is BenchmarkCorpus on one data set (a sub-benchmark, so
@@ -154,32 +188,9 @@ func benchCorpusSet(b *testing.B, trainVals, testVals []any, fresh func() any, i
 		// The fields a Cache writes with every Set: the value type's
 		// fingerprint and the write time.
 		fields := Fields{Schema: Fingerprint(reflect.TypeOf(s.test[0]), "msgpack"), HasSchema: true, Written: time.Now()}
-		type scheme struct {
-			name   string
-			encode func(dst []byte, v any) ([]byte, error)
-			decode func(data []byte, v any) error
-		}
-		kuraScheme := func(name string, c *Codec) scheme {
-			return scheme{name,
-				func(dst []byte, v any) ([]byte, error) { out, _, err := c.EncodeWith(dst, v, fields); return out, err },
-				func(data []byte, v any) error { _, err := c.DecodeSchema(data, v, fields.Schema); return err }}
-		}
-		schemes := []scheme{
-			{"msgpack+snappy",
-				func(_ []byte, v any) ([]byte, error) {
-					p, err := msgpack.Marshal(v)
-					if err != nil {
-						return nil, err
-					}
-					return snappy.Encode(nil, p), nil
-				},
-				func(data []byte, v any) error {
-					raw, err := snappy.Decode(nil, data)
-					if err != nil {
-						return err
-					}
-					return msgpack.Unmarshal(raw, v)
-				}},
+		kuraScheme := func(name string, c *Codec) corpusScheme { return kuraCorpusScheme(name, c, fields) }
+		schemes := []corpusScheme{
+			seedScheme,
 			kuraScheme("kura", withDict(Options{}, nil)),
 			kuraScheme("kura-s2-dict16K", withDict(Options{MinCompressSize: -1}, s2d)),
 			kuraScheme("kura-compact", withDict(Options{Compact: true}, nil)),
@@ -248,6 +259,23 @@ func benchCorpusSet(b *testing.B, trainVals, testVals []any, fresh func() any, i
 			})
 		}
 	}
+}
+
+// shuffledGeneric decodes the documents of r into generic values
+// (map[string]any) and shuffles them with a fixed seed: the first half
+// trains dictionaries, the second is measured.
+func shuffledGeneric(tb testing.TB, r corpus.Real) []any {
+	var vals []any
+	for _, doc := range r.Values {
+		var v map[string]any
+		if err := json.Unmarshal(doc, &v); err != nil {
+			tb.Fatal(err)
+		}
+		vals = append(vals, v)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	rng.Shuffle(len(vals), func(i, j int) { vals[i], vals[j] = vals[j], vals[i] })
+	return vals
 }
 
 // unsortedMsgPack is MsgPack as it was before issue 24: msgpack/v5's
