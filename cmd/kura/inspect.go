@@ -27,15 +27,19 @@ func newInspectCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "inspect URL KEY...",
 		Short: "Decode what is stored under cache keys, for a person",
-		Long: `inspect reads each key from a live Redis, Redis Cluster or memcached and shows
-what is stored there: the kura envelope header (format version, serializer,
-compressor, dictionary), stored and uncompressed sizes, the TTL left, the
-server's own size for the key, and the value decoded as JSON. Values kura did
-not write are recognised where possible (JSON, text, Snappy, zlib, gzip,
-go-redis/cache) or described as unknown bytes.
+		Long: `inspect reads each key from a live Redis, Redis Cluster, sharded Redis or
+memcached and shows what is stored there: the kura envelope header (format
+version, serializer, compressor, dictionary), stored and uncompressed sizes,
+the TTL left, the server's own size for the key, and the value decoded as JSON.
+A value compressed with a dictionary is decoded with the dictionary its writer
+published in the cache (checked against the digest the value carries); a
+missing or forged one is named, never guessed. Values kura did not write are
+recognised where possible (JSON, text, Snappy, zlib, gzip, go-redis/cache) or
+described as unknown bytes.
 
 URL is redis://[user:password@]host:port[/db], rediss://... (TLS),
-redis://host1:port1,host2:port2 (Cluster), or memcached://host1:port1,host2:port2.`,
+redis://host1:port1,host2:port2 (Cluster), redis+ring://host1:port1,host2:port2
+(sharded standalone Redis), or memcached://host1:port1,host2:port2.`,
 		Example: `  kura inspect redis://127.0.0.1:6379 article:1 article:2
   kura inspect memcached://10.0.0.1:11211,10.0.0.2:11211 user:42 --mask email,phone
   kura inspect redis://127.0.0.1:6379 article:1 --json`,
