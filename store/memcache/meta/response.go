@@ -184,7 +184,7 @@ func parseFlag(tok []byte, r *Response) error {
 	// compiler converts without allocating (strconv keeps no reference to
 	// it); only the key, which r keeps, is copied. An answer to a quiet mg
 	// thus allocates its value and nothing else, whichever flags it asked
-	// for (TestExecGetAllocs).
+	// for (TestParseHeaderAllocs, and store/memcache's TestGetManyAllocs).
 	arg := tok[1:]
 	var err error
 	switch tok[0] {
