@@ -12,6 +12,7 @@ import (
 	"github.com/kuracache/kura/internal/harness/servers"
 	"github.com/kuracache/kura/internal/harness/servertest"
 	"github.com/kuracache/kura/store"
+	"github.com/kuracache/kura/store/memstore"
 )
 
 // TestBudgetCostsNothingOnAHit: the StoreTimeout budget adds no allocation
@@ -81,4 +82,74 @@ func allocsPerFetch(runs int, f func()) float64 {
 	}
 	runtime.ReadMemStats(&after)
 	return float64(after.Mallocs-before.Mallocs) / float64(runs)
+}
+
+// perKeyDeadline is a lease store whose LeaseGet waits out the call's
+// deadline and then reports it per key, in a *store.BatchError, as a
+// Redis pipeline whose replies did not come back in time may.
+type perKeyDeadline struct{ store.Store }
+
+var _ store.Leaser = perKeyDeadline{}
+
+func (s perKeyDeadline) LeaseGet(ctx context.Context, keys []string, _ store.LeaseOptions) ([]store.LeaseResult, error) {
+	<-ctx.Done()
+	be := &store.BatchError{Op: "get"}
+	for _, k := range keys {
+		be.Errors = append(be.Errors, store.KeyError{Key: k, Addr: "127.0.0.1:1", Err: store.NodeErr("127.0.0.1:1", ctx.Err())})
+	}
+	return make([]store.LeaseResult, len(keys)), be
+}
+
+// Fill, Release and Invalidate are never reached with a lease this store
+// gave (it gives none); they are here to make it a store.Leaser.
+func (perKeyDeadline) Fill(context.Context, []store.Fill) error     { return nil }
+func (perKeyDeadline) Release(context.Context, []store.Lease) error { return nil }
+func (s perKeyDeadline) Invalidate(ctx context.Context, keys []string, _ time.Duration) error {
+	for _, k := range keys {
+		if err := s.Delete(ctx, k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// TestBudgetSpentPerKeyIsCounted: a lease read whose keys fail one by one
+// because the budget ran out (not the caller's context) counts each in
+// BudgetSkips, as a whole-call deadline does; the caller still gets the
+// loader's values. Before, only a whole-call failure was counted, and the
+// count depended on how the Redis client happened to report the timeout.
+func TestBudgetSpentPerKeyIsCounted(t *testing.T) {
+	ms, err := memstore.New(memstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ms.Close()
+	c, err := kura.New[string](perKeyDeadline{ms}, kura.Options{StoreTimeout: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	v, err := c.Fetch(ctx, "a", time.Minute, func(context.Context, string) (string, error) { return "A", nil })
+	if err != nil || v != "A" {
+		t.Fatalf("Fetch = %q, %v", v, err)
+	}
+	if st := c.Stats(); st.BudgetSkips != 1 || st.StoreErrors != 1 {
+		t.Fatalf("one key, budget spent: %d budget skips, %d store errors; want 1, 1", st.BudgetSkips, st.StoreErrors)
+	}
+	m, err := c.FetchMany(ctx, []string{"b", "c"}, time.Minute, func(_ context.Context, keys []string) (map[string]string, error) {
+		return map[string]string{"b": "B", "c": "C"}, nil
+	})
+	if err != nil || len(m) != 2 {
+		t.Fatalf("FetchMany = %v, %v", m, err)
+	}
+	if st := c.Stats(); st.BudgetSkips != 3 {
+		t.Fatalf("after two more keys: %d budget skips; want 3", st.BudgetSkips)
+	}
+	// The caller's own deadline is not the budget's: not counted.
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Millisecond)
+	defer cancel()
+	_, _ = c.Fetch(cctx, "d", time.Minute, func(context.Context, string) (string, error) { return "D", nil })
+	if st := c.Stats(); st.BudgetSkips != 3 {
+		t.Fatalf("the caller's deadline was counted as the budget's: %d budget skips; want 3", st.BudgetSkips)
+	}
 }

@@ -464,14 +464,26 @@ func (p *Pipeline[V]) leaseErr(ctx context.Context, res []store.LeaseResult, err
 	if err == nil {
 		return nil, nil
 	}
+	spent := ctx.Err() == nil // a deadline that is not the caller's is the budget's
 	var be *store.BatchError
 	if !errors.As(err, &be) || len(res) != n {
-		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+		if spent && errors.Is(err, context.DeadlineExceeded) {
 			p.st.BudgetSkips.Add(uint64(n)) // the read spent the budget
 		}
 		return nil, err
 	}
-	return be.Failed(), nil
+	failed = be.Failed()
+	if spent {
+		// A store may report the budget's end per key (a pipeline whose
+		// replies did not come back in time): those are the budget's
+		// too, not only a whole-call failure.
+		for _, ferr := range failed {
+			if errors.Is(ferr, context.DeadlineExceeded) {
+				p.st.BudgetSkips.Add(1)
+			}
+		}
+	}
+	return failed, nil
 }
 
 // leaseFail is the lease read's failure for s: a miss that loads without
