@@ -232,6 +232,7 @@ type conn struct {
 func newConn(c rueidis.Client) *conn {
 	cn := &conn{c: c, cluster: c.Mode() == rueidis.ClientModeCluster}
 	if !cn.cluster {
+		cn.c = &stallGuard{Client: c}
 		for addr := range c.Nodes() {
 			cn.addr = addr
 		}
