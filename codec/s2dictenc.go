@@ -95,10 +95,16 @@ func load32(b []byte, i int) uint32 { return binary.LittleEndian.Uint32(b[i:]) }
 
 func load64(b []byte, i int) uint64 { return binary.LittleEndian.Uint64(b[i:]) }
 
-func hash4(u uint32, tableBits uint) uint32 { return (u * 0x9E3779B1) >> (32 - tableBits) }
+// The multipliers of hash4 and hash8.
+const (
+	hash4Mul = 0x9E3779B1
+	hash8Mul = 0xCF1BBCDCB7A56463
+)
+
+func hash4(u uint32, tableBits uint) uint32 { return (u * hash4Mul) >> (32 - tableBits) }
 
 func hash8(u uint64, tableBits uint) uint32 {
-	return uint32((u * 0xCF1BBCDCB7A56463) >> (64 - tableBits))
+	return uint32((u * hash8Mul) >> (64 - tableBits))
 }
 
 // encode appends the block of src to dst. src must be at most
@@ -125,6 +131,11 @@ func (e *s2DictEncoder) encode(dst, src []byte) []byte {
 	clear(long)
 
 	d, dl := e.dict, len(e.dict)
+	dlong, dshort := e.long, e.table
+	// One multiply per hash serves both tables (the value's, sized to
+	// it, and the dictionary's): hash4 and hash8 keep the top bits.
+	const dshift4, dshift8 = 32 - s2DictTableBits, 64 - s2DictTableBits
+	shift4, shift8 := 32-tableBits, 64-tableBits
 	lit := 0     // the first byte not yet emitted
 	i := 0       // the position searched
 	lastOff := 0 // the offset of the last copy (0: none yet)
@@ -132,7 +143,8 @@ func (e *s2DictEncoder) encode(dst, src []byte) []byte {
 	for i <= last {
 		cur64 := load64(src, i)
 		cur := uint32(cur64)
-		hs, hl := hash4(cur, tableBits), hash8(cur64, tableBits)
+		p4, p8 := cur*hash4Mul, cur64*hash8Mul
+		hs, hl := p4>>shift4, p8>>shift8
 		// Positions are stored +1 so that 0 means none.
 		cs, cl := int(short[hs])-1, int(long[hl])-1
 		short[hs], long[hl] = uint16(i+1), uint16(i+1)
@@ -166,14 +178,14 @@ func (e *s2DictEncoder) encode(dst, src []byte) []byte {
 				}
 			}
 			if inDict && bestLen < 16 {
-				dc := int(e.long[hash8(cur64, s2DictTableBits)])
+				dc := int(dlong[p8>>dshift8])
 				if dc+8 <= dl && load32(d, dc) == cur {
 					if l := 4 + matchLen(d[dc+4:], src[i+4:]); l > bestLen {
 						bestLen, bestOff, bestPos, bestDict = l, dl+i-dc, dc, true
 					}
 				}
 				if bestLen < 8 {
-					dc = int(e.table[hash4(cur, s2DictTableBits)])
+					dc = int(dshort[p4>>dshift4])
 					if dc+4 <= dl && load32(d, dc) == cur {
 						if l := 4 + matchLen(d[dc+4:], src[i+4:]); l > bestLen {
 							bestLen, bestOff, bestPos, bestDict = l, dl+i-dc, dc, true
