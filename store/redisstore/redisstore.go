@@ -249,6 +249,11 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 	if len(addrs) == 0 {
 		addrs = []string{"127.0.0.1:6379"}
 	}
+	for i, a := range addrs {
+		if err := store.CheckAddr(fmt.Sprintf("redisstore: Options.Addrs[%d]", i), a); err != nil {
+			return nil, err
+		}
+	}
 	co := rueidis.ClientOption{
 		InitAddress: append([]string(nil), addrs...),
 		Username:    opts.Username,
