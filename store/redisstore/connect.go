@@ -104,7 +104,7 @@ func (s *Store) tryConnect(ctx context.Context) error {
 		}
 		return connectError(seeds, err)
 	}
-	cn := newConn(c)
+	cn := newConn(c, s.replicaRoute())
 	// One PING proves the credentials and the database before the first
 	// real command, and CONFIG GET reads the size limit. CONFIG is often
 	// disabled (managed services, ACL users without +config): then the

@@ -229,10 +229,10 @@ type conn struct {
 	addr    string
 }
 
-func newConn(c rueidis.Client) *conn {
+func newConn(c rueidis.Client, replica func(rueidis.Completed) bool) *conn {
 	cn := &conn{c: c, cluster: c.Mode() == rueidis.ClientModeCluster}
 	if !cn.cluster {
-		cn.c = &stallGuard{Client: c}
+		cn.c = &stallGuard{Client: c, replica: replica}
 		for addr := range c.Nodes() {
 			cn.addr = addr
 		}
@@ -309,7 +309,7 @@ func NewFromURL(ctx context.Context, url string, opts Options) (*Store, error) {
 // 512 MiB.
 func NewFromClient(c rueidis.Client) *Store {
 	s := newStore(nil, false)
-	s.cur.Store(newConn(c))
+	s.cur.Store(newConn(c, nil))
 	close(s.first)
 	close(s.up)
 	if s.IsCluster() {

@@ -171,3 +171,12 @@ func primaryOf(ctx context.Context, cn *conn) string {
 	}
 	return ""
 }
+
+// replicaRoute is how the stall guard tells the calls rueidis sends to a
+// replica from the primary's: nil without replica reads.
+func (s *Store) replicaRoute() func(rueidis.Completed) bool {
+	if s.recent == nil {
+		return nil
+	}
+	return s.toReplica
+}

@@ -136,3 +136,74 @@ func TestStalledServerUnderTraffic(t *testing.T) {
 		})
 	}
 }
+
+// TestStalledReplicaKeepsPrimary: with Sentinel replica reads, a stalled
+// replica trips the stall guard for the reads rueidis sends to it, not
+// for the calls to a primary that answers: once the replica's reads have
+// run out of time hundreds of times, a write and a read of a key this
+// Store just wrote (both go to the primary) still succeed.
+func TestStalledReplicaKeepsPrimary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-server test")
+	}
+	t.Parallel()
+	set := servertest.SentinelSet(t, servers.SentinelConfig{Password: dataPW, FailoverTimeout: time.Minute})
+	o := sentinelOpts(set)
+	o.ReadFromReplicas = redisstore.ReplicaReads{Enabled: true, PrimaryWindow: time.Minute}
+	o.InvalidateWait = redisstore.InvalidateWait{Replicas: -1}
+	reader := openSentinel(t, o)
+	writer := openSentinel(t, sentinelOpts(set))
+	ctx := context.Background()
+	if err := writer.Set(ctx, "r", []byte("v"), 0); err != nil {
+		t.Fatal(err)
+	}
+	waitReplicated(t, set, "r")
+	var warm sync.WaitGroup
+	for range 32 {
+		warm.Add(1)
+		go func() {
+			defer warm.Done()
+			for range 20 {
+				if _, err := reader.Get(ctx, "r"); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	warm.Wait()
+	if err := set.Replica.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	resumed := false
+	defer func() {
+		if !resumed {
+			_ = set.Replica.Resume()
+		}
+	}()
+	var wg sync.WaitGroup
+	for range 32 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 20 {
+				cctx, cancel := context.WithTimeout(ctx, 5*time.Millisecond)
+				_, _ = reader.Get(cctx, "r") // a replica read: times out
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if err := reader.Set(cctx, "w", []byte("x"), 0); err != nil {
+		t.Fatalf("a write to the primary failed while only the replica was stalled: %v", err)
+	}
+	if v, err := reader.Get(cctx, "w"); err != nil || string(v) != "x" {
+		t.Fatalf("a read of a key this Store just wrote (primary window) = %q, %v", v, err)
+	}
+	if err := set.Replica.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	resumed = true
+}

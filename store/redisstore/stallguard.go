@@ -34,15 +34,38 @@ var errStalled = fmt.Errorf("%d requests on the connection are still unanswered 
 // pipelined commands share one connection (or a few, with
 // PipelineMultiplex). A Cluster's client is not wrapped: one stalled node
 // must not stop the calls to the others, and the guard does not know which
-// node a command goes to.
+// node a command goes to. With Sentinel replica reads, calls that rueidis
+// sends to a replica are counted apart from the primary's (replica, as
+// rueidis's SendToReplicas decides), so a stalled replica does not fail
+// the calls to a primary that answers, nor the other way round.
 type stallGuard struct {
 	rueidis.Client
+	replica func(rueidis.Completed) bool // nil: every call goes to one server
+	dest    [2]stallState                // [0] the primary, [1] the replicas
+}
+
+// stallState is the guard's count for one destination.
+type stallState struct {
 	abandoned atomic.Int64 // calls ended by their context since the last answer
 	lastProbe atomic.Int64 // unix nanoseconds of the last call let through while tripped
 }
 
+// to is the state of the destination cmds go to: a replica only when
+// rueidis sends all of them there (as its Sentinel client decides).
+func (g *stallGuard) to(cmds ...rueidis.Completed) *stallState {
+	if g.replica == nil {
+		return &g.dest[0]
+	}
+	for _, c := range cmds {
+		if !g.replica(c) {
+			return &g.dest[0]
+		}
+	}
+	return &g.dest[1]
+}
+
 // admit reports whether a call may be sent.
-func (g *stallGuard) admit() bool {
+func (g *stallState) admit() bool {
 	if g.abandoned.Load() < stallLimit {
 		return true
 	}
@@ -54,7 +77,7 @@ func (g *stallGuard) admit() bool {
 // note records how a sent call ended: by its context (its command may
 // still hold a ring slot), or with an answer or a connection error (the
 // ring has moved on, or the connection and its ring are gone).
-func (g *stallGuard) note(err error) {
+func (g *stallState) note(err error) {
 	if err != nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)) {
 		g.abandoned.Add(1)
 		return
@@ -71,11 +94,12 @@ func (g *stallGuard) Do(ctx context.Context, cmd rueidis.Completed) rueidis.Redi
 	if cmd.IsBlock() {
 		return g.Client.Do(ctx, cmd)
 	}
-	if !g.admit() {
+	st := g.to(cmd)
+	if !st.admit() {
 		return rueidis.NewErrorResult(errStalled)
 	}
 	r := g.Client.Do(ctx, cmd)
-	g.note(r.NonRedisError())
+	st.note(r.NonRedisError())
 	return r
 }
 
@@ -89,7 +113,8 @@ func (g *stallGuard) DoMulti(ctx context.Context, multi ...rueidis.Completed) []
 			return g.Client.DoMulti(ctx, multi...)
 		}
 	}
-	if !g.admit() {
+	st := g.to(multi...)
+	if !st.admit() {
 		res := make([]rueidis.RedisResult, len(multi))
 		for i := range res {
 			res[i] = rueidis.NewErrorResult(errStalled)
@@ -103,6 +128,6 @@ func (g *stallGuard) DoMulti(ctx context.Context, multi ...rueidis.Completed) []
 			break
 		}
 	}
-	g.note(err)
+	st.note(err)
 	return res
 }

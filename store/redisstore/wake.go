@@ -133,7 +133,7 @@ func (s *Store) openPush() error {
 		c.Close()
 		return store.ErrClosed
 	}
-	s.wake.c.Store(newConn(c))
+	s.wake.c.Store(newConn(c, nil)) // SendToReplicas is cleared: every call goes to the primary
 	return nil
 }
 
