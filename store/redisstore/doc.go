@@ -85,7 +85,9 @@
 //     standalone server or Sentinel, once 256 calls in a row have ended by
 //     their context with no answer in between, the Store fails calls at
 //     once (without sending them) and lets one through every 100 ms to
-//     notice when the server answers again (stallguard.go). On a Cluster
+//     notice when the server answers again (stallguard.go). With Sentinel
+//     replica reads, the calls sent to replicas are counted apart from
+//     the primary's: a stalled replica does not stop writes. On a Cluster
 //     the guard is off: it would stop every node's calls for one node.
 //     Use store/health to fail a stalled Cluster node fast.
 //   - Values are binary-safe. The largest value is the server's
