@@ -14,7 +14,6 @@ import (
 	"github.com/kuracache/kura/internal/harness/servertest"
 	"github.com/kuracache/kura/store"
 	"github.com/kuracache/kura/store/memcache"
-	"github.com/kuracache/kura/store/memstore"
 	"github.com/kuracache/kura/store/redisstore"
 )
 
@@ -47,14 +46,7 @@ func callerContexts(t *testing.T) map[string]context.Context {
 // of the Cache is left (goleak).
 func TestBudgetHitAllocsAnyCallerContext(t *testing.T) {
 	backends := map[string]func(t *testing.T) store.Store{
-		"memstore": func(t *testing.T) store.Store {
-			s, err := memstore.New(memstore.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { s.Close() })
-			return s
-		},
+		"memstore": memstoreBackend,
 	}
 	if !testing.Short() {
 		r := servertest.Redis(t, servers.RedisConfig{})
