@@ -126,7 +126,7 @@ func (c *clock) bind(ctx context.Context, now time.Time, d time.Duration) (conte
 // closed (whoever still holds it sees it ended, never another call's).
 func (c *clock) release(tc *tickCtx, cc *callCtx) {
 	if tc != nil {
-		tc.Context, tc.t = nil, nil
+		tc.Context, tc.t = context.Background(), &idle // as callCtx.recycle
 		tickCtxs.Put(tc)
 	}
 	if cc != nil {
@@ -256,6 +256,9 @@ func (c *tickCtx) Err() error {
 	}
 	return nil
 }
+
+// idle is the tick of a callCtx between calls: it never expires.
+var idle = tick{deadline: time.Unix(1<<62, 0)}
 
 // How a callCtx ended.
 const (
@@ -391,7 +394,10 @@ func (c *callCtx) recycle() bool {
 	if c.state.Load() != live {
 		return false
 	}
-	c.parent, c.t = nil, nil
+	// Nothing should use c between calls; should a store keep it anyway,
+	// it reads as a context that never ends, holding no caller's values,
+	// rather than another call's (or a nil pointer).
+	c.parent, c.t = context.Background(), &idle
 	c.mu.Lock()
 	clear(c.afters)
 	c.afters = c.afters[:0]

@@ -105,7 +105,7 @@ func TestCallCtxReused(t *testing.T) {
 	if !cc.recycle() {
 		t.Fatal("a callCtx that never ended was not reused")
 	}
-	if cc.done != done || cc.parent != nil || cc.t != nil || len(cc.afters) != 0 {
+	if cc.done != done || cc.Value(ctxKey{}) != nil || cc.Err() != nil || len(cc.afters) != 0 {
 		t.Fatalf("recycled callCtx keeps the previous call's state: %+v", cc)
 	}
 	other, cancelOther := context.WithCancel(context.Background())
@@ -188,4 +188,61 @@ func TestBindKinds(t *testing.T) {
 		t.Fatalf("WithTimeout: %T, deadline-bound", ctx)
 	}
 	clk.release(tc, cc)
+}
+
+// BenchmarkBind is what the budget costs the first store call of a read,
+// per kind of caller context: bind and release, no store call.
+func BenchmarkBind(b *testing.B) {
+	parent, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for _, k := range []struct {
+		name string
+		ctx  context.Context
+	}{
+		{"background", context.Background()},
+		{"with-value", context.WithValue(context.Background(), ctxKey{}, 1)},
+		{"with-cancel", parent},
+	} {
+		b.Run(k.name, func(b *testing.B) {
+			var clk clock
+			b.ReportAllocs()
+			for b.Loop() {
+				ctx, tc, cc := clk.bind(k.ctx, time.Now(), time.Second)
+				if ctx.Err() != nil {
+					b.Fatal("ended")
+				}
+				clk.release(tc, cc)
+			}
+		})
+	}
+	b.Run("with-timeout", func(b *testing.B) { // what bind replaces
+		b.ReportAllocs()
+		for b.Loop() {
+			ctx, cancelT := context.WithTimeout(parent, time.Second)
+			if ctx.Err() != nil {
+				b.Fatal("ended")
+			}
+			cancelT()
+		}
+	})
+}
+
+// BenchmarkSweep is one poll of the clock with 64 calls in flight (the
+// poll runs every cancelPoll while any is).
+func BenchmarkSweep(b *testing.B) {
+	var clk clock
+	parent, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ccs := make([]*callCtx, 64)
+	for i := range ccs {
+		_, _, ccs[i] = clk.bind(parent, time.Now(), time.Hour)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		clk.sweep()
+	}
+	b.StopTimer()
+	for _, cc := range ccs {
+		clk.release(nil, cc)
+	}
 }
