@@ -43,7 +43,8 @@ func callerContexts(t *testing.T) map[string]context.Context {
 // goroutine). Before, a cancellable caller or one with a deadline later
 // than the budget cost 4 more allocations per hit (a context.WithTimeout),
 // and a context with values 1 (a tickCtx). After the calls no goroutine
-// of the Cache is left (goleak).
+// of the Cache is left (goleak). Under the race detector, which drops
+// pooled objects at random, the counts are logged, not compared.
 func TestBudgetHitAllocsAnyCallerContext(t *testing.T) {
 	backends := map[string]func(t *testing.T) store.Store{
 		"memstore": memstoreBackend,
@@ -87,7 +88,7 @@ func TestBudgetHitAllocsAnyCallerContext(t *testing.T) {
 			}
 			for kind, a := range allocs {
 				t.Logf("%s: %v allocations per warm Fetch with the budget, %v without", kind, a[0], a[-1])
-				if a[0] > a[-1] {
+				if a[0] > a[-1] && !raceEnabled {
 					t.Errorf("%s caller context: the budget costs %v allocations per hit (%v with, %v without)", kind, a[0]-a[-1], a[0], a[-1])
 				}
 			}
