@@ -156,9 +156,7 @@ func (c *Cache[V]) Fetch(ctx context.Context, key string, ttl time.Duration, loa
 	if loader == nil {
 		return zero, errors.New("kura: Fetch needs a loader")
 	}
-	return traced(ctx, c.opts.Tracer, observe.Fetch, key, 1, func(ctx context.Context) (V, error) {
-		return c.p.Fetch(ctx, key, ttl, readthrough.Loader[V](loader))
-	})
+	return c.p.Fetch(ctx, key, ttl, readthrough.Loader[V](loader)) // its kura.Fetch span too
 }
 
 // FetchMany returns the values for keys: one batched cache read, one loader
@@ -205,9 +203,7 @@ func (c *Cache[V]) FetchMany(ctx context.Context, keys []string, ttl time.Durati
 	if loader == nil {
 		return nil, errors.New("kura: FetchMany needs a loader")
 	}
-	return traced(ctx, c.opts.Tracer, observe.FetchMany, first(keys), len(keys), func(ctx context.Context) (map[string]V, error) {
-		return c.p.FetchMany(ctx, keys, ttl, readthrough.ManyLoader[V](loader))
-	})
+	return c.p.FetchMany(ctx, keys, ttl, readthrough.ManyLoader[V](loader)) // its kura.FetchMany span too
 }
 
 // Invalidate removes keys so that the next read loads them again, and

@@ -2,6 +2,7 @@ package kuraotel_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/kuracache/kura/internal/harness/servers"
 	"github.com/kuracache/kura/internal/harness/servertest"
 	"github.com/kuracache/kura/kuraotel"
+	"github.com/kuracache/kura/observe"
 	"github.com/kuracache/kura/store"
 	"github.com/kuracache/kura/store/memstore"
 	"github.com/kuracache/kura/store/redisstore"
@@ -67,11 +69,21 @@ func (discard) Shutdown(context.Context) error                             { ret
 // calls run in.
 func (tr tracing) open(tb testing.TB, s store.Store, opts kura.Options) (*kura.Cache[string], context.Context) {
 	tb.Helper()
+	return tr.openCounted(tb, s, opts, nil)
+}
+
+// openCounted is open with kuraotel's Tracer behind a counter of the
+// read path's calls of it (count nil: none).
+func (tr tracing) openCounted(tb testing.TB, s store.Store, opts kura.Options, count *atomic.Int64) (*kura.Cache[string], context.Context) {
+	tb.Helper()
 	ctx := context.Background()
 	if tr.tp != nil {
 		tp := tr.tp()
 		if !tr.untraced {
 			opts.Tracer = kuraotel.NewTracer(kuraotel.Options{TracerProvider: tp})
+			if count != nil {
+				opts.Tracer = countedTracer{opts.Tracer, count}
+			}
 			s = kuraotel.WrapStore(s, kuraotel.StoreOptions{TracerProvider: tp})
 		}
 		if tr.sampled || tr.parent {
@@ -128,6 +140,64 @@ func TestNoAllocsUnsampled(t *testing.T) {
 			if allocs[b[1]] != allocs[b[0]] {
 				t.Errorf("L1 %v: %v allocs %s, %v %s", l1, allocs[b[1]], on, allocs[b[0]], off)
 			}
+		}
+	}
+}
+
+// countedTracer counts every call the read path makes of the Tracer it
+// wraps.
+type countedTracer struct {
+	observe.Tracer
+	n *atomic.Int64
+}
+
+func (c countedTracer) Start(ctx context.Context, step observe.Step, key string, keys int) (context.Context, observe.Span) {
+	c.n.Add(1)
+	return c.Tracer.Start(ctx, step, key, keys)
+}
+
+func (c countedTracer) Note(ctx context.Context, n observe.Note, v int64) {
+	c.n.Add(1)
+	c.Tracer.Note(ctx, n, v)
+}
+
+func (c countedTracer) Absorbed(ctx context.Context, key string, err error) {
+	c.n.Add(1)
+	c.Tracer.Absorbed(ctx, key, err)
+}
+
+// TestUnsampledHitAsksTracerOnce: on Redis without an L1, a Fetch hit
+// that the sampler does not record (no span in the caller's context, or
+// the request's span the sampler dropped) calls kuraotel's Tracer once,
+// for the kura.Fetch span it does not start, and none of the steps under
+// it asks again; sampled, the same hit asks for its steps and notes. The
+// calls this removed were most of the unsampled hit's remaining cost
+// (BENCHMARKS.md, "OpenTelemetry").
+func TestUnsampledHitAsksTracerOnce(t *testing.T) {
+	rs := servertest.Redis(t, servers.RedisConfig{})
+	const hits = 100
+	for _, tr := range tracings {
+		if tr.untraced || tr.tp == nil {
+			continue
+		}
+		var count atomic.Int64
+		c, ctx := tr.openCounted(t, redisStore(t, rs.Addr), kura.Options{}, &count)
+		if _, err := c.Fetch(ctx, "k", time.Hour, hitLoader); err != nil {
+			t.Fatal(err)
+		}
+		count.Store(0)
+		for range hits {
+			if _, err := c.Fetch(ctx, "k", time.Hour, hitLoader); err != nil {
+				t.Fatal(err)
+			}
+		}
+		per := float64(count.Load()) / hits
+		t.Logf("%s: %.2f Tracer calls per Fetch hit", tr.name, per)
+		switch {
+		case !tr.sampled && per != 1:
+			t.Errorf("%s: %.2f Tracer calls per unsampled Fetch hit, want 1 (the kura.Fetch span's Start)", tr.name, per)
+		case tr.sampled && per < 3:
+			t.Errorf("%s: %.2f Tracer calls per sampled Fetch hit, want kura.Fetch's and kura.lease.acquire's Start and the outcome's note", tr.name, per)
 		}
 	}
 }

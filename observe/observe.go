@@ -11,6 +11,10 @@
 //     record the call (no sampled span in ctx, say), without allocating;
 //   - the read path calls the methods of a Span only when it is not nil,
 //     and calls End exactly once;
+//   - a Tracer records a step, a note or an absorbed failure only inside
+//     a call it records: when Start returns a nil Span for a Fetch or
+//     FetchMany, the read path may make no further Tracer call for that
+//     call (on a hit it makes none, so an unrecorded hit costs one Start);
 //   - nothing here ever carries a cached value; keys are passed to Start
 //     for a Tracer that records them on request (kuraotel redacts by
 //     default).

@@ -131,11 +131,23 @@ type slot[V any] struct {
 	failed  bool // the store failed: a second look would wait it out again
 }
 
-// Fetch runs the pipeline for one key: the one-key case of FetchMany.
+// Fetch runs the pipeline for one key: the one-key case of FetchMany. It
+// is the kura.Fetch span when the Tracer records the call (startCall).
 func (p *Pipeline[V]) Fetch(ctx context.Context, key string, ttl time.Duration, loader Loader[V]) (V, error) {
+	if tctx, sp := p.startCall(ctx, observe.Fetch, key, 1); sp != nil {
+		return inSpan(sp, func() (V, error) { return p.fetch(tctx, key, ttl, loader, sp) })
+	}
+	return p.fetch(ctx, key, ttl, loader, nil)
+}
+
+// fetch is Fetch in the call's span, call (nil: the call is not
+// recorded, and its steps make no Tracer call at all).
+func (p *Pipeline[V]) fetch(ctx context.Context, key string, ttl time.Duration, loader Loader[V], call observe.Span) (V, error) {
 	if p.l1 != nil { // before any budget or timer: a hit costs none
 		if v, neg, ok := p.l1.Get(key); ok {
-			p.note(ctx, observe.L1Hit, 0)
+			if call != nil {
+				call.Note(observe.L1Hit, 0)
+			}
 			return serve(key, v, neg)
 		}
 	}
@@ -149,8 +161,10 @@ func (p *Pipeline[V]) Fetch(ctx context.Context, key string, ttl time.Duration, 
 	gen := p.group.Ended()
 	var one [1]slot[V]
 	one[0].key = key
-	p.tracedLookup(ctx, &b, one[:], true)
-	p.noteLookup(ctx, &one[0])
+	p.tracedLookup(ctx, &b, one[:], true, call == nil)
+	if call != nil {
+		p.noteLookup(ctx, &one[0])
+	}
 	if s := &one[0]; s.class == hit {
 		if s.refresh {
 			p.refreshLater(ctx, []store.Lease{s.lease}, ttl, oneLoader(loader), OpSet)
@@ -190,21 +204,34 @@ func Absent(key string) error {
 	return fmt.Errorf("kura: %q is cached as absent: %w", key, store.ErrNotFound)
 }
 
-// FetchMany runs the pipeline for keys (unique, checked).
+// FetchMany runs the pipeline for keys (unique, checked), in a
+// kura.FetchMany span when the Tracer records the call (startCall).
 func (p *Pipeline[V]) FetchMany(ctx context.Context, keys []string, ttl time.Duration, loader ManyLoader[V]) (map[string]V, error) {
+	if tctx, sp := p.startCall(ctx, observe.FetchMany, firstKey(keys), len(keys)); sp != nil {
+		return inSpan(sp, func() (map[string]V, error) { return p.fetchMany(tctx, keys, ttl, loader, sp) })
+	}
+	return p.fetchMany(ctx, keys, ttl, loader, nil)
+}
+
+// fetchMany is FetchMany in the call's span, call (nil: not recorded).
+func (p *Pipeline[V]) fetchMany(ctx context.Context, keys []string, ttl time.Duration, loader ManyLoader[V], call observe.Span) (map[string]V, error) {
 	out := make(map[string]V, len(keys))
 	slots := p.l1Split(keys, out)
 	if len(slots) == 0 {
-		p.note(ctx, observe.Hits, int64(len(keys))) // all from the L1
+		if call != nil {
+			call.Note(observe.Hits, int64(len(keys))) // all from the L1
+		}
 		return out, nil
 	}
 	b := p.newBudget()
 	gen := p.group.Ended()
-	p.tracedLookup(ctx, &b, slots, true)
+	p.tracedLookup(ctx, &b, slots, true, call == nil)
 	if err := ctx.Err(); err != nil {
 		return out, err
 	}
-	p.noteMany(ctx, slots, len(keys)-len(slots))
+	if call != nil {
+		p.noteMany(ctx, slots, len(keys)-len(slots))
+	}
 	rest, refresh := slots[:0], []store.Lease(nil)
 	for _, s := range slots {
 		if s.class == hit && !s.e.negative {
@@ -465,6 +492,9 @@ func (p *Pipeline[V]) leaseErr(ctx context.Context, res []store.LeaseResult, err
 		return nil, nil
 	}
 	spent := ctx.Err() == nil // a deadline that is not the caller's is the budget's
+	if dl, ok := ctx.Deadline(); spent && ok && !time.Now().Before(dl) {
+		spent = false // the caller's deadline passed; its timer may not have marked ctx done yet
+	}
 	var be *store.BatchError
 	if !errors.As(err, &be) || len(res) != n {
 		if spent && errors.Is(err, context.DeadlineExceeded) {

@@ -13,6 +13,38 @@ import (
 // nil check when no Tracer is set, and a Tracer that does not record a
 // call returns a nil Span without allocating, so the hit path costs the
 // same either way (BENCHMARKS.md, "OpenTelemetry").
+//
+// Fetch and FetchMany ask the Tracer once, for the call's own span
+// (startCall). When it is not started (no Tracer, or one that does not
+// record the call), no step under it can be recorded either (observe's
+// contract), so the steps of a hit make no further Tracer call: one
+// branch on the call's span instead of an interface call and a recording
+// check per step. TestUnrecordedFetchAsksTracerOnce counts them.
+
+// startCall begins the span of a Cache call that the pipeline runs
+// (Fetch, FetchMany); a nil Span: the call is not recorded.
+func (p *Pipeline[V]) startCall(ctx context.Context, step observe.Step, key string, n int) (context.Context, observe.Span) {
+	if p.cfg.Tracer == nil {
+		return ctx, nil
+	}
+	return p.cfg.Tracer.Start(ctx, step, key, n)
+}
+
+// inSpan runs fn, the body of a recorded call, and ends sp with its
+// error, or with a *observe.Panic when it panics (the panic goes on).
+func inSpan[T any](sp observe.Span, fn func() (T, error)) (v T, err error) {
+	defer observe.Finish(sp, &err)
+	return fn()
+}
+
+// firstKey is the key a batch call's span is started with: its first,
+// "" when it has none.
+func firstKey(keys []string) string {
+	if len(keys) == 0 {
+		return ""
+	}
+	return keys[0]
+}
 
 // start begins the span of step under ctx (see observe.Tracer.Start).
 func (p *Pipeline[V]) start(ctx context.Context, step observe.Step, key string, n int) (context.Context, observe.Span) {
@@ -52,8 +84,13 @@ func (p *Pipeline[V]) lookupStep() observe.Step {
 }
 
 // tracedLookup is lookup in a span of its own: kura.lookup, or with
-// leases kura.lease.acquire.
-func (p *Pipeline[V]) tracedLookup(ctx context.Context, b *budget, slots []slot[V], early bool) {
+// leases kura.lease.acquire. quiet: the call's span was not started, so
+// the step is not recorded and the Tracer is not asked.
+func (p *Pipeline[V]) tracedLookup(ctx context.Context, b *budget, slots []slot[V], early, quiet bool) {
+	if quiet {
+		p.lookup(ctx, b, slots, early)
+		return
+	}
 	lctx, sp := p.start(ctx, p.lookupStep(), slots[0].key, len(slots))
 	p.lookup(lctx, b, slots, early)
 	end(sp, nil)
