@@ -17,14 +17,17 @@ import (
 )
 
 func TestCacheMemory(t *testing.T) {
-	runSuite(t, backend{name: "memory", open: func(t *testing.T) store.Store {
-		s, err := memstore.New(memstore.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { s.Close() })
-		return s
-	}})
+	runSuite(t, backend{name: "memory", open: memstoreBackend})
+}
+
+// memstoreBackend opens an in-process store, closed when the test ends.
+func memstoreBackend(t *testing.T) store.Store {
+	s, err := memstore.New(memstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
 }
 
 func redisBackend(url func() string) func(t *testing.T) store.Store {

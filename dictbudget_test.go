@@ -14,7 +14,6 @@ import (
 	"github.com/kuracache/kura/internal/harness/servers"
 	"github.com/kuracache/kura/internal/harness/servertest"
 	"github.com/kuracache/kura/store"
-	"github.com/kuracache/kura/store/memstore"
 )
 
 // stalledSource is a DictionarySource whose server stalls: a lookup
@@ -76,14 +75,7 @@ func TestFetchBudgetBoundsDictionaryLookup(t *testing.T) {
 	}
 
 	backends := map[string]func(t *testing.T) store.Store{
-		"memstore": func(t *testing.T) store.Store {
-			s, err := memstore.New(memstore.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { s.Close() })
-			return s
-		},
+		"memstore": memstoreBackend,
 	}
 	if !testing.Short() {
 		r := servertest.Redis(t, servers.RedisConfig{})

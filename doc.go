@@ -62,7 +62,8 @@
 // negative, stale, due for early refresh, not understood, miss), acquire
 // (this process's flight, or a lease), load, fill. Options.StoreTimeout
 // bounds a call's own store work as one budget; a hit creates no timer,
-// context or goroutine for it. Capabilities of the store are found through
+// context or goroutine for it, and allocates nothing, whatever the caller's
+// context (a cancellable one is watched by the Cache). Capabilities of the store are found through
 // its wrappers only where a wrapper implements them (store.Find), so a
 // circuit breaker (store/health) sees every read, the L1's included.
 //

@@ -273,39 +273,26 @@ func TestDefaultsFailFastOnStalledServer(t *testing.T) {
 	if _, err := c.Fetch(ctx, "warm", time.Hour, func(context.Context, string) (Profile, error) { return profile(1), nil }); err != nil {
 		t.Fatal(err)
 	}
-	if err := srv.Pause(); err != nil {
-		t.Fatal(err)
-	}
-	resumed := make(chan struct{})
-	timer := time.AfterFunc(time.Minute, func() { _ = srv.Resume(); close(resumed) })
-	defer func() {
-		if timer.Stop() {
-			_ = srv.Resume()
+	stalled(t, srv, func() {
+		start := time.Now()
+		v, err := c.Fetch(ctx, "stalled", time.Hour, func(context.Context, string) (Profile, error) { return profile(2), nil })
+		took := time.Since(start)
+		if err != nil || v.ID != 2 {
+			t.Fatalf("Fetch against a stalled server = %+v, %v; want the loader's value", v, err)
 		}
-	}()
-	start := time.Now()
-	v, err := c.Fetch(ctx, "stalled", time.Hour, func(context.Context, string) (Profile, error) { return profile(2), nil })
-	took := time.Since(start)
-	select {
-	case <-resumed:
-		t.Fatal("Fetch returned only after the server was resumed")
-	default:
-	}
-	if err != nil || v.ID != 2 {
-		t.Fatalf("Fetch against a stalled server = %+v, %v; want the loader's value", v, err)
-	}
-	if bound := 10 * kura.DefaultStoreTimeout; took > bound {
-		t.Fatalf("Fetch took %v against a stalled server; the default budget is %v (bound %v)", took, kura.DefaultStoreTimeout, bound)
-	}
-	if st := c.Stats(); st.BudgetSkips == 0 {
-		t.Fatalf("the write-back was not skipped after the read spent the budget: %+v", st)
-	}
-	got, err := c.FetchMany(ctx, []string{"s:1", "s:2"}, time.Hour, func(_ context.Context, keys []string) (map[string]Profile, error) {
-		return map[string]Profile{"s:1": profile(1), "s:2": profile(2)}, nil
+		if bound := 10 * kura.DefaultStoreTimeout; took > bound {
+			t.Fatalf("Fetch took %v against a stalled server; the default budget is %v (bound %v)", took, kura.DefaultStoreTimeout, bound)
+		}
+		if st := c.Stats(); st.BudgetSkips == 0 {
+			t.Fatalf("the write-back was not skipped after the read spent the budget: %+v", st)
+		}
+		got, err := c.FetchMany(ctx, []string{"s:1", "s:2"}, time.Hour, func(_ context.Context, keys []string) (map[string]Profile, error) {
+			return map[string]Profile{"s:1": profile(1), "s:2": profile(2)}, nil
+		})
+		if err != nil || len(got) != 2 {
+			t.Fatalf("FetchMany against a stalled server = %v, %v", got, err)
+		}
 	})
-	if err != nil || len(got) != 2 {
-		t.Fatalf("FetchMany against a stalled server = %v, %v", got, err)
-	}
 }
 
 // TestRefusedConnectionIsNotRetried: while Redis refuses connections, a

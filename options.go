@@ -115,6 +115,18 @@ type Options struct {
 	// budget too: one the budget ends is a miss that loads but does not
 	// replace the stored value. The loader's own time is not counted. If zero, DefaultStoreTimeout (250 ms); negative
 	// means no bound beyond the caller's context.
+	//
+	// On a hit the budget costs no timer, context, goroutine or allocation,
+	// whatever ctx the caller passes: the read's store call shares a
+	// deadline with the reads that start within StoreTimeout/8 of it (so
+	// it gets between 7/8 of the budget and all of it), and a caller's ctx
+	// that can be cancelled is watched by the Cache, which polls such
+	// callers about every millisecond while any of their reads is in
+	// flight (and not at all otherwise): a cancellation ends the store
+	// call within about a millisecond on a store that watches ctx.Done
+	// (memcached; Redis once its connection pipelines, which it does as
+	// soon as two calls overlap). A caller's deadline before the budget's
+	// bounds the call on its own.
 	StoreTimeout time.Duration
 
 	// LoadTimeout bounds a load that Fetch shares between concurrent

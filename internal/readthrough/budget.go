@@ -57,13 +57,19 @@ func (b *budget) exhausted() bool { return !b.unlimited && b.left <= 0 }
 type stop struct {
 	start  time.Time
 	cancel context.CancelFunc
+	clk    *clock
+	tc     *tickCtx // pooled: back to the pool in charge
+	cc     *callCtx // watched by clk until charge
 }
 
 // bound returns ctx bounded by what is left of the budget, for one store
-// call; pass the stop to charge when the call returns. It creates no
-// timer and no context when ctx's own deadline comes first, nor for the
-// first store call of a read whose ctx has no Done channel (a shared tick
-// of clk bounds it: see clock); other calls get a context.WithTimeout.
+// call; pass the stop to charge when the call returns, and do not use the
+// context after that (it may be reused). It creates no timer, no context
+// and no goroutine, and allocates nothing, when ctx's own deadline comes
+// first, and for the first store call of a read (all a hit makes),
+// whatever ctx is: a shared tick of clk bounds it, and a caller's context
+// that can end early is watched by clk (see clock). Other calls get a
+// context.WithTimeout.
 func (b *budget) bound(ctx context.Context, clk *clock) (context.Context, stop) {
 	if b.unlimited {
 		return ctx, stop{}
@@ -74,12 +80,10 @@ func (b *budget) bound(ctx context.Context, clk *clock) (context.Context, stop) 
 	if dl, ok := ctx.Deadline(); ok && dl.Sub(s.start) <= b.left {
 		return ctx, s
 	}
-	if first && clk != nil && ctx.Done() == nil && b.left > 0 {
-		t := clk.at(s.start, b.left)
-		if ctx == context.Background() {
-			return &t.bg[lane()], s
-		}
-		return &tickCtx{Context: ctx, t: t, lane: lane()}, s
+	if first && clk != nil && b.left > 0 {
+		s.clk = clk
+		ctx, s.tc, s.cc = clk.bind(ctx, s.start, b.left)
+		return ctx, s
 	}
 	ctx, s.cancel = context.WithTimeout(ctx, b.left)
 	return ctx, s
@@ -89,6 +93,9 @@ func (b *budget) bound(ctx context.Context, clk *clock) (context.Context, stop) 
 func (b *budget) charge(s stop) {
 	if s.cancel != nil {
 		s.cancel()
+	}
+	if s.clk != nil {
+		s.clk.release(s.tc, s.cc)
 	}
 	if !b.unlimited {
 		b.left -= time.Since(s.start)

@@ -34,10 +34,11 @@ type Conn struct {
 	bmu    sync.Mutex
 	broken error
 
-	ctx      context.Context
-	deadline time.Time // from ctx; zero when none
-	stop     func() bool
-	fired    atomic.Bool
+	ctx       context.Context
+	deadline  time.Time // from ctx; zero when none
+	stop      func() bool
+	fired     atomic.Bool
+	interrupt func() // made once: forces the deadline into the past
 }
 
 // Addr returns the server address.
@@ -61,11 +62,27 @@ func (c *Conn) Begin(ctx context.Context) {
 	if _, bound := ctx.(interface{ DeadlineBound() }); ctx.Done() != nil && !bound {
 		// A context that ends only at its deadline (store.DeadlineBound)
 		// is served by the I/O deadline alone.
-		c.stop = context.AfterFunc(ctx, func() {
-			c.fired.Store(true)
-			_ = c.nc.SetDeadline(time.Unix(1, 0))
-		})
+		if c.interrupt == nil {
+			c.interrupt = func() {
+				c.fired.Store(true)
+				_ = c.nc.SetDeadline(time.Unix(1, 0))
+			}
+		}
+		if a, ok := ctx.(afterFuncer); ok {
+			// The context's own AfterFunc (kura's store-time budget has
+			// one): no context of context.AfterFunc's per call.
+			c.stop = a.AfterFunc(c.interrupt)
+		} else {
+			c.stop = context.AfterFunc(ctx, c.interrupt)
+		}
 	}
+}
+
+// afterFuncer is a context that runs a function once it is done, as
+// context.AfterFunc does; the context package itself uses the method
+// when a context has one.
+type afterFuncer interface {
+	AfterFunc(func()) (stop func() bool)
 }
 
 // End releases what Begin set up.

@@ -1,0 +1,5 @@
+//go:build !race
+
+package kura_test
+
+const raceEnabled = false
