@@ -209,7 +209,8 @@ func TestAgreesWithGoRedisRing(t *testing.T) {
 		for i := range nodes {
 			name := fmt.Sprintf("shard-%02d", i)
 			if i%2 == 1 {
-				name = fmt.Sprintf("cache-%c.internal:6379", 'a'+i)
+				// A host:port name, loopback like every name a peer gets.
+				name = fmt.Sprintf("127.0.0.1:%d", 6300+i)
 			}
 			addr := fmt.Sprintf("127.0.0.1:%d", 1+i)
 			addrs[name], byAddr[addr] = addr, i
