@@ -3,6 +3,7 @@ package redisring_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -18,8 +19,9 @@ import (
 // empty, binary with CR LF and NUL bytes, 1 MiB (more than a connection's
 // read buffer), a missing key, and a key holding a list (MGET answers nil
 // for it): GetMany and LeaseGet return every key as stored, the missing
-// one and the list as nil (the missing one a won lease, the list held:
-// its SET NX finds the key taken, so no placeholder replaces it).
+// one and the list as nil (the missing one a won lease, the list a failed
+// key: its SET NX finds the key taken, so no placeholder replaces it, and
+// a GET says WRONGTYPE).
 func TestReadsEveryKindOfValue(t *testing.T) {
 	addrs := shards(t, 3)
 	s := open(t, redisring.Options{Servers: addrs})
@@ -71,8 +73,12 @@ func TestReadsEveryKindOfValue(t *testing.T) {
 		}
 	}
 	res, err := s.LeaseGet(ctx, keys, store.LeaseOptions{TTL: time.Second, Placeholder: []byte("\x00ph")})
-	if err != nil {
-		t.Fatalf("LeaseGet: %v", err)
+	var be *store.BatchError
+	if !errors.As(err, &be) || len(res) != len(keys) {
+		t.Fatalf("LeaseGet = %d results, %v; want every result and a *store.BatchError for the list", len(res), err)
+	}
+	if failed := be.Failed(); len(failed) != 1 || failed[list] == nil {
+		t.Fatalf("LeaseGet failed %v; want the list alone", failed)
 	}
 	for i, k := range keys[:30] {
 		r := res[i]
@@ -84,9 +90,13 @@ func TestReadsEveryKindOfValue(t *testing.T) {
 		}
 	}
 	// A list is not overwritten by a lease's placeholder (SET NX finds
-	// the key taken): its readers wait as for another caller's lease.
-	if r := res[last]; r.Won || r.Value != nil || !r.Held {
-		t.Fatalf("LeaseGet of a list = %+v, want held (not won, no value)", r)
+	// the key taken), and it is a failure of that key (WRONGTYPE), not a
+	// lease held by another caller: its readers load without waiting.
+	if r := res[last]; r.Won || r.Value != nil || r.Held {
+		t.Fatalf("LeaseGet of a list = %+v, want a failed key (not won, not held, no value)", r)
+	}
+	if typ, err := c.Type(ctx, list).Result(); err != nil || typ != "list" {
+		t.Fatalf("TYPE %s = %q, %v; the list was replaced", list, typ, err)
 	}
 }
 
