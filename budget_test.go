@@ -153,3 +153,60 @@ func TestBudgetSpentPerKeyIsCounted(t *testing.T) {
 		t.Fatalf("the caller's deadline was counted as the budget's: %d budget skips; want 3", st.BudgetSkips)
 	}
 }
+
+// laggingDeadline is a caller's context whose deadline has passed but
+// whose timer has not marked it done yet, as a loaded runtime leaves it
+// for a moment: memcache reports its connection's deadline as
+// context.DeadlineExceeded as soon as the socket's deadline passes, which
+// can be before that.
+type laggingDeadline struct {
+	context.Context
+	dl time.Time
+}
+
+func (c laggingDeadline) Deadline() (time.Time, bool) { return c.dl, true }
+
+// earlyDeadline is a lease store that reports the call's deadline per key
+// once it has passed, without waiting for the context to be marked done.
+type earlyDeadline struct{ perKeyDeadline }
+
+func (s earlyDeadline) LeaseGet(ctx context.Context, keys []string, _ store.LeaseOptions) ([]store.LeaseResult, error) {
+	if dl, ok := ctx.Deadline(); ok {
+		time.Sleep(time.Until(dl))
+	}
+	be := &store.BatchError{Op: "get"}
+	for _, k := range keys {
+		be.Errors = append(be.Errors, store.KeyError{Key: k, Addr: "127.0.0.1:1", Err: store.NodeErr("127.0.0.1:1", context.DeadlineExceeded)})
+	}
+	return make([]store.LeaseResult, len(keys)), be
+}
+
+// TestCallerDeadlineBeforeItsTimerIsNotTheBudgets: a caller whose own
+// deadline (shorter than StoreTimeout) passed while the store read, but
+// whose context's timer has not fired yet, did not spend the budget:
+// leaseErr asked only ctx.Err(), so it counted such keys in BudgetSkips.
+func TestCallerDeadlineBeforeItsTimerIsNotTheBudgets(t *testing.T) {
+	ms, err := memstore.New(memstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ms.Close()
+	c, err := kura.New[string](earlyDeadline{perKeyDeadline{ms}}, kura.Options{StoreTimeout: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := laggingDeadline{Context: context.Background(), dl: time.Now().Add(5 * time.Millisecond)}
+	v, err := c.Fetch(ctx, "a", time.Minute, func(context.Context, string) (string, error) { return "A", nil })
+	if err != nil || v != "A" {
+		t.Fatalf("Fetch = %q, %v", v, err)
+	}
+	m, err := c.FetchMany(ctx, []string{"b", "c"}, time.Minute, func(_ context.Context, keys []string) (map[string]string, error) {
+		return map[string]string{"b": "B", "c": "C"}, nil
+	})
+	if err != nil || len(m) != 2 {
+		t.Fatalf("FetchMany = %v, %v", m, err)
+	}
+	if st := c.Stats(); st.BudgetSkips != 0 {
+		t.Fatalf("the caller's passed deadline was counted as the budget's: %d budget skips; want 0", st.BudgetSkips)
+	}
+}

@@ -303,7 +303,7 @@ type s2DictCompressor struct {
 	better bool
 	id     uint32
 	dict   *s2.Dict
-	fast   *s2DictEncoder // Compress's encoder for values up to s2DictFastMax (not better)
+	fast   *s2DictEncoder // Compress's encoder for values up to s2DictFastMax bytes (not better)
 }
 
 var errNeedsDictionary = errors.New("s2-dict: value names no dictionary")

@@ -165,3 +165,64 @@ func BenchmarkCheckMsgPack(b *testing.B) {
 		i++
 	}
 }
+
+// msgpackEstimate is checkMsgPack's estimate for b, found by bisecting the
+// limit (0 and false if b is not well formed at any limit).
+func msgpackEstimate(b []byte) (uint64, bool) {
+	hi := uint64(1) << 62
+	if checkMsgPack(b, hi) != nil {
+		return 0, false
+	}
+	lo := uint64(0)
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		if checkMsgPack(b, mid) == nil {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	return lo, true
+}
+
+// TestMsgPackCostPerByte: the shapes that cost the most per byte stay
+// within msgpackMaxCostPerByte, which lets Encode skip readable's walk of
+// short payloads.
+func TestMsgPackCostPerByte(t *testing.T) {
+	maps := func(n int) []byte { // an array of n empty maps
+		return append([]byte{0xdd, byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)}, bytes.Repeat([]byte{0x80}, n)...)
+	}
+	pairs := []byte{0x8f} // 15 pairs of empty maps
+	pairs = append(pairs, bytes.Repeat([]byte{0x80}, 30)...)
+	nested := bytes.Repeat([]byte{0x81, 0x80}, 200) // maps of one pair whose value is the next map
+	nested = append(nested, 0x80)
+	worst := uint64(0)
+	for name, b := range map[string][]byte{"empty map": {0x80}, "maps": maps(1000), "pairs": pairs, "nested": nested} {
+		est, ok := msgpackEstimate(b)
+		if !ok {
+			t.Fatalf("%s: not well formed", name)
+		}
+		if est > msgpackMaxCostPerByte*uint64(len(b)) {
+			t.Errorf("%s: estimate %d for %d bytes, above %d per byte", name, est, len(b), msgpackMaxCostPerByte)
+		}
+		worst = max(worst, est/uint64(len(b)))
+	}
+	if worst < msgpackMaxCostPerByte*9/10 {
+		t.Errorf("the costliest shape is %d per byte; the bound %d is loose (skip the walk for longer payloads)", worst, msgpackMaxCostPerByte)
+	}
+}
+
+// FuzzMsgPackCostPerByte: no well-formed msgpack is estimated above
+// msgpackMaxCostPerByte per byte.
+func FuzzMsgPackCostPerByte(f *testing.F) {
+	for _, b := range hostileCorpus(f) {
+		f.Add(b)
+	}
+	f.Add([]byte{0x8f, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80})
+	f.Add([]byte{0x92, 0x81, 0x80, 0x80, 0x90})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if est, ok := msgpackEstimate(b); ok && est > msgpackMaxCostPerByte*uint64(len(b)) {
+			t.Fatalf("estimate %d for %d bytes (% x)", est, len(b), b)
+		}
+	})
+}

@@ -161,6 +161,14 @@ const (
 	costPair  = 64  // each entry as the map grows
 )
 
+// msgpackMaxCostPerByte bounds checkMsgPack's estimate per byte of
+// input: no msgpack value of n bytes is estimated above
+// msgpackMaxCostPerByte*n. The costliest byte is an empty fixmap
+// (costValue+costMap); a map's costPair per pair is covered by its
+// children, at least two bytes a pair, half a costPair each.
+// (TestMsgPackCostPerByte and FuzzMsgPackCostPerByte check it.)
+const msgpackMaxCostPerByte = costValue + costMap + costPair/2
+
 // AllocBound is the most one Decode of n bytes allocates: 64 bytes per
 // input byte plus 1 MiB, whatever the bytes and the destination.
 // CheckMsgPack refuses payloads that would cost more.

@@ -122,8 +122,8 @@ func FuzzS2DictEncoder(f *testing.F) {
 	f.Add([]byte("aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"))
 	f.Add(e.dict[len(e.dict)-100:])
 	f.Fuzz(func(t *testing.T, src []byte) {
-		if len(src) > s2DictFastMax {
-			src = src[:s2DictFastMax]
+		if len(src) > s2DictEncMax {
+			src = src[:s2DictEncMax]
 		}
 		checkS2DictRoundTrip(t, e, sd, src)
 		checkSnappyRoundTrip(t, src)

@@ -227,6 +227,11 @@ func readable(ser Serializer, payload []byte, stored int) bool {
 	}
 	switch ser.(type) {
 	case msgpackSerializer, msgpackArraySerializer:
+		if uint64(len(payload))*msgpackMaxCostPerByte <= AllocBound(stored) {
+			// No msgpack of this length can exceed the bound: skip the
+			// walk (every payload under about 2.3 KB).
+			return true
+		}
 		return checkMsgPack(payload, AllocBound(stored)) == nil
 	case jsonSerializer:
 		return checkJSON(payload, AllocBound(stored)) == nil

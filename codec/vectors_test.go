@@ -6,11 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/klauspost/compress/s2"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/format/vectors.json from the codec")
@@ -29,12 +32,12 @@ type vectorRecord struct {
 
 type vectorOptions struct {
 	Serializer      string  `json:"serializer"`        // msgpack, json, raw
-	Compressor      string  `json:"compressor"`        // none, s2, s2-better, zstd
+	Compressor      string  `json:"compressor"`        // none, s2, s2-better, zstd, s2-dict
 	Level           int     `json:"level,omitempty"`   // zstd level
 	MinCompressSize int     `json:"min_compress_size"` // as in Options
 	MinSavings      float64 `json:"min_savings"`       // as in Options
 	Dictionary      uint32  `json:"dictionary,omitempty"`
-	DictionaryHex   string  `json:"dictionary_hex,omitempty"` // raw-content zstd dictionary
+	DictionaryHex   string  `json:"dictionary_hex,omitempty"` // raw-content zstd dictionary, or an S2 dictionary (s2-dict)
 	Compact         bool    `json:"compact,omitempty"`        // Options.Compact: version 3
 }
 
@@ -112,6 +115,13 @@ func vectorInputs() []vector {
 		noise[i] = byte(x >> 24)
 	}
 	dict := hex.EncodeToString(vectorRaw)
+	s2dict := s2.MakeDict(vectorRaw, nil).Bytes()
+	var long strings.Builder
+	for i := range 60 {
+		fmt.Fprintf(&long, "%d: kura news 金利と為替 rates and yields %d. ", i, i*i)
+	}
+	big := vectorRecord{ID: 43, Name: "記事 long", Tags: []string{"金利"}, Body: long.String()}
+	bigJSON, _ := json.Marshal(big)
 	def := vectorOptions{Serializer: "msgpack", Compressor: "s2"}
 	with := func(f func(*vectorOptions)) vectorOptions { o := def; f(&o); return o }
 	cmp := with(func(o *vectorOptions) { o.Compact = true })
@@ -154,6 +164,12 @@ func vectorInputs() []vector {
 		{Name: "compact-record-zstd-content-dict", Kind: "record", Value: recJSON, Options: with(func(o *vectorOptions) {
 			o.Compressor, o.Level, o.Dictionary, o.DictionaryHex, o.Compact = "zstd", 3, DictionaryID(vectorRaw), dict, true
 		}), Fields: Fields{Schema: 0x9e3779b9, HasSchema: true, Written: sec}, Note: "a dictionary value: the digest travels in the field section"},
+		{Name: "compact-record-s2-dict", Kind: "record", Value: recJSON, Options: with(func(o *vectorOptions) {
+			o.Compressor, o.Dictionary, o.DictionaryHex, o.Compact = "s2-dict", DictionaryID(s2dict), hex.EncodeToString(s2dict), true
+		}), Fields: Fields{Schema: 0x9e3779b9, HasSchema: true, Written: sec}, Note: "S2 with a dictionary (compressor 3; the dictionary in S2's form: a uvarint repeat offset, then the content): a block under 2 KiB, as kura's own encoder writes it"},
+		{Name: "compact-record-s2-dict-large", Kind: "record", Value: bigJSON, Options: with(func(o *vectorOptions) {
+			o.Compressor, o.Dictionary, o.DictionaryHex, o.Compact = "s2-dict", DictionaryID(s2dict), hex.EncodeToString(s2dict), true
+		}), Fields: Fields{Schema: 0x9e3779b9, HasSchema: true, Written: sec}, Note: "a block of 2 KiB or more, as s2.Dict.Encode writes it (it may start with a repeat of the dictionary's own repeat offset)"},
 		{Name: "compact-json-record", Kind: "record", Value: smallJSON, Options: with(func(o *vectorOptions) { o.Serializer, o.Compact = "json", true }), Fields: Fields{Schema: 0x9e3779b9, HasSchema: true, Written: sec}, Note: "other serializers are written as they are; the layout byte names them"},
 		{Name: "compact-raw-bytes", Kind: "bytes", Value: hx([]byte{0, 1, 2, 0xfe, 0xff}), Options: with(func(o *vectorOptions) { o.Serializer, o.Compact = "raw", true })},
 		{Name: "compact-msgpack-bytes", Kind: "bytes", Value: hx([]byte("not a string")), Options: cmp, Fields: Fields{Written: sec}, Note: "a []byte under msgpack stays msgpack (bin)"},
@@ -232,6 +248,8 @@ func vectorCodec(t *testing.T, o vectorOptions) *Codec {
 		opts.Compressor = S2()
 	case "zstd":
 		opts.Compressor = Zstd(o.Level)
+	case "s2-dict":
+		opts.Compressor = S2()
 	default:
 		t.Fatalf("unknown compressor %q", o.Compressor)
 	}

@@ -263,3 +263,47 @@ func TestConsoleEscapesControls(t *testing.T) {
 		t.Errorf("page: %d\n%.3000s", res.StatusCode, body)
 	}
 }
+
+// TestKeyPageOnStalledServer: against a redis-server stopped with SIGSTOP
+// a key page answers within KeyTimeout, saying the store did not answer,
+// instead of holding the page (and a decode slot) for about 20 s; the
+// store URL's password is not on it. After SIGCONT the key reads again.
+func TestKeyPageOnStalledServer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-server test")
+	}
+	st, r := redisStore(t)
+	if err := st.Set(context.Background(), "k", []byte(`{"a":1}`), 0); err != nil {
+		t.Fatal(err)
+	}
+	srv := serveAt(t, ui.Options{Store: st})
+	if err := r.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	resumed := false
+	defer func() {
+		if !resumed {
+			_ = r.Resume()
+		}
+	}()
+	start := time.Now()
+	_, body := get(t, &http.Client{Timeout: time.Minute}, srv.URL+"/key?k=k", nil)
+	took := time.Since(start)
+	if bound := 3 * ui.KeyTimeout; took > bound {
+		t.Fatalf("the key page took %v against a stalled server (KeyTimeout %v)", took, ui.KeyTimeout)
+	}
+	if !strings.Contains(body, "did not answer within") {
+		t.Fatalf("the page does not say the store did not answer:\n%s", body)
+	}
+	if err := r.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	resumed = true
+	servertest.Eventually(t, "the key page after SIGCONT", func() error {
+		_, body := get(t, nil, srv.URL+"/key?k=k", nil)
+		if !strings.Contains(body, "&#34;a&#34;") && !strings.Contains(body, `"a"`) {
+			return io.ErrUnexpectedEOF
+		}
+		return nil
+	})
+}

@@ -22,6 +22,7 @@ package ui
 
 import (
 	"bytes"
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -382,14 +383,25 @@ func (s *server) key(w http.ResponseWriter, r *http.Request) {
 	s.render(w, "key.html", p)
 }
 
-// describe reads and decodes key k, within MaxValueBytes.
+// KeyTimeout bounds the store reads of one key page. A stalled server
+// (SIGSTOP, a frozen host) otherwise held the page, and one of the two
+// decode slots every other key page waits for, until the client's
+// connection timed out (about 20 s with Redis).
+const KeyTimeout = 5 * time.Second
+
+// describe reads and decodes key k, within MaxValueBytes and KeyTimeout.
 func (s *server) describe(r *http.Request, k string, v *keyView, p *page) {
-	rep, err := inspect.Key(r.Context(), s.opts.Store, k, inspect.Options{
+	ctx, cancel := context.WithTimeout(r.Context(), KeyTimeout)
+	defer cancel()
+	rep, err := inspect.Key(ctx, s.opts.Store, k, inspect.Options{
 		Codec: s.opts.Codec, Mask: s.opts.Mask, MaxStored: s.opts.MaxValueBytes, MaxDecoded: 4 * s.opts.MaxValueBytes,
 		Schemas: s.opts.Schemas,
 	})
 	if err != nil {
 		p.Error = err.Error()
+		if ctx.Err() != nil && r.Context().Err() == nil {
+			p.Error = fmt.Sprintf("the store did not answer within %v (a stalled or overloaded server): %v", KeyTimeout, err)
+		}
 		return
 	}
 	if !rep.Truncated && rep.StoredBytes > s.opts.MaxValueBytes {

@@ -492,6 +492,9 @@ func (p *Pipeline[V]) leaseErr(ctx context.Context, res []store.LeaseResult, err
 		return nil, nil
 	}
 	spent := ctx.Err() == nil // a deadline that is not the caller's is the budget's
+	if dl, ok := ctx.Deadline(); spent && ok && !time.Now().Before(dl) {
+		spent = false // the caller's deadline passed; its timer may not have marked ctx done yet
+	}
 	var be *store.BatchError
 	if !errors.As(err, &be) || len(res) != n {
 		if spent && errors.Is(err, context.DeadlineExceeded) {

@@ -133,6 +133,9 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("memcache: Options.MaxIdleConns is negative (%d)", opts.MaxIdleConns)
 	}
 	for i, a := range opts.Servers {
+		if err := store.CheckAddr(fmt.Sprintf("memcache: Options.Servers[%d]", i), a); err != nil {
+			return nil, err
+		}
 		if _, _, err := net.SplitHostPort(a); err != nil {
 			return nil, fmt.Errorf("memcache: Options.Servers[%d] = %q: want host:port: %v", i, a, err)
 		}

@@ -161,6 +161,9 @@ func NewRing(opts Options) (ring.Ring, error) {
 	seen := map[string]bool{}
 	nodes := make([]ring.Node, len(opts.Servers))
 	for i, a := range opts.Servers {
+		if err := store.CheckAddr(fmt.Sprintf("Servers[%d]", i), a); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrOptions, err)
+		}
 		if seen[a] {
 			return nil, fmt.Errorf("%w: server %q listed twice", ErrOptions, a)
 		}

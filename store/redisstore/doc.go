@@ -77,6 +77,17 @@
 //   - A read that fails on the network is retried at most
 //     Options.MaxRetries times, so a dead server fails a call promptly
 //     instead of being retried until the context ends.
+//   - A stalled server (SIGSTOP, a frozen host) does not hold callers past
+//     their own deadline, however many calls ran out of time before them:
+//     rueidis keeps each timed-out command's place in its connection's
+//     queue (1,024 places) until the server answers, and a command that
+//     finds the queue full waits without looking at its context. On a
+//     standalone server or Sentinel, once 256 calls in a row have ended by
+//     their context with no answer in between, the Store fails calls at
+//     once (without sending them) and lets one through every 100 ms to
+//     notice when the server answers again (stallguard.go). On a Cluster
+//     the guard is off: it would stop every node's calls for one node.
+//     Use store/health to fail a stalled Cluster node fast.
 //   - Values are binary-safe. The largest value is the server's
 //     proto-max-bulk-len (512 MiB by default), read once when the Store is
 //     created; larger values are refused with store.ErrValueTooLarge before

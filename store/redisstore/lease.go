@@ -164,6 +164,7 @@ func (s *Store) leaseGetAt(ctx context.Context, cn *conn, keys []string, idx []i
 		s.wrote(keys[i])
 		cmds[j] = cn.c.B().Set().Key(keys[i]).Value(ph).Nx().PxMilliseconds(px).Build()
 	}
+	var taken []int // keys MGET saw empty whose SET NX found a key
 	for j, r := range s.doMulti(ctx, cn, cmds) {
 		i := missing[j]
 		err := r.Error()
@@ -172,13 +173,50 @@ func (s *Store) leaseGetAt(ctx context.Context, cn *conn, keys []string, idx []i
 			out[i].Won = true
 			out[i].Lease = store.Lease{Key: keys[i], Token: opts.Placeholder}
 		case rueidis.IsRedisNil(err):
+			if n == 1 {
+				out[i].Held = true // GET saw nothing: another caller got there first
+			} else {
+				taken = append(taken, i)
+			}
+		default:
+			addr := s.addrOf(keys[i])
+			fails.add(keys[i], addr, s.keyErr(addr, err))
+		}
+	}
+	if len(taken) > 0 {
+		s.recheck(ctx, cn, keys, taken, out, &fails)
+	}
+	return fails.result(ctx)
+}
+
+// recheck reads again the keys of a lease batch that MGET saw empty but
+// whose SET NX found a key. MGET answers nil for a key that holds another
+// type (a hash, a list) as well as for a missing one, so without this a
+// key of the wrong type would look held by a lease that is never filled,
+// and every reader would wait for it. GET tells the cases apart: a
+// WRONGTYPE error fails the key (the caller loads without writing back,
+// as for a single key); bytes are what another caller stored between the
+// two commands (its lease's placeholder, or a value); nothing means that
+// caller's key is gone again, and the lease counts as held.
+func (s *Store) recheck(ctx context.Context, cn *conn, keys []string, taken []int, out []store.LeaseResult, fails *failures) {
+	cmds := make([]rueidis.Completed, len(taken))
+	for j, i := range taken {
+		cmds[j] = cn.c.B().Get().Key(keys[i]).Build()
+	}
+	for j, r := range s.doMulti(ctx, cn, cmds) {
+		i := taken[j]
+		b, err := r.AsBytes()
+		switch {
+		case err == nil:
+			out[i].Value = nonNil(b)
+			out[i].Lease = store.Lease{Key: keys[i], Token: out[i].Value}
+		case rueidis.IsRedisNil(err):
 			out[i].Held = true
 		default:
 			addr := s.addrOf(keys[i])
 			fails.add(keys[i], addr, s.keyErr(addr, err))
 		}
 	}
-	return fails.result(ctx)
 }
 
 // Fill runs, per fill, a script that compares the key's bytes with the

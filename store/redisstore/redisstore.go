@@ -232,6 +232,7 @@ type conn struct {
 func newConn(c rueidis.Client) *conn {
 	cn := &conn{c: c, cluster: c.Mode() == rueidis.ClientModeCluster}
 	if !cn.cluster {
+		cn.c = &stallGuard{Client: c}
 		for addr := range c.Nodes() {
 			cn.addr = addr
 		}
@@ -247,6 +248,11 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 	addrs := opts.Addrs
 	if len(addrs) == 0 {
 		addrs = []string{"127.0.0.1:6379"}
+	}
+	for i, a := range addrs {
+		if err := store.CheckAddr(fmt.Sprintf("redisstore: Options.Addrs[%d]", i), a); err != nil {
+			return nil, err
+		}
 	}
 	co := rueidis.ClientOption{
 		InitAddress: append([]string(nil), addrs...),

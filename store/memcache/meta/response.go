@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/kuracache/kura/store"
 )
@@ -179,6 +181,15 @@ func ParseHeader(line []byte, r *Response) (int, error) {
 	return vlen, nil
 }
 
+// maxTTLSeconds is the longest TTL a time.Duration holds.
+const maxTTLSeconds = int64(math.MaxInt64 / int64(time.Second))
+
+// errBadNumber marks a flag whose number parses but cannot be true: a
+// negative size, a TTL below -1 or past maxTTLSeconds. Callers turn sizes
+// into lengths and TTLs into durations, so such a value from a corrupt or
+// hostile stream is refused here, as an unparsable one is.
+var errBadNumber = errors.New("meta: number out of range")
+
 func parseFlag(tok []byte, r *Response) error {
 	// The numbers are parsed from string(arg) at each call, which the
 	// compiler converts without allocating (strconv keeps no reference to
@@ -195,13 +206,21 @@ func parseFlag(tok []byte, r *Response) error {
 	case 'c':
 		r.CAS, err = strconv.ParseUint(string(arg), 10, 64)
 	case 't':
+		// -1 is "no expiry"; anything below, or above what a
+		// time.Duration holds, is not a TTL a server sends.
 		r.TTL, err = strconv.ParseInt(string(arg), 10, 64)
+		if err == nil && (r.TTL < -1 || r.TTL > maxTTLSeconds) {
+			err = errBadNumber
+		}
 	case 'f':
 		var n uint64
 		n, err = strconv.ParseUint(string(arg), 10, 32)
 		r.ClientFlags = uint32(n)
 	case 's':
 		r.Size, err = strconv.ParseInt(string(arg), 10, 64)
+		if err == nil && r.Size < 0 {
+			err = errBadNumber
+		}
 	case 'k':
 		r.Key = string(arg)
 	case 'b':
@@ -210,6 +229,9 @@ func parseFlag(tok []byte, r *Response) error {
 		r.Hit = string(arg) == "1"
 	case 'l':
 		r.LastAccess, err = strconv.ParseInt(string(arg), 10, 64)
+		if err == nil && r.LastAccess < 0 {
+			err = errBadNumber
+		}
 	case 'W':
 		r.Won = true
 	case 'X':

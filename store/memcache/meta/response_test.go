@@ -81,6 +81,11 @@ func TestParseRejects(t *testing.T) {
 		"XX\r\n", "HD\n", "VA\r\n", "VA -1\r\n", "VA x\r\n", "VA 3\r\nabcd\r\n",
 		"VA 3\r\nab", "HD Oxyz\r\n", "HD c-1\r\n", "VA 99999999999\r\n", "VA 2000\r\n",
 		"HD t" + strings.Repeat("9", 30) + "\r\n", strings.Repeat("H", 70000),
+		// Numbers that parse but no server sends: a negative size or
+		// last-access time, a TTL below -1 or past what a time.Duration
+		// holds (KeyMeta multiplied it into a negative TTL).
+		"HD s-5\r\n", "VA 1 s-1\r\nx\r\n", "HD t-2\r\n", "HD t9223372037\r\n",
+		"HD t9223372036854775807\r\n", "HD l-1\r\n", "HD s" + strings.Repeat("9", 30) + "\r\n",
 	} {
 		var r Response
 		err := ReadResponse(bufio.NewReaderSize(strings.NewReader(in), 64<<10), &r, 1000)
