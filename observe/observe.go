@@ -13,8 +13,9 @@
 //     and calls End exactly once;
 //   - a Tracer records a step, a note or an absorbed failure only inside
 //     a call it records: when Start returns a nil Span for a Fetch or
-//     FetchMany, the read path may make no further Tracer call for that
-//     call (on a hit it makes none, so an unrecorded hit costs one Start);
+//     FetchMany, the read path may skip every other Tracer call of that
+//     call. It skips all of a hit's (an unrecorded hit costs one Start);
+//     the steps of a miss still call Start, which returns nil;
 //   - nothing here ever carries a cached value; keys are passed to Start
 //     for a Tracer that records them on request (kuraotel redacts by
 //     default).
