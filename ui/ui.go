@@ -399,7 +399,11 @@ func (s *server) describe(r *http.Request, k string, v *keyView, p *page) {
 	})
 	if err != nil {
 		p.Error = err.Error()
-		if ctx.Err() != nil && r.Context().Err() == nil {
+		// The store may report KeyTimeout's deadline a moment before the
+		// context's timer marks ctx done (rueidis bounds its socket by the
+		// deadline): a deadline error is KeyTimeout's unless the request's
+		// own context ended.
+		if (ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded)) && r.Context().Err() == nil {
 			p.Error = fmt.Sprintf("the store did not answer within %v (a stalled or overloaded server): %v", KeyTimeout, err)
 		}
 		return
