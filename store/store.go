@@ -67,6 +67,11 @@ var (
 )
 
 // Store is the minimal interface a cache backend implements.
+//
+// A context passed to a Store's method is valid for that call only: a
+// Store must not keep it, or anything derived from it, after the call
+// returns. The read path hands stores pooled contexts that are reused
+// for later calls, except contexts that have ended, which are never reused.
 type Store interface {
 	// Get returns the bytes stored under key, or an error matching
 	// ErrNotFound when there are none. The returned slice belongs to the
