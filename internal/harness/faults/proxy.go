@@ -107,13 +107,14 @@ type Proxy struct {
 	roundTrips, requests, unparsed        atomic.Int64
 	resets                                atomic.Int64
 
-	mu       sync.Mutex // guards everything below
-	ln       net.Listener
-	open     map[*pconn]struct{}
-	stall    chan struct{} // closed while traffic flows
-	commands map[string]int64
-	closed   bool
-	wg       sync.WaitGroup
+	mu         sync.Mutex // guards everything below
+	ln         net.Listener
+	open       map[*pconn]struct{}
+	stall      chan struct{} // closed while traffic flows
+	commands   map[string]int64
+	closed     bool
+	resetCalls uint64 // ResetConns calls so far: a connection accepted before one is reset when it registers
+	wg         sync.WaitGroup
 }
 
 // NewProxy starts a proxy on a free port of 127.0.0.1 forwarding to
@@ -241,6 +242,7 @@ func (p *Proxy) ResetNextReply(afterBytes int) { p.resetNext.Store(int64(max(aft
 // returns how many it reset. The proxy keeps accepting.
 func (p *Proxy) ResetConns() int {
 	p.mu.Lock()
+	p.resetCalls++
 	cs := make([]*pconn, 0, len(p.open))
 	for c := range p.open {
 		cs = append(cs, c)
@@ -318,13 +320,17 @@ func (p *Proxy) accept(ln net.Listener) {
 		}
 		p.conns.Add(1)
 		p.wg.Add(1)
+		gen := p.resetCalls
 		p.mu.Unlock()
-		go p.serve(c.(*net.TCPConn))
+		go p.serve(c.(*net.TCPConn), gen)
 	}
 }
 
-// serve dials the target for one client and starts the four pumps.
-func (p *Proxy) serve(client *net.TCPConn) {
+// serve dials the target for one client and starts the four pumps. gen
+// is the ResetConns count when the client was accepted: a reset that came
+// while the target was being dialled resets this connection too, or it
+// would outlive a "reset every open connection" it predates.
+func (p *Proxy) serve(client *net.TCPConn, gen uint64) {
 	defer p.wg.Done()
 	s, err := net.DialTimeout("tcp", p.target, p.opts.DialTimeout)
 	if err != nil {
@@ -340,6 +346,11 @@ func (p *Proxy) serve(client *net.TCPConn) {
 	if p.closed {
 		p.mu.Unlock()
 		c.close()
+		return
+	}
+	if p.resetCalls != gen {
+		p.mu.Unlock()
+		c.abort()
 		return
 	}
 	p.open[c] = struct{}{}
