@@ -55,8 +55,9 @@ func dial(ctx context.Context, s *settings, addr string) (*conn, error) {
 		nc, err = d.DialContext(ctx, "tcp", addr)
 	}
 	if err != nil {
-		if t.TLS && errors.Is(err, context.DeadlineExceeded) {
-			return nil, fmt.Errorf("cannot connect to redis at %s: no TLS handshake within %s (does the server speak TLS there? use redis:// for a plain server)", addr, timeout)
+		var recErr tls.RecordHeaderError
+		if t.TLS && (errors.Is(err, context.DeadlineExceeded) || errors.As(err, &recErr)) {
+			return nil, storeurl.TLSError(storeurl.Kind(t.Kind), addr, err)
 		}
 		return nil, dialError(t, addr, err)
 	}

@@ -60,6 +60,29 @@ func closedAddr(t *testing.T) string {
 	return addr
 }
 
+// plainTextServer is a loopback server that answers every connection
+// with a plain-text error line, as a Redis without TLS answers a TLS
+// hello, at once.
+func plainTextServer(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_, _ = c.Write([]byte("-ERR Protocol error: not TLS\r\n"))
+			c.Close()
+		}
+	}()
+	return ln.Addr().String()
+}
+
 // TestConnectErrorsGolden holds the one message every command gives for a
 // server that does not answer, a password it refuses, a scheme kura does
 // not speak and mem://, which names nothing a tool can read: the same
@@ -67,7 +90,9 @@ func closedAddr(t *testing.T) string {
 func TestConnectErrorsGolden(t *testing.T) {
 	srv := servertest.Redis(t, servers.RedisConfig{Password: "s3cret"})
 	dead := closedAddr(t)
+	plain := plainTextServer(t)
 	cases := []struct{ name, url string }{
+		{"TLS to a plain server", "rediss://:s3cret@" + plain},
 		{"unreachable", "redis://" + dead},
 		{"wrong password", "redis://wrong@" + srv.Addr},
 		{"no password", "redis://" + srv.Addr},
@@ -108,6 +133,7 @@ func TestConnectErrorsGolden(t *testing.T) {
 			}
 		}
 		first = strings.ReplaceAll(first, dead, "$DEAD")
+		first = strings.ReplaceAll(first, plain, "$PLAIN")
 		first = strings.ReplaceAll(first, srv.Addr, "$SERVER")
 		golden.WriteString(c.name + ": " + first + "\n")
 	}

@@ -33,11 +33,13 @@ func (e *explained) Unwrap() error { return e.err }
 // what to do about it.
 func DialError(kind Kind, addr string, err error) error {
 	var hint string
+	cause := redial.Cause(err)
 	switch {
 	case errors.Is(err, syscall.ECONNREFUSED):
 		hint = "nothing listens there; start the server or fix host:port"
 	case errors.Is(err, os.ErrDeadlineExceeded), errors.Is(err, context.DeadlineExceeded):
-		hint = "no answer in time; check the address and any firewall"
+		hint = "check the address and any firewall"
+		cause = errors.New("no answer in time")
 	default:
 		var dnsErr *net.DNSError
 		var recErr tls.RecordHeaderError
@@ -48,12 +50,12 @@ func DialError(kind Kind, addr string, err error) error {
 		case errors.As(err, &dnsErr):
 			hint = "the host name does not resolve; fix the URL"
 		case errors.As(err, &recErr):
-			hint = "the server does not speak TLS there; use redis:// instead of rediss://"
+			return TLSError(kind, addr, err)
 		default:
 			hint = "check the URL"
 		}
 	}
-	return &explained{fmt.Sprintf("cannot connect to %s at %s: %v (%s)", kind, addr, redial.Cause(err), hint), err}
+	return &explained{fmt.Sprintf("cannot connect to %s at %s: %v (%s)", kind, addr, cause, hint), err}
 }
 
 // AuthError is the one message for credentials a Redis server refused;
@@ -106,12 +108,26 @@ func Explain(t Target, err error) error {
 		}
 		return AuthError(addr, reply, err)
 	}
+	var recErr tls.RecordHeaderError
+	if t.TLS && (errors.As(err, &recErr) || errors.Is(err, store.ErrNotConnected) &&
+		(errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded))) {
+		// A plain server answers a TLS hello with plain text, or not at
+		// all: kura bench says the same (TLSError).
+		return TLSError(t.Kind, addr, err)
+	}
 	var op *net.OpError
-	if errors.Is(err, syscall.ECONNREFUSED) || errors.As(err, &op) || errors.Is(err, os.ErrDeadlineExceeded) {
+	if errors.Is(err, syscall.ECONNREFUSED) || errors.As(err, &op) || errors.Is(err, os.ErrDeadlineExceeded) ||
+		errors.Is(err, store.ErrNotConnected) && errors.Is(err, context.DeadlineExceeded) {
 		if op != nil && op.Addr != nil {
 			addr = op.Addr.String()
 		}
 		return DialError(t.Kind, addr, err)
 	}
 	return err
+}
+
+// TLSError is the one message for a TLS connection (rediss://) that got
+// no TLS handshake: most often a server that does not speak TLS there.
+func TLSError(kind Kind, addr string, err error) error {
+	return &explained{fmt.Sprintf("cannot connect to %s at %s: no TLS handshake (does the server speak TLS there? use redis:// for a plain server)", kind, addr), err}
 }
