@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -165,13 +167,16 @@ func TestBadFlagGolden(t *testing.T) {
 		{"scan"},
 		{"scan", "redis://127.0.0.1:1", "extra"},
 		{"codecs"},
+		{"benhc"}, // a mistyped command
+		{"nosuch"},
+		{"bench", "sweeep", "--connections", "1"},
 	} {
 		line := kuraLine(t, args...)
 		if line == "" {
 			t.Errorf("kura %s succeeded", strings.Join(args, " "))
 			continue
 		}
-		if strings.Count(line, "kura") > 1+strings.Count(strings.Join(args, " "), "kura") && strings.Contains(line, "kura: ") {
+		if strings.Count(line, "kura: ") > 1+strings.Count(strings.Join(args, " "), "kura: ") {
 			t.Errorf("kura %s: %q says kura: twice", strings.Join(args, " "), line)
 		}
 		golden.WriteString("kura " + strings.Join(args, " ") + "\n  " + line + "\n")
@@ -202,5 +207,17 @@ func TestSizeGrammar(t *testing.T) {
 	sizes, err := parseSizes([]string{"16K", "16KiB"})
 	if err != nil || sizes[0] != 16000 || sizes[1] != 16384 {
 		t.Errorf("--dict-sizes 16K,16KiB = %v, %v", sizes, err)
+	}
+}
+
+// TestInterruptedLine: Ctrl-C or SIGTERM ends a run with one line that
+// says so, not "context canceled", which reads as a failure.
+func TestInterruptedLine(t *testing.T) {
+	bench, _, err := newRootCmd().Find([]string{"bench"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := errorLine(bench, fmt.Errorf("run: %w", context.Canceled)); got != "kura bench: interrupted" {
+		t.Errorf("errorLine = %q", got)
 	}
 }
