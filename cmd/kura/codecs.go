@@ -126,6 +126,22 @@ where readers built with a dictstore.Registry find it.`,
 				values = append(values, vs...)
 			}
 			rep, err := codecfit.Analyze(values, codecfit.Options{DictSizes: sizes, MinTime: minTime, Progress: progress})
+			if errors.Is(err, codecfit.ErrTooFewValues) {
+				// Say where the values came from and what to do, not the
+				// engine's name ("codecfit: need at least 4 values").
+				where, more := "in the files given", "give more values"
+				if url != "" {
+					where, more = "sampled", "sample more keys or widen --prefix"
+					if prefix != "" {
+						where = fmt.Sprintf("under --prefix %q", prefix)
+					}
+				}
+				n := fmt.Sprintf("%d values", len(values))
+				if len(values) == 1 {
+					n = "1 value"
+				}
+				return fmt.Errorf("only %s %s; kura codecs needs at least 4 (half train the dictionaries, half are measured): %s", n, where, more)
+			}
 			if err != nil {
 				return err
 			}

@@ -167,7 +167,8 @@ func TestBadFlagGolden(t *testing.T) {
 		{"scan"},
 		{"scan", "redis://127.0.0.1:1", "extra"},
 		{"codecs"},
-		{"benhc"}, // a mistyped command
+		{"codecs", "testdata/two-values.jsonl"}, // too few values
+		{"benhc"},                               // a mistyped command
 		{"nosuch"},
 		{"bench", "sweeep", "--connections", "1"},
 	} {
