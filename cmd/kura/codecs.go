@@ -189,7 +189,7 @@ where readers built with a dictstore.Registry find it.`,
 		},
 	}
 	f := cmd.Flags()
-	addURLFlag(f, &url, "sample values from a live cache: redis://[user:password@]host:port[/db], rediss://... (TLS), redis://h1:p1,h2:p2 (Cluster) or memcached://h1:p1[,h2:p2]")
+	addURLFlag(f, &url, "sample values from a live cache: redis://[user:password@]host:port[/db], rediss://... (TLS), redis://h1:p1,h2:p2 (Cluster), redis+ring://h1:p1,h2:p2 (sharded standalone Redis), redis+sentinel://s1:26379[,s2:26379]/MASTERSET (Sentinel) or memcached://h1:p1[,h2:p2]")
 	f.StringVar(&prefix, "prefix", "", "with --url, only keys starting with this prefix (one kind of value)")
 	f.IntVar(&samples, "samples", 1000, "with --url, the number of values sampled")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON (schema kura.codecs/v1)")

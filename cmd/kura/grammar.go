@@ -21,7 +21,7 @@ import (
 // starts with the command's name.
 
 // urlHelp is the help of --url in every command that reads a cache.
-const urlHelp = "the cache: redis://[user:password@]host:port[/db], rediss://... (TLS), redis://h1:p1,h2:p2 (Cluster), redis+ring://h1:p1,h2:p2 (sharded standalone Redis) or memcached://h1:p1[,h2:p2]; or give it as the first argument"
+const urlHelp = "the cache: redis://[user:password@]host:port[/db], rediss://... (TLS), redis://h1:p1,h2:p2 (Cluster), redis+ring://h1:p1,h2:p2 (sharded standalone Redis), redis+sentinel://s1:26379[,s2:26379]/MASTERSET (Sentinel) or memcached://h1:p1[,h2:p2]; or give it as the first argument"
 
 // addURLFlag registers --url (-u).
 func addURLFlag(f *pflag.FlagSet, p *string, help string) {

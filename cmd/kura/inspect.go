@@ -39,7 +39,8 @@ described as unknown bytes.
 
 URL is redis://[user:password@]host:port[/db], rediss://... (TLS),
 redis://host1:port1,host2:port2 (Cluster), redis+ring://host1:port1,host2:port2
-(sharded standalone Redis), or memcached://host1:port1,host2:port2.`,
+(sharded standalone Redis), redis+sentinel://sentinel1:26379,sentinel2:26379/MASTERSET
+(the primary Redis Sentinel names), or memcached://host1:port1,host2:port2.`,
 		Example: `  kura inspect redis://127.0.0.1:6379 article:1 article:2
   kura inspect memcached://10.0.0.1:11211,10.0.0.2:11211 user:42 --mask email,phone
   kura inspect redis://127.0.0.1:6379 article:1 --json`,

@@ -60,3 +60,18 @@ func TestExplainNotConnected(t *testing.T) {
 		}
 	}
 }
+
+// TestExplainUnknownMasterSet: a master set the sentinels do not know is
+// named as the thing to fix, not redisstore's "store not connected yet
+// (last attempt: ... No such master with that name)".
+func TestExplainUnknownMasterSet(t *testing.T) {
+	tg, err := Parse("redis+sentinel://:s3cret@127.0.0.1:26391/nosuch")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cause := fmt.Errorf("redis 127.0.0.1:26391: %w (last attempt: redis 127.0.0.1:26391: %w)", store.ErrNotConnected, errors.New("No such master with that name"))
+	got := Explain(tg, cause).Error()
+	if !strings.HasPrefix(got, `the sentinels at 127.0.0.1:26391 know no master set "nosuch"`) || strings.Contains(got, "s3cret") {
+		t.Errorf("Explain = %q", got)
+	}
+}

@@ -108,6 +108,9 @@ func Explain(t Target, err error) error {
 		}
 		return AuthError(addr, reply, err)
 	}
+	if t.Kind == RedisSentinel && strings.Contains(err.Error(), "No such master with that name") {
+		return &explained{fmt.Sprintf("the sentinels at %s know no master set %q; fix the name after the hosts (redis+sentinel://HOST:26379/MASTERSET; SENTINEL MASTERS lists them)", addr, t.MasterSet), err}
+	}
 	var recErr tls.RecordHeaderError
 	if t.TLS && (errors.As(err, &recErr) || errors.Is(err, store.ErrNotConnected) &&
 		(errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded))) {
