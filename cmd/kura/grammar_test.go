@@ -222,3 +222,22 @@ func TestInterruptedLine(t *testing.T) {
 		t.Errorf("errorLine = %q", got)
 	}
 }
+
+// TestPasswordOnOpenServer: a URL with a password means the same in every
+// command and in the library, also on a server that has none: the library
+// (HELLO AUTH) connects, and kura bench used to refuse it ("has no
+// password configured but one was given").
+func TestPasswordOnOpenServer(t *testing.T) {
+	srv := servertest.Redis(t, servers.RedisConfig{})
+	u := "redis://:s3cret@" + srv.Addr
+	for _, args := range [][]string{
+		{"bench", u, "-n", "5", "-c", "1", "-q", "--no-save"},
+		{"scan", u, "-q", "--no-save"},
+		{"codecs", "--url", u, "-q", "--min-time", "1ms"},
+	} {
+		line := kuraLine(t, args...)
+		if line != "" && !strings.Contains(line, "only 0 values") {
+			t.Errorf("kura %s: %s", strings.Join(args[:1], " "), line)
+		}
+	}
+}
