@@ -366,6 +366,10 @@ func (bf *benchFlags) checkBounds(cmd *cobra.Command) error {
 	if changed("timeout") && c.Timeout == 0 {
 		return zero("timeout")
 	}
+	if changed("rate") && c.Rate == 0 {
+		// It used to run a closed loop, the opposite of what --rate asks.
+		return fmt.Errorf("--rate 0 has no meaning here; give the target ops/s, or leave --rate out for a closed loop")
+	}
 	if changed("zipf-exponent") && c.ZipfExponent == 0 {
 		return fmt.Errorf("--zipf-exponent 0 is a uniform distribution; use --distribution uniform")
 	}

@@ -171,6 +171,7 @@ func TestBadFlagGolden(t *testing.T) {
 		{"benhc"},                               // a mistyped command
 		{"nosuch"},
 		{"bench", "sweeep", "--connections", "1"},
+		{"bench", "--rate", "0"}, // a flag at 0
 	} {
 		line := kuraLine(t, args...)
 		if line == "" {
@@ -239,5 +240,20 @@ func TestPasswordOnOpenServer(t *testing.T) {
 		if line != "" && !strings.Contains(line, "only 0 values") {
 			t.Errorf("kura %s: %s", strings.Join(args[:1], " "), line)
 		}
+	}
+}
+
+// TestUIPortTaken: a second kura ui on the default port says the port is
+// taken and what to do ("bind: address already in use" said neither).
+func TestUIPortTaken(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	srv := servertest.Redis(t, servers.RedisConfig{})
+	line := kuraLine(t, "ui", srv.URL(), "--listen", ln.Addr().String())
+	if !strings.Contains(line, "the port is taken (another kura ui?)") {
+		t.Errorf("kura ui on a taken port: %q", line)
 	}
 }
