@@ -84,6 +84,13 @@ where readers built with a dictstore.Registry find it.`,
 			if publish && url == "" && publishURL == "" {
 				return errors.New("--publish needs --url or --publish-url (where to publish)")
 			}
+			switch {
+			case samples < 1 || samples > 10_000_000:
+				// 0 and negative numbers used to sample the default 1000.
+				return fmt.Errorf("--samples %d: give the number of values to sample, from 1 to 10,000,000", samples)
+			case minTime < 0 || minTime > time.Hour:
+				return fmt.Errorf("--min-time %s: give a duration from 0 to 1h, such as 200ms", minTime)
+			}
 			sizes, err := parseSizes(dictSizes)
 			if err != nil {
 				return err

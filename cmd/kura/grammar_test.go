@@ -172,6 +172,11 @@ func TestBadFlagGolden(t *testing.T) {
 		{"nosuch"},
 		{"bench", "sweeep", "--connections", "1"},
 		{"bench", "--rate", "0"}, // a flag at 0
+		{"codecs", "--samples", "0", "--url", "redis://127.0.0.1:1"},
+		{"codecs", "--min-time", "-1s", "x.json"},
+		{"scan", "redis://127.0.0.1:1", "--samples", "-2"},
+		{"demo", "--only", ""},
+		{"inspect", "redis://127.0.0.1:1", ""},
 	} {
 		line := kuraLine(t, args...)
 		if line == "" {

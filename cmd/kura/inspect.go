@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -60,6 +61,9 @@ redis://host1:port1,host2:port2 (Cluster), redis+ring://host1:port1,host2:port2
 			if len(keys) == 0 {
 				return fmt.Errorf("no key to decode: name one or more after the URL, such as kura inspect %s article:1", storeurl.Redact(raw))
 			}
+			if slices.Contains(keys, "") {
+				return errors.New(`an empty key ("") names nothing a cache can hold; give the key to decode`)
+			}
 			st, _, err := openStore(ctx, raw)
 			if err != nil {
 				return err
@@ -79,7 +83,7 @@ redis://host1:port1,host2:port2 (Cluster), redis+ring://host1:port1,host2:port2
 			for _, key := range keys {
 				r, err := inspect.Key(ctx, st, key, opts)
 				if err != nil {
-					return fmt.Errorf("inspect %q: %w", key, err)
+					return fmt.Errorf("key %q: %w", key, err)
 				}
 				reports = append(reports, r)
 				if !r.Found {

@@ -467,7 +467,7 @@ func hostPort(a, defPort string) (string, error) {
 		}
 	}
 	if p, err := strconv.Atoi(port); err != nil || !allDigits(port) || p < 1 || p > 65535 {
-		return "", fmt.Errorf("%q: the port must be a number from 1 to 65535", a)
+		return "", fmt.Errorf("%q is not host:port: the port must be a number from 1 to 65535", a)
 	}
 	return net.JoinHostPort(host, port), nil
 }
