@@ -201,6 +201,15 @@ func (bf *benchFlags) config(cmd *cobra.Command, args []string) (loadgen.Config,
 		if looksLikeAddr(args[0]) {
 			return c, fmt.Errorf("%q looks like an address; write it as a URL: redis://%s or memcached://%s", args[0], args[0], args[0])
 		}
+		if schemeish.MatchString(args[0]) {
+			// A mistyped URL (redis:/:pw@host, redis//...) would be sent to
+			// the server as a command template, and the server's "unknown
+			// command" reply would echo it, password and all, into the
+			// output: refuse it as the URL it was meant to be.
+			if _, err := storeurl.ParseServer(args[0]); err != nil {
+				return c, err
+			}
+		}
 		c.Template = args
 	}
 	if err := bf.checkBounds(cmd); err != nil {
