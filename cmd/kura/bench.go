@@ -198,17 +198,13 @@ func (bf *benchFlags) config(cmd *cobra.Command, args []string) (loadgen.Config,
 		c.Target = target
 	}
 	if len(args) > 0 {
+		if strings.Contains(args[0], "@") {
+			// No command is named so; a URL with credentials is, and
+			// running it as a command would print it.
+			return c, errors.New("the first argument holds an \"@\", so it is no command; if it is a URL, it needs its scheme: redis://…, rediss://… or memcached://… (not shown: it may hold a password)")
+		}
 		if looksLikeAddr(args[0]) {
 			return c, fmt.Errorf("%q looks like an address; write it as a URL: redis://%s or memcached://%s", args[0], args[0], args[0])
-		}
-		if schemeish.MatchString(args[0]) {
-			// A mistyped URL (redis:/:pw@host, redis//...) would be sent to
-			// the server as a command template, and the server's "unknown
-			// command" reply would echo it, password and all, into the
-			// output: refuse it as the URL it was meant to be.
-			if _, err := storeurl.ParseServer(args[0]); err != nil {
-				return c, err
-			}
 		}
 		c.Template = args
 	}

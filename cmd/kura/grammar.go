@@ -42,15 +42,36 @@ func deprecatedAlias(f *pflag.FlagSet, now, old string) {
 // arguments that remain.
 func takeURL(flagURL string, args []string, firstIsURL bool) (string, []string, error) {
 	if flagURL != "" {
-		if len(args) > 0 && strings.Contains(args[0], "://") {
+		if len(args) > 0 && looksLikeURL(args[0]) {
 			return "", nil, errors.New("give the URL once: as the first argument or with --url, not both")
 		}
 		return flagURL, args, nil
 	}
-	if len(args) > 0 && (firstIsURL || strings.Contains(args[0], "://")) {
+	if len(args) > 0 && (firstIsURL || looksLikeURL(args[0])) {
 		return args[0], args[1:], nil
 	}
 	return "", args, nil
+}
+
+// looksLikeURL reports an argument meant as a store URL, mistyped ones
+// included ("redis:/…", "redis//…", "memcached:…"), so a command that also
+// takes other words there (bench's command template) parses it as a URL
+// and refuses it with the password masked, instead of sending it to the
+// default server as a command and printing it.
+func looksLikeURL(s string) bool {
+	if strings.Contains(s, "://") {
+		return true
+	}
+	i := strings.IndexAny(s, ":/")
+	if i <= 0 || !(s[i] == ':' || strings.HasPrefix(s[i:], "//")) {
+		return false
+	}
+	switch strings.ToLower(s[:i]) {
+	case "redis", "rediss", "redis+ring", "rediss+ring", "redis+sentinel", "rediss+sentinel",
+		"memcached", "memcache", "mem", "memory", "valkey", "unix":
+		return true
+	}
+	return false
 }
 
 // openStore parses a URL once and connects to the server it names,

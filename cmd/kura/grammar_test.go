@@ -262,3 +262,32 @@ func TestUIPortTaken(t *testing.T) {
 		t.Errorf("kura ui on a taken port: %q", line)
 	}
 }
+
+// TestMistypedURLIsNeverACommand: bench takes a command template where
+// other commands take a URL, so a mistyped URL ("redis:/…", "redis//…", a
+// scheme-less user:password@host) was once sent to the default server as a
+// command and printed in its report, password and all; it passed only where
+// nothing listened on 127.0.0.1:6379. Each is refused before any connection,
+// and a command template is still a template.
+func TestMistypedURLIsNeverACommand(t *testing.T) {
+	for _, arg := range []string{
+		"redis:/:S3cret@127.0.0.1:1", "redis//:S3cret@127.0.0.1:1", "REDIS:S3cret@127.0.0.1:1",
+		"memcached:/127.0.0.1:1", ":S3cret@127.0.0.1:1", "alice:S3cret@127.0.0.1:1",
+	} {
+		bf := &benchFlags{}
+		cmd := newBenchCmd()
+		_, err := bf.config(cmd, []string{arg})
+		if err == nil {
+			t.Errorf("bench %q: accepted as a command template", arg)
+			continue
+		}
+		if strings.Contains(err.Error(), "S3cr") {
+			t.Errorf("bench %q: the error shows the password: %v", arg, err)
+		}
+	}
+	for _, args := range [][]string{{"SET", "__key__", "__data__"}, {"GET", "redis:key"}, {"redis/values"}} {
+		if _, rest, err := takeURL("", args, false); err != nil || len(rest) != len(args) {
+			t.Errorf("takeURL(%q) = %v, %v; want the arguments kept", args, rest, err)
+		}
+	}
+}
