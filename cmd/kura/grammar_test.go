@@ -159,8 +159,10 @@ func TestBadFlagGolden(t *testing.T) {
 		{"plan", "--data", "lots"},                // size
 		{"plan", "--reserved-memory", "25"},       // fraction
 		{"plan", "--growth", "x"},                 // float
-		{"plan", "--price", "cache.r7g.large"},    // NAME=VALUE
-		{"demo", "--only", "nosuch"},              // list of names
+		{"plan", "--data", "1GB", "--reads", "-1"},
+		{"plan", "--data", "1GB", "--replicas", "1000"},
+		{"plan", "--price", "cache.r7g.large"}, // NAME=VALUE
+		{"demo", "--only", "nosuch"},           // list of names
 		{"inspect"},
 		{"inspect", "redis://127.0.0.1:1"},
 		{"inspect", "--url", "redis://127.0.0.1:1", "redis://127.0.0.1:2", "k"},
