@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"time"
 
 	"github.com/kuracache/kura/internal/redial"
@@ -118,6 +119,14 @@ func (c *conn) redisDo(args ...string) (any, error) {
 }
 
 func (c *conn) redisHandshake(t Target) error {
+	authErr := func(reply string, err error) error {
+		if t.MasterSet != "" {
+			// The sentinels and the primary take different
+			// credentials: say which part of the URL to fix.
+			return storeurl.SentinelAuthError(c.addr, reply, slices.Contains(t.Sentinels, c.addr), err)
+		}
+		return storeurl.AuthError(c.addr, reply, err)
+	}
 	if t.Password != "" || t.User != "" {
 		args := []string{"AUTH", t.Password}
 		if t.User != "" {
@@ -126,7 +135,7 @@ func (c *conn) redisHandshake(t Target) error {
 		_, err := c.redisDo(args...)
 		var re respError
 		if errors.As(err, &re) {
-			return storeurl.AuthError(c.addr, re.Error(), err)
+			return authErr(re.Error(), err)
 		}
 		if err != nil {
 			return fmt.Errorf("redis at %s: AUTH failed: %v", c.addr, redial.Cause(err))
@@ -136,7 +145,7 @@ func (c *conn) redisHandshake(t Target) error {
 	var re respError
 	if errors.As(err, &re) {
 		if re.Code() == "NOAUTH" {
-			return storeurl.AuthError(c.addr, re.Error(), err)
+			return authErr(re.Error(), err)
 		}
 		return fmt.Errorf("redis at %s answered PING with an error: %s", c.addr, re)
 	}
