@@ -3,6 +3,7 @@ package kura
 import (
 	"context"
 	"errors"
+	"hash/maphash"
 	"reflect"
 	"time"
 
@@ -341,19 +342,70 @@ func (c *Cache[V]) reportErr(op Op, key string, err error) {
 }
 
 // uniqueKeys validates keys and drops duplicates, keeping the first
-// occurrence's order.
+// occurrence's order. Keys without duplicates (the usual batch) come back
+// as they are, not copied: the read path and the stores only read them.
+// Up to stackDedup keys the duplicates are looked for with a hash table on
+// the stack, so that such a batch allocates nothing here (a map cost a
+// warm FetchMany of 100 keys about 5 % of its CPU).
 func uniqueKeys(keys []string) ([]string, error) {
-	seen := make(map[string]struct{}, len(keys))
-	out := make([]string, 0, len(keys))
 	for _, k := range keys {
 		if err := store.CheckKey(k); err != nil {
 			return nil, err
 		}
-		if _, dup := seen[k]; dup {
-			continue
-		}
-		seen[k] = struct{}{}
-		out = append(out, k)
 	}
-	return out, nil
+	switch n := len(keys); {
+	case n < 2:
+		return keys, nil
+	case n <= 8:
+		for j := 1; j < n; j++ {
+			for i := range j {
+				if keys[i] == keys[j] {
+					return dedupe(keys), nil
+				}
+			}
+		}
+		return keys, nil
+	case n > stackDedup:
+		return dedupe(keys), nil
+	}
+	// Open addressing over a power of two at least twice len(keys): each
+	// entry is a position in keys plus one, 0 when empty.
+	var table [2 * stackDedup]uint16
+	mask := uint64(1)
+	for mask < uint64(2*len(keys)) {
+		mask <<= 1
+	}
+	mask--
+	for j, k := range keys {
+		for i := maphash.String(keySeed, k) & mask; ; i = (i + 1) & mask {
+			at := table[i]
+			if at == 0 {
+				table[i] = uint16(j + 1)
+				break
+			}
+			if keys[at-1] == k {
+				return dedupe(keys), nil
+			}
+		}
+	}
+	return keys, nil
 }
+
+// dedupe is keys without their duplicates, first occurrences in order, in
+// a new slice.
+func dedupe(keys []string) []string {
+	seen := make(map[string]struct{}, len(keys))
+	out := make([]string, 0, len(keys))
+	for _, k := range keys {
+		if _, dup := seen[k]; !dup {
+			seen[k] = struct{}{}
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// stackDedup is the most keys uniqueKeys checks without a map.
+const stackDedup = 256
+
+var keySeed = maphash.MakeSeed()

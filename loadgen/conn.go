@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"time"
 
@@ -120,6 +121,14 @@ func (c *conn) redisDo(args ...string) (any, error) {
 }
 
 func (c *conn) redisHandshake(t Target) error {
+	authErr := func(reply string, err error) error {
+		if t.MasterSet != "" {
+			// The sentinels and the primary take different
+			// credentials: say which part of the URL to fix.
+			return storeurl.SentinelAuthError(c.addr, reply, slices.Contains(t.Sentinels, c.addr), err)
+		}
+		return storeurl.AuthError(c.addr, reply, err)
+	}
 	if t.Password != "" || t.User != "" {
 		args := []string{"AUTH", t.Password}
 		if t.User != "" {
@@ -130,7 +139,7 @@ func (c *conn) redisHandshake(t Target) error {
 		// A server without a password takes any over HELLO, as kura's
 		// store (rueidis) sends it: the same URL works in every command.
 		if errors.As(err, &re) && !strings.Contains(re.Error(), "without any password configured") {
-			return storeurl.AuthError(c.addr, re.Error(), err)
+			return authErr(re.Error(), err)
 		}
 		if errors.As(err, &re) {
 			err = nil
@@ -143,7 +152,7 @@ func (c *conn) redisHandshake(t Target) error {
 	var re respError
 	if errors.As(err, &re) {
 		if re.Code() == "NOAUTH" {
-			return storeurl.AuthError(c.addr, re.Error(), err)
+			return authErr(re.Error(), err)
 		}
 		return fmt.Errorf("redis at %s answered PING with an error: %s", c.addr, re)
 	}

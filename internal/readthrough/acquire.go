@@ -130,7 +130,7 @@ func (p *Pipeline[V]) acquire(ctx context.Context, b *budget, slots []slot[V], g
 		case len(retry) > 0:
 			slots = retry
 			if round < maxRetries {
-				p.tracedLookup(ctx, b, slots, false, false)
+				p.tracedLookup(ctx, b, slots, nil, false, false)
 				if fillOp == OpSet { // Fetch: its outcome is the last lookup's
 					p.noteLookup(ctx, &slots[0])
 				}

@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/kuracache/kura/codec"
@@ -15,17 +16,18 @@ import (
 
 // entry is a decoded cached value.
 type entry[V any] struct {
-	v        V
-	negative bool
+	v V
 	// due (the envelope's write time plus its TTL, in Unix nanoseconds;
 	// 0 when either is absent) and cost (the load's) are what early
 	// refresh needs of the envelope's fields.
-	due  int64
-	cost time.Duration
+	due    int64
+	cost   time.Duration
+	rawLen int
+	// (the flags last, together: FetchMany holds an entry per key)
+	negative bool
 	// keep marks an entry written for another type, too recently to
 	// overwrite (Config.SchemaGrace): a read-through does not fill it.
-	keep   bool
-	rawLen int
+	keep bool
 }
 
 // ErrMiss marks a plain miss of one key in a batch read.
@@ -132,7 +134,9 @@ func (p *Pipeline[V]) encodeNegative(buf *EncBuf) []byte {
 // decode decodes data, the bytes stored under key. owned says the read
 // gave data away (its buffer is used for nothing else): a V of type []byte
 // may then be a slice of it rather than a copy.
-func (p *Pipeline[V]) decode(ctx context.Context, key string, data []byte, owned bool) (entry[V], error) {
+//
+// The bytes read are counted in t (nil: in the Counters at once).
+func (p *Pipeline[V]) decode(ctx context.Context, key string, data []byte, owned bool, t *tally) (entry[V], error) {
 	var e entry[V]
 	var h codec.Header
 	var err error
@@ -152,8 +156,13 @@ func (p *Pipeline[V]) decode(ctx context.Context, key string, data []byte, owned
 		}
 		return e, fmt.Errorf("kura: decode %q (%d bytes): %w", key, len(data), err)
 	}
-	p.st.BytesR.Add(uint64(len(data)))
-	p.st.BytesRRaw.Add(uint64(h.RawLen))
+	if t != nil {
+		t.bytesR += uint64(len(data))
+		t.bytesRRaw += uint64(h.RawLen)
+	} else {
+		p.st.BytesR.Add(uint64(len(data)))
+		p.st.BytesRRaw.Add(uint64(h.RawLen))
+	}
 	e.rawLen, e.cost = h.RawLen, h.Fields.Cost
 	if f := &h.Fields; !f.Written.IsZero() && f.TTL > 0 {
 		e.due = f.Written.Add(f.TTL).UnixNano()
@@ -187,22 +196,43 @@ func (p *Pipeline[V]) tooYoungToOverwrite(h codec.Header) bool {
 // ctx bounds the decode's dictionary lookup (a value whose dictionary the
 // Codec does not hold yet): a Fetch passes its store budget's context, so
 // a slow DictionarySource costs no more than a slow store. owned says the
-// read gave data away (see decode).
-func (p *Pipeline[V]) found(ctx context.Context, key string, data []byte, owned bool) (entry[V], error) {
+// read gave data away (see decode). A batch counts in t and adds it to
+// the Counters once (nil: each key at once).
+func (p *Pipeline[V]) found(ctx context.Context, key string, data []byte, owned bool, t *tally) (entry[V], error) {
+	var one tally
+	if t == nil {
+		t = &one
+		defer one.addTo(p.st)
+	}
 	if IsPlaceholder(data) {
-		p.st.Misses.Add(1)
+		t.misses++
 		return entry[V]{}, ErrMiss
 	}
-	e, err := p.decode(ctx, key, data, owned)
+	e, err := p.decode(ctx, key, data, owned, t)
 	switch {
 	case err != nil:
-		p.st.Misses.Add(1)
+		t.misses++
 	case e.negative:
-		p.st.NegHits.Add(1)
+		t.negHits++
 	default:
-		p.st.Hits.Add(1)
+		t.hits++
 	}
 	return e, err
+}
+
+// tally is what the lookups of a batch found, added to the Counters once
+// for the batch rather than with atomic adds per key.
+type tally struct{ hits, negHits, misses, bytesR, bytesRRaw uint64 }
+
+func (t *tally) addTo(st *Counters) {
+	for _, c := range [...]struct {
+		n  uint64
+		to *atomic.Uint64
+	}{{t.hits, &st.Hits}, {t.negHits, &st.NegHits}, {t.misses, &st.Misses}, {t.bytesR, &st.BytesR}, {t.bytesRRaw, &st.BytesRRaw}} {
+		if c.n != 0 {
+			c.to.Add(c.n)
+		}
+	}
 }
 
 // owned reports whether a read with track (see get) gives its bytes away:

@@ -375,7 +375,7 @@ func (p *Pipeline[V]) awaitFills(ctx context.Context, reg *waitReg, start time.T
 			slots[i].class, slots[i].failed = noFill, true
 			continue
 		}
-		p.classifyLease(ctx, &b, &slots[i], kr.r, false)
+		p.classifyLease(ctx, &b, &slots[i], kr.r, false, nil)
 	}
 	return slots, nil
 }

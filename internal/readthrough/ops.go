@@ -30,7 +30,7 @@ func (p *Pipeline[V]) Get(ctx context.Context, key string) (V, error) {
 	p.st.Since(OpGet, start)
 	var e entry[V]
 	if err == nil {
-		e, err = p.found(ctx, key, data, p.owned(track))
+		e, err = p.found(ctx, key, data, p.owned(track), nil)
 	} else if errors.Is(err, store.ErrNotFound) {
 		p.st.Misses.Add(1)
 	} else {
@@ -87,15 +87,20 @@ func (p *Pipeline[V]) GetMany(ctx context.Context, keys []string) (map[string]V,
 	if len(keys) == 0 {
 		return out, nil
 	}
-	slots := p.l1Split(keys, out)
+	bt := p.getBatch(len(keys))
+	slots := p.l1Split(keys, out, bt.slots[:0])
+	defer p.putBatch(bt, slots) // nothing holds a slot past GetMany
 	if len(slots) == 0 {
 		return out, nil
 	}
-	keys = keys[:0:0]
-	toks := make([]l1Token, len(slots))
-	for i := range slots {
-		keys = append(keys, slots[i].key)
-		toks[i].t, toks[i].ok = p.beginL1(slots[i].key)
+	var toks []l1Token // with an L1: the fills of the keys read
+	if p.l1 != nil {
+		keys = keys[:0:0]
+		toks = make([]l1Token, len(slots))
+		for i := range slots {
+			keys = append(keys, slots[i].key)
+			toks[i].t, toks[i].ok = p.beginL1(slots[i].key)
+		}
 	}
 	start := time.Now()
 	vals, err := p.getMany(ctx, keys, p.l1 != nil)
@@ -104,23 +109,25 @@ func (p *Pipeline[V]) GetMany(ctx context.Context, keys []string) (map[string]V,
 	if err != nil && failed == nil {
 		p.st.StoreErrs.Add(uint64(len(keys)))
 		p.st.Misses.Add(uint64(len(keys)))
-		for i := range slots {
+		for i := range toks {
 			p.finishL1(&slots[i], toks[i].t, toks[i].ok)
 		}
 		return out, err
 	}
 	p.st.StoreErrs.Add(uint64(len(failed)))
 	be := store.BatchError{Op: "get"}
+	var t tally
+	defer t.addTo(p.st)
 	for i := range slots {
 		s := &slots[i]
 		switch ferr, bad := failed[s.key]; {
 		case bad:
-			p.st.Misses.Add(1)
+			t.misses++
 			be.Errors = append(be.Errors, store.KeyError{Key: s.key, Err: ferr})
 		case i >= len(vals) || vals[i] == nil:
-			p.st.Misses.Add(1)
+			t.misses++
 		default:
-			e, derr := p.found(ctx, s.key, vals[i], p.owned(p.l1 != nil))
+			e, derr := p.found(ctx, s.key, vals[i], p.owned(p.l1 != nil), &t)
 			switch {
 			case derr == nil:
 				s.e, s.class = e, hit
@@ -131,7 +138,9 @@ func (p *Pipeline[V]) GetMany(ctx context.Context, keys []string) (map[string]V,
 				be.Errors = append(be.Errors, store.KeyError{Key: s.key, Err: derr})
 			}
 		}
-		p.finishL1(s, toks[i].t, toks[i].ok)
+		if toks != nil {
+			p.finishL1(s, toks[i].t, toks[i].ok)
+		}
 	}
 	return out, be.Err()
 }
@@ -210,18 +219,21 @@ func (p *Pipeline[V]) DropL1(keys ...string) {
 }
 
 // l1Split serves from the L1 the keys it holds (a negative entry is left
-// out of out, as a miss of the source) and returns a slot for each other
-// key, in order: the first step of GetMany and FetchMany.
-func (p *Pipeline[V]) l1Split(keys []string, out map[string]V) []slot[V] {
-	slots := make([]slot[V], 0, len(keys))
+// out of out, as a miss of the source) and appends to slots a slot for
+// each other key, in order: the first step of GetMany and FetchMany.
+func (p *Pipeline[V]) l1Split(keys []string, out map[string]V, slots []slot[V]) []slot[V] {
+	if p.l1 == nil {
+		for _, k := range keys {
+			slots = append(slots, slot[V]{key: k})
+		}
+		return slots
+	}
 	for _, k := range keys {
-		if p.l1 != nil {
-			if v, neg, ok := p.l1.Get(k); ok {
-				if !neg {
-					out[k] = v
-				}
-				continue
+		if v, neg, ok := p.l1.Get(k); ok {
+			if !neg {
+				out[k] = v
 			}
+			continue
 		}
 		slots = append(slots, slot[V]{key: k})
 	}

@@ -79,6 +79,8 @@ type Pipeline[V any] struct {
 	hub waitHub
 	// clock bounds the first store call of reads (see budget.bound).
 	clock clock
+	// batches are the slots of batch reads (*batch[V]), reused.
+	batches sync.Pool
 }
 
 // New returns the pipeline over s.
@@ -118,9 +120,8 @@ const (
 
 // slot is one key on its way through the pipeline.
 type slot[V any] struct {
-	key   string
-	class class
-	e     entry[V]
+	key string
+	e   entry[V]
 	// lease, won, stale: what a lease read found (see store.LeaseResult);
 	// the slot keeps no more of it, since FetchMany holds one per key.
 	lease      store.Lease
@@ -129,6 +130,9 @@ type slot[V any] struct {
 	// (a stale value, or one due for early refresh).
 	refresh bool
 	failed  bool // the store failed: a second look would wait it out again
+	// class last, with the flags: FetchMany holds a slot per key (128
+	// bytes for a []byte V).
+	class class
 }
 
 // Fetch runs the pipeline for one key: the one-key case of FetchMany. It
@@ -161,7 +165,7 @@ func (p *Pipeline[V]) fetch(ctx context.Context, key string, ttl time.Duration, 
 	gen := p.group.Ended()
 	var one [1]slot[V]
 	one[0].key = key
-	p.tracedLookup(ctx, &b, one[:], true, call == nil)
+	p.tracedLookup(ctx, &b, one[:], nil, true, call == nil)
 	if call != nil {
 		p.noteLookup(ctx, &one[0])
 	}
@@ -216,8 +220,10 @@ func (p *Pipeline[V]) FetchMany(ctx context.Context, keys []string, ttl time.Dur
 // fetchMany is FetchMany in the call's span, call (nil: not recorded).
 func (p *Pipeline[V]) fetchMany(ctx context.Context, keys []string, ttl time.Duration, loader ManyLoader[V], call observe.Span) (map[string]V, error) {
 	out := make(map[string]V, len(keys))
-	slots := p.l1Split(keys, out)
+	bt := p.getBatch(len(keys))
+	slots := p.l1Split(keys, out, bt.slots[:0])
 	if len(slots) == 0 {
+		p.putBatch(bt, slots)
 		if call != nil {
 			call.Note(observe.Hits, int64(len(keys))) // all from the L1
 		}
@@ -225,7 +231,11 @@ func (p *Pipeline[V]) fetchMany(ctx context.Context, keys []string, ttl time.Dur
 	}
 	b := p.newBudget()
 	gen := p.group.Ended()
-	p.tracedLookup(ctx, &b, slots, true, call == nil)
+	sorted := keys // the keys of slots, in order: all of them when the L1 served none
+	if len(slots) != len(keys) {
+		sorted = nil
+	}
+	p.tracedLookup(ctx, &b, slots, sorted, true, call == nil)
 	if err := ctx.Err(); err != nil {
 		return out, err
 	}
@@ -233,16 +243,17 @@ func (p *Pipeline[V]) fetchMany(ctx context.Context, keys []string, ttl time.Dur
 		p.noteMany(ctx, slots, len(keys)-len(slots))
 	}
 	rest, refresh := slots[:0], []store.Lease(nil)
-	for _, s := range slots {
+	for i := range slots {
+		s := &slots[i]
 		if s.class == hit && !s.e.negative {
 			out[s.key] = s.e.v
 		}
 		switch {
 		case s.class == hit && s.won && s.stale: // a stale value is reloaded now
 			s.class = won
-			rest = append(rest, s)
+			rest = append(rest, *s)
 		case s.class != hit:
-			rest = append(rest, s)
+			rest = append(rest, *s)
 		case s.refresh:
 			refresh = append(refresh, s.lease)
 		}
@@ -251,9 +262,42 @@ func (p *Pipeline[V]) fetchMany(ctx context.Context, keys []string, ttl time.Dur
 		p.refreshLater(ctx, refresh, ttl, manyLoader(loader), OpSetMany)
 	}
 	if len(rest) == 0 {
+		p.putBatch(bt, slots)
 		return out, nil
 	}
+	// rest is a part of bt's slots, which the acquire step hands on: bt
+	// is not reused.
 	return out, p.fetchManyMiss(ctx, b, rest, gen, ttl, loader, out)
+}
+
+// batch is the slots of one batch read, reused from call to call: a warm
+// FetchMany or GetMany allocates none (a slot is 128 bytes for a []byte V,
+// so 100 keys would cost 12.8 KB of garbage per call).
+type batch[V any] struct{ slots []slot[V] }
+
+// maxPooledSlots is the most slots a batch keeps for reuse.
+const maxPooledSlots = 1024
+
+// getBatch returns a batch with room for n slots.
+func (p *Pipeline[V]) getBatch(n int) *batch[V] {
+	bt, _ := p.batches.Get().(*batch[V])
+	if bt == nil {
+		bt = new(batch[V])
+	}
+	if cap(bt.slots) < n {
+		bt.slots = make([]slot[V], 0, n)
+	}
+	return bt
+}
+
+// putBatch gives bt back once nothing holds its slots any more; used are
+// the slots this call filled, cleared so that the pool keeps no value or
+// key alive.
+func (p *Pipeline[V]) putBatch(bt *batch[V], used []slot[V]) {
+	clear(used)
+	if cap(bt.slots) <= maxPooledSlots {
+		p.batches.Put(bt)
+	}
 }
 
 // fetchManyMiss is FetchMany's acquire step for the keys its lookup did
@@ -277,7 +321,9 @@ func (p *Pipeline[V]) fetchManyMiss(ctx context.Context, b budget, rest []slot[V
 	return err
 }
 
-// lookup reads the keys of slots and classifies each one. With an L1
+// lookup reads the keys of slots and classifies each one; keys are the
+// keys of slots in order when the caller has them in a slice (nil: made
+// from slots). With an L1
 // whose store reports changes the read is tracked (it fills the L1); with
 // leases, the keys it did not find are read again with the lease read,
 // which takes their leases. With leases and an L1 bounded by MaxStaleness
@@ -288,7 +334,7 @@ func (p *Pipeline[V]) fetchManyMiss(ctx context.Context, b budget, rest []slot[V
 // lease read for early refresh. Store errors and undecodable bytes are
 // absorbed (counted, reported to OnError) and look like a miss, so a
 // broken cache never breaks the caller.
-func (p *Pipeline[V]) lookup(ctx context.Context, b *budget, slots []slot[V], early bool) {
+func (p *Pipeline[V]) lookup(ctx context.Context, b *budget, slots []slot[V], keys []string, early bool) {
 	if p.leaser == nil || (p.l1 != nil && p.tracker != nil) {
 		p.read(ctx, b, slots)
 		if p.leaser == nil {
@@ -305,8 +351,9 @@ func (p *Pipeline[V]) lookup(ctx context.Context, b *budget, slots []slot[V], ea
 		if len(idx) == 0 {
 			return
 		}
+		keys = nil
 	}
-	p.leaseRead(ctx, b, slots, idx, early)
+	p.leaseRead(ctx, b, slots, idx, keys, early)
 }
 
 // read is the plain (or, with an L1, tracked) read of slots: one Get for
@@ -383,7 +430,7 @@ func (p *Pipeline[V]) classify(ctx context.Context, b *budget, s *slot[V], data 
 		}
 		return
 	}
-	e, derr := p.found(ctx, s.key, data, owned)
+	e, derr := p.found(ctx, s.key, data, owned, nil)
 	switch {
 	case derr == nil:
 		s.e, s.class = e, hit
@@ -407,8 +454,9 @@ func (p *Pipeline[V]) classify(ctx context.Context, b *budget, s *slot[V], data 
 
 // leaseRead is the lookup of a store with leases: one LeaseGet for the
 // keys of slots at idx (all of them when idx is nil), which reads them and
-// takes a lease on every key that holds nothing, then classify.
-func (p *Pipeline[V]) leaseRead(ctx context.Context, b *budget, slots []slot[V], idx []int, early bool) {
+// takes a lease on every key that holds nothing, then classify. keys are
+// those keys in order if the caller has them (nil: made here).
+func (p *Pipeline[V]) leaseRead(ctx context.Context, b *budget, slots []slot[V], idx []int, keys []string, early bool) {
 	sel := picks[V]{slots, idx}
 	n := sel.len()
 	op := OpGetMany
@@ -425,9 +473,11 @@ func (p *Pipeline[V]) leaseRead(ctx context.Context, b *budget, slots []slot[V],
 		}
 		return
 	}
-	keys := make([]string, n)
-	for j := range n {
-		keys[j] = sel.at(j).key
+	if len(keys) != n {
+		keys = make([]string, n)
+		for j := range n {
+			keys[j] = sel.at(j).key
+		}
 	}
 	if p.l1 != nil && p.tracker == nil {
 		defer p.finishL1s(sel, p.beginL1s(keys))
@@ -450,13 +500,15 @@ func (p *Pipeline[V]) leaseRead(ctx context.Context, b *budget, slots []slot[V],
 		}
 		return
 	}
+	var t tally
 	for j := range n {
 		if ferr, ok := failed[keys[j]]; ok {
 			p.leaseFail(ctx, sel.at(j), op, ferr)
 			continue
 		}
-		p.classifyLease(sctx, b, sel.at(j), res[j], early)
+		p.classifyLease(sctx, b, sel.at(j), res[j], early, &t)
 	}
+	t.addTo(p.st)
 	b.charge(st) // after the decodes: a dictionary lookup is in the budget too
 }
 
@@ -570,11 +622,11 @@ func (p *Pipeline[V]) finishL1s(sel picks[V], toks []l1.Token) {
 
 // classifyLease is classify for a lease read, decoding the value when
 // there is one to serve.
-func (p *Pipeline[V]) classifyLease(ctx context.Context, b *budget, s *slot[V], r store.LeaseResult, early bool) {
+func (p *Pipeline[V]) classifyLease(ctx context.Context, b *budget, s *slot[V], r store.LeaseResult, early bool, t *tally) {
 	s.lease, s.won, s.stale = r.Lease, r.Won, r.Stale
 	placeholder := r.Value != nil && IsPlaceholder(r.Value)
 	if r.Value != nil && !placeholder && (!r.Stale || p.cfg.StaleWhileRevalidate > 0) {
-		e, err := p.found(ctx, s.key, r.Value, true)
+		e, err := p.found(ctx, s.key, r.Value, true, t)
 		switch {
 		case err == nil:
 			if r.Stale {

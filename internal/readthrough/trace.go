@@ -83,16 +83,16 @@ func (p *Pipeline[V]) lookupStep() observe.Step {
 	return observe.Lookup
 }
 
-// tracedLookup is lookup in a span of its own: kura.lookup, or with
+// tracedLookup is lookup (keys: see there) in a span of its own: kura.lookup, or with
 // leases kura.lease.acquire. quiet: the call's span was not started, so
 // the step is not recorded and the Tracer is not asked.
-func (p *Pipeline[V]) tracedLookup(ctx context.Context, b *budget, slots []slot[V], early, quiet bool) {
+func (p *Pipeline[V]) tracedLookup(ctx context.Context, b *budget, slots []slot[V], keys []string, early, quiet bool) {
 	if quiet {
-		p.lookup(ctx, b, slots, early)
+		p.lookup(ctx, b, slots, keys, early)
 		return
 	}
 	lctx, sp := p.start(ctx, p.lookupStep(), slots[0].key, len(slots))
-	p.lookup(lctx, b, slots, early)
+	p.lookup(lctx, b, slots, keys, early)
 	end(sp, nil)
 }
 

@@ -76,6 +76,35 @@ func AuthError(addr, reply string, err error) error {
 	return &explained{msg, err}
 }
 
+// SentinelAuthError is AuthError for a redis+sentinel:// URL, whose two
+// sets of credentials sit in different places: the sentinels' in
+// sentinel_user= and sentinel_password=, the data servers' in the user
+// info. bySentinel says a sentinel refused (redisstore.ErrSentinelAuth).
+func SentinelAuthError(addr, reply string, bySentinel bool, err error) error {
+	var msg string
+	switch {
+	case bySentinel && strings.HasPrefix(reply, "NOAUTH"):
+		msg = fmt.Sprintf("redis sentinel at %s needs a password; add it to the URL as sentinel_password=PASSWORD (the user info is the data servers' password)", addr)
+	case bySentinel && strings.Contains(reply, "without any password configured"):
+		msg = fmt.Sprintf("redis sentinel at %s has no password configured but one was given; remove sentinel_password= from the URL", addr)
+	case bySentinel:
+		msg = fmt.Sprintf("redis sentinel at %s refused the credentials (%s); check sentinel_user= and sentinel_password= in the URL", addr, strings.TrimSpace(reply))
+	case strings.HasPrefix(reply, "NOAUTH"):
+		msg = fmt.Sprintf("redis at %s (the primary the sentinels named) needs a password; put it in the URL's user info (redis+sentinel://:PASSWORD@sentinel:port/master-set); sentinel_password= is the sentinels' own", addr)
+	case strings.Contains(reply, "without any password configured"):
+		msg = fmt.Sprintf("redis at %s (the primary the sentinels named) has no password configured but one was given; remove it from the URL's user info", addr)
+	default:
+		msg = fmt.Sprintf("redis at %s (the primary the sentinels named) refused the credentials (%s); check the URL's user info (redis+sentinel://user:password@...); sentinel_user= and sentinel_password= are the sentinels' own", addr, strings.TrimSpace(reply))
+	}
+	if err == nil {
+		err = redisstore.ErrAuth
+		if bySentinel {
+			err = redisstore.ErrSentinelAuth
+		}
+	}
+	return &explained{msg, err}
+}
+
 // Explain rewords an error of Open or of a store's first command for a
 // person, with the same words in every kura command: an unreachable
 // server, refused credentials. Other errors come back unchanged. The
@@ -105,6 +134,9 @@ func Explain(t Target, err error) error {
 					break
 				}
 			}
+		}
+		if t.Kind == RedisSentinel {
+			return SentinelAuthError(addr, reply, errors.Is(err, redisstore.ErrSentinelAuth), err)
 		}
 		return AuthError(addr, reply, err)
 	}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package readthrough
+
+const raceEnabled = false
