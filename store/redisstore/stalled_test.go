@@ -384,3 +384,105 @@ func TestStalledClusterNodeUnderTraffic(t *testing.T) {
 		return nil
 	})
 }
+
+// TestStalledServerStallsAgain: a server that stalls, resumes and stalls
+// again (a VM paused twice, a GC-like freeze): the stall guard trips on
+// the first stall, lets go once the server answers again, and trips again
+// on the second, so the calls of both stalls end at their own deadline
+// and the reads between and after succeed. A guard whose count or probe
+// time survived the first stall would either keep refusing a server that
+// answers or hold the second stall's callers.
+func TestStalledServerStallsAgain(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-server test")
+	}
+	srv := servertest.Redis(t, servers.RedisConfig{})
+	s := open(t, srv.URL(), redisstore.Options{})
+	ctx := context.Background()
+	if err := s.Set(ctx, "k", []byte("v"), 0); err != nil {
+		t.Fatal(err)
+	}
+	read := func() error {
+		cctx, cancel := context.WithTimeout(ctx, 250*time.Millisecond)
+		defer cancel()
+		v, err := s.Get(cctx, "k")
+		if err == nil && string(v) != "v" {
+			err = errors.New("read " + string(v))
+		}
+		return err
+	}
+	resumed := true
+	defer func() {
+		if !resumed {
+			_ = srv.Resume()
+		}
+	}()
+	for round := 1; round <= 2; round++ {
+		var warm sync.WaitGroup
+		for range 32 {
+			warm.Add(1)
+			go func() {
+				defer warm.Done()
+				for range 20 {
+					if err := read(); err != nil {
+						t.Errorf("round %d, before the stall: %v", round, err)
+						return
+					}
+				}
+			}()
+		}
+		warm.Wait()
+		if err := srv.Pause(); err != nil {
+			t.Fatal(err)
+		}
+		resumed = false
+		slowest := floodStalled(t, s, "k")
+		const bound = 3 * time.Second
+		t.Logf("round %d: slowest call against the stopped server %v", round, slowest)
+		if slowest > bound {
+			t.Errorf("round %d: calls with a 5ms deadline took up to %v against a stopped server (bound %v)", round, slowest, bound)
+		}
+		if err := srv.Resume(); err != nil {
+			t.Fatal(err)
+		}
+		resumed = true
+		servertest.Eventually(t, fmt.Sprintf("round %d: the value read again after SIGCONT", round), read)
+		// Once it answered, the guard lets every call through again.
+		for i := range 50 {
+			if err := read(); err != nil {
+				t.Fatalf("round %d: read %d after the server answered again: %v", round, i, err)
+			}
+		}
+	}
+}
+
+// floodStalled reads key from 64 callers, 80 times each, with a 5 ms
+// deadline, against a stopped server, and returns the slowest call.
+func floodStalled(t *testing.T, s *redisstore.Store, key string) time.Duration {
+	t.Helper()
+	var mu sync.Mutex
+	var slowest time.Duration
+	var wg sync.WaitGroup
+	for range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 80 {
+				cctx, cancel := context.WithTimeout(context.Background(), 5*time.Millisecond)
+				start := time.Now()
+				_, err := s.Get(cctx, key)
+				took := time.Since(start)
+				cancel()
+				if err == nil {
+					t.Error("Get answered by a stopped server")
+					return
+				}
+				mu.Lock()
+				slowest = max(slowest, took)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return slowest
+}
