@@ -76,32 +76,8 @@ func TestStalledServerUnderTraffic(t *testing.T) {
 			}()
 			// More abandoned reads than four connections' rings hold,
 			// from 64 callers with a short deadline each.
-			const callers, perCaller = 64, 80
 			const deadline = 5 * time.Millisecond
-			var mu sync.Mutex
-			var slowest time.Duration
-			var wg sync.WaitGroup
-			for range callers {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for range perCaller {
-						cctx, cancel := context.WithTimeout(ctx, deadline)
-						start := time.Now()
-						_, err := s.Get(cctx, "k")
-						took := time.Since(start)
-						cancel()
-						if err == nil {
-							t.Error("Get answered by a stopped server")
-							return
-						}
-						mu.Lock()
-						slowest = max(slowest, took)
-						mu.Unlock()
-					}
-				}()
-			}
-			wg.Wait()
+			slowest := floodStalled(t, s, "k")
 			cctx, cancel := context.WithTimeout(ctx, 250*time.Millisecond)
 			start := time.Now()
 			_, err := s.Get(cctx, "k")
@@ -308,32 +284,8 @@ func TestStalledClusterNodeUnderTraffic(t *testing.T) {
 			}
 		}()
 	}
-	const callers, perCaller = 64, 80
 	const deadline = 5 * time.Millisecond
-	var mu sync.Mutex
-	var slowest time.Duration
-	var wg sync.WaitGroup
-	for range callers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for range perCaller {
-				cctx, cancel := context.WithTimeout(ctx, deadline)
-				start := time.Now()
-				_, err := s.Get(cctx, stalledKey)
-				took := time.Since(start)
-				cancel()
-				if err == nil {
-					t.Error("Get answered by a stopped server")
-					return
-				}
-				mu.Lock()
-				slowest = max(slowest, took)
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
+	slowest := floodStalled(t, s, stalledKey)
 	// A batch over every master: the live keys are read, the stalled
 	// node's key fails alone.
 	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)

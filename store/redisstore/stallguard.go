@@ -95,11 +95,19 @@ func (g *stallGuard) Do(ctx context.Context, cmd rueidis.Completed) rueidis.Redi
 	if cmd.IsBlock() {
 		return g.Client.Do(ctx, cmd)
 	}
-	st := g.to(cmd)
+	return doGuarded(ctx, g.Client, g.to(cmd), cmd)
+}
+
+// doGuarded sends cmd with c unless st, the count of the server it goes
+// to (nil: none, it passes unguarded), refuses it, and notes how it ended.
+func doGuarded(ctx context.Context, c rueidis.Client, st *stallState, cmd rueidis.Completed) rueidis.RedisResult {
+	if st == nil {
+		return c.Do(ctx, cmd)
+	}
 	if !st.admit() {
 		return rueidis.NewErrorResult(errStalled)
 	}
-	r := g.Client.Do(ctx, cmd)
+	r := c.Do(ctx, cmd)
 	st.note(r.NonRedisError())
 	return r
 }
@@ -203,16 +211,7 @@ func (g *clusterGuard) of(t *guardTable, cmd *rueidis.Completed) *stallState {
 
 // Do sends cmd unless its master is stalled.
 func (g *clusterGuard) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
-	st := g.of(g.table.Load(), &cmd)
-	if st == nil {
-		return g.Client.Do(ctx, cmd)
-	}
-	if !st.admit() {
-		return rueidis.NewErrorResult(errStalled)
-	}
-	r := g.Client.Do(ctx, cmd)
-	st.note(r.NonRedisError())
-	return r
+	return doGuarded(ctx, g.Client, g.of(g.table.Load(), &cmd), cmd)
 }
 
 // DoMulti sends the commands of multi whose masters are not stalled (one
