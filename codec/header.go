@@ -379,17 +379,24 @@ func AppendEntry(dst []byte, k Kind, f Fields) []byte {
 // ErrMalformed.
 func ParseHeader(data []byte) (Header, error) {
 	var h Header
+	err := parseHeader(data, &h)
+	return h, err
+}
+
+// parseHeader is ParseHeader into h (zero on entry), which a read's hot
+// path keeps on its own stack instead of copying the header back out.
+func parseHeader(data []byte, h *Header) error {
 	if len(data) < 2 {
 		if len(data) == 0 || data[0] == Magic0 {
-			return h, fmt.Errorf("%w: %d byte(s)", ErrTruncated, len(data))
+			return fmt.Errorf("%w: %d byte(s)", ErrTruncated, len(data))
 		}
-		return h, ErrNotKura
+		return ErrNotKura
 	}
 	if data[0] != Magic0 || data[1] != Magic1 {
-		return h, fmt.Errorf("%w: starts %#02x %#02x, want %#02x %#02x", ErrNotKura, data[0], data[1], Magic0, Magic1)
+		return fmt.Errorf("%w: starts %#02x %#02x, want %#02x %#02x", ErrNotKura, data[0], data[1], Magic0, Magic1)
 	}
 	if len(data) < 3 {
-		return h, fmt.Errorf("%w: no version byte", ErrTruncated)
+		return fmt.Errorf("%w: no version byte", ErrTruncated)
 	}
 	h.Version = data[2] & 0x0f
 	flags := data[2] &^ 0x0f
@@ -397,70 +404,70 @@ func ParseHeader(data []byte) (Header, error) {
 	switch h.Version {
 	case Version1:
 		if flags&^flagsKnownV1 != 0 {
-			return h, fmt.Errorf("%w: unknown flag bits %#02x", ErrUnsupportedVersion, flags&^flagsKnownV1)
+			return fmt.Errorf("%w: unknown flag bits %#02x", ErrUnsupportedVersion, flags&^flagsKnownV1)
 		}
 		if flags&FlagNegative != 0 {
 			h.Negative, h.Kind = true, KindNegative
 			h.Len = negativeLenV1
 			if len(data) != negativeLenV1 {
-				return h, fmt.Errorf("%w: negative entry followed by %d byte(s)", ErrCorrupt, len(data)-negativeLenV1)
+				return fmt.Errorf("%w: negative entry followed by %d byte(s)", ErrCorrupt, len(data)-negativeLenV1)
 			}
-			return h, nil
+			return nil
 		}
 		off = 3
 	case Version:
 		if flags != 0 {
-			return h, fmt.Errorf("%w: flag bits %#02x in version 2", ErrUnsupportedVersion, flags)
+			return fmt.Errorf("%w: flag bits %#02x in version 2", ErrUnsupportedVersion, flags)
 		}
 		if len(data) < 5 {
-			return h, fmt.Errorf("%w: header ends at byte %d", ErrTruncated, len(data))
+			return fmt.Errorf("%w: header ends at byte %d", ErrTruncated, len(data))
 		}
 		h.Kind = Kind(data[3])
 		if h.Kind > kindMax {
-			return h, fmt.Errorf("%w: entry kind %d", ErrNotUnderstood, data[3])
+			return fmt.Errorf("%w: entry kind %d", ErrNotUnderstood, data[3])
 		}
 		start, end, err := fieldSection(data, 4)
 		if err != nil {
-			return h, err
+			return err
 		}
 		off = end
 		if err := parseFields(data[start:end], &h.Fields); err != nil {
-			return h, err
+			return err
 		}
 		if h.Kind != KindValue {
 			h.Negative = h.Kind == KindNegative
 			h.Len = off
 			if len(data) != off {
-				return h, fmt.Errorf("%w: %s entry followed by %d byte(s)", ErrCorrupt, h.Kind, len(data)-off)
+				return fmt.Errorf("%w: %s entry followed by %d byte(s)", ErrCorrupt, h.Kind, len(data)-off)
 			}
-			return h, nil
+			return nil
 		}
 	case VersionCompact:
 		if flags&^(compactS2|compactRefresh) != 0 {
-			return h, fmt.Errorf("%w: flag bits %#02x in version 3", ErrUnsupportedVersion, flags)
+			return fmt.Errorf("%w: flag bits %#02x in version 3", ErrUnsupportedVersion, flags)
 		}
-		if err := parseCompact(data, &h); err != nil {
-			return h, err
+		if err := parseCompact(data, h); err != nil {
+			return err
 		}
 		if h.Serializer == 0 {
-			return h, fmt.Errorf("%w: serializer id 0", ErrUnknownSerializer)
+			return fmt.Errorf("%w: serializer id 0", ErrUnknownSerializer)
 		}
-		return h, nil
+		return nil
 	default:
-		return h, fmt.Errorf("%w: version %d (this reader knows %d, %d and %d)", ErrUnsupportedVersion, h.Version, Version1, Version, VersionCompact)
+		return fmt.Errorf("%w: version %d (this reader knows %d, %d and %d)", ErrUnsupportedVersion, h.Version, Version1, Version, VersionCompact)
 	}
 	if len(data) < off+2 {
-		return h, fmt.Errorf("%w: header ends at byte %d", ErrTruncated, len(data))
+		return fmt.Errorf("%w: header ends at byte %d", ErrTruncated, len(data))
 	}
 	h.Serializer = data[off]
 	h.Compressor = data[off+1]
-	off, err := parseDictAndLen(data, off+2, &h)
+	off, err := parseDictAndLen(data, off+2, h)
 	if err != nil {
-		return h, err
+		return err
 	}
 	h.Len = off
 	if h.Serializer == 0 {
-		return h, fmt.Errorf("%w: serializer id 0", ErrUnknownSerializer)
+		return fmt.Errorf("%w: serializer id 0", ErrUnknownSerializer)
 	}
-	return h, nil
+	return nil
 }

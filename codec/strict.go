@@ -166,7 +166,8 @@ func (c *Codec) DecodeSchemaContext(ctx context.Context, data []byte, v any, sch
 // slice of data (its capacity ends with the value, so an append copies)
 // instead of a copy. Anything else decodes as DecodeSchemaContext does.
 func (c *Codec) DecodeBytesOwned(ctx context.Context, data []byte, schema uint32) ([]byte, Header, error) {
-	if h, err := ParseHeader(data); err == nil && c.plainMsgPack(h, len(data), schema) {
+	var h Header
+	if err := parseHeader(data, &h); err == nil && c.plainMsgPack(&h, len(data), schema) {
 		if b, ok := msgpackBytes(data[h.Len:]); ok {
 			return b, h, nil
 		}
@@ -179,7 +180,7 @@ func (c *Codec) DecodeBytesOwned(ctx context.Context, data []byte, schema uint32
 // plainMsgPack reports an honest value entry of n bytes whose payload
 // (after h.Len) is MsgPack as stored: no compressor, no dictionary, the
 // reader's schema, within the decode limit.
-func (c *Codec) plainMsgPack(h Header, n int, schema uint32) bool {
+func (c *Codec) plainMsgPack(h *Header, n int, schema uint32) bool {
 	if h.Kind != KindValue || !h.Fields.HasSchema || h.Fields.Schema != schema ||
 		h.Compressor != IDNone || h.Dict != 0 || h.RawLen > c.maxDecoded || n-h.Len != h.RawLen {
 		return false
