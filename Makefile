@@ -5,7 +5,7 @@ TEST_TIMEOUT ?= 25m
 BENCH     ?= .
 BENCHTIME ?= 1s
 
-.PHONY: all demo test test-node test-short soak lint bench servers build fuzz redis-up redis-down
+.PHONY: all demo test test-node test-short soak lint bench servers build fuzz redis-up redis-down memcached-up memcached-down
 
 all: lint test
 
@@ -36,6 +36,25 @@ redis-down:
 	  for i in $$(seq 50); do kill -0 $$pid 2>/dev/null || break; sleep 0.1; done; \
 	  rm -f $(REDIS_PIDFILE); echo "redis-server on 127.0.0.1:$(REDIS_PORT) stopped"; \
 	else echo "no redis-server started by make redis-up on port $(REDIS_PORT)"; rm -f $(REDIS_PIDFILE); fi
+
+## memcached-up: start a memcached for the README's CLI lines on 127.0.0.1:$(MEMCACHED_PORT)
+## (default 11211); memcached-down stops it
+MEMCACHED_PORT ?= 11211
+MEMCACHED_PIDFILE = $(or $(TMPDIR),/tmp)/kura-memcached-$(MEMCACHED_PORT).pid
+memcached-up:
+	@command -v memcached >/dev/null || bash scripts/install-servers.sh
+	@if [ -f $(MEMCACHED_PIDFILE) ] && kill -0 $$(cat $(MEMCACHED_PIDFILE)) 2>/dev/null; then \
+	  echo "memcached already runs on 127.0.0.1:$(MEMCACHED_PORT) (make memcached-down stops it)"; exit 0; fi; \
+	memcached -l 127.0.0.1 -p $(MEMCACHED_PORT) -U 0 -d -P $(MEMCACHED_PIDFILE) $$([ "$$(id -u)" = 0 ] && echo -u nobody) && \
+	for i in $$(seq 50); do bash -c "exec 3<>/dev/tcp/127.0.0.1/$(MEMCACHED_PORT)" 2>/dev/null && break; sleep 0.1; done; \
+	bash -c "exec 3<>/dev/tcp/127.0.0.1/$(MEMCACHED_PORT)" 2>/dev/null && echo "memcached runs on 127.0.0.1:$(MEMCACHED_PORT) (make memcached-down stops it)"
+
+memcached-down:
+	@pid=$$(cat $(MEMCACHED_PIDFILE) 2>/dev/null); \
+	if [ -n "$$pid" ] && kill $$pid 2>/dev/null; then \
+	  for i in $$(seq 50); do kill -0 $$pid 2>/dev/null || break; sleep 0.1; done; \
+	  rm -f $(MEMCACHED_PIDFILE); echo "memcached on 127.0.0.1:$(MEMCACHED_PORT) stopped"; \
+	else echo "no memcached started by make memcached-up on port $(MEMCACHED_PORT)"; rm -f $(MEMCACHED_PIDFILE); fi
 
 ## demo: replay the field reports on this machine
 demo: servers

@@ -2,6 +2,9 @@ package kura_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"maps"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -157,4 +160,123 @@ func manyValues(_ context.Context, keys []string) (map[string]string, error) {
 		m[k] = "v:" + k
 	}
 	return m, nil
+}
+
+// TestMissStartsOneSpanPerStep: a Fetch or FetchMany miss that its Tracer
+// does not record asks the Tracer once, for the call's own span, like a
+// hit: its load, its fill and a wait for another caller's lease are steps
+// of a call that is not recorded, and asking for them only got nil spans
+// back (they were asked before). Recorded, the same misses start one span
+// per step they run and no more: the call's, the lookup's (with leases,
+// kura.lease.acquire), kura.load and kura.fill; a caller that waits for
+// another's lease starts kura.lease.wait instead of the load and fill.
+func TestMissStartsOneSpanPerStep(t *testing.T) {
+	rs := servertest.Redis(t, servers.RedisConfig{})
+	openRedis := func(t *testing.T) store.Store {
+		s, err := redisstore.New(context.Background(), redisstore.Options{Addrs: []string{rs.Addr}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	}
+	for _, st := range []struct {
+		name   string
+		open   func(t *testing.T) store.Store
+		lookup observe.Step
+	}{
+		{"memstore", openMemstore, observe.Lookup},
+		{"redis", openRedis, observe.LeaseAcquire},
+	} {
+		for _, record := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/recorded=%v", st.name, record), func(t *testing.T) {
+				tr := &countingTracer{record: record}
+				c, err := kura.New[string](st.open(t), kura.Options{Tracer: tr})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = c.Close() })
+				ctx := context.Background()
+				const n = 20
+				for i := range n {
+					if _, err := c.Fetch(ctx, fmt.Sprintf("one-%v-%d", record, i), time.Hour, oneValue); err != nil {
+						t.Fatal(err)
+					}
+					if _, err := c.FetchMany(ctx, []string{fmt.Sprintf("a-%v-%d", record, i), fmt.Sprintf("b-%v-%d", record, i)}, time.Hour, manyValues); err != nil {
+						t.Fatal(err)
+					}
+				}
+				starts, _ := tr.calls()
+				t.Logf("%d Fetch and %d FetchMany misses: starts %v", n, n, starts)
+				want := map[observe.Step]int64{observe.Fetch: n, observe.FetchMany: n}
+				if record {
+					want[st.lookup], want[observe.Load], want[observe.Fill] = 2*n, 2*n, 2*n
+				}
+				if !maps.Equal(starts, want) {
+					t.Errorf("starts %v, want %v", starts, want)
+				}
+			})
+		}
+	}
+	// A caller that waits for another process's lease (a second Cache on
+	// the same Redis, whose loader holds it) starts no kura.lease.wait
+	// when its call is not recorded, and one when it is.
+	for _, record := range []bool{false, true} {
+		t.Run(fmt.Sprintf("lease-wait/recorded=%v", record), func(t *testing.T) {
+			holder, err := kura.New[string](openRedis(t), kura.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = holder.Close() })
+			tr := &countingTracer{record: record}
+			waiter, err := kura.New[string](openRedis(t), kura.Options{Tracer: tr, LeaseWait: 10 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = waiter.Close() })
+			ctx := context.Background()
+			key := fmt.Sprintf("held-%v", record)
+			loading, release := make(chan struct{}), make(chan struct{})
+			done := make(chan error, 1)
+			go func() {
+				_, err := holder.Fetch(ctx, key, time.Hour, func(context.Context, string) (string, error) {
+					close(loading)
+					<-release
+					return "held", nil
+				})
+				done <- err
+			}()
+			<-loading
+			got := make(chan error, 1)
+			go func() {
+				v, err := waiter.Fetch(ctx, key, time.Hour, func(context.Context, string) (string, error) { return "", errors.New("the waiter loaded") })
+				if err == nil && v != "held" {
+					err = fmt.Errorf("waiter read %q", v)
+				}
+				got <- err
+			}()
+			servertest.Eventually(t, "the waiter waits for the lease", func() error {
+				if waiter.Stats().LeaseWaits == 0 {
+					return errors.New("not waiting yet")
+				}
+				return nil
+			})
+			close(release)
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			if err := <-got; err != nil {
+				t.Fatal(err)
+			}
+			starts, _ := tr.calls()
+			t.Logf("a waiter's Fetch: starts %v", starts)
+			want := map[observe.Step]int64{observe.Fetch: 1}
+			if record {
+				want[observe.LeaseAcquire], want[observe.LeaseWait] = 1, 1
+			}
+			if !maps.Equal(starts, want) {
+				t.Errorf("starts %v, want %v", starts, want)
+			}
+		})
+	}
 }

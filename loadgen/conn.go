@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/kuracache/kura/internal/redial"
@@ -55,8 +57,9 @@ func dial(ctx context.Context, s *settings, addr string) (*conn, error) {
 		nc, err = d.DialContext(ctx, "tcp", addr)
 	}
 	if err != nil {
-		if t.TLS && errors.Is(err, context.DeadlineExceeded) {
-			return nil, fmt.Errorf("cannot connect to redis at %s: no TLS handshake within %s (does the server speak TLS there? use redis:// for a plain server)", addr, timeout)
+		var recErr tls.RecordHeaderError
+		if t.TLS && (errors.Is(err, context.DeadlineExceeded) || errors.As(err, &recErr)) {
+			return nil, storeurl.TLSError(storeurl.Kind(t.Kind), addr, err)
 		}
 		return nil, dialError(t, addr, err)
 	}
@@ -118,6 +121,14 @@ func (c *conn) redisDo(args ...string) (any, error) {
 }
 
 func (c *conn) redisHandshake(t Target) error {
+	authErr := func(reply string, err error) error {
+		if t.MasterSet != "" {
+			// The sentinels and the primary take different
+			// credentials: say which part of the URL to fix.
+			return storeurl.SentinelAuthError(c.addr, reply, slices.Contains(t.Sentinels, c.addr), err)
+		}
+		return storeurl.AuthError(c.addr, reply, err)
+	}
 	if t.Password != "" || t.User != "" {
 		args := []string{"AUTH", t.Password}
 		if t.User != "" {
@@ -125,8 +136,13 @@ func (c *conn) redisHandshake(t Target) error {
 		}
 		_, err := c.redisDo(args...)
 		var re respError
+		// A server without a password takes any over HELLO, as kura's
+		// store (rueidis) sends it: the same URL works in every command.
+		if errors.As(err, &re) && !strings.Contains(re.Error(), "without any password configured") {
+			return authErr(re.Error(), err)
+		}
 		if errors.As(err, &re) {
-			return storeurl.AuthError(c.addr, re.Error(), err)
+			err = nil
 		}
 		if err != nil {
 			return fmt.Errorf("redis at %s: AUTH failed: %v", c.addr, redial.Cause(err))
@@ -136,7 +152,7 @@ func (c *conn) redisHandshake(t Target) error {
 	var re respError
 	if errors.As(err, &re) {
 		if re.Code() == "NOAUTH" {
-			return storeurl.AuthError(c.addr, re.Error(), err)
+			return authErr(re.Error(), err)
 		}
 		return fmt.Errorf("redis at %s answered PING with an error: %s", c.addr, re)
 	}

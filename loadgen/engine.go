@@ -376,6 +376,14 @@ func (w *worker) run(ctx context.Context) {
 			backoff = 50 * time.Millisecond
 		}
 		n := s.Pipeline
+		if r.endAt > 0 && time.Since(r.base) >= r.endAt {
+			// The run ends at its duration in both loops. An open loop
+			// behind its schedule (--rate above what the server or this
+			// client can do) used to keep sending its backlog: --rate 1e9
+			// --duration 1s ran until killed. What was due and not sent
+			// shows as throughput below the target rate.
+			return
+		}
 		if open {
 			if r.endAt > 0 && next >= float64(r.endAt) {
 				// Nothing more is due before the end: wait for it, so
@@ -397,8 +405,6 @@ func (w *worker) run(ctx context.Context) {
 				now = float64(time.Since(r.base))
 			}
 			n = min(n, 1+int(max(now+float64(earlyWindow)-next, 0)/r.interval))
-		} else if r.endAt > 0 && time.Since(r.base) >= r.endAt {
-			return
 		}
 		seq, n := r.claim(n)
 		if n == 0 {

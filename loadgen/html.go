@@ -41,7 +41,7 @@ svg text{font:12px system-ui,sans-serif} .note{color:#555}
 	}
 	if len(sr.Steps) > 0 {
 		r := sr.Steps[0].Result
-		fmt.Fprintf(&b, "<p>%s (%s, %d node(s), %s) &middot; %s</p>\n", vis.HTML(r.Target), vis.HTML(r.Topology), r.Nodes, vis.HTML(r.Protocol), vis.HTML(r.Workload))
+		fmt.Fprintf(&b, "<p>%s (%s, %s, %s) &middot; %s</p>\n", vis.HTML(r.Target), vis.HTML(r.Topology), r.nodes(), vis.HTML(r.Protocol), vis.HTML(r.Workload))
 		if r.CoordinatedOmissionCorrected {
 			b.WriteString("<p class=note>Open loop: latencies are measured from each request's intended send time (coordinated omission corrected).</p>\n")
 		} else {

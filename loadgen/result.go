@@ -209,7 +209,7 @@ func (r *Result) WriteText(w io.Writer) error {
 			mode = fmt.Sprintf("open loop at %.0f ops/s", r.TargetRate)
 		}
 	}
-	fmt.Fprintf(&b, "target       %s (%s, %d node(s), %s)\n", vis.Escape(r.Target), vis.Escape(r.Topology), r.Nodes, vis.Escape(r.Protocol))
+	fmt.Fprintf(&b, "target       %s (%s, %s, %s)\n", vis.Escape(r.Target), vis.Escape(r.Topology), r.nodes(), vis.Escape(r.Protocol))
 	fmt.Fprintf(&b, "workload     %s\n", vis.Escape(r.Workload))
 	fmt.Fprintf(&b, "load         %d connections, pipeline %d, %s\n", r.Connections, r.Pipeline, mode)
 	if r.PrefillKeys > 0 {
@@ -328,4 +328,12 @@ func (r *Result) WriteHDR(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// nodes is "1 node" or "N nodes".
+func (r *Result) nodes() string {
+	if r.Nodes == 1 {
+		return "1 node"
+	}
+	return fmt.Sprintf("%d nodes", r.Nodes)
 }

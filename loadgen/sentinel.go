@@ -21,7 +21,7 @@ func askSentinels(ctx context.Context, s *settings) (string, error) {
 		c, err := dial(ctx, &ss, a)
 		if err != nil {
 			if isAuthError(err) {
-				return "", fmt.Errorf("sentinel %s: %w (the sentinels' password is sentinel_password= in the URL)", a, err)
+				return "", err // names sentinel_password= (redisHandshake)
 			}
 			errs = append(errs, err.Error())
 			continue

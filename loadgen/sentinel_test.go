@@ -32,14 +32,23 @@ func TestSentinelTarget(t *testing.T) {
 	if res.Target == "" || strings.Contains(res.Target, "pw") || !strings.Contains(res.Target, set.Primary.Addr) {
 		t.Fatalf("result target %q: want the primary named, no password", res.Target)
 	}
-	for _, bad := range []struct{ name, url, want string }{
-		{"sentinel password", strings.Replace(url, "sent-pw", "wrong-pw", 1), "sentinel_password"},
-		{"master set", strings.Replace(url, "/"+set.MasterSet+"?", "/nosuch?", 1), "nosuch"},
+	// Each password refusal names the part of the URL that holds it, not
+	// the other side's (the sentinels' is sentinel_password=, the data
+	// servers' the user info).
+	for _, bad := range []struct{ name, url, want, not string }{
+		{"sentinel password", strings.Replace(url, "sent-pw", "wrong-pw", 1), "sentinel_password", "redis://"},
+		{"no sentinel password", strings.TrimSuffix(url, "?sentinel_password=sent-pw"), "sentinel_password=PASSWORD", "redis://"},
+		{"no data password", strings.Replace(url, ":data-pw@", "", 1), "redis+sentinel://:PASSWORD@", "as sentinel_password"},
+		{"wrong data password", strings.Replace(url, ":data-pw@", ":wrong-pw@", 1), "user info", "check sentinel_user"},
+		{"master set", strings.Replace(url, "/"+set.MasterSet+"?", "/nosuch?", 1), "nosuch", "\x00"},
 	} {
 		t.Run(bad.name, func(t *testing.T) {
 			_, err := Run(context.Background(), Config{Target: bad.url, Requests: 10, Timeout: 2 * time.Second})
 			if err == nil || !strings.Contains(err.Error(), bad.want) || strings.Contains(err.Error(), "\n") {
 				t.Fatalf("err = %v, want one line mentioning %q", err, bad.want)
+			}
+			if strings.Contains(err.Error(), bad.not) {
+				t.Fatalf("err = %v, offers the other side's fix (%q)", err, bad.not)
 			}
 			for _, pw := range []string{"data-pw", "sent-pw", "wrong-pw"} {
 				if strings.Contains(err.Error(), pw) {

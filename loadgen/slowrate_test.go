@@ -121,3 +121,26 @@ func TestAbandonedNoteOnlyWhenAbandoned(t *testing.T) {
 		t.Errorf("the text does not say timed-out requests are in the latency figures:\n%s", text.String())
 	}
 }
+
+// TestOpenLoopEndsAtItsDuration: an open loop far behind its schedule
+// (a rate no server reaches) still ends at its duration, below the target
+// rate and saying so; it used to send its whole backlog, so --rate 1e9
+// --duration 1s ran until it was killed. The context's minute is only a
+// bound that turns a hang into a failure.
+func TestOpenLoopEndsAtItsDuration(t *testing.T) {
+	srv := servertest.Redis(t, servers.RedisConfig{})
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := Run(ctx, Config{Target: srv.URL(), Rate: 1e9, Connections: 2, Duration: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Interrupted {
+		t.Fatalf("the run did not end at its duration: %d ops, %.1f s", res.Ops, res.DurationSeconds)
+	}
+	var text bytes.Buffer
+	_ = res.WriteText(&text)
+	if !strings.Contains(text.String(), "below the target rate") {
+		t.Errorf("a run at %.0f of 1e9 ops/s does not say it fell behind:\n%s", res.OpsPerSec, text.String())
+	}
+}

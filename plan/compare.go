@@ -154,8 +154,8 @@ func (in Input) hasWorkload() bool {
 func (c *Comparison) explain(workload bool) string {
 	var b strings.Builder
 	f, t := c.From, c.To
-	fmt.Fprintf(&b, "From %s to %s, each instance serves %s the load; %d thread(s) instead of %d give %s the throughput (%s), so CPU per instance rises %s / %s = %s.",
-		f.Fleet, t.Fleet, ratio(c.LoadPerNode), t.Row.Threads, f.Row.Threads, ratio(c.Throughput), c.Effective.ScalingName(), ratio(c.LoadPerNode), ratio(c.Throughput), ratio(c.CPUPerNode))
+	fmt.Fprintf(&b, "From %s to %s, each instance serves %s the load; %s instead of %d give %s the throughput (%s), so CPU per instance rises %s / %s = %s.",
+		f.Fleet, t.Fleet, ratio(c.LoadPerNode), threads(t.Row.Threads), f.Row.Threads, ratio(c.Throughput), c.Effective.ScalingName(), ratio(c.LoadPerNode), ratio(c.Throughput), ratio(c.CPUPerNode))
 	switch {
 	case c.Known && c.Absorbs:
 		fmt.Fprintf(&b, " CPU per instance goes from %.0f%% to %.0f%%, under the %.0f%% ceiling: the threads absorb the load.", 100*f.CPU, 100*t.CPU, 100*t.Row.CPUCeil)
@@ -200,3 +200,11 @@ func (e Effective) ScalingName() string {
 
 // ratio prints a multiplier with two decimals: 4.00×.
 func ratio(v float64) string { return fmt.Sprintf("%.2f×", v) }
+
+// threads is "1 thread" or "N threads".
+func threads(n int) string {
+	if n == 1 {
+		return "1 thread"
+	}
+	return fmt.Sprintf("%d threads", n)
+}

@@ -36,7 +36,11 @@ func writeText(w io.Writer, r *Report) {
 	if len(r.Servers) == 1 {
 		servers = "1 server"
 	}
-	fmt.Fprintf(ew, "%s (%s, %s): %s keys", vis.Escape(r.Target), r.Kind, servers, count(r.Keys))
+	keys := count(r.Keys) + " keys"
+	if r.Keys == 1 {
+		keys = "1 key"
+	}
+	fmt.Fprintf(ew, "%s (%s, %s): %s", vis.Escape(r.Target), r.Kind, servers, keys)
 	if r.ElapsedSeconds > 0 {
 		fmt.Fprintf(ew, " in %s", round(time.Duration(r.ElapsedSeconds*float64(time.Second))))
 	}
@@ -77,6 +81,11 @@ func writeText(w io.Writer, r *Report) {
 		}
 	}
 	tw = tabwriter.NewWriter(ew, 2, 8, 2, ' ', 0)
+	if first < 0 {
+		// A report whose keys have no size (one read back from JSON that
+		// a person edited) prints without the histogram.
+		first, last = 0, -1
+	}
 	for _, b := range r.Histogram[first : last+1] {
 		label := "<= " + binaryUnit(b.LE)
 		if b.LE < 0 {

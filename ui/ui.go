@@ -44,6 +44,7 @@ import (
 
 	"github.com/kuracache/kura/codec"
 	"github.com/kuracache/kura/inspect"
+	"github.com/kuracache/kura/internal/deadline"
 	"github.com/kuracache/kura/internal/redact"
 	"github.com/kuracache/kura/internal/results"
 	"github.com/kuracache/kura/internal/vis"
@@ -399,11 +400,10 @@ func (s *server) describe(r *http.Request, k string, v *keyView, p *page) {
 	})
 	if err != nil {
 		p.Error = err.Error()
-		// The store may report KeyTimeout's deadline a moment before the
-		// context's timer marks ctx done (rueidis bounds its socket by the
-		// deadline): a deadline error is KeyTimeout's unless the request's
-		// own context ended.
-		if (ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded)) && r.Context().Err() == nil {
+		// A deadline error is KeyTimeout's unless the request's own
+		// context ended, also when the store reports it a moment before
+		// the context's timer marks ctx done (deadline.Ours).
+		if deadline.Ours(r.Context(), err) || deadline.Ours(r.Context(), ctx.Err()) {
 			p.Error = fmt.Sprintf("the store did not answer within %v (a stalled or overloaded server): %v", KeyTimeout, err)
 		}
 		return

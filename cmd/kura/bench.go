@@ -104,6 +104,14 @@ func newBenchCmd() *cobra.Command {
 		Example: benchExample,
 		Args:    cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			// "kura bench sweeep" would send SWEEEP to the server as a
+			// command template and fail every operation.
+			if len(args) > 0 {
+				cmd.SuggestionsMinimumDistance = 2
+				if alt := cmd.SuggestionsFor(args[0]); len(alt) > 0 {
+					return fmt.Errorf("unknown command %q; did you mean kura bench %s? (a Redis command template starts with a Redis command, such as hset __key__ f1 __data__)", args[0], alt[0])
+				}
+			}
 			cfg, err := bf.config(cmd, args)
 			if err != nil {
 				return err
@@ -362,6 +370,10 @@ func (bf *benchFlags) checkBounds(cmd *cobra.Command) error {
 	}
 	if changed("timeout") && c.Timeout == 0 {
 		return zero("timeout")
+	}
+	if changed("rate") && c.Rate == 0 {
+		// It used to run a closed loop, the opposite of what --rate asks.
+		return fmt.Errorf("--rate 0 has no meaning here; give the target ops/s, or leave --rate out for a closed loop")
 	}
 	if changed("zipf-exponent") && c.ZipfExponent == 0 {
 		return fmt.Errorf("--zipf-exponent 0 is a uniform distribution; use --distribution uniform")

@@ -84,6 +84,13 @@ where readers built with a dictstore.Registry find it.`,
 			if publish && url == "" && publishURL == "" {
 				return errors.New("--publish needs --url or --publish-url (where to publish)")
 			}
+			switch {
+			case samples < 1 || samples > 10_000_000:
+				// 0 and negative numbers used to sample the default 1000.
+				return fmt.Errorf("--samples %d: give the number of values to sample, from 1 to 10,000,000", samples)
+			case minTime < 0 || minTime > time.Hour:
+				return fmt.Errorf("--min-time %s: give a duration from 0 to 1h, such as 200ms", minTime)
+			}
 			sizes, err := parseSizes(dictSizes)
 			if err != nil {
 				return err
@@ -126,6 +133,22 @@ where readers built with a dictstore.Registry find it.`,
 				values = append(values, vs...)
 			}
 			rep, err := codecfit.Analyze(values, codecfit.Options{DictSizes: sizes, MinTime: minTime, Progress: progress})
+			if errors.Is(err, codecfit.ErrTooFewValues) {
+				// Say where the values came from and what to do, not the
+				// engine's name ("codecfit: need at least 4 values").
+				where, more := "in the files given", "give more values"
+				if url != "" {
+					where, more = "sampled", "sample more keys or widen --prefix"
+					if prefix != "" {
+						where = fmt.Sprintf("under --prefix %q", prefix)
+					}
+				}
+				n := fmt.Sprintf("%d values", len(values))
+				if len(values) == 1 {
+					n = "1 value"
+				}
+				return fmt.Errorf("only %s %s; kura codecs needs at least 4 (half train the dictionaries, half are measured): %s", n, where, more)
+			}
 			if err != nil {
 				return err
 			}
@@ -173,7 +196,7 @@ where readers built with a dictstore.Registry find it.`,
 		},
 	}
 	f := cmd.Flags()
-	addURLFlag(f, &url, "sample values from a live cache: redis://[user:password@]host:port[/db], rediss://... (TLS), redis://h1:p1,h2:p2 (Cluster) or memcached://h1:p1[,h2:p2]")
+	addURLFlag(f, &url, "sample values from a live cache: redis://[user:password@]host:port[/db], rediss://... (TLS), redis://h1:p1,h2:p2 (Cluster), redis+ring://h1:p1,h2:p2 (sharded standalone Redis), redis+sentinel://s1:26379[,s2:26379]/MASTERSET (Sentinel) or memcached://h1:p1[,h2:p2]")
 	f.StringVar(&prefix, "prefix", "", "with --url, only keys starting with this prefix (one kind of value)")
 	f.IntVar(&samples, "samples", 1000, "with --url, the number of values sampled")
 	f.BoolVar(&asJSON, "json", false, "print the report as JSON (schema kura.codecs/v1)")

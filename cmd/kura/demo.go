@@ -62,6 +62,10 @@ Progress goes to stderr, one table per scenario to stdout, and an HTML report
 					}
 				}
 			}
+			if cmd.Flags().Changed("only") && len(names) == 0 {
+				// --only "" used to run every scenario.
+				return fmt.Errorf("--only names no scenario; give one or more of: %s", strings.Join(demo.Names(), ", "))
+			}
 			cfg := demo.Config{Only: names, Seed: seed, Progress: cmd.ErrOrStderr(),
 				Command: "kura " + strings.Join(redactArgs(os.Args[1:]), " ")}
 			if quick {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -20,7 +21,7 @@ import (
 // starts with the command's name.
 
 // urlHelp is the help of --url in every command that reads a cache.
-const urlHelp = "the cache: redis://[user:password@]host:port[/db], rediss://... (TLS), redis://h1:p1,h2:p2 (Cluster), redis+ring://h1:p1,h2:p2 (sharded standalone Redis) or memcached://h1:p1[,h2:p2]; or give it as the first argument"
+const urlHelp = "the cache: redis://[user:password@]host:port[/db], rediss://... (TLS), redis://h1:p1,h2:p2 (Cluster), redis+ring://h1:p1,h2:p2 (sharded standalone Redis), redis+sentinel://s1:26379[,s2:26379]/MASTERSET (Sentinel) or memcached://h1:p1[,h2:p2]; or give it as the first argument"
 
 // addURLFlag registers --url (-u).
 func addURLFlag(f *pflag.FlagSet, p *string, help string) {
@@ -112,16 +113,37 @@ func parseSize(s string) (int64, error) {
 // the sentinels' own "kura: " prefixes and the command's repeated name
 // taken out so that nothing is said twice.
 func errorLine(cmd *cobra.Command, err error) string {
+	if errors.Is(err, context.Canceled) {
+		// Ctrl-C or SIGTERM: what ran was printed; "context canceled"
+		// would read as a failure of the command.
+		return commandPath(cmd) + ": interrupted"
+	}
+	if m := unknownCommand.FindStringSubmatch(err.Error()); m != nil {
+		// cobra's "unknown command "benhc" for "kura"\n\nDid you mean
+		// this?\n\tbench\n", as one line that names the command to run.
+		msg := fmt.Sprintf("unknown command %q", m[1])
+		if alt := strings.Fields(m[3]); len(alt) > 0 {
+			msg += "; did you mean " + m[2] + " " + strings.Join(alt, " or "+m[2]+" ") + "?"
+		}
+		return "kura: " + msg + " (" + m[2] + " --help lists the commands)"
+	}
 	msg := strings.ReplaceAll(err.Error(), "\n", " ")
 	msg = strings.TrimPrefix(msg, "kura: ")
 	msg = strings.ReplaceAll(msg, ": kura: ", ": ")
 	msg = strings.ReplaceAll(msg, " kura: ", " ")
-	path := "kura"
-	if cmd != nil {
-		path = cmd.CommandPath()
-		for c := cmd; c != nil && c.HasParent(); c = c.Parent() {
-			msg = strings.TrimPrefix(msg, c.Name()+": ")
-		}
+	for c := cmd; c != nil && c.HasParent(); c = c.Parent() {
+		msg = strings.TrimPrefix(msg, c.Name()+": ")
 	}
-	return path + ": " + msg
+	return commandPath(cmd) + ": " + msg
 }
+
+func commandPath(cmd *cobra.Command) string {
+	if cmd == nil {
+		return "kura"
+	}
+	return cmd.CommandPath()
+}
+
+// unknownCommand matches cobra's error for a mistyped command: the word,
+// the command it was given to, and the suggestions, if any.
+var unknownCommand = regexp.MustCompile(`(?s)^unknown command "(.*)" for "([^"]*)"(?:\s*Did you mean this\?(.*))?$`)

@@ -2,6 +2,8 @@ package main
 
 import (
 	"bytes"
+	"context"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -60,6 +62,29 @@ func closedAddr(t *testing.T) string {
 	return addr
 }
 
+// plainTextServer is a loopback server that answers every connection
+// with a plain-text error line, as a Redis without TLS answers a TLS
+// hello, at once.
+func plainTextServer(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_, _ = c.Write([]byte("-ERR Protocol error: not TLS\r\n"))
+			c.Close()
+		}
+	}()
+	return ln.Addr().String()
+}
+
 // TestConnectErrorsGolden holds the one message every command gives for a
 // server that does not answer, a password it refuses, a scheme kura does
 // not speak and mem://, which names nothing a tool can read: the same
@@ -67,7 +92,9 @@ func closedAddr(t *testing.T) string {
 func TestConnectErrorsGolden(t *testing.T) {
 	srv := servertest.Redis(t, servers.RedisConfig{Password: "s3cret"})
 	dead := closedAddr(t)
+	plain := plainTextServer(t)
 	cases := []struct{ name, url string }{
+		{"TLS to a plain server", "rediss://:s3cret@" + plain},
 		{"unreachable", "redis://" + dead},
 		{"wrong password", "redis://wrong@" + srv.Addr},
 		{"no password", "redis://" + srv.Addr},
@@ -108,6 +135,7 @@ func TestConnectErrorsGolden(t *testing.T) {
 			}
 		}
 		first = strings.ReplaceAll(first, dead, "$DEAD")
+		first = strings.ReplaceAll(first, plain, "$PLAIN")
 		first = strings.ReplaceAll(first, srv.Addr, "$SERVER")
 		golden.WriteString(c.name + ": " + first + "\n")
 	}
@@ -131,21 +159,33 @@ func TestBadFlagGolden(t *testing.T) {
 		{"plan", "--data", "lots"},                // size
 		{"plan", "--reserved-memory", "25"},       // fraction
 		{"plan", "--growth", "x"},                 // float
-		{"plan", "--price", "cache.r7g.large"},    // NAME=VALUE
-		{"demo", "--only", "nosuch"},              // list of names
+		{"plan", "--data", "1GB", "--reads", "-1"},
+		{"plan", "--data", "1GB", "--replicas", "1000"},
+		{"plan", "--price", "cache.r7g.large"}, // NAME=VALUE
+		{"demo", "--only", "nosuch"},           // list of names
 		{"inspect"},
 		{"inspect", "redis://127.0.0.1:1"},
 		{"inspect", "--url", "redis://127.0.0.1:1", "redis://127.0.0.1:2", "k"},
 		{"scan"},
 		{"scan", "redis://127.0.0.1:1", "extra"},
 		{"codecs"},
+		{"codecs", "testdata/two-values.jsonl"}, // too few values
+		{"benhc"},                               // a mistyped command
+		{"nosuch"},
+		{"bench", "sweeep", "--connections", "1"},
+		{"bench", "--rate", "0"}, // a flag at 0
+		{"codecs", "--samples", "0", "--url", "redis://127.0.0.1:1"},
+		{"codecs", "--min-time", "-1s", "x.json"},
+		{"scan", "redis://127.0.0.1:1", "--samples", "-2"},
+		{"demo", "--only", ""},
+		{"inspect", "redis://127.0.0.1:1", ""},
 	} {
 		line := kuraLine(t, args...)
 		if line == "" {
 			t.Errorf("kura %s succeeded", strings.Join(args, " "))
 			continue
 		}
-		if strings.Count(line, "kura") > 1+strings.Count(strings.Join(args, " "), "kura") && strings.Contains(line, "kura: ") {
+		if strings.Count(line, "kura: ") > 1+strings.Count(strings.Join(args, " "), "kura: ") {
 			t.Errorf("kura %s: %q says kura: twice", strings.Join(args, " "), line)
 		}
 		golden.WriteString("kura " + strings.Join(args, " ") + "\n  " + line + "\n")
@@ -176,6 +216,52 @@ func TestSizeGrammar(t *testing.T) {
 	sizes, err := parseSizes([]string{"16K", "16KiB"})
 	if err != nil || sizes[0] != 16000 || sizes[1] != 16384 {
 		t.Errorf("--dict-sizes 16K,16KiB = %v, %v", sizes, err)
+	}
+}
+
+// TestInterruptedLine: Ctrl-C or SIGTERM ends a run with one line that
+// says so, not "context canceled", which reads as a failure.
+func TestInterruptedLine(t *testing.T) {
+	bench, _, err := newRootCmd().Find([]string{"bench"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := errorLine(bench, fmt.Errorf("run: %w", context.Canceled)); got != "kura bench: interrupted" {
+		t.Errorf("errorLine = %q", got)
+	}
+}
+
+// TestPasswordOnOpenServer: a URL with a password means the same in every
+// command and in the library, also on a server that has none: the library
+// (HELLO AUTH) connects, and kura bench used to refuse it ("has no
+// password configured but one was given").
+func TestPasswordOnOpenServer(t *testing.T) {
+	srv := servertest.Redis(t, servers.RedisConfig{})
+	u := "redis://:s3cret@" + srv.Addr
+	for _, args := range [][]string{
+		{"bench", u, "-n", "5", "-c", "1", "-q", "--no-save"},
+		{"scan", u, "-q", "--no-save"},
+		{"codecs", "--url", u, "-q", "--min-time", "1ms"},
+	} {
+		line := kuraLine(t, args...)
+		if line != "" && !strings.Contains(line, "only 0 values") {
+			t.Errorf("kura %s: %s", strings.Join(args[:1], " "), line)
+		}
+	}
+}
+
+// TestUIPortTaken: a second kura ui on the default port says the port is
+// taken and what to do ("bind: address already in use" said neither).
+func TestUIPortTaken(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	srv := servertest.Redis(t, servers.RedisConfig{})
+	line := kuraLine(t, "ui", srv.URL(), "--listen", ln.Addr().String())
+	if !strings.Contains(line, "the port is taken (another kura ui?)") {
+		t.Errorf("kura ui on a taken port: %q", line)
 	}
 }
 

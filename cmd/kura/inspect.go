@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -39,7 +40,8 @@ described as unknown bytes.
 
 URL is redis://[user:password@]host:port[/db], rediss://... (TLS),
 redis://host1:port1,host2:port2 (Cluster), redis+ring://host1:port1,host2:port2
-(sharded standalone Redis), or memcached://host1:port1,host2:port2.`,
+(sharded standalone Redis), redis+sentinel://sentinel1:26379,sentinel2:26379/MASTERSET
+(the primary Redis Sentinel names), or memcached://host1:port1,host2:port2.`,
 		Example: `  kura inspect redis://127.0.0.1:6379 article:1 article:2
   kura inspect memcached://10.0.0.1:11211,10.0.0.2:11211 user:42 --mask email,phone
   kura inspect redis://127.0.0.1:6379 article:1 --json`,
@@ -58,6 +60,9 @@ redis://host1:port1,host2:port2 (Cluster), redis+ring://host1:port1,host2:port2
 			}
 			if len(keys) == 0 {
 				return fmt.Errorf("no key to decode: name one or more after the URL, such as kura inspect %s article:1", storeurl.Redact(raw))
+			}
+			if slices.Contains(keys, "") {
+				return errors.New(`an empty key ("") names nothing a cache can hold; give the key to decode`)
 			}
 			st, _, err := openStore(ctx, raw)
 			if err != nil {
@@ -78,7 +83,7 @@ redis://host1:port1,host2:port2 (Cluster), redis+ring://host1:port1,host2:port2
 			for _, key := range keys {
 				r, err := inspect.Key(ctx, st, key, opts)
 				if err != nil {
-					return fmt.Errorf("inspect %q: %w", key, err)
+					return fmt.Errorf("key %q: %w", key, err)
 				}
 				reports = append(reports, r)
 				if !r.Found {

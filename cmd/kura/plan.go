@@ -129,7 +129,7 @@ func newPlanCmd() *cobra.Command {
 			}
 			p, err := plan.New(cat, in)
 			if err != nil {
-				return planError(err)
+				return planError(cmd, err)
 			}
 			if err := report.WriteText(out, p); err != nil {
 				return err
@@ -139,7 +139,7 @@ func newPlanCmd() *cobra.Command {
 			}
 			points, err := plan.Traffic(cat, in, plan.DefaultMultipliers())
 			if err != nil {
-				return planError(err)
+				return planError(cmd, err)
 			}
 			f, err := os.Create(pf.htmlFile)
 			if err != nil {
@@ -379,10 +379,27 @@ func parseScaling(s string) (*plan.Scaling, error) {
 }
 
 // planError keeps the model's errors to one line without the sentinel's
-// prefix.
-func planError(err error) error {
+// prefix, and names the flag a person gave where the model names its
+// field ("--reads -1: ...", not "reads per second = -1: ...").
+func planError(cmd *cobra.Command, err error) error {
 	msg := strings.ReplaceAll(err.Error(), plan.ErrInput.Error()+": ", "")
+	for field, flag := range planFieldFlags {
+		if rest, ok := strings.CutPrefix(msg, field+" = "); ok && cmd.Flags().Changed(flag) {
+			msg = "--" + flag + " " + rest
+			break
+		}
+	}
 	return fmt.Errorf("plan: %s", strings.ReplaceAll(msg, "\n", " "))
+}
+
+// planFieldFlags maps the model's field names to the flags that set them
+// in the same unit (--cpu-us-per-op is in µs, the field in seconds: not
+// mapped).
+var planFieldFlags = map[string]string{
+	"reads per second": "reads", "writes per second": "writes", "growth": "growth", "replicas": "replicas",
+	"keys": "keys", "large values per second": "large-per-sec", "ops per second per thread": "ops-per-thread",
+	"memory ceiling": "memory-ceiling", "CPU ceiling": "cpu-ceiling", "network ceiling": "network-ceiling",
+	"threads": "io-threads",
 }
 
 // compare answers --from/--to: the workload (if any) on both fleets, per
@@ -404,7 +421,7 @@ func (pf *planFlags) compare(cmd *cobra.Command, cat *plan.Catalog, in plan.Inpu
 	}
 	c, err := plan.Compare(cat, plan.CompareInput{Input: in, From: from, To: to, FromCPU: pf.cpuNow})
 	if err != nil {
-		return planError(err)
+		return planError(cmd, err)
 	}
 	return report.WriteComparison(cmd.OutOrStdout(), c)
 }

@@ -171,7 +171,7 @@ func TestPlanArgs(t *testing.T) {
 		{[]string{"plan", "--data", "1GB", "--price", "cache.t2.small"}, "NAME=HOURLY"},
 		{[]string{"plan", "--data", "1GB", "--price", "cache.t2.small=-1"}, "positive"},
 		{[]string{"plan", "--data", "1GB", "--codec-ratio", "0"}, "--codec-ratio 0"},
-		{[]string{"plan", "--data", "1GB", "--memory-ceiling", "1.5"}, "memory ceiling"},
+		{[]string{"plan", "--data", "1GB", "--memory-ceiling", "1.5"}, "--memory-ceiling 1.5: is a fraction"},
 		{[]string{"plan", "--data", "1GB", "--reserved-memory", "1"}, "--reserved-memory"},
 		{[]string{"plan", "--data", "1GB", "--scaling", "1:x"}, "--scaling"},
 		{[]string{"plan", "--data", "1GB", "--scaling", "2:5,1:3,1:4"}, "rise"},

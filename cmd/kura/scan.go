@@ -78,7 +78,7 @@ else $XDG_STATE_HOME/kura/results, else ~/.local/state/kura/results) unless
 			if opts.Rate == 0 {
 				opts.Rate = -1
 			}
-			if opts.Samples == 0 {
+			if opts.Samples == 0 || opts.Samples < -1 {
 				return errors.New("--samples: must be above zero, or -1 for every value")
 			}
 			ctx := cmd.Context()

@@ -38,6 +38,11 @@ func runAll(t *testing.T, args ...string) string {
 func TestNoSecretInOutput(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv("KURA_RESULTS_DIR", dir)
+	// A live server for bench's target: a mistyped URL after the target
+	// was sent to it as a command template, and its "unknown command"
+	// reply printed the password (seen only when the default target,
+	// 127.0.0.1:6379, had a server: make redis-up starts one).
+	live := servertest.Redis(t, servers.RedisConfig{})
 	for _, secret := range []string{"S3cr/et#?pw", "S3cr et pw", "S3cr@et:pw", "S3cret%zz"} {
 		forms := []string{
 			"redis://:" + secret + "@127.0.0.1:1",
@@ -56,6 +61,7 @@ func TestNoSecretInOutput(t *testing.T) {
 				{"codecs", u}, {"codecs", "--url", u},
 				{"ui", u, "--listen", "127.0.0.1:0"},
 				{"bench", u, "--duration", "1s"},
+				{"bench", "--url", live.URL(), u, "-n", "100", "-q", "--no-save"},
 				{"bench", "sweep", u, "--html", filepath.Join(dir, "s.html")},
 			} {
 				out := runAll(t, args...)

@@ -11,11 +11,13 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kuracache/kura/dictstore"
+	"github.com/kuracache/kura/internal/redial"
 	"github.com/kuracache/kura/internal/results"
 	"github.com/kuracache/kura/ui"
 )
@@ -137,8 +139,12 @@ else ~/.local/state/kura/results (kura scan writes there).`,
 				}
 			}
 			ln, err := net.Listen("tcp", listen)
+			if errors.Is(err, syscall.EADDRINUSE) {
+				// Most often a kura ui already running there.
+				return fmt.Errorf("--listen %s: the port is taken (another kura ui?); stop that one or choose another port, such as --listen 127.0.0.1:7778", listen)
+			}
 			if err != nil {
-				return err
+				return fmt.Errorf("--listen %s: %v", listen, redial.Cause(err))
 			}
 			opts.Listen = ln.Addr().String()
 			h, err := ui.New(opts)

@@ -166,8 +166,8 @@ func runHuge(ctx context.Context, env *Env, res *Result) error {
 		Check{What: "bytes on the link for one GET, plain string vs kura", Before: raw.down, After: viaKura.down, Want: "less"},
 		Check{What: "size-guard warnings for the huge value (none without kura)", Before: 0, After: int64(large), Want: "more"},
 	)
-	res.Headline = fmt.Sprintf("one GET on a %.3f Gbit/s link: %s (%s) as a plain string, %s (%s) through kura; the size guard warned %d time(s)",
-		float64(smallNodeBandwidth)*8/1e9, human(raw.down), round(raw.getD), human(viaKura.down), round(viaKura.getD), large)
+	res.Headline = fmt.Sprintf("one GET on a %.3f Gbit/s link: %s (%s) as a plain string, %s (%s) through kura; the size guard warned %s",
+		float64(smallNodeBandwidth)*8/1e9, human(raw.down), round(raw.getD), human(viaKura.down), round(viaKura.getD), count(int64(large), "times"))
 	for _, w := range warnings {
 		res.note("size guard: %s", w)
 	}

@@ -95,7 +95,7 @@ func runNodes(ctx context.Context, env *Env, res *Result) error {
 	seedChart := Chart{Title: "HSET throughput by thread count: the field report's managed Redis", Unit: "HSET/s"}
 	for _, p := range seedThreadScaling {
 		seed.Rows = append(seed.Rows, []string{fmt.Sprint(p.threads), fmt.Sprintf("%.0f", p.rps), ratio(p.rps, seedThreadScaling[0].rps)})
-		seedChart.Bars = append(seedChart.Bars, Bar{Label: fmt.Sprintf("%d threads", p.threads), Value: p.rps})
+		seedChart.Bars = append(seedChart.Bars, Bar{Label: count(int64(p.threads), "threads"), Value: p.rps})
 	}
 	res.Tables = append(res.Tables, t, seed)
 	var hs []string

@@ -130,8 +130,8 @@ func (p *Pipeline[V]) acquire(ctx context.Context, b *budget, slots []slot[V], g
 		case len(retry) > 0:
 			slots = retry
 			if round < maxRetries {
-				p.tracedLookup(ctx, b, slots, nil, false, false)
-				if fillOp == OpSet { // Fetch: its outcome is the last lookup's
+				p.tracedLookup(ctx, b, slots, nil, false)
+				if fillOp == OpSet && !b.quiet { // Fetch: its outcome is the last lookup's
 					p.noteLookup(ctx, &slots[0])
 				}
 			} else {
@@ -338,7 +338,7 @@ func (a *acquisition[V]) stopWaiting() {
 // await waits for the hub's results, classified; when Config.LeaseWait
 // has passed, the keys still waited for load without writing back.
 func (a *acquisition[V]) await(ctx context.Context) ([]slot[V], error) {
-	wctx, ws := a.p.waitSpan(ctx, a.waitOn, a.reg.pending)
+	wctx, ws := a.p.waitSpan(ctx, a.b, a.waitOn, a.reg.pending)
 	got, err := a.p.awaitFills(wctx, a.reg, a.start)
 	a.p.endWait(ws, a.start, got, err)
 	if err != nil || got != nil {
@@ -378,8 +378,11 @@ func (p *Pipeline[V]) refreshLater(ctx context.Context, leases []store.Lease, tt
 	}
 	p.st.EarlyRefreshes.Add(uint64(len(j.calls)))
 	b := p.newBudget() // the refresh's own store time, not the request's
-	// A new root span, linked to the call's: the reload outlives it.
-	rctx, sp := p.start(ctx, observe.Refresh, j.keys[0], len(j.keys))
+	// A new root span, linked to the call's: the reload outlives it. It
+	// is asked for whether or not the call was recorded (a new root is
+	// sampled on its own), and its steps are recorded as it is.
+	rctx, sp := p.startCall(ctx, observe.Refresh, j.keys[0], len(j.keys))
+	b.quiet = sp == nil
 	p.holders.Run(rctx, p.cfg.LoadTimeout, j.calls, tracedJob(sp, p.loadJob(&b, &j, 0, ttl, ld, op)))
 }
 
@@ -460,7 +463,7 @@ func (p *Pipeline[V]) loadFill(ctx context.Context, b *budget, j *job[V], idx []
 		}()
 	}
 	start := time.Now()
-	vals, lerrs := p.callLoad(ctx, keys, ld)
+	vals, lerrs := p.callLoad(ctx, b, keys, ld)
 	buf := GetEncBuf() // the write-back's bytes: reused once p.fill returned
 	defer PutEncBuf(buf)
 	items, of := p.fillItems(buf, j, idx, vals, lerrs, ttl, op, start, time.Since(start), &unfilled)
@@ -536,7 +539,7 @@ func (p *Pipeline[V]) fill(ctx context.Context, b *budget, items []fillItem, op 
 	if len(items) == 0 {
 		return true, nil
 	}
-	ctx, sp := p.start(ctx, observe.Fill, items[0].key, len(items))
+	ctx, sp := p.start(ctx, b, observe.Fill, items[0].key, len(items))
 	defer end(sp, nil)
 	n := len(items)
 	items = p.unkept(b, items)
@@ -661,8 +664,8 @@ func (p *Pipeline[V]) refreshFields(start time.Time, ttl, cost time.Duration) co
 // callLoad calls the loader in the caller's goroutine (a flight's),
 // counting the call, its time, a failure or a panic (which goes on).
 // The loader runs in the kura.load span: a driver's spans nest under it.
-func (p *Pipeline[V]) callLoad(ctx context.Context, keys []string, ld loadFunc[V]) ([]V, []error) {
-	ctx, sp := p.start(ctx, observe.Load, keys[0], len(keys))
+func (p *Pipeline[V]) callLoad(ctx context.Context, b *budget, keys []string, ld loadFunc[V]) ([]V, []error) {
+	ctx, sp := p.start(ctx, b, observe.Load, keys[0], len(keys))
 	var failed error
 	defer observe.Finish(sp, &failed)
 	defer p.countPanic()

@@ -14,6 +14,10 @@ type budget struct {
 	left      time.Duration
 	unlimited bool
 	used      bool // a store call was bounded already
+	// quiet: the call is not recorded (its span was not started), so
+	// none of its steps is either (observe's contract), and they start
+	// no span: they do not ask the Tracer (Pipeline.start).
+	quiet bool
 	// keep holds keys whose entry must not be overwritten by this call's
 	// fill: entries from a newer writer (ErrNotUnderstood), and recent
 	// entries of another type (the value is true for those, counted in

@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/kuracache/kura/codec"
+	"github.com/kuracache/kura/internal/deadline"
 	"github.com/kuracache/kura/internal/flight"
 	"github.com/kuracache/kura/internal/l1"
 	"github.com/kuracache/kura/observe"
@@ -162,10 +163,11 @@ func (p *Pipeline[V]) fetch(ctx context.Context, key string, ttl time.Duration, 
 		return zero, err
 	}
 	b := p.newBudget()
+	b.quiet = call == nil
 	gen := p.group.Ended()
 	var one [1]slot[V]
 	one[0].key = key
-	p.tracedLookup(ctx, &b, one[:], nil, true, call == nil)
+	p.tracedLookup(ctx, &b, one[:], nil, true)
 	if call != nil {
 		p.noteLookup(ctx, &one[0])
 	}
@@ -230,12 +232,13 @@ func (p *Pipeline[V]) fetchMany(ctx context.Context, keys []string, ttl time.Dur
 		return out, nil
 	}
 	b := p.newBudget()
+	b.quiet = call == nil
 	gen := p.group.Ended()
 	sorted := keys // the keys of slots, in order: all of them when the L1 served none
 	if len(slots) != len(keys) {
 		sorted = nil
 	}
-	p.tracedLookup(ctx, &b, slots, sorted, true, call == nil)
+	p.tracedLookup(ctx, &b, slots, sorted, true)
 	if err := ctx.Err(); err != nil {
 		return out, err
 	}
@@ -543,26 +546,22 @@ func (p *Pipeline[V]) leaseErr(ctx context.Context, res []store.LeaseResult, err
 	if err == nil {
 		return nil, nil
 	}
-	spent := ctx.Err() == nil // a deadline that is not the caller's is the budget's
-	if dl, ok := ctx.Deadline(); spent && ok && !time.Now().Before(dl) {
-		spent = false // the caller's deadline passed; its timer may not have marked ctx done yet
-	}
+	// A deadline that is not the caller's is the budget's: the read
+	// spent it (deadline.Ours).
 	var be *store.BatchError
 	if !errors.As(err, &be) || len(res) != n {
-		if spent && errors.Is(err, context.DeadlineExceeded) {
-			p.st.BudgetSkips.Add(uint64(n)) // the read spent the budget
+		if deadline.Ours(ctx, err) {
+			p.st.BudgetSkips.Add(uint64(n))
 		}
 		return nil, err
 	}
 	failed = be.Failed()
-	if spent {
-		// A store may report the budget's end per key (a pipeline whose
-		// replies did not come back in time): those are the budget's
-		// too, not only a whole-call failure.
-		for _, ferr := range failed {
-			if errors.Is(ferr, context.DeadlineExceeded) {
-				p.st.BudgetSkips.Add(1)
-			}
+	// A store may report the budget's end per key (a pipeline whose
+	// replies did not come back in time): those are the budget's too, not
+	// only a whole-call failure.
+	for _, ferr := range failed {
+		if deadline.Ours(ctx, ferr) {
+			p.st.BudgetSkips.Add(1)
 		}
 	}
 	return failed, nil

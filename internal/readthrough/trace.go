@@ -17,9 +17,12 @@ import (
 // Fetch and FetchMany ask the Tracer once, for the call's own span
 // (startCall). When it is not started (no Tracer, or one that does not
 // record the call), no step under it can be recorded either (observe's
-// contract), so the steps of a hit make no further Tracer call: one
-// branch on the call's span instead of an interface call and a recording
-// check per step. TestUnrecordedFetchAsksTracerOnce counts them.
+// contract), so its steps, a hit's and a miss's (lookup, lease wait,
+// load, fill, lookups again), make no further Tracer call: one branch on
+// the budget's quiet flag instead of an interface call and a recording
+// check per step. A recorded call starts one span per step it runs.
+// TestUnrecordedFetchAsksTracerOnce and TestMissStartsOneSpanPerStep count
+// them. A background refresh is a new root and asks on its own.
 
 // startCall begins the span of a Cache call that the pipeline runs
 // (Fetch, FetchMany); a nil Span: the call is not recorded.
@@ -46,9 +49,11 @@ func firstKey(keys []string) string {
 	return keys[0]
 }
 
-// start begins the span of step under ctx (see observe.Tracer.Start).
-func (p *Pipeline[V]) start(ctx context.Context, step observe.Step, key string, n int) (context.Context, observe.Span) {
-	if p.cfg.Tracer == nil {
+// start begins the span of step, a step of the call whose budget is b,
+// under ctx (see observe.Tracer.Start). A step of a call that is not
+// recorded (b.quiet) starts none and does not ask the Tracer.
+func (p *Pipeline[V]) start(ctx context.Context, b *budget, step observe.Step, key string, n int) (context.Context, observe.Span) {
+	if p.cfg.Tracer == nil || b.quiet {
 		return ctx, nil
 	}
 	return p.cfg.Tracer.Start(ctx, step, key, n)
@@ -83,15 +88,16 @@ func (p *Pipeline[V]) lookupStep() observe.Step {
 	return observe.Lookup
 }
 
-// tracedLookup is lookup (keys: see there) in a span of its own: kura.lookup, or with
-// leases kura.lease.acquire. quiet: the call's span was not started, so
-// the step is not recorded and the Tracer is not asked.
-func (p *Pipeline[V]) tracedLookup(ctx context.Context, b *budget, slots []slot[V], keys []string, early, quiet bool) {
-	if quiet {
+// tracedLookup is lookup (keys: see there) in a span of its own:
+// kura.lookup, or with leases kura.lease.acquire. When the call's span was
+// not started (b.quiet), the step is not recorded and the Tracer is not
+// asked.
+func (p *Pipeline[V]) tracedLookup(ctx context.Context, b *budget, slots []slot[V], keys []string, early bool) {
+	if b.quiet {
 		p.lookup(ctx, b, slots, keys, early)
 		return
 	}
-	lctx, sp := p.start(ctx, p.lookupStep(), slots[0].key, len(slots))
+	lctx, sp := p.start(ctx, b, p.lookupStep(), slots[0].key, len(slots))
 	p.lookup(lctx, b, slots, keys, early)
 	end(sp, nil)
 }
@@ -151,10 +157,10 @@ func (p *Pipeline[V]) noteLookup(ctx context.Context, s *slot[V]) {
 	p.note(ctx, observe.Miss, 0)
 }
 
-// waitSpan begins a LeaseWait span; its end notes how long the caller
-// has waited since start.
-func (p *Pipeline[V]) waitSpan(ctx context.Context, key string, n int) (context.Context, observe.Span) {
-	return p.start(ctx, observe.LeaseWait, key, n)
+// waitSpan begins a LeaseWait span of the call whose budget is b; its end
+// notes how long the caller has waited since start.
+func (p *Pipeline[V]) waitSpan(ctx context.Context, b *budget, key string, n int) (context.Context, observe.Span) {
+	return p.start(ctx, b, observe.LeaseWait, key, n)
 }
 
 // endWait ends a LeaseWait span: fail_open when the wait ran out (got

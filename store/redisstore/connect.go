@@ -102,6 +102,9 @@ func (s *Store) tryConnect(ctx context.Context) error {
 		if errors.Is(err, rueidis.ErrNoCache) {
 			return fmt.Errorf("redisstore: %s: Options.Tracking needs Redis 6 or later speaking RESP3 (CLIENT TRACKING): %w", seeds, err)
 		}
+		if s.masterSet != "" && errors.Is(explain("", err), ErrAuth) {
+			return s.sentinelAuthError(ctx, seeds, err)
+		}
 		return connectError(seeds, err)
 	}
 	cn := newConn(c, s.replicaRoute())

@@ -81,15 +81,17 @@
 //     their own deadline, however many calls ran out of time before them:
 //     rueidis keeps each timed-out command's place in its connection's
 //     queue (1,024 places) until the server answers, and a command that
-//     finds the queue full waits without looking at its context. On a
-//     standalone server or Sentinel, once 256 calls in a row have ended by
-//     their context with no answer in between, the Store fails calls at
-//     once (without sending them) and lets one through every 100 ms to
-//     notice when the server answers again (stallguard.go). With Sentinel
-//     replica reads, the calls sent to replicas are counted apart from
-//     the primary's: a stalled replica does not stop writes. On a Cluster
-//     the guard is off: it would stop every node's calls for one node.
-//     Use store/health to fail a stalled Cluster node fast.
+//     finds the queue full waits without looking at its context. Once 256
+//     calls in a row to one server have ended by their context with no
+//     answer in between, the Store fails that server's calls at once
+//     (without sending them) and lets one through every 100 ms to notice
+//     when it answers again (stallguard.go). On a Cluster the count is
+//     kept per master (by hash slot, as CLUSTER SLOTS last said): a
+//     stalled master's keys fail fast while the others' are read and
+//     written as before, and a batch over several masters fails only the
+//     stalled one's keys. With replica reads (Sentinel or Cluster), the
+//     calls sent to replicas are counted apart from the primary's: a
+//     stalled replica does not stop writes.
 //   - Values are binary-safe. The largest value is the server's
 //     proto-max-bulk-len (512 MiB by default), read once when the Store is
 //     created; larger values are refused with store.ErrValueTooLarge before

@@ -44,15 +44,66 @@ func (s *Store) explain(prefix string, err error) error {
 
 // explain turns the server's terse refusals into messages that say what to
 // do.
-func explain(prefix string, err error) error {
+func explain(prefix string, err error) error { return explainAuth(prefix, dataAuth, err) }
+
+// authHint says, for the server a refusal came from, which option or URL
+// part holds the credentials it wants.
+type authHint struct {
+	who       string // "the server", "the sentinel"
+	sentinel  bool   // the refusal came from a sentinel: wrap ErrSentinelAuth
+	noauth    string // a password is needed and none was given
+	wrongpass string // the user name or password was refused
+	nopass    string // a password was given but the server has none
+}
+
+var (
+	// dataAuth is a standalone server or a Cluster node.
+	dataAuth = authHint{
+		who:       "the server",
+		noauth:    "put it in the URL (redis://:password@host:port) or in Options.Password",
+		wrongpass: "check the credentials in the URL or Options.Username/Options.Password",
+		nopass:    "remove it from the URL or Options.Password",
+	}
+	// sentinelDataAuth is a data server the sentinels named: its
+	// credentials are the URL's user info, not sentinel_password=.
+	sentinelDataAuth = authHint{
+		who:       "the primary the sentinels named",
+		noauth:    "put it in the URL's user info (redis+sentinel://:password@sentinel:port/master-set) or in Options.Password; sentinel_password= (Options.Sentinel.Password) is the sentinels' own",
+		wrongpass: "check the URL's user info (redis+sentinel://user:password@...) or Options.Username/Options.Password; sentinel_user= and sentinel_password= (Options.Sentinel) are the sentinels' own",
+		nopass:    "remove the password from the URL's user info or Options.Password",
+	}
+	// sentinelAuth is a sentinel itself.
+	sentinelAuth = authHint{
+		who:       "the sentinel",
+		sentinel:  true,
+		noauth:    "add sentinel_password=PASSWORD to the URL or set Options.Sentinel.Password; the URL's user info (Options.Password) is the data servers' password",
+		wrongpass: "check sentinel_user= and sentinel_password= in the URL or Options.Sentinel.Username/Options.Sentinel.Password",
+		nopass:    "remove sentinel_password= from the URL or Options.Sentinel.Password",
+	}
+	// eitherAuth is a Sentinel-mode refusal whose source could not be
+	// told (no sentinel answered a second time).
+	eitherAuth = authHint{
+		who:       "the sentinels or the primary they named",
+		noauth:    "the sentinels' password is sentinel_password= in the URL (Options.Sentinel.Password), the data servers' is the URL's user info (Options.Password)",
+		wrongpass: "check sentinel_user= and sentinel_password= (the sentinels', Options.Sentinel) and the URL's user info (the data servers', Options.Username/Options.Password)",
+		nopass:    "remove the password given to the side that has none: sentinel_password= (the sentinels') or the URL's user info (the data servers')",
+	}
+)
+
+// explainAuth is explain for a server of the kind h describes.
+func explainAuth(prefix string, h authHint, err error) error {
 	msg := err.Error()
+	sentinel := ErrAuth
+	if h.sentinel {
+		sentinel = ErrSentinelAuth
+	}
 	switch {
 	case strings.HasPrefix(msg, "WRONGPASS"):
-		return fmt.Errorf("%s: %w: the server refused the user name or password (%w); check the credentials in the URL or Options.Username/Options.Password", prefix, ErrAuth, err)
+		return fmt.Errorf("%s: %w: %s refused the user name or password (%w); %s", prefix, sentinel, h.who, err, h.wrongpass)
 	case strings.HasPrefix(msg, "NOAUTH"):
-		return fmt.Errorf("%s: %w: the server requires a password and none was given (%w); put it in the URL (redis://:password@host:port) or in Options.Password", prefix, ErrAuth, err)
+		return fmt.Errorf("%s: %w: %s requires a password and none was given (%w); %s", prefix, sentinel, h.who, err, h.noauth)
 	case strings.Contains(msg, "AUTH") && strings.Contains(msg, "without any password configured"):
-		return fmt.Errorf("%s: %w: a password was given but the server has none configured (%w); remove it from the URL or Options.Password", prefix, ErrAuth, err)
+		return fmt.Errorf("%s: %w: a password was given but %s has none configured (%w); %s", prefix, sentinel, h.who, err, h.nopass)
 	case strings.HasPrefix(msg, "NOPERM"):
 		return fmt.Errorf("%s: the ACL user lacks a permission kura needs (%w); grant at least +get +set +mget +del +ping, and +config|get to let kura read proto-max-bulk-len", prefix, err)
 	case strings.HasPrefix(msg, "CLUSTERDOWN"):

@@ -27,7 +27,9 @@ const DefaultMaxValueSize = 512 << 20
 
 // ErrAuth reports that the server refused the credentials, or that it
 // requires some and none were given. Check the user and password in the URL
-// or in Options.Username and Options.Password.
+// or in Options.Username and Options.Password; in Sentinel mode, an error
+// that also matches ErrSentinelAuth came from a sentinel, whose
+// credentials are Options.Sentinel's (sentinel_password= in a URL).
 var ErrAuth = errors.New("kura: redis authentication failed")
 
 // DefaultStartWait is Options.StartWait when left at zero.
@@ -227,15 +229,21 @@ type conn struct {
 	c       rueidis.Client
 	cluster bool
 	addr    string
+	// guard is a Cluster client's stall guard, told the slot map by
+	// refreshSlots.
+	guard *clusterGuard
 }
 
 func newConn(c rueidis.Client, replica func(rueidis.Completed) bool) *conn {
 	cn := &conn{c: c, cluster: c.Mode() == rueidis.ClientModeCluster}
-	if !cn.cluster {
-		cn.c = &stallGuard{Client: c, replica: replica}
-		for addr := range c.Nodes() {
-			cn.addr = addr
-		}
+	if cn.cluster {
+		cn.guard = &clusterGuard{Client: c, replica: replica}
+		cn.c = cn.guard
+		return cn
+	}
+	cn.c = &stallGuard{Client: c, replica: replica}
+	for addr := range c.Nodes() {
+		cn.addr = addr
 	}
 	return cn
 }

@@ -1,11 +1,16 @@
 package redisstore
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
+	"net"
 	"time"
 
 	"github.com/redis/rueidis"
+
+	"github.com/kuracache/kura/store"
 )
 
 // Sentinel selects a primary/replica pair (or group) managed by Redis
@@ -73,6 +78,52 @@ const DefaultInvalidateWaitTimeout = time.Second
 // ErrNotReplicated reports an invalidation the primary applied but fewer
 // replicas than InvalidateWait.Replicas acknowledged in time.
 var ErrNotReplicated = errors.New("kura: invalidation not acknowledged by a replica in time")
+
+// ErrSentinelAuth reports that a sentinel refused the credentials meant
+// for it (Sentinel.Username and Sentinel.Password; sentinel_user= and
+// sentinel_password= in a URL), or needs some and none were given. It
+// matches ErrAuth too. A refusal by the data servers the sentinels name
+// (Options.Username and Options.Password; the URL's user info) matches
+// ErrAuth only.
+var ErrSentinelAuth = fmt.Errorf("%w by the sentinel", ErrAuth)
+
+// sentinelAuthError explains a refusal met while connecting in Sentinel
+// mode. rueidis returns the server's reply without saying whether a
+// sentinel or the primary it named sent it, and the two take different
+// credentials, so one sentinel is asked again with the sentinels'
+// credentials alone: a sentinel that accepts them (and names the primary)
+// means the data servers refused.
+func (s *Store) sentinelAuthError(ctx context.Context, seeds string, err error) error {
+	for _, addr := range s.seeds {
+		c, perr := rueidis.NewClient(rueidis.ClientOption{
+			InitAddress:       []string{addr},
+			Username:          s.co.Sentinel.Username,
+			Password:          s.co.Sentinel.Password,
+			TLSConfig:         s.co.Sentinel.TLSConfig,
+			Dialer:            s.co.Dialer,
+			DialCtxFn:         s.co.DialCtxFn,
+			ForceSingleClient: true,
+			DisableCache:      true,
+			DisableRetry:      true,
+		})
+		if perr != nil {
+			if errors.Is(explain("", perr), ErrAuth) {
+				return store.NodeErr(addr, explainAuth("redis sentinel", sentinelAuth, err))
+			}
+			continue // not answering: ask the next one
+		}
+		primary := ""
+		if a, err := c.Do(ctx, c.B().SentinelGetMasterAddrByName().Master(s.masterSet).Build()).AsStrSlice(); err == nil && len(a) == 2 {
+			primary = net.JoinHostPort(a[0], a[1])
+		}
+		c.Close()
+		if primary == "" {
+			return explainAuth("redis "+seeds, sentinelDataAuth, err)
+		}
+		return store.NodeErr(primary, explainAuth("redis", sentinelDataAuth, err))
+	}
+	return explainAuth("redis "+seeds, eitherAuth, err)
+}
 
 // configureSentinel sets the rueidis options of Sentinel mode.
 func configureSentinel(co *rueidis.ClientOption, sn Sentinel) error {

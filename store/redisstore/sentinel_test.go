@@ -481,3 +481,100 @@ func TestSentinelTLS(t *testing.T) {
 		})
 	}
 }
+
+// TestSentinelAuthNamesTheRightPassword: the sentinels and the data
+// servers take different credentials (Options.Sentinel and sentinel_user=
+// / sentinel_password= for the sentinels; Options.Username/Password and
+// the URL's user info for the data servers), and rueidis returns a refusal
+// without saying which side sent it. Each refusal must name the setting
+// that fixes it, not the other side's, match ErrAuth (and ErrSentinelAuth
+// only for the sentinels), and show no password, for New and for a URL
+// (storeurl.Open, the words every kura command prints).
+func TestSentinelAuthNamesTheRightPassword(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-server test")
+	}
+	t.Parallel()
+	set := servertest.SentinelSet(t, servers.SentinelConfig{Password: dataPW, SentinelPassword: sentinelPW})
+	sa := strings.Join(set.SentinelAddrs(), ",")
+	ctx := context.Background()
+	const wrong = "wr0ng-pw"
+	opts := func(data, sentinel string) redisstore.Options {
+		return redisstore.Options{Addrs: set.SentinelAddrs(), Password: data,
+			Sentinel: redisstore.Sentinel{MasterSet: set.MasterSet, Password: sentinel}}
+	}
+	url := func(data, sentinel string) string {
+		u := "redis+sentinel://"
+		if data != "" {
+			u += ":" + data + "@"
+		}
+		u += sa + "/" + set.MasterSet
+		if sentinel != "" {
+			u += "?sentinel_password=" + sentinel
+		}
+		return u
+	}
+	for _, c := range []struct {
+		name           string
+		data, sentinel string
+		bySentinel     bool
+		want, wantURL  string // the fix named by New's error and by storeurl's
+	}{
+		{"no sentinel password", dataPW, "", true, "Options.Sentinel.Password", "sentinel_password="},
+		{"wrong sentinel password", dataPW, wrong, true, "Options.Sentinel", "sentinel_password="},
+		{"passwords swapped", sentinelPW, dataPW, true, "Options.Sentinel", "sentinel_password="},
+		{"no data password", "", sentinelPW, false, "Options.Password", "redis+sentinel://:PASSWORD@"},
+		{"wrong data password", wrong, sentinelPW, false, "Options.Username/Options.Password", "redis+sentinel://user:password@"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			o := opts(c.data, c.sentinel)
+			o.FailFast = true
+			_, errNew := redisstore.New(ctx, o)
+			_, errURL := storeurl.Open(ctx, url(c.data, c.sentinel))
+			for _, e := range []struct {
+				err  error
+				want string
+			}{{errNew, c.want}, {errURL, c.wantURL}} {
+				if e.err == nil {
+					t.Fatal("connected with a missing or wrong password")
+				}
+				msg := e.err.Error()
+				t.Log(msg)
+				if !errors.Is(e.err, redisstore.ErrAuth) || errors.Is(e.err, redisstore.ErrSentinelAuth) != c.bySentinel {
+					t.Errorf("errors.Is(ErrAuth) = %v, errors.Is(ErrSentinelAuth) = %v, want true, %v",
+						errors.Is(e.err, redisstore.ErrAuth), errors.Is(e.err, redisstore.ErrSentinelAuth), c.bySentinel)
+				}
+				if !strings.Contains(msg, e.want) {
+					t.Errorf("the error does not name %q", e.want)
+				}
+				// The other side's fix must not be offered as this one's.
+				for _, bad := range []string{"redis://:password@host:port", "redis://:PASSWORD@", "add sentinel_password=", "add it to the URL as sentinel_password"} {
+					if c.bySentinel == strings.HasPrefix(bad, "add") {
+						continue
+					}
+					if strings.Contains(msg, bad) {
+						t.Errorf("the error offers the wrong fix %q", bad)
+					}
+				}
+				for _, pw := range []string{dataPW, sentinelPW, wrong} {
+					if strings.Contains(msg, pw) {
+						t.Errorf("the error shows a password")
+					}
+				}
+			}
+			// The side that refused is the one named.
+			var ne *store.NodeError
+			if errors.As(errNew, &ne) {
+				want := set.Primary.Addr
+				if c.bySentinel {
+					want = set.SentinelAddrs()[0]
+				}
+				if ne.Addr != want {
+					t.Errorf("the error names %s, want %s", ne.Addr, want)
+				}
+			} else {
+				t.Errorf("the error names no server")
+			}
+		})
+	}
+}

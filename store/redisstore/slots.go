@@ -111,4 +111,7 @@ func (s *Store) refreshSlots(ctx context.Context, cn *conn) {
 		}
 	}
 	s.slots.Store(m)
+	if cn.guard != nil {
+		cn.guard.update(m)
+	}
 }

@@ -3,7 +3,10 @@ package redisstore_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,6 +14,7 @@ import (
 
 	"github.com/kuracache/kura/internal/harness/servers"
 	"github.com/kuracache/kura/internal/harness/servertest"
+	hashslot "github.com/kuracache/kura/internal/slot"
 	"github.com/kuracache/kura/store"
 	"github.com/kuracache/kura/store/redisstore"
 )
@@ -72,32 +76,8 @@ func TestStalledServerUnderTraffic(t *testing.T) {
 			}()
 			// More abandoned reads than four connections' rings hold,
 			// from 64 callers with a short deadline each.
-			const callers, perCaller = 64, 80
 			const deadline = 5 * time.Millisecond
-			var mu sync.Mutex
-			var slowest time.Duration
-			var wg sync.WaitGroup
-			for range callers {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					for range perCaller {
-						cctx, cancel := context.WithTimeout(ctx, deadline)
-						start := time.Now()
-						_, err := s.Get(cctx, "k")
-						took := time.Since(start)
-						cancel()
-						if err == nil {
-							t.Error("Get answered by a stopped server")
-							return
-						}
-						mu.Lock()
-						slowest = max(slowest, took)
-						mu.Unlock()
-					}
-				}()
-			}
-			wg.Wait()
+			slowest := floodStalled(t, s, "k")
 			cctx, cancel := context.WithTimeout(ctx, 250*time.Millisecond)
 			start := time.Now()
 			_, err := s.Get(cctx, "k")
@@ -206,4 +186,255 @@ func TestStalledReplicaKeepsPrimary(t *testing.T) {
 		t.Fatal(err)
 	}
 	resumed = true
+}
+
+// TestStalledClusterNodeUnderTraffic: the stall guard per Cluster node.
+// One master of a Cluster is stopped with SIGSTOP (no replica to
+// promote, and a node timeout longer than the test, so the Cluster does
+// not go down): reads of its keys still end at their own deadline
+// however many ran out of time before, and the other masters' keys keep
+// being read and written, alone and in a batch that also holds the
+// stalled node's keys (those fail per key). rueidis keeps one ring of
+// 1,024 slots per node, so the stalled node's abandoned reads filled it
+// as they do a standalone server's. After SIGCONT the stalled node's
+// keys are read again.
+func TestStalledClusterNodeUnderTraffic(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-server test")
+	}
+	c := servertest.RedisClusterWith(t, servers.ClusterConfig{Replicas: -1, NodeTimeout: 5 * time.Minute})
+	s := open(t, c.URL(), redisstore.Options{})
+	ctx := context.Background()
+	stalled := c.Nodes[0]
+	// One key on the stalled master, one on each other master.
+	var stalledKey string
+	var liveKeys []string
+	for i := 0; stalledKey == "" || len(liveKeys) < len(c.Nodes)-1; i++ {
+		k := fmt.Sprintf("k%d", i)
+		m, err := c.MasterOf(ctx, int(hashslot.Of(k)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case m == stalled:
+			if stalledKey == "" {
+				stalledKey = k
+			}
+		case !slices.ContainsFunc(liveKeys, func(l string) bool { mm, _ := c.MasterOf(ctx, int(hashslot.Of(l))); return mm == m }):
+			liveKeys = append(liveKeys, k)
+		}
+	}
+	all := append([]string{stalledKey}, liveKeys...)
+	for _, k := range all {
+		if err := s.Set(ctx, k, []byte("v-"+k), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var warm sync.WaitGroup
+	for range 64 {
+		warm.Add(1)
+		go func() {
+			defer warm.Done()
+			for i := range 50 {
+				if _, err := s.Get(ctx, all[i%len(all)]); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	warm.Wait()
+	if err := stalled.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	resumed := false
+	defer func() {
+		if !resumed {
+			_ = stalled.Resume()
+		}
+	}()
+	// Readers of the live masters' keys run through the flood; each read
+	// has a generous deadline: a failure is the stalled node's doing.
+	stop := make(chan struct{})
+	var liveReads, liveFails atomic.Int64
+	var liveErr atomic.Pointer[error]
+	var live sync.WaitGroup
+	for i := range 4 {
+		live.Add(1)
+		go func() {
+			defer live.Done()
+			for n := 0; ; n++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				k := liveKeys[(i+n)%len(liveKeys)]
+				cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+				v, err := s.Get(cctx, k)
+				cancel()
+				liveReads.Add(1)
+				if err != nil || string(v) != "v-"+k {
+					liveFails.Add(1)
+					if err == nil {
+						err = fmt.Errorf("read %q", v)
+					}
+					liveErr.Store(&err)
+				}
+			}
+		}()
+	}
+	const deadline = 5 * time.Millisecond
+	slowest := floodStalled(t, s, stalledKey)
+	// A batch over every master: the live keys are read, the stalled
+	// node's key fails alone.
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	start := time.Now()
+	vals, err := s.GetMany(cctx, all)
+	batchTook := time.Since(start)
+	cancel()
+	var be *store.BatchError
+	if !errors.As(err, &be) || len(be.Errors) != 1 || be.Errors[0].Key != stalledKey {
+		t.Errorf("GetMany over every master = %v, want only %s failed", err, stalledKey)
+	}
+	for i, k := range liveKeys {
+		if string(vals[i+1]) != "v-"+k {
+			t.Errorf("GetMany read %s = %q while another node was stalled", k, vals[i+1])
+		}
+	}
+	cctx, cancel = context.WithTimeout(ctx, 2*time.Second)
+	if err := s.Set(cctx, liveKeys[0], []byte("v-"+liveKeys[0]), 0); err != nil {
+		t.Errorf("a write to a live master failed while another was stalled: %v", err)
+	}
+	cancel()
+	close(stop)
+	live.Wait()
+	t.Logf("slowest stalled read %v, batch %v; live reads %d, failed %d", slowest, batchTook, liveReads.Load(), liveFails.Load())
+	if p := liveErr.Load(); p != nil {
+		t.Errorf("%d of %d reads of the live masters' keys failed while one master was stalled; last: %v", liveFails.Load(), liveReads.Load(), *p)
+	}
+	// As for a standalone server: far above the deadlines, far below
+	// rueidis's 10 s connection timeout.
+	const bound = 3 * time.Second
+	if slowest > bound || batchTook > bound {
+		t.Errorf("against a stopped node, reads with a %v deadline took up to %v and a 2s batch took %v (bound %v)", deadline, slowest, batchTook, bound)
+	}
+	if err := stalled.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	resumed = true
+	servertest.Eventually(t, "the stalled node's key read again after SIGCONT", func() error {
+		cctx, cancel := context.WithTimeout(ctx, 250*time.Millisecond)
+		defer cancel()
+		v, err := s.Get(cctx, stalledKey)
+		if err != nil {
+			return err
+		}
+		if string(v) != "v-"+stalledKey {
+			return errors.New("read " + string(v))
+		}
+		return nil
+	})
+}
+
+// TestStalledServerStallsAgain: a server that stalls, resumes and stalls
+// again (a VM paused twice, a GC-like freeze): the stall guard trips on
+// the first stall, lets go once the server answers again, and trips again
+// on the second, so the calls of both stalls end at their own deadline
+// and the reads between and after succeed. A guard whose count or probe
+// time survived the first stall would either keep refusing a server that
+// answers or hold the second stall's callers.
+func TestStalledServerStallsAgain(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-server test")
+	}
+	srv := servertest.Redis(t, servers.RedisConfig{})
+	s := open(t, srv.URL(), redisstore.Options{})
+	ctx := context.Background()
+	if err := s.Set(ctx, "k", []byte("v"), 0); err != nil {
+		t.Fatal(err)
+	}
+	read := func() error {
+		cctx, cancel := context.WithTimeout(ctx, 250*time.Millisecond)
+		defer cancel()
+		v, err := s.Get(cctx, "k")
+		if err == nil && string(v) != "v" {
+			err = errors.New("read " + string(v))
+		}
+		return err
+	}
+	resumed := true
+	defer func() {
+		if !resumed {
+			_ = srv.Resume()
+		}
+	}()
+	for round := 1; round <= 2; round++ {
+		var warm sync.WaitGroup
+		for range 32 {
+			warm.Add(1)
+			go func() {
+				defer warm.Done()
+				for range 20 {
+					if err := read(); err != nil {
+						t.Errorf("round %d, before the stall: %v", round, err)
+						return
+					}
+				}
+			}()
+		}
+		warm.Wait()
+		if err := srv.Pause(); err != nil {
+			t.Fatal(err)
+		}
+		resumed = false
+		slowest := floodStalled(t, s, "k")
+		const bound = 3 * time.Second
+		t.Logf("round %d: slowest call against the stopped server %v", round, slowest)
+		if slowest > bound {
+			t.Errorf("round %d: calls with a 5ms deadline took up to %v against a stopped server (bound %v)", round, slowest, bound)
+		}
+		if err := srv.Resume(); err != nil {
+			t.Fatal(err)
+		}
+		resumed = true
+		servertest.Eventually(t, fmt.Sprintf("round %d: the value read again after SIGCONT", round), read)
+		// Once it answered, the guard lets every call through again.
+		for i := range 50 {
+			if err := read(); err != nil {
+				t.Fatalf("round %d: read %d after the server answered again: %v", round, i, err)
+			}
+		}
+	}
+}
+
+// floodStalled reads key from 64 callers, 80 times each, with a 5 ms
+// deadline, against a stopped server, and returns the slowest call.
+func floodStalled(t *testing.T, s *redisstore.Store, key string) time.Duration {
+	t.Helper()
+	var mu sync.Mutex
+	var slowest time.Duration
+	var wg sync.WaitGroup
+	for range 64 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 80 {
+				cctx, cancel := context.WithTimeout(context.Background(), 5*time.Millisecond)
+				start := time.Now()
+				_, err := s.Get(cctx, key)
+				took := time.Since(start)
+				cancel()
+				if err == nil {
+					t.Error("Get answered by a stopped server")
+					return
+				}
+				mu.Lock()
+				slowest = max(slowest, took)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return slowest
 }

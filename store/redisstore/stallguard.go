@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -32,9 +34,8 @@ var errStalled = fmt.Errorf("%d requests on the connection are still unanswered 
 
 // stallGuard wraps the client of a standalone or Sentinel Store, whose
 // pipelined commands share one connection (or a few, with
-// PipelineMultiplex). A Cluster's client is not wrapped: one stalled node
-// must not stop the calls to the others, and the guard does not know which
-// node a command goes to. With Sentinel replica reads, calls that rueidis
+// PipelineMultiplex). A Cluster's client has clusterGuard, which keeps
+// one count per master. With Sentinel replica reads, calls that rueidis
 // sends to a replica are counted apart from the primary's (replica, as
 // rueidis's SendToReplicas decides), so a stalled replica does not fail
 // the calls to a primary that answers, nor the other way round.
@@ -94,11 +95,19 @@ func (g *stallGuard) Do(ctx context.Context, cmd rueidis.Completed) rueidis.Redi
 	if cmd.IsBlock() {
 		return g.Client.Do(ctx, cmd)
 	}
-	st := g.to(cmd)
+	return doGuarded(ctx, g.Client, g.to(cmd), cmd)
+}
+
+// doGuarded sends cmd with c unless st, the count of the server it goes
+// to (nil: none, it passes unguarded), refuses it, and notes how it ended.
+func doGuarded(ctx context.Context, c rueidis.Client, st *stallState, cmd rueidis.Completed) rueidis.RedisResult {
+	if st == nil {
+		return c.Do(ctx, cmd)
+	}
 	if !st.admit() {
 		return rueidis.NewErrorResult(errStalled)
 	}
-	r := g.Client.Do(ctx, cmd)
+	r := c.Do(ctx, cmd)
 	st.note(r.NonRedisError())
 	return r
 }
@@ -130,4 +139,162 @@ func (g *stallGuard) DoMulti(ctx context.Context, multi ...rueidis.Completed) []
 	}
 	st.note(err)
 	return res
+}
+
+// clusterGuard is the stall guard of a Cluster's client. rueidis keeps one
+// pipelined connection (one ring) per node, so a stalled master fills its
+// own ring and no other's: the guard keeps a count per master (and one
+// for that master's replicas, with replica reads), and finds a command's
+// by its hash slot in the slot map CLUSTER SLOTS last gave (refreshSlots,
+// which calls update). A call to a stalled master fails at once while the
+// others' calls go on; a pipeline over several masters sends the commands
+// of those that are not stalled and fails the others' alone. A command
+// with no key (rueidis sends it to any node), a slot the map does not
+// know yet, and blocking commands pass unguarded. A stale map costs only
+// precision: an answer on a slot's new owner resets the count it is filed
+// under.
+type clusterGuard struct {
+	rueidis.Client
+	replica func(rueidis.Completed) bool // nil without replica reads
+	table   atomic.Pointer[guardTable]
+
+	mu     sync.Mutex            // serialises update
+	byAddr map[string]*stallPair // the counts of the masters in table
+}
+
+// stallPair is the guard's counts for a master ([0]) and its replicas ([1]).
+type stallPair [2]stallState
+
+// guardTable is the count of each hash slot's master.
+type guardTable [numSlots]*stallPair
+
+// update files the slots under the masters m names, keeping the counts of
+// the masters already known.
+func (g *clusterGuard) update(m *slotMap) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	t := new(guardTable)
+	next := make(map[string]*stallPair, len(g.byAddr))
+	for i := range t {
+		a := m.addr[i]
+		if a == "" {
+			continue
+		}
+		p := next[a]
+		if p == nil {
+			if p = g.byAddr[a]; p == nil {
+				p = new(stallPair)
+			}
+			next[a] = p
+		}
+		t[i] = p
+	}
+	g.byAddr = next
+	g.table.Store(t)
+}
+
+// of is the count cmd is filed under, nil when it passes unguarded.
+func (g *clusterGuard) of(t *guardTable, cmd *rueidis.Completed) *stallState {
+	sl := cmd.Slot()
+	if t == nil || int(sl) >= len(t) || cmd.IsBlock() {
+		return nil
+	}
+	p := t[sl]
+	if p == nil {
+		return nil
+	}
+	if g.replica != nil && g.replica(*cmd) {
+		return &p[1]
+	}
+	return &p[0]
+}
+
+// Do sends cmd unless its master is stalled.
+func (g *clusterGuard) Do(ctx context.Context, cmd rueidis.Completed) rueidis.RedisResult {
+	return doGuarded(ctx, g.Client, g.of(g.table.Load(), &cmd), cmd)
+}
+
+// DoMulti sends the commands of multi whose masters are not stalled (one
+// pipeline, which rueidis splits per node) and fails the others'. Each
+// master's count notes how its own commands ended.
+func (g *clusterGuard) DoMulti(ctx context.Context, multi ...rueidis.Completed) []rueidis.RedisResult {
+	t := g.table.Load()
+	if t == nil || len(multi) == 0 {
+		return g.Client.DoMulti(ctx, multi...)
+	}
+	var small [8]*stallState
+	dests := small[:0]
+	for i := range multi {
+		if multi[i].IsBlock() {
+			return g.Client.DoMulti(ctx, multi...)
+		}
+		if st := g.of(t, &multi[i]); st != nil && !slices.Contains(dests, st) {
+			dests = append(dests, st)
+		}
+	}
+	var refusedSmall [8]*stallState
+	refused := refusedSmall[:0]
+	for _, st := range dests {
+		if !st.admit() {
+			refused = append(refused, st)
+		}
+	}
+	if len(refused) == 0 {
+		res := g.Client.DoMulti(ctx, multi...)
+		g.noteEach(t, dests, multi, res)
+		return res
+	}
+	res := make([]rueidis.RedisResult, len(multi))
+	send := make([]rueidis.Completed, 0, len(multi))
+	at := make([]int, 0, len(multi))
+	for i := range multi {
+		if st := g.of(t, &multi[i]); st != nil && slices.Contains(refused, st) {
+			res[i] = rueidis.NewErrorResult(errStalled)
+			continue
+		}
+		send = append(send, multi[i])
+		at = append(at, i)
+	}
+	if len(send) == 0 {
+		return res
+	}
+	sent := g.Client.DoMulti(ctx, send...)
+	for j, r := range sent {
+		res[at[j]] = r
+	}
+	g.noteEach(t, slices.DeleteFunc(dests, func(st *stallState) bool { return slices.Contains(refused, st) }), send, sent)
+	return res
+}
+
+// noteEach notes, for each count in dests, how its commands in cmds
+// ended: by their context if one of them did.
+func (g *clusterGuard) noteEach(t *guardTable, dests []*stallState, cmds []rueidis.Completed, res []rueidis.RedisResult) {
+	if len(dests) == 1 {
+		var err error
+		for _, r := range res {
+			if err = r.NonRedisError(); err != nil {
+				break
+			}
+		}
+		dests[0].note(err)
+		return
+	}
+	var small [8]error
+	errs := small[:0]
+	if len(dests) > len(small) {
+		errs = make([]error, 0, len(dests))
+	}
+	errs = errs[:len(dests)]
+	for i, r := range res {
+		err := r.NonRedisError()
+		if err == nil {
+			continue
+		}
+		if k := slices.Index(dests, g.of(t, &cmds[i])); k >= 0 && errs[k] == nil {
+			errs[k] = err
+		}
+	}
+	for k, st := range dests {
+		st.note(errs[k])
+	}
 }

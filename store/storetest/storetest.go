@@ -209,6 +209,7 @@ var tests = []struct {
 	{"BatchTTL", testBatchTTL},
 	{"ContextCanceled", testContextCanceled},
 	{"ContextDeadline", testContextDeadline},
+	{"ContextNotKept", testContextNotKept},
 	{"Concurrent", testConcurrent},
 	{"Close", testClose},
 }

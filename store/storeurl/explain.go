@@ -33,11 +33,13 @@ func (e *explained) Unwrap() error { return e.err }
 // what to do about it.
 func DialError(kind Kind, addr string, err error) error {
 	var hint string
+	cause := redial.Cause(err)
 	switch {
 	case errors.Is(err, syscall.ECONNREFUSED):
 		hint = "nothing listens there; start the server or fix host:port"
 	case errors.Is(err, os.ErrDeadlineExceeded), errors.Is(err, context.DeadlineExceeded):
-		hint = "no answer in time; check the address and any firewall"
+		hint = "check the address and any firewall"
+		cause = errors.New("no answer in time")
 	default:
 		var dnsErr *net.DNSError
 		var recErr tls.RecordHeaderError
@@ -48,12 +50,12 @@ func DialError(kind Kind, addr string, err error) error {
 		case errors.As(err, &dnsErr):
 			hint = "the host name does not resolve; fix the URL"
 		case errors.As(err, &recErr):
-			hint = "the server does not speak TLS there; use redis:// instead of rediss://"
+			return TLSError(kind, addr, err)
 		default:
 			hint = "check the URL"
 		}
 	}
-	return &explained{fmt.Sprintf("cannot connect to %s at %s: %v (%s)", kind, addr, redial.Cause(err), hint), err}
+	return &explained{fmt.Sprintf("cannot connect to %s at %s: %v (%s)", kind, addr, cause, hint), err}
 }
 
 // AuthError is the one message for credentials a Redis server refused;
@@ -70,6 +72,35 @@ func AuthError(addr, reply string, err error) error {
 	}
 	if err == nil {
 		err = redisstore.ErrAuth
+	}
+	return &explained{msg, err}
+}
+
+// SentinelAuthError is AuthError for a redis+sentinel:// URL, whose two
+// sets of credentials sit in different places: the sentinels' in
+// sentinel_user= and sentinel_password=, the data servers' in the user
+// info. bySentinel says a sentinel refused (redisstore.ErrSentinelAuth).
+func SentinelAuthError(addr, reply string, bySentinel bool, err error) error {
+	var msg string
+	switch {
+	case bySentinel && strings.HasPrefix(reply, "NOAUTH"):
+		msg = fmt.Sprintf("redis sentinel at %s needs a password; add it to the URL as sentinel_password=PASSWORD (the user info is the data servers' password)", addr)
+	case bySentinel && strings.Contains(reply, "without any password configured"):
+		msg = fmt.Sprintf("redis sentinel at %s has no password configured but one was given; remove sentinel_password= from the URL", addr)
+	case bySentinel:
+		msg = fmt.Sprintf("redis sentinel at %s refused the credentials (%s); check sentinel_user= and sentinel_password= in the URL", addr, strings.TrimSpace(reply))
+	case strings.HasPrefix(reply, "NOAUTH"):
+		msg = fmt.Sprintf("redis at %s (the primary the sentinels named) needs a password; put it in the URL's user info (redis+sentinel://:PASSWORD@sentinel:port/master-set); sentinel_password= is the sentinels' own", addr)
+	case strings.Contains(reply, "without any password configured"):
+		msg = fmt.Sprintf("redis at %s (the primary the sentinels named) has no password configured but one was given; remove it from the URL's user info", addr)
+	default:
+		msg = fmt.Sprintf("redis at %s (the primary the sentinels named) refused the credentials (%s); check the URL's user info (redis+sentinel://user:password@...); sentinel_user= and sentinel_password= are the sentinels' own", addr, strings.TrimSpace(reply))
+	}
+	if err == nil {
+		err = redisstore.ErrAuth
+		if bySentinel {
+			err = redisstore.ErrSentinelAuth
+		}
 	}
 	return &explained{msg, err}
 }
@@ -104,14 +135,34 @@ func Explain(t Target, err error) error {
 				}
 			}
 		}
+		if t.Kind == RedisSentinel {
+			return SentinelAuthError(addr, reply, errors.Is(err, redisstore.ErrSentinelAuth), err)
+		}
 		return AuthError(addr, reply, err)
 	}
+	if t.Kind == RedisSentinel && strings.Contains(err.Error(), "No such master with that name") {
+		return &explained{fmt.Sprintf("the sentinels at %s know no master set %q; fix the name after the hosts (redis+sentinel://HOST:26379/MASTERSET; SENTINEL MASTERS lists them)", addr, t.MasterSet), err}
+	}
+	var recErr tls.RecordHeaderError
+	if t.TLS && (errors.As(err, &recErr) || errors.Is(err, store.ErrNotConnected) &&
+		(errors.Is(err, context.DeadlineExceeded) || errors.Is(err, os.ErrDeadlineExceeded))) {
+		// A plain server answers a TLS hello with plain text, or not at
+		// all: kura bench says the same (TLSError).
+		return TLSError(t.Kind, addr, err)
+	}
 	var op *net.OpError
-	if errors.Is(err, syscall.ECONNREFUSED) || errors.As(err, &op) || errors.Is(err, os.ErrDeadlineExceeded) {
+	if errors.Is(err, syscall.ECONNREFUSED) || errors.As(err, &op) || errors.Is(err, os.ErrDeadlineExceeded) ||
+		errors.Is(err, store.ErrNotConnected) && errors.Is(err, context.DeadlineExceeded) {
 		if op != nil && op.Addr != nil {
 			addr = op.Addr.String()
 		}
 		return DialError(t.Kind, addr, err)
 	}
 	return err
+}
+
+// TLSError is the one message for a TLS connection (rediss://) that got
+// no TLS handshake: most often a server that does not speak TLS there.
+func TLSError(kind Kind, addr string, err error) error {
+	return &explained{fmt.Sprintf("cannot connect to %s at %s: no TLS handshake (does the server speak TLS there? use redis:// for a plain server)", kind, addr), err}
 }

@@ -23,6 +23,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/url"
 	"strconv"
@@ -216,8 +217,11 @@ func parse(raw string, allowMem bool) (Target, error) {
 		t.MasterSet, path = name, db
 	}
 	if path != "" {
+		if t.Kind == Memcached {
+			return Target{}, bad("memcached has no databases; drop the /%s after the servers", path)
+		}
 		db, err := strconv.Atoi(path)
-		if err != nil || db < 0 {
+		if err != nil || !allDigits(path) || db > math.MaxInt32 {
 			return Target{}, bad("the path must be a database number such as /0")
 		}
 		t.DB = db
@@ -262,15 +266,11 @@ func parse(raw string, allowMem bool) (Target, error) {
 		if a == "" {
 			continue
 		}
-		if _, _, err := net.SplitHostPort(a); err != nil {
-			a = net.JoinHostPort(strings.Trim(a, "[]"), defPort)
+		addr, err := hostPort(a, defPort)
+		if err != nil {
+			return Target{}, bad("%v", err)
 		}
-		host, port, err := net.SplitHostPort(a)
-		if p, perr := strconv.Atoi(port); err != nil || perr != nil || p <= 0 || p > 65535 || host == "" ||
-			strings.ContainsFunc(host, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
-			return Target{}, bad("%q is not host:port", a)
-		}
-		t.Addrs = append(t.Addrs, a)
+		t.Addrs = append(t.Addrs, addr)
 	}
 	if len(t.Addrs) == 0 {
 		return Target{}, bad("no host")
@@ -421,4 +421,63 @@ func looksLikeAddr(s string) bool {
 	}
 	_, err := strconv.Atoi(port)
 	return err == nil
+}
+
+// hostPort reads one server of a URL's host list: host:port, a host alone
+// (the scheme's default port), or an IPv6 address in brackets, [::1] or
+// [::1]:6379. It returns the address as a dialer takes it, and refuses
+// what a client would read differently from the person who wrote it: an
+// unclosed or stray bracket, an IPv6 address without brackets (is
+// ::1:6380 a port or part of the address?), a port that is not plain
+// digits from 1 to 65535, a host with characters no host name has.
+func hostPort(a, defPort string) (string, error) {
+	host, port := a, defPort
+	switch {
+	case strings.HasPrefix(a, "["):
+		end := strings.IndexByte(a, ']')
+		if end < 0 {
+			return "", fmt.Errorf("%q opens a bracket it does not close; write an IPv6 address as [::1] or [::1]:6379", a)
+		}
+		host = a[1:end]
+		switch after := a[end+1:]; {
+		case after == "":
+		case strings.HasPrefix(after, ":"):
+			port = after[1:]
+		default:
+			return "", fmt.Errorf("%q has %q after the bracket; write an IPv6 address as [::1] or [::1]:6379", a, after)
+		}
+		ip, zone, _ := strings.Cut(host, "%")
+		if parsed := net.ParseIP(ip); parsed == nil || parsed.To4() != nil && !strings.Contains(ip, ":") ||
+			strings.ContainsFunc(zone, func(r rune) bool { return !hostChar(r) }) {
+			return "", fmt.Errorf("%q: only an IPv6 address goes in brackets, such as [::1]:6379", a)
+		}
+	case strings.ContainsAny(a, "[]"):
+		return "", fmt.Errorf("%q has a bracket outside an IPv6 address; write one as [::1]:6379", a)
+	case strings.Count(a, ":") > 1:
+		return "", fmt.Errorf("%q: write an IPv6 address in brackets, [::1] or [::1]:6379, so that its port is not read as part of it", a)
+	default:
+		if h, p, ok := strings.Cut(a, ":"); ok {
+			host, port = h, p
+		}
+		if host == "" {
+			return "", fmt.Errorf("%q has no host before the port; such as 127.0.0.1:6379", a)
+		}
+		if i := strings.IndexFunc(host, func(r rune) bool { return !hostChar(r) }); i >= 0 {
+			return "", fmt.Errorf("the host %q holds %s, which no host name holds", host, describeChar([]rune(host[i:])[0]))
+		}
+	}
+	if p, err := strconv.Atoi(port); err != nil || !allDigits(port) || p < 1 || p > 65535 {
+		return "", fmt.Errorf("%q is not host:port: the port must be a number from 1 to 65535", a)
+	}
+	return net.JoinHostPort(host, port), nil
+}
+
+// hostChar reports whether r may appear in a host name as written in a
+// URL: letters, digits, "-", "." and "_" (container and service names).
+func hostChar(r rune) bool {
+	return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || r == '-' || r == '.' || r == '_'
+}
+
+func allDigits(s string) bool {
+	return s != "" && strings.IndexFunc(s, func(r rune) bool { return r < '0' || r > '9' }) < 0
 }

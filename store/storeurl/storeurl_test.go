@@ -3,7 +3,9 @@ package storeurl_test
 import (
 	"context"
 	"errors"
+	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -116,16 +118,45 @@ func FuzzParse(f *testing.F) {
 				t.Fatalf("Parse(%q): %v is not ErrBadURL", s, err)
 			}
 			// A secret in the user info (before the last "@" after "://")
-			// never shows.
+			// never shows: the part after ":", or all of it without one
+			// (redis://password@host). A user name may show.
 			_, rest, ok := strings.Cut(s, "://")
-			at := strings.LastIndex(rest, "@")
-			if ok && at >= 0 && strings.Contains(rest[:at], "s3cret") && strings.Contains(err.Error(), "s3cret") {
-				t.Fatalf("Parse(%q): error shows the password: %v", s, err)
+			if at := strings.LastIndex(rest, "@"); ok && at >= 0 {
+				pw := rest[:at]
+				if _, p, hasPass := strings.Cut(pw, ":"); hasPass {
+					pw = p
+				}
+				if strings.Contains(pw, "s3cret") && !strings.Contains(rest[at:], "s3cret") && strings.Contains(err.Error(), "s3cret") {
+					t.Fatalf("Parse(%q): error shows the password: %v", s, err)
+				}
 			}
 			return
 		}
 		if tg.Kind != storeurl.Memory && len(tg.Addrs) == 0 {
 			t.Fatalf("Parse(%q) = %+v", s, tg)
+		}
+		// Every address is one a dialer reads as the URL's writer meant
+		// it, and reads back unchanged: an accepted URL never dials a
+		// server its text does not name.
+		for _, a := range tg.Addrs {
+			host, port, err := net.SplitHostPort(a)
+			p, perr := strconv.Atoi(port)
+			if err != nil || perr != nil || p < 1 || p > 65535 || host == "" || strings.ContainsAny(port, "+- ") {
+				t.Fatalf("Parse(%q): address %q is not host:port", s, a)
+			}
+			if strings.Contains(host, ":") != strings.HasPrefix(a, "[") {
+				t.Fatalf("Parse(%q): address %q: brackets and IPv6 disagree", s, a)
+			}
+			if !strings.Contains(s, host) {
+				t.Fatalf("Parse(%q): host %q is not in the URL", s, host)
+			}
+		}
+		if tg.Kind == storeurl.Redis && !strings.ContainsAny(s, "?@") {
+			scheme, _, _ := strings.Cut(s, "://")
+			again, err := storeurl.Parse(scheme + "://" + strings.Join(tg.Addrs, ","))
+			if err != nil || !slices.Equal(again.Addrs, tg.Addrs) {
+				t.Fatalf("Parse(%q) = %v, but its addresses read back as %v, %v", s, tg.Addrs, again.Addrs, err)
+			}
 		}
 	})
 }

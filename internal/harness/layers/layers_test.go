@@ -25,7 +25,7 @@ var layers = []struct {
 	pkgs []string
 }{
 	{"internal helpers", []string{"internal/flight", "internal/slot", "internal/redact", "internal/results", "internal/wire",
-		"internal/units", "internal/vis"}},
+		"internal/units", "internal/vis", "internal/deadline"}},
 	{"codec, store, ring, observe", []string{"codec/...", "store", "ring", "observe"}},
 	{"store/*", []string{"store/memcache/...", "store/redisstore", "store/memstore", "store/health", "store/storeurl", "store/redisring", "store/move",
 		"internal/redial"}},

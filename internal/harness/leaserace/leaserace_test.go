@@ -77,7 +77,8 @@ func openCache(ctx context.Context, a args) (*kura.Cache[int64], store.Store, er
 	// shared machine can keep a first dial waiting past the default 250 ms,
 	// and a store error falls back to the loader (by design), which would
 	// blur what these tests count. Store errors are reported all the same.
-	o := kura.Options{LeaseTTL: a.LeaseTTL, LeaseWait: a.LeaseWait, StoreTimeout: 5 * time.Second}
+	o := kura.Options{LeaseTTL: a.LeaseTTL, LeaseWait: a.LeaseWait, StoreTimeout: 5 * time.Second,
+		OnError: storeErrs.note}
 	if !a.Leases {
 		o.Leases = kura.LeasesOff
 	}
@@ -118,13 +119,38 @@ type workerStats struct {
 	LoaderCalls, LeaseFailOpen uint64
 	LeaseWaits, LeaseFillsLost uint64
 	StoreErrors                uint64
+	FirstErrors                []string // the first store errors, so a count in a failure says what they were
+}
+
+// errLog keeps a worker process's first few store errors (their messages
+// name keys and servers, never values).
+type errLog struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+// storeErrs is this worker process's errLog (each worker is a process).
+var storeErrs errLog
+
+func (l *errLog) note(op kura.Op, key string, err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.msgs) < 5 {
+		l.msgs = append(l.msgs, fmt.Sprintf("%v %s: %v", op, key, err))
+	}
+}
+
+func (l *errLog) first() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.msgs...)
 }
 
 func statsOf(c *kura.Cache[int64], fetches, errs, wrong int64) workerStats {
 	st := c.Stats()
 	return workerStats{Fetches: fetches, Errors: errs, Wrong: wrong, LoaderCalls: st.LoaderCalls,
 		LeaseFailOpen: st.LeaseFailOpen, LeaseWaits: st.LeaseWaits, LeaseFillsLost: st.LeaseFillsLost,
-		StoreErrors: st.StoreErrors}
+		StoreErrors: st.StoreErrors, FirstErrors: storeErrs.first()}
 }
 
 // Control values of the stale test, in the key ctl: 2r-1 = round r runs,
@@ -469,6 +495,7 @@ func stampede(t *testing.T, a args) (map[string]int64, workerStats) {
 		sum.LeaseFailOpen += r.LeaseFailOpen
 		sum.LeaseWaits += r.LeaseWaits
 		sum.StoreErrors += r.StoreErrors
+		sum.FirstErrors = append(sum.FirstErrors, r.FirstErrors...)
 	}
 	db, err := openDB(a.DB)
 	if err != nil {
@@ -487,7 +514,7 @@ func stampede(t *testing.T, a args) (map[string]int64, workerStats) {
 		t.Fatalf("%d failed and %d wrong results of %d", sum.Errors, sum.Wrong, sum.Fetches)
 	}
 	if sum.StoreErrors != 0 {
-		t.Logf("%d store errors (each one falls back to the loader)", sum.StoreErrors)
+		t.Logf("%d store errors (each one falls back to the loader); the first: %q", sum.StoreErrors, sum.FirstErrors)
 	}
 	return loads, sum
 }
@@ -497,8 +524,11 @@ func testStampede(t *testing.T, b backend) {
 	a.Readers, a.Keys, a.LoaderDelay = 250, []string{a.key("cold")}, 50*time.Millisecond
 	loads, sum := stampede(t, a)
 	t.Logf("4 processes x 250 Fetches of one cold key: %d loader calls (source), %d (stats), %d waited", loads[a.Keys[0]], sum.LoaderCalls, sum.LeaseWaits)
-	if loads[a.Keys[0]] != 1 || sum.LoaderCalls != 1 || sum.LeaseFailOpen != 0 {
-		t.Fatalf("%d loader calls (stats %d, fail-open %d), want exactly 1", loads[a.Keys[0]], sum.LoaderCalls, sum.LeaseFailOpen)
+	// Exactly one load, plus one per store error: a read the store failed
+	// falls back to the loader (documented; under CI load a memcached
+	// round trip has failed so, twice in 1,000 reads, at 5 s StoreTimeout).
+	if n := loads[a.Keys[0]]; n < 1 || n > 1+int64(sum.StoreErrors) || sum.LoaderCalls != uint64(n) || sum.LeaseFailOpen != 0 {
+		t.Fatalf("%d loader calls (stats %d, fail-open %d, store errors %d), want 1 plus one per store error", n, sum.LoaderCalls, sum.LeaseFailOpen, sum.StoreErrors)
 	}
 }
 
