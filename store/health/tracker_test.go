@@ -51,6 +51,13 @@ func TestL1ReadsGoThroughTheBreaker(t *testing.T) {
 	if v, err := c.Get(ctx, "k"); err != nil || v != "v" {
 		t.Fatalf("tracked Get = %q, %v", v, err)
 	}
+	// The probe client is dialled in the background from New: let one
+	// probe answer first, so the node is Up by a probe and the probe's
+	// connection is an open one that ResetConns below cuts.
+	waitFor(t, "a first probe to answer", func() bool {
+		st := nodeStats(hs, p.Addr())
+		return st.Probes > st.ProbeFailures
+	})
 	must(t, p.Refuse())
 	p.ResetConns()
 	waitFor(t, "the node to be Down", func() bool {

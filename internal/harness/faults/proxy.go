@@ -109,6 +109,7 @@ type Proxy struct {
 
 	mu         sync.Mutex // guards everything below
 	ln         net.Listener
+	lnDone     chan struct{} // closed when ln's accept loop has returned
 	open       map[*pconn]struct{}
 	stall      chan struct{} // closed while traffic flows
 	commands   map[string]int64
@@ -136,8 +137,9 @@ func NewProxy(target string, opts ProxyOptions) (*Proxy, error) {
 	p.delay.Store(int64(opts.Delay))
 	p.bandwidth.Store(opts.Bandwidth)
 	p.resetNext.Store(-1)
+	p.lnDone = make(chan struct{})
 	p.wg.Add(1)
-	go p.accept(ln)
+	go p.accept(ln, p.lnDone)
 	return p, nil
 }
 
@@ -191,17 +193,28 @@ func (p *Proxy) gate() chan struct{} {
 // Refuse stops listening: new connections to Addr fail at once with
 // "connection refused", as for a server that is down; open connections
 // keep working. Admit listens again.
+//
+// Refuse returns once its accept loop has handed off every connection it
+// accepted, so a ResetConns after Refuse resets every connection a client
+// opened before Refuse: one that Accept returned just before the listener
+// closed is registered by then (before, it could read the ResetConns count
+// after the reset and outlive it, keeping a health probe's connection
+// alive through a "node down" in CI).
 func (p *Proxy) Refuse() error {
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	if p.closed {
+		p.mu.Unlock()
 		return ErrClosed
 	}
 	if p.ln == nil {
+		p.mu.Unlock()
 		return nil
 	}
 	err := p.ln.Close()
 	p.ln = nil
+	done := p.lnDone
+	p.mu.Unlock()
+	<-done
 	return err
 }
 
@@ -221,8 +234,9 @@ func (p *Proxy) Admit() error {
 		return err
 	}
 	p.ln = ln
+	p.lnDone = make(chan struct{})
 	p.wg.Add(1)
-	go p.accept(ln)
+	go p.accept(ln, p.lnDone)
 	return nil
 }
 
@@ -305,8 +319,9 @@ func (p *Proxy) Close() error {
 	return err
 }
 
-func (p *Proxy) accept(ln net.Listener) {
+func (p *Proxy) accept(ln net.Listener, done chan struct{}) {
 	defer p.wg.Done()
+	defer close(done)
 	for {
 		c, err := ln.Accept()
 		if err != nil {
