@@ -9,6 +9,7 @@ import (
 	"net"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -451,5 +452,54 @@ func TestProxyNoLeak(t *testing.T) {
 	}
 	if n := runtime.NumGoroutine(); n > before {
 		t.Fatalf("%d goroutines after Close, %d before", n, before)
+	}
+}
+
+// TestRefuseThenResetCutsEveryEarlierConn: a ResetConns after Refuse
+// resets every connection a client opened before Refuse, also those the
+// proxy was accepting at that moment. Before, a connection that Accept
+// returned just as the listener closed could read the ResetConns count
+// after the reset and outlive it: a health probe's connection kept
+// answering through a "node down" (TestL1ReadsGoThroughTheBreaker in CI).
+func TestRefuseThenResetCutsEveryEarlierConn(t *testing.T) {
+	r := servertest.Redis(t, servers.RedisConfig{})
+	for round := range 40 {
+		p, err := faults.NewProxy(r.Addr, faults.ProxyOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		const clients = 8
+		conns := make(chan net.Conn, clients)
+		var wg sync.WaitGroup
+		for range clients {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if c, err := net.DialTimeout("tcp", p.Addr(), time.Second); err == nil {
+					conns <- c
+				}
+			}()
+		}
+		time.Sleep(time.Duration(round%8) * 50 * time.Microsecond) // land Refuse among the accepts
+		if err := p.Refuse(); err != nil {
+			t.Fatal(err)
+		}
+		p.ResetConns()
+		wg.Wait()
+		close(conns)
+		for c := range conns {
+			_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+			_, werr := c.Write([]byte(resp("PING")))
+			buf := make([]byte, 16)
+			n, rerr := c.Read(buf)
+			c.Close()
+			if werr == nil && rerr == nil {
+				t.Fatalf("round %d: a connection opened before Refuse answered %q after ResetConns", round, buf[:n])
+			}
+			if isTimeout(rerr) {
+				t.Fatalf("round %d: a connection opened before Refuse neither answered nor was reset", round)
+			}
+		}
+		p.Close()
 	}
 }
