@@ -201,23 +201,17 @@ func (p *Pipeline[V]) pollLoop() {
 	// do not move it: reports of some keys must not starve the others.
 	pollAt := time.Now().Add(jittered(delay))
 	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
 	for {
 		timeout := true
 		if waker == nil {
 			time.Sleep(jittered(delay))
-		} else if wait := time.Until(pollAt); wait > 0 {
-			if timer == nil {
-				timer = time.NewTimer(wait)
-				defer timer.Stop()
-			} else {
-				timer.Reset(wait)
-			}
-			select {
-			case <-h.wake:
-				timeout = !time.Now().Before(pollAt)
-			case <-timer.C:
-			}
-			timer.Stop()
+		} else {
+			timeout = h.sleep(pollAt, &timer)
 		}
 		h.mu.Lock()
 		if len(h.keys) == 0 {
@@ -242,61 +236,7 @@ func (p *Pipeline[V]) pollLoop() {
 		h.round++
 		h.mu.Unlock()
 		res, watched, err := p.pollRead(waker, keys)
-		var failed map[string]error
-		if err != nil {
-			var be *store.BatchError
-			if errors.As(err, &be) {
-				failed = be.Failed()
-			} else {
-				failed = make(map[string]error, len(keys))
-				for _, k := range keys {
-					failed[k] = err
-				}
-			}
-		}
-		var orphans []store.Lease
-		h.mu.Lock()
-		for i, k := range keys {
-			regs := h.keys[k]
-			if len(regs) == 0 {
-				if _, bad := failed[k]; !bad && res[i].Won {
-					orphans = append(orphans, res[i].Lease) // its waiters left
-				}
-				continue
-			}
-			if ferr, bad := failed[k]; bad {
-				for _, w := range regs {
-					w.reg.ch <- keyResult{key: k, err: ferr}
-				}
-				delete(h.keys, k)
-				continue
-			}
-			r := res[i]
-			switch {
-			case r.Won: // a lease: whoever gets it loads, so anyone may
-				regs[0].reg.ch <- keyResult{key: k, r: r}
-				regs = regs[1:]
-			case r.Held, r.Value != nil && IsPlaceholder(r.Value), r.Stale && p.cfg.StaleWhileRevalidate == 0:
-				// still being loaded elsewhere
-			default:
-				late := regs[:0]
-				for _, w := range regs {
-					if w.round > round && !Faults.JoinAfterInvalidate.Load() {
-						late = append(late, w) // registered after this read was sent
-						continue
-					}
-					w.reg.ch <- keyResult{key: k, r: r}
-				}
-				regs = late
-			}
-			if len(regs) == 0 {
-				delete(h.keys, k)
-			} else {
-				h.keys[k] = regs
-			}
-		}
-		h.watched = watched
-		h.mu.Unlock()
+		orphans := p.handOut(keys, res, failedKeys(keys, err), round, watched)
 		p.releaseMany(context.Background(), orphans)
 		if every {
 			if watched {
@@ -307,6 +247,100 @@ func (p *Pipeline[V]) pollLoop() {
 			pollAt = time.Now().Add(jittered(delay))
 		}
 	}
+}
+
+// sleep waits until pollAt or a wake of the loop, and reports whether the
+// wait ran to pollAt (the slow timer: read every key). *timer is the
+// loop's timer, made on first use.
+func (h *waitHub) sleep(pollAt time.Time, timer **time.Timer) (timeout bool) {
+	wait := time.Until(pollAt)
+	if wait <= 0 {
+		return true
+	}
+	if *timer == nil {
+		*timer = time.NewTimer(wait)
+	} else {
+		(*timer).Reset(wait)
+	}
+	timeout = true
+	select {
+	case <-h.wake:
+		timeout = !time.Now().Before(pollAt)
+	case <-(*timer).C:
+	}
+	(*timer).Stop()
+	return timeout
+}
+
+// failedKeys maps each key of a lease read that failed to its error: the
+// keys a *store.BatchError names, or every key for an error of the whole
+// read. nil when the read did not fail.
+func failedKeys(keys []string, err error) map[string]error {
+	if err == nil {
+		return nil
+	}
+	var be *store.BatchError
+	if errors.As(err, &be) {
+		return be.Failed()
+	}
+	failed := make(map[string]error, len(keys))
+	for _, k := range keys {
+		failed[k] = err
+	}
+	return failed
+}
+
+// handOut gives the hub's read of keys (sent in round) to their waiters:
+// a failure or a value to every waiter of the key, a won lease to one of
+// them; a key still being loaded elsewhere stays registered, and so do
+// the waiters that registered after the read was sent (see waitHub). It
+// returns the leases the read won for keys nobody waits for any more, for
+// the caller to release.
+func (p *Pipeline[V]) handOut(keys []string, res []store.LeaseResult, failed map[string]error, round uint64, watched bool) (orphans []store.Lease) {
+	h := &p.hub
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for i, k := range keys {
+		regs := h.keys[k]
+		if len(regs) == 0 {
+			if _, bad := failed[k]; !bad && res[i].Won {
+				orphans = append(orphans, res[i].Lease) // its waiters left
+			}
+			continue
+		}
+		if ferr, bad := failed[k]; bad {
+			for _, w := range regs {
+				w.reg.ch <- keyResult{key: k, err: ferr}
+			}
+			delete(h.keys, k)
+			continue
+		}
+		r := res[i]
+		switch {
+		case r.Won: // a lease: whoever gets it loads, so anyone may
+			regs[0].reg.ch <- keyResult{key: k, r: r}
+			regs = regs[1:]
+		case r.Held, r.Value != nil && IsPlaceholder(r.Value), r.Stale && p.cfg.StaleWhileRevalidate == 0:
+			// still being loaded elsewhere
+		default:
+			late := regs[:0]
+			for _, w := range regs {
+				if w.round > round && !Faults.JoinAfterInvalidate.Load() {
+					late = append(late, w) // registered after this read was sent
+					continue
+				}
+				w.reg.ch <- keyResult{key: k, r: r}
+			}
+			regs = late
+		}
+		if len(regs) == 0 {
+			delete(h.keys, k)
+		} else {
+			h.keys[k] = regs
+		}
+	}
+	h.watched = watched
+	return orphans
 }
 
 // pollRead is the hub's batched lease read, bounded by Config.StoreTimeout
