@@ -241,7 +241,9 @@ func newConn(c rueidis.Client, replica func(rueidis.Completed) bool) *conn {
 		cn.c = cn.guard
 		return cn
 	}
-	cn.c = &stallGuard{Client: c, replica: replica}
+	g := &stallGuard{Client: c, replica: replica}
+	g.dest[0].ping = ping(c)
+	cn.c = g
 	for addr := range c.Nodes() {
 		cn.addr = addr
 	}
