@@ -230,6 +230,12 @@ func parse(raw string, allowMem bool) (Target, error) {
 	if query != "" {
 		q, err := url.ParseQuery(query)
 		if err != nil {
+			var esc url.EscapeError
+			if errors.As(err, &esc) {
+				// Its text is the three bytes at the bad "%", which may be
+				// part of sentinel_password=.
+				return Target{}, bad("bad query: a %% must start %%XX, two hex digits; write %% as %%25")
+			}
 			return Target{}, bad("bad query: %v", err)
 		}
 		for k := range q {
