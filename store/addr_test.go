@@ -25,6 +25,10 @@ func TestAddrWithPasswordIsRefusedWithoutPrintingIt(t *testing.T) {
 		"user:" + secret + "@127.0.0.1:1",
 		secret + "@127.0.0.1:1",
 		"memcache://" + secret + "@127.0.0.1:1",
+		// The host left out: the password stands where the port goes.
+		"user:" + secret,
+		":" + secret,
+		"127.0.0.1:" + secret,
 	}
 	ctx := context.Background()
 	for _, a := range addrs {
@@ -55,7 +59,7 @@ func TestAddrWithPasswordIsRefusedWithoutPrintingIt(t *testing.T) {
 			t.Errorf("CheckAddr = %v", err)
 		}
 	}
-	for _, ok := range []string{"127.0.0.1:6379", "[::1]:6379", "cache.internal:11211"} {
+	for _, ok := range []string{"127.0.0.1:6379", "[::1]:6379", "cache.internal:11211", "localhost"} {
 		if err := store.CheckAddr("Addrs[0]", ok); err != nil {
 			t.Errorf("CheckAddr(%q) = %v", ok, err)
 		}

@@ -53,6 +53,9 @@ func TestNoSecretInOutput(t *testing.T) {
 			"rediss://:" + secret + "@127.0.0.1:1/0",
 			"memcached://u:" + secret + "@127.0.0.1:1",
 			"redis://:" + url.PathEscape(secret) + "@127.0.0.1:1",
+			// The host left out: the password stands where a port goes.
+			"redis://:" + secret,
+			"redis://alice:" + secret,
 		}
 		for _, u := range forms {
 			for _, args := range [][]string{

@@ -66,13 +66,69 @@ func userinfo(s string) string {
 	}
 	userinfo, hosts, ok := SplitUserinfo(rest)
 	if !ok {
-		return s
+		return scheme + "://" + HostList(rest)
 	}
 	user, _, hasPass := strings.Cut(userinfo, ":")
 	if hasPass && user != "" && !strings.ContainsFunc(user, func(r rune) bool { return r <= ' ' || strings.ContainsRune("/?#%@", r) }) {
 		return scheme + "://" + user + ":" + Mask + "@" + hosts
 	}
 	return scheme + "://" + Mask + "@" + hosts
+}
+
+// HostList masks what stands where a port goes in a host list (the part
+// of a URL after "scheme://" without "@", or one host:port), when it is
+// not a port: a URL whose host was left out
+// ("redis://:password", "redis://user:password", "redis://:pw/0") puts
+// its password there. A port is digits, so nothing a dialer could use is
+// hidden; from the first such host on, the rest of the string is masked,
+// since a password may hold "/", "?" or ",". An IPv6 address without
+// brackets (two colons or more, hex digits) is kept, as a person wrote it.
+func HostList(rest string) string {
+	for i := 0; i < len(rest); {
+		end := i + strings.IndexAny(rest[i:]+",", ",/?#")
+		h := rest[i:end]
+		colon := strings.IndexByte(h, ':')
+		if strings.HasPrefix(h, "[") {
+			if b := strings.IndexByte(h, ']'); b >= 0 {
+				colon = -1
+				if strings.HasPrefix(h[b+1:], ":") {
+					colon = b + 1
+				}
+			}
+		}
+		if colon >= 0 && !digits(h[colon+1:]) && !ipv6(h) {
+			return rest[:i+colon+1] + Mask
+		}
+		if end >= len(rest) || rest[end] != ',' {
+			break
+		}
+		i = end + 1
+	}
+	return rest
+}
+
+func digits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// ipv6 reports whether h reads as an IPv6 address written without
+// brackets: two colons or more and hex digits only.
+func ipv6(h string) bool {
+	if strings.Count(h, ":") < 2 {
+		return false
+	}
+	for i := 0; i < len(h); i++ {
+		c := h[i]
+		if c != ':' && c != '.' && (c < '0' || c > '9') && (c < 'a' || c > 'f') && (c < 'A' || c > 'F') {
+			return false
+		}
+	}
+	return true
 }
 
 // Secret returns Mask for a non-empty secret and "" for an empty one, for

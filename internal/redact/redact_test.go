@@ -58,3 +58,22 @@ func TestURLMasksAPasswordParameterWithoutAQuery(t *testing.T) {
 		t.Errorf("a URL without secrets changed: %q", got)
 	}
 }
+
+func TestURLThatLostItsHost(t *testing.T) {
+	for in, want := range map[string]string{
+		"redis://user:s3cret":        "redis://user:xxxxx",
+		"redis://:s3cret":            "redis://:xxxxx",
+		"redis://:s3cret/0":          "redis://:xxxxx",
+		"redis://h:1,u:s3/cret?x":    "redis://h:1,u:xxxxx",
+		"redis://[::1]:s3cret":       "redis://[::1]:xxxxx",
+		"redis://h:6379/0?addr=h2:1": "redis://h:6379/0?addr=h2:1",
+		"redis://::1:6380":           "redis://::1:6380",
+		"redis://[::1]:6380,h":       "redis://[::1]:6380,h",
+		"redis://h:":                 "redis://h:",
+		"key:{i}":                    "key:{i}", // not a URL: a bench template
+	} {
+		if got := URL(in); got != want {
+			t.Errorf("URL(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

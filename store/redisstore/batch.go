@@ -312,11 +312,18 @@ func (s *Store) SetMany(ctx context.Context, items []store.Item) error {
 // setEach pipelines one SET [PX] per item.
 func (s *Store) setEach(ctx context.Context, cn *conn, items []store.Item, sent []int, fails *failures) {
 	cmds := make([]rueidis.Completed, len(sent))
+	vc := getValueCopy()
 	for j, i := range sent {
 		s.wrote(items[i].Key)
-		cmds[j] = s.setCmd(ctx, cn, items[i].Key, items[i].Value, items[i].TTL)
+		cmds[j] = s.setCmd(cn, vc, items[i].Key, items[i].Value, items[i].TTL)
 	}
-	for j, r := range s.doMulti(ctx, cn, cmds) {
+	res := s.doMulti(ctx, cn, cmds)
+	answered := true
+	for _, r := range res {
+		answered = answered && r.NonRedisError() == nil
+	}
+	vc.release(answered)
+	for j, r := range res {
 		if err := r.Error(); err != nil {
 			k := items[sent[j]].Key
 			addr := s.addrOf(k)

@@ -83,15 +83,21 @@
 //     queue (1,024 places) until the server answers, and a command that
 //     finds the queue full waits without looking at its context. Once 256
 //     calls in a row to one server have ended by their context with no
-//     answer in between, the Store fails that server's calls at once
-//     (without sending them) and lets one through every 100 ms to notice
-//     when it answers again (stallguard.go). On a Cluster the count is
-//     kept per master (by hash slot, as CLUSTER SLOTS last said): a
+//     answer in between, the Store sends that server a PING of its own (1 s
+//     to answer): an answer means the server is slow for those callers,
+//     not stalled, and the count starts again; calls still go out while it
+//     waits, up to 512 such calls. A server that leaves the PING, or 512
+//     calls, unanswered has its calls failed at once (without sending
+//     them), one let through every 100 ms and the PING sent again (one
+//     at a time) to notice when it answers again (stallguard.go). On a
+//     Cluster the count is kept per master (by hash slot, as CLUSTER
+//     SLOTS last said): a
 //     stalled master's keys fail fast while the others' are read and
 //     written as before, and a batch over several masters fails only the
 //     stalled one's keys. With replica reads (Sentinel or Cluster), the
 //     calls sent to replicas are counted apart from the primary's: a
-//     stalled replica does not stop writes.
+//     stalled replica does not stop writes (replicas get no PING: their
+//     calls fail fast from the 256th).
 //   - Values are binary-safe. The largest value is the server's
 //     proto-max-bulk-len (512 MiB by default), read once when the Store is
 //     created; larger values are refused with store.ErrValueTooLarge before

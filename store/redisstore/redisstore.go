@@ -241,7 +241,9 @@ func newConn(c rueidis.Client, replica func(rueidis.Completed) bool) *conn {
 		cn.c = cn.guard
 		return cn
 	}
-	cn.c = &stallGuard{Client: c, replica: replica}
+	g := &stallGuard{Client: c, replica: replica}
+	g.dest[0].ping = ping(c)
+	cn.c = g
 	for addr := range c.Nodes() {
 		cn.addr = addr
 	}
@@ -545,7 +547,10 @@ func (s *Store) Set(ctx context.Context, key string, value []byte, ttl time.Dura
 		return err
 	}
 	s.wrote(key)
-	if err := cn.c.Do(ctx, s.setCmd(ctx, cn, key, value, ttl)).Error(); err != nil {
+	vc := getValueCopy()
+	r := cn.c.Do(ctx, s.setCmd(cn, vc, key, value, ttl))
+	vc.release(r.NonRedisError() == nil)
+	if err := r.Error(); err != nil {
 		return s.wrapErr(s.addrOf(key), err)
 	}
 	return nil
@@ -565,28 +570,62 @@ func (s *Store) checkItem(key string, value []byte, ttl time.Duration) error {
 	return nil
 }
 
-// setCmd builds SET key value [PX ms].
+// setCmd builds SET key value [PX ms], the value copied into vc.
 //
-// The value is handed to rueidis without a copy when ctx cannot be
-// cancelled: Do then returns only after the command was written and
-// answered. A cancellable ctx lets Do return while the command still waits
-// in the pipeline, to be written later; a caller that reused its buffer by
-// then would store garbage, so the value is copied.
-func (s *Store) setCmd(ctx context.Context, cn *conn, key string, value []byte, ttl time.Duration) rueidis.Completed {
-	set := cn.c.B().Set().Key(key).Value(s.valueArg(ctx, value))
+// rueidis does not own a command's arguments once Do returns: when the
+// connection breaks, Do returns its error while the pipe's writer may
+// still be copying the command into its buffer, and a caller that reused
+// its buffer by then (the Cache's pooled encode buffer goes straight to
+// the next Set) raced with it (TestValueReusedAfterBrokenWrite, under
+// -race). The value was handed over without a copy whenever ctx could
+// not be cancelled, on the belief that Do returned only once the command
+// was written; it is now copied into vc, which goes back to its pool only
+// once the server answered (it read the whole command, so the writer is
+// done with it) and is otherwise left to the garbage collector.
+func (s *Store) setCmd(cn *conn, vc *valueCopy, key string, value []byte, ttl time.Duration) rueidis.Completed {
+	set := cn.c.B().Set().Key(key).Value(vc.arg(value))
 	if ttl > 0 {
 		return set.PxMilliseconds(pxMillis(ttl)).Build()
 	}
 	return set.Build()
 }
 
-// valueArg turns a value into a command argument, without a copy when
-// that is safe (see setCmd).
-func (s *Store) valueArg(ctx context.Context, value []byte) string {
-	if ctx.Done() == nil {
-		return rueidis.BinaryString(value)
-	}
+// valueArg turns a value into a command argument of its own (see setCmd):
+// the lease path's placeholders, tokens and fill values.
+func (s *Store) valueArg(_ context.Context, value []byte) string {
 	return string(value)
+}
+
+// valueCopy holds the copies of the values of one Set or SetMany while
+// rueidis writes them.
+type valueCopy struct{ b []byte }
+
+var valueCopies = sync.Pool{New: func() any { return new(valueCopy) }}
+
+// maxPooledCopy is the largest valueCopy kept for reuse: larger values
+// cost their copy's allocation, and the pool holds no large buffers.
+const maxPooledCopy = 256 << 10
+
+func getValueCopy() *valueCopy { return valueCopies.Get().(*valueCopy) }
+
+// arg appends a copy of value to vc and returns it as an argument. A
+// copy made before vc.b grew stays valid: it points into the old array,
+// which its string keeps alive.
+func (vc *valueCopy) arg(value []byte) string {
+	start := len(vc.b)
+	vc.b = append(vc.b, value...)
+	return rueidis.BinaryString(vc.b[start:len(vc.b):len(vc.b)])
+}
+
+// release puts vc back for reuse once every command that carried its
+// bytes was answered; otherwise (a broken connection, a context that
+// ended) rueidis may still read them, and vc is dropped.
+func (vc *valueCopy) release(answered bool) {
+	if !answered || cap(vc.b) > maxPooledCopy {
+		return
+	}
+	vc.b = vc.b[:0]
+	valueCopies.Put(vc)
 }
 
 func pxMillis(ttl time.Duration) int64 {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/redis/rueidis"
 
+	"github.com/kuracache/kura/internal/harness/faults"
 	"github.com/kuracache/kura/internal/harness/servers"
 	"github.com/kuracache/kura/internal/harness/servertest"
 	hashslot "github.com/kuracache/kura/internal/slot"
@@ -437,4 +438,86 @@ func floodStalled(t *testing.T, s *redisstore.Store, key string) time.Duration {
 	}
 	wg.Wait()
 	return slowest
+}
+
+// TestSlowServerIsNotStalled: a server that answers, only more slowly
+// than many of its callers' deadlines (here a link with 20 ms round
+// trips and callers with a 2 ms budget), is not a stalled one. Their
+// calls end by their context by the hundred, and the stall guard tripped
+// on that count alone: it then refused the calls of callers whose
+// deadline the server meets ("the server is stalled; the call was not
+// sent"), and the guard's probe, one such short call every 100 ms, could
+// not tell it otherwise, so it kept refusing while the short callers ran.
+// A caller with a 5 s deadline is never refused here.
+func TestSlowServerIsNotStalled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-server test")
+	}
+	srv := servertest.Redis(t, servers.RedisConfig{})
+	proxy := servertest.Proxy(t, srv.Addr, faults.ProxyOptions{})
+	s := open(t, "redis://"+proxy.Addr(), redisstore.Options{})
+	ctx := context.Background()
+	if err := s.Set(ctx, "k", []byte("v"), 0); err != nil {
+		t.Fatal(err)
+	}
+	var warm sync.WaitGroup
+	for range 16 {
+		warm.Add(1)
+		go func() {
+			defer warm.Done()
+			for range 20 {
+				if _, err := s.Get(ctx, "k"); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		}()
+	}
+	warm.Wait()
+	proxy.SetDelay(10 * time.Millisecond)
+
+	var late, refused atomic.Int64
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	defer func() { close(stop); wg.Wait() }()
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				cctx, cancel := context.WithTimeout(ctx, 2*time.Millisecond)
+				_, err := s.Get(cctx, "k")
+				cancel()
+				switch {
+				case errors.Is(err, context.DeadlineExceeded):
+					late.Add(1)
+				case err != nil:
+					refused.Add(1)
+				}
+			}
+		}()
+	}
+	// Past the guard's limit of abandoned calls, or (the old guard)
+	// refusing the short callers already.
+	servertest.Eventually(t, "the short callers' calls ran out of time hundreds of times", func() error {
+		if n := late.Load(); n < 600 && refused.Load() == 0 {
+			return fmt.Errorf("%d so far", n)
+		}
+		return nil
+	})
+	for i := range 30 {
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		v, err := s.Get(cctx, "k")
+		cancel()
+		if err != nil || string(v) != "v" {
+			t.Fatalf("read %d with a 5s deadline, from a server that answers in about 20ms: %q, %v (short calls: %d ran out of time, %d failed otherwise)",
+				i, v, err, late.Load(), refused.Load())
+		}
+	}
+	t.Logf("short calls: %d ran out of time, %d failed otherwise", late.Load(), refused.Load())
 }

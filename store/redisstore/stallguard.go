@@ -24,9 +24,26 @@ import (
 // past stallLimit, fails calls at once instead of queueing them, letting
 // one through every stallProbeGap to notice when the server answers again.
 // The ring then never holds more than stallLimit plus those probes.
+//
+// Calls that end by their context do not tell a stalled server from one
+// that answers more slowly than their deadline (a loaded server, a slow
+// link, callers with a budget of a millisecond or two): their answers
+// come, but to callers that left. Tripped on that alone, the guard
+// refused the calls of every caller, also those whose deadline the
+// server meets, and kept refusing: its probe was one such short call
+// (TestSlowServerIsNotStalled). So past stallLimit the guard asks the
+// server itself where it can (a PING of its own, queued behind the
+// abandoned calls, with stallCheckTimeout): an answer means the calls
+// before it were answered too, and the count starts again; while the
+// PING is out, calls still pass unless the server left the last one
+// unanswered, up to stallHard abandoned calls (the ring's room for the
+// callers waiting in it). Where no PING can go (a Sentinel Store's
+// replicas) the guard trips at stallLimit as it did.
 const (
-	stallLimit    = 256
-	stallProbeGap = 100 * time.Millisecond
+	stallLimit        = 256
+	stallHard         = 512
+	stallProbeGap     = 100 * time.Millisecond
+	stallCheckTimeout = time.Second
 )
 
 // errStalled is the error of a call refused by the stall guard.
@@ -49,6 +66,14 @@ type stallGuard struct {
 type stallState struct {
 	abandoned atomic.Int64 // calls ended by their context since the last answer
 	lastProbe atomic.Int64 // unix nanoseconds of the last call let through while tripped
+
+	// ping sends the guard's own PING to the destination; nil where none
+	// can be routed there (it then trips at stallLimit). Set before the
+	// state is used.
+	ping       func(context.Context) error
+	checking   atomic.Bool  // a PING of the guard's is out
+	lastCheck  atomic.Int64 // unix nanoseconds when the last one was sent
+	unanswered atomic.Bool  // the last one got no answer, and no call has since
 }
 
 // to is the state of the destination cmds go to: a replica only when
@@ -67,12 +92,41 @@ func (g *stallGuard) to(cmds ...rueidis.Completed) *stallState {
 
 // admit reports whether a call may be sent.
 func (g *stallState) admit() bool {
-	if g.abandoned.Load() < stallLimit {
+	n := g.abandoned.Load()
+	if n < stallLimit {
 		return true
 	}
 	now := time.Now().UnixNano()
+	if g.ping != nil {
+		g.check(now)
+		if n < stallHard && !g.unanswered.Load() {
+			return true
+		}
+	}
 	last := g.lastProbe.Load()
 	return now-last >= int64(stallProbeGap) && g.lastProbe.CompareAndSwap(last, now)
+}
+
+// check sends the guard's PING unless one is out or the last was sent
+// within stallProbeGap. An answer (a Redis error reply is one too) starts
+// the count again.
+func (g *stallState) check(now int64) {
+	if g.checking.Load() || now-g.lastCheck.Load() < int64(stallProbeGap) || !g.checking.CompareAndSwap(false, true) {
+		return
+	}
+	g.lastCheck.Store(now)
+	go func() {
+		defer g.checking.Store(false)
+		ctx, cancel := context.WithTimeout(context.Background(), stallCheckTimeout)
+		err := g.ping(ctx)
+		cancel()
+		if err != nil {
+			g.unanswered.Store(true)
+			return
+		}
+		g.unanswered.Store(false)
+		g.abandoned.Store(0)
+	}()
 }
 
 // note records how a sent call ended: by its context (its command may
@@ -85,6 +139,9 @@ func (g *stallState) note(err error) {
 	}
 	if g.abandoned.Load() != 0 {
 		g.abandoned.Store(0)
+	}
+	if g.unanswered.Load() {
+		g.unanswered.Store(false)
 	}
 }
 
@@ -184,6 +241,7 @@ func (g *clusterGuard) update(m *slotMap) {
 		if p == nil {
 			if p = g.byAddr[a]; p == nil {
 				p = new(stallPair)
+				p[0].ping = nodePing(g.Client, a)
 			}
 			next[a] = p
 		}
@@ -296,5 +354,29 @@ func (g *clusterGuard) noteEach(t *guardTable, dests []*stallState, cmds []rueid
 	}
 	for k, st := range dests {
 		st.note(errs[k])
+	}
+}
+
+// ping is the guard's PING through c, which sends it to a standalone or
+// Sentinel Store's primary (PING is not a read: it never goes to a
+// replica).
+func ping(c rueidis.Client) func(context.Context) error {
+	return func(ctx context.Context) error {
+		return c.Do(ctx, c.B().Ping().Build()).NonRedisError()
+	}
+}
+
+// errNoNode is the guard PING's error for a master rueidis no longer has.
+var errNoNode = errors.New("not a node of the cluster now")
+
+// nodePing is the guard's PING to one Cluster master, on the connection
+// (the ring) its commands share.
+func nodePing(c rueidis.Client, addr string) func(context.Context) error {
+	return func(ctx context.Context) error {
+		n, ok := c.Nodes()[addr]
+		if !ok {
+			return errNoNode
+		}
+		return n.Do(ctx, n.B().Ping().Build()).NonRedisError()
 	}
 }

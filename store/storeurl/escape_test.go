@@ -75,3 +75,18 @@ func TestExplainUnknownMasterSet(t *testing.T) {
 		t.Errorf("Explain = %q", got)
 	}
 }
+
+// TestBadEscapeInQueryHidden: url.ParseQuery's error for a bad escape
+// quotes the three bytes at the "%" ("invalid URL escape \"%zz\""), and in
+// sentinel_password= those are part of the password.
+func TestBadEscapeInQueryHidden(t *testing.T) {
+	for _, in := range []string{
+		"redis+sentinel://127.0.0.1:26379/m?sentinel_password=S3%Q!cret",
+		"redis+sentinel://127.0.0.1:26379/m?sentinel_user=u&sentinel_password=%Q!",
+	} {
+		_, err := Parse(in)
+		if err == nil || !strings.Contains(err.Error(), "%XX") || strings.Contains(err.Error(), "%Q!") {
+			t.Errorf("Parse(%q) = %v; want a bad escape named without the password's bytes", in, err)
+		}
+	}
+}

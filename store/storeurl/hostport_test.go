@@ -71,3 +71,53 @@ func TestHostList(t *testing.T) {
 		}
 	}
 }
+
+// TestURLThatLostItsHost: a URL whose "host@" part was left out
+// ("redis://user:password", "redis://:password/0") has its password
+// where the port goes, and no "@" to tell the redaction so. Parse's
+// error printed it twice (the URL, then "user:s3cret" is not host:port),
+// and so did every kura command given it with --url, and Redact kept it.
+func TestURLThatLostItsHost(t *testing.T) {
+	for _, in := range []string{
+		"redis://default:s3cret",
+		"redis://:s3cret",
+		"redis://:s3cret/0",
+		"rediss://default:s3cret?addr=h:1",
+		"redis://h1:6379,default:s3cret",
+		"redis://default:s3:cret:x",
+		"redis://default:s3cret,more",
+		"redis://[::1]:s3cret",
+		"redis://[::1:s3cret",
+		"redis+ring://h:1,default:s3cret",
+		"redis+sentinel://default:s3cret/mymaster",
+		"memcached://h:s3cret",
+	} {
+		_, err := storeurl.Parse(in)
+		if !errors.Is(err, storeurl.ErrBadURL) {
+			t.Errorf("Parse(%q) = %v; want ErrBadURL", in, err)
+			continue
+		}
+		if strings.Contains(err.Error(), "s3cret") || strings.Contains(err.Error(), "s3:cret") {
+			t.Errorf("Parse(%q): the error shows the password: %v", in, err)
+		}
+		if got := storeurl.Redact(in); strings.Contains(got, "s3cret") || strings.Contains(got, "s3:cret") {
+			t.Errorf("Redact(%q) = %q: the password is still there", in, got)
+		}
+	}
+	// Nothing a dialer reads is hidden: a port, an IPv6 address without
+	// brackets (refused, but shown as written).
+	for in, says := range map[string]string{
+		"redis://h:65536":      `"h:65536"`,
+		"redis://::1:6380":     `"::1:6380"`,
+		"redis://fe80::1:6380": `"fe80::1:6380"`,
+	} {
+		if _, err := storeurl.Parse(in); err == nil || !strings.Contains(err.Error(), says) {
+			t.Errorf("Parse(%q) = %v; want it to show %s", in, err, says)
+		}
+	}
+	for _, in := range []string{"redis://127.0.0.1:6379/0", "redis://[::1]:6379", "redis://h1:1,h2:2?addr=h3:3", "memcached://a,b:5"} {
+		if got := storeurl.Redact(in); got != in {
+			t.Errorf("Redact(%q) = %q; a URL without a secret changed", in, got)
+		}
+	}
+}

@@ -230,6 +230,12 @@ func parse(raw string, allowMem bool) (Target, error) {
 	if query != "" {
 		q, err := url.ParseQuery(query)
 		if err != nil {
+			var esc url.EscapeError
+			if errors.As(err, &esc) {
+				// Its text is the three bytes at the bad "%", which may be
+				// part of sentinel_password=.
+				return Target{}, bad("bad query: a %% must start %%XX, two hex digits; write %% as %%25")
+			}
 			return Target{}, bad("bad query: %v", err)
 		}
 		for k := range q {
@@ -431,12 +437,15 @@ func looksLikeAddr(s string) bool {
 // ::1:6380 a port or part of the address?), a port that is not plain
 // digits from 1 to 65535, a host with characters no host name has.
 func hostPort(a, defPort string) (string, error) {
+	// What the messages show of a: a URL that lost its host
+	// ("redis://user:password") has its password where the port goes.
+	shown := redact.HostList(a)
 	host, port := a, defPort
 	switch {
 	case strings.HasPrefix(a, "["):
 		end := strings.IndexByte(a, ']')
 		if end < 0 {
-			return "", fmt.Errorf("%q opens a bracket it does not close; write an IPv6 address as [::1] or [::1]:6379", a)
+			return "", fmt.Errorf("%q opens a bracket it does not close; write an IPv6 address as [::1] or [::1]:6379", shown)
 		}
 		host = a[1:end]
 		switch after := a[end+1:]; {
@@ -444,30 +453,33 @@ func hostPort(a, defPort string) (string, error) {
 		case strings.HasPrefix(after, ":"):
 			port = after[1:]
 		default:
-			return "", fmt.Errorf("%q has %q after the bracket; write an IPv6 address as [::1] or [::1]:6379", a, after)
+			return "", fmt.Errorf("%q has %q after the bracket; write an IPv6 address as [::1] or [::1]:6379", shown, after)
 		}
 		ip, zone, _ := strings.Cut(host, "%")
 		if parsed := net.ParseIP(ip); parsed == nil || parsed.To4() != nil && !strings.Contains(ip, ":") ||
 			strings.ContainsFunc(zone, func(r rune) bool { return !hostChar(r) }) {
-			return "", fmt.Errorf("%q: only an IPv6 address goes in brackets, such as [::1]:6379", a)
+			return "", fmt.Errorf("%q: only an IPv6 address goes in brackets, such as [::1]:6379", shown)
 		}
 	case strings.ContainsAny(a, "[]"):
-		return "", fmt.Errorf("%q has a bracket outside an IPv6 address; write one as [::1]:6379", a)
+		return "", fmt.Errorf("%q has a bracket outside an IPv6 address; write one as [::1]:6379", shown)
 	case strings.Count(a, ":") > 1:
-		return "", fmt.Errorf("%q: write an IPv6 address in brackets, [::1] or [::1]:6379, so that its port is not read as part of it", a)
+		return "", fmt.Errorf("%q: write an IPv6 address in brackets, [::1] or [::1]:6379, so that its port is not read as part of it", shown)
 	default:
 		if h, p, ok := strings.Cut(a, ":"); ok {
 			host, port = h, p
 		}
 		if host == "" {
-			return "", fmt.Errorf("%q has no host before the port; such as 127.0.0.1:6379", a)
+			return "", fmt.Errorf("%q has no host before the port; such as 127.0.0.1:6379", shown)
 		}
 		if i := strings.IndexFunc(host, func(r rune) bool { return !hostChar(r) }); i >= 0 {
 			return "", fmt.Errorf("the host %q holds %s, which no host name holds", host, describeChar([]rune(host[i:])[0]))
 		}
 	}
 	if p, err := strconv.Atoi(port); err != nil || !allDigits(port) || p < 1 || p > 65535 {
-		return "", fmt.Errorf("%q is not host:port: the port must be a number from 1 to 65535", a)
+		if shown != a {
+			return "", fmt.Errorf("%q is not host:port: the port must be a number from 1 to 65535 (what follows the colon is not shown: in a URL that lost its host, that is the password)", shown)
+		}
+		return "", fmt.Errorf("%q is not host:port: the port must be a number from 1 to 65535", shown)
 	}
 	return net.JoinHostPort(host, port), nil
 }

@@ -108,7 +108,8 @@ func FuzzParse(f *testing.F) {
 	for _, s := range []string{"redis://u:s3cret@h:1/2", "rediss://:s3cret@h1,h2", "memcached://a,b:5", "mem://", "redis://h:1?addr=h2:2",
 		"redis://s3cret@", "redis://u:s3cret%zz@h", "memcached://u:s3cret@h", "redis://[::1]:6379/0", "redis://] 0",
 		"redis+ring://:s3cret@h1,h2?ring=ketama&weights=2,1", "redis+ring://h1,h2?names=a,b&hashtag={}&ring=twemproxy",
-		"mem://x", "redis://s3cret@h?dial_timeout=1s", "127.0.0.1:6379", "redis://s3cret@h:1?addr=h2:2&addr=h3"} {
+		"mem://x", "redis://s3cret@h?dial_timeout=1s", "127.0.0.1:6379", "redis://s3cret@h:1?addr=h2:2&addr=h3",
+		"redis://u:s3cret", "redis://:s3cret/0", "redis://h:1,:s3cret?addr=x"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -128,6 +129,26 @@ func FuzzParse(f *testing.F) {
 				}
 				if strings.Contains(pw, "s3cret") && !strings.Contains(rest[at:], "s3cret") && strings.Contains(err.Error(), "s3cret") {
 					t.Fatalf("Parse(%q): error shows the password: %v", s, err)
+				}
+			}
+			// Without "@", a URL that lost its host ("redis://u:s3cret")
+			// holds its password where a host's port goes: never shown.
+			if ok && !strings.Contains(rest, "@") {
+				auth := rest
+				if end := strings.IndexAny(rest, "/?#"); end >= 0 {
+					auth = rest[:end]
+				}
+				n := 0
+				for _, h := range strings.Split(auth, ",") {
+					if b := strings.IndexByte(h, ']'); strings.HasPrefix(h, "[") && b >= 0 {
+						h = h[b+1:] // [IPv6]:port
+					}
+					if _, p, ok := strings.Cut(h, ":"); ok {
+						n += strings.Count(p, "s3cret")
+					}
+				}
+				if n > 0 && n == strings.Count(s, "s3cret") && strings.Contains(err.Error(), "s3cret") {
+					t.Fatalf("Parse(%q): error shows what stands where the port goes: %v", s, err)
 				}
 			}
 			return
