@@ -137,7 +137,7 @@ func TestNoAllocsUnsampled(t *testing.T) {
 		for _, b := range baselines {
 			off, on := tracings[b[0]].name, tracings[b[1]].name
 			t.Logf("L1 %v: Fetch hit allocs: %s %v, %s %v", l1, off, allocs[b[0]], on, allocs[b[1]])
-			if allocs[b[1]] != allocs[b[0]] {
+			if allocs[b[1]] != allocs[b[0]] && !raceEnabled { // make test-allocs checks without -race
 				t.Errorf("L1 %v: %v allocs %s, %v %s", l1, allocs[b[1]], on, allocs[b[0]], off)
 			}
 		}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package kuraotel_test
+
+const raceEnabled = false
