@@ -473,102 +473,20 @@ func TestAgreesWithTwemproxy(t *testing.T) {
 	bin := need(t, "nutcracker")
 	addrs := memcachedFleet(t)
 	keys := testKeys(keyCount(), false)
-	type pool struct {
-		label, listen string
-		ring          Ring
-		prefix        string
-	}
-	var pools []pool
-	var conf strings.Builder
-	variants := []struct {
-		hash     string
-		h        TwemproxyHash
-		tag      string
-		weighted bool
-	}{
-		{"md5", TwemproxyMD5, "", false},
-		{"fnv1a_64", TwemproxyFNV1a64, "", false},
-		{"md5", TwemproxyMD5, "{}", true},
-		{"fnv1a_64", TwemproxyFNV1a64, "{}", true},
-	}
-	used := map[int]bool{}
-	for vi, v := range variants {
-		for n := 1; n <= maxServers; n++ {
-			port, err := servers.FreePort()
-			for err == nil && used[port] { // nutcracker refuses two pools on one port
-				port, err = servers.FreePort()
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			used[port] = true
-			name := fmt.Sprintf("p%d_%d", vi, n)
-			listen := fmt.Sprintf("127.0.0.1:%d", port)
-			fmt.Fprintf(&conf, "%s:\n  listen: %s\n  hash: %s\n  distribution: ketama\n  timeout: 60000\n  auto_eject_hosts: false\n", name, listen, v.hash)
-			if v.tag != "" {
-				fmt.Fprintf(&conf, "  hash_tag: %q\n", v.tag)
-			}
-			conf.WriteString("  servers:\n")
-			ws := weightsFor(n, v.weighted)
-			nodes := make([]Node, n)
-			for i := range nodes {
-				id := addrs[i] // host:port (the host alone on 11211), as libmemcached
-				if i%4 == 3 {
-					// A named server hashes by its name.
-					fmt.Fprintf(&conf, "   - %s:%d cache-%d\n", addrs[i], ws[i], i)
-					id = fmt.Sprintf("cache-%d", i)
-				} else {
-					fmt.Fprintf(&conf, "   - %s:%d\n", addrs[i], ws[i])
-				}
-				nodes[i] = Node{ID: id, Weight: ws[i]}
-			}
-			r, err := NewTwemproxy(nodes, v.h, v.tag)
-			if err != nil {
-				t.Fatal(err)
-			}
-			pools = append(pools, pool{
-				label:  fmt.Sprintf("twemproxy ketama/%s tag %q, %d servers, weights %v", v.hash, v.tag, n, ws),
-				listen: listen, ring: r, prefix: fmt.Sprintf("%s/", name),
-			})
+	var pools []twemPool
+	// nutcracker exits at start when one of its 96 listen ports was taken
+	// between servers.FreePort and its bind (other packages' tests run at
+	// the same time in make test): start again on fresh ports.
+	for attempt := 1; ; attempt++ {
+		var err error
+		pools, err = startTwemproxy(t, bin, addrs)
+		if err == nil {
+			break
 		}
-	}
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "nutcracker.yml")
-	if err := os.WriteFile(cfg, []byte(conf.String()), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	statsPort, err := servers.FreePort()
-	if err != nil {
-		t.Fatal(err)
-	}
-	logPath := filepath.Join(dir, "nutcracker.log")
-	cmd := exec.Command(bin, "-c", cfg, "-o", logPath, "-s", strconv.Itoa(statsPort), "-a", "127.0.0.1",
-		"-p", filepath.Join(dir, "nutcracker.pid"))
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() { _ = cmd.Process.Kill(); <-exited })
-	deadline := time.Now().Add(time.Minute)
-	for _, p := range pools { // wait until every pool listens
-		for {
-			if time.Now().After(deadline) {
-				log, _ := os.ReadFile(logPath)
-				t.Fatalf("nutcracker does not listen on %s\n%s", p.listen, log)
-			}
-			c, err := net.DialTimeout("tcp", p.listen, time.Second)
-			if err == nil {
-				c.Close()
-				break
-			}
-			select {
-			case err := <-exited:
-				log, _ := os.ReadFile(logPath)
-				t.Fatalf("nutcracker exited: %v\n%s", err, log)
-			case <-time.After(50 * time.Millisecond):
-			}
+		if attempt == 3 {
+			t.Fatal(err)
 		}
+		t.Logf("attempt %d: %v; starting again on other ports", attempt, err)
 	}
 
 	var wg sync.WaitGroup
@@ -620,6 +538,120 @@ func TestAgreesWithTwemproxy(t *testing.T) {
 	}
 	t.Logf("twemproxy (nutcracker): %d pools (ketama md5 and fnv1a_64, with and without hash_tag and weights, 1-%d servers) x %d keys: %d of %d keys on the server the ring names",
 		len(pools), maxServers, len(keys), len(pools)*len(keys)-bad, len(pools)*len(keys))
+}
+
+// twemPool is one nutcracker pool of TestAgreesWithTwemproxy and the ring
+// that should place keys as it does.
+type twemPool struct {
+	label, listen string
+	ring          Ring
+	prefix        string
+}
+
+// startTwemproxy starts one nutcracker with a pool per variant and server
+// count (1 to maxServers) in front of addrs, on free loopback ports, and
+// waits until every pool listens. It returns an error, with nutcracker's
+// log, when nutcracker exits before that (a port taken meanwhile); the
+// caller may try again. The process is stopped at the end of the test.
+func startTwemproxy(t *testing.T, bin string, addrs []string) ([]twemPool, error) {
+	var pools []twemPool
+	var conf strings.Builder
+	variants := []struct {
+		hash     string
+		h        TwemproxyHash
+		tag      string
+		weighted bool
+	}{
+		{"md5", TwemproxyMD5, "", false},
+		{"fnv1a_64", TwemproxyFNV1a64, "", false},
+		{"md5", TwemproxyMD5, "{}", true},
+		{"fnv1a_64", TwemproxyFNV1a64, "{}", true},
+	}
+	used := map[int]bool{}
+	for vi, v := range variants {
+		for n := 1; n <= maxServers; n++ {
+			port, err := servers.FreePort()
+			for err == nil && used[port] { // nutcracker refuses two pools on one port
+				port, err = servers.FreePort()
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			used[port] = true
+			name := fmt.Sprintf("p%d_%d", vi, n)
+			listen := fmt.Sprintf("127.0.0.1:%d", port)
+			fmt.Fprintf(&conf, "%s:\n  listen: %s\n  hash: %s\n  distribution: ketama\n  timeout: 60000\n  auto_eject_hosts: false\n", name, listen, v.hash)
+			if v.tag != "" {
+				fmt.Fprintf(&conf, "  hash_tag: %q\n", v.tag)
+			}
+			conf.WriteString("  servers:\n")
+			ws := weightsFor(n, v.weighted)
+			nodes := make([]Node, n)
+			for i := range nodes {
+				id := addrs[i] // host:port (the host alone on 11211), as libmemcached
+				if i%4 == 3 {
+					// A named server hashes by its name.
+					fmt.Fprintf(&conf, "   - %s:%d cache-%d\n", addrs[i], ws[i], i)
+					id = fmt.Sprintf("cache-%d", i)
+				} else {
+					fmt.Fprintf(&conf, "   - %s:%d\n", addrs[i], ws[i])
+				}
+				nodes[i] = Node{ID: id, Weight: ws[i]}
+			}
+			r, err := NewTwemproxy(nodes, v.h, v.tag)
+			if err != nil {
+				t.Fatal(err)
+			}
+			pools = append(pools, twemPool{
+				label:  fmt.Sprintf("twemproxy ketama/%s tag %q, %d servers, weights %v", v.hash, v.tag, n, ws),
+				listen: listen, ring: r, prefix: fmt.Sprintf("%s/", name),
+			})
+		}
+	}
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "nutcracker.yml")
+	if err := os.WriteFile(cfg, []byte(conf.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	statsPort, err := servers.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	logPath := filepath.Join(dir, "nutcracker.log")
+	cmd := exec.Command(bin, "-c", cfg, "-o", logPath, "-s", strconv.Itoa(statsPort), "-a", "127.0.0.1",
+		"-p", filepath.Join(dir, "nutcracker.pid"))
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// done is closed once nutcracker has exited and waitErr is set: every
+	// reader sees it, so the cleanup never waits on a value another
+	// reader took (it hung CI for 10 minutes when nutcracker exited at
+	// start).
+	done := make(chan struct{})
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(done) }()
+	t.Cleanup(func() { _ = cmd.Process.Kill(); <-done })
+	deadline := time.Now().Add(time.Minute)
+	for _, p := range pools { // wait until every pool listens
+		for {
+			if time.Now().After(deadline) {
+				log, _ := os.ReadFile(logPath)
+				t.Fatalf("nutcracker does not listen on %s\n%s", p.listen, log)
+			}
+			c, err := net.DialTimeout("tcp", p.listen, time.Second)
+			if err == nil {
+				c.Close()
+				break
+			}
+			select {
+			case <-done:
+				log, _ := os.ReadFile(logPath)
+				return nil, fmt.Errorf("nutcracker exited: %v\n%s", waitErr, log)
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}
+	return pools, nil
 }
 
 // mcSetAll sets every key through addr (pipelined, 1-byte values) and
