@@ -157,7 +157,7 @@ func (s *Store) leaseGetAt(ctx context.Context, cn *conn, keys []string, idx []i
 	if len(missing) == 0 {
 		return fails.result(ctx)
 	}
-	ph := s.valueArg(ctx, opts.Placeholder)
+	ph := string(opts.Placeholder)
 	px := pxMillis(opts.TTL)
 	cmds := make([]rueidis.Completed, len(missing))
 	for j, i := range missing {
@@ -246,7 +246,7 @@ func (s *Store) Fill(ctx context.Context, fills []store.Fill) error {
 		}
 		s.wrote(f.Lease.Key)
 		execs = append(execs, rueidis.LuaExec{Keys: []string{f.Lease.Key},
-			Args: []string{s.valueArg(ctx, f.Lease.Token), s.valueArg(ctx, f.Value), px}})
+			Args: []string{string(f.Lease.Token), string(f.Value), px}})
 		sent = append(sent, i)
 	}
 	if len(execs) == 0 {
@@ -285,7 +285,7 @@ func (s *Store) Release(ctx context.Context, leases []store.Lease) error {
 			fails.add(l.Key, "", err)
 			continue
 		}
-		execs = append(execs, rueidis.LuaExec{Keys: []string{l.Key}, Args: []string{s.valueArg(ctx, l.Token)}})
+		execs = append(execs, rueidis.LuaExec{Keys: []string{l.Key}, Args: []string{string(l.Token)}})
 		sent = append(sent, i)
 	}
 	if len(execs) == 0 {

@@ -590,12 +590,6 @@ func (s *Store) setCmd(cn *conn, vc *valueCopy, key string, value []byte, ttl ti
 	return set.Build()
 }
 
-// valueArg turns a value into a command argument of its own (see setCmd):
-// the lease path's placeholders, tokens and fill values.
-func (s *Store) valueArg(_ context.Context, value []byte) string {
-	return string(value)
-}
-
 // valueCopy holds the copies of the values of one Set or SetMany while
 // rueidis writes them.
 type valueCopy struct{ b []byte }

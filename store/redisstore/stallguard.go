@@ -124,8 +124,7 @@ func (g *stallState) check(now int64) {
 			g.unanswered.Store(true)
 			return
 		}
-		g.unanswered.Store(false)
-		g.abandoned.Store(0)
+		g.note(nil) // an answer: the count starts again
 	}()
 }
 
