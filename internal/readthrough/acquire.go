@@ -563,7 +563,7 @@ func (p *Pipeline[V]) fill(ctx context.Context, b *budget, items []fillItem, op 
 		fresh.keep = b.keep
 		b = &fresh
 	}
-	sctx, st := b.bound(ctx, nil)
+	sctx, st := b.bound(ctx, nil, time.Now())
 	defer b.charge(st)
 	if items[0].lease == nil || Faults.FillIgnoresLease.Load() {
 		return p.write(sctx, items, op), nil
@@ -697,7 +697,7 @@ func (p *Pipeline[V]) releaseMany(ctx context.Context, leases []store.Lease) {
 		return
 	}
 	b := p.newBudget()
-	sctx, st := b.bound(context.WithoutCancel(ctx), nil)
+	sctx, st := b.bound(context.WithoutCancel(ctx), nil, time.Now())
 	defer b.charge(st)
 	if err := p.leaser.Release(sctx, leases); err != nil {
 		p.countBatchErr(err, len(leases))

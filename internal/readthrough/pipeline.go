@@ -371,12 +371,12 @@ func (p *Pipeline[V]) read(ctx context.Context, b *budget, slots []slot[V]) {
 		}
 		return
 	}
-	sctx, st := b.bound(ctx, &p.clock)
+	start := time.Now()
+	sctx, st := b.bound(ctx, &p.clock, start)
 	defer b.charge(st)
 	if len(slots) == 1 {
 		s := &slots[0]
 		tok, track := p.beginL1(s.key)
-		start := time.Now()
 		data, err := p.get(sctx, s.key, track)
 		p.st.Since(OpGet, start)
 		p.classify(sctx, b, s, data, err, OpGet, true, p.owned(track))
@@ -390,7 +390,6 @@ func (p *Pipeline[V]) read(ctx context.Context, b *budget, slots []slot[V]) {
 		keys[i] = slots[i].key
 		toks[i], track[i] = p.beginL1(keys[i])
 	}
-	start := time.Now()
 	vals, err := p.getMany(sctx, keys, p.l1 != nil)
 	p.st.Since(OpGetMany, start)
 	failed := batchFailures(err, len(keys), len(vals))
@@ -490,8 +489,8 @@ func (p *Pipeline[V]) leaseRead(ctx context.Context, b *budget, slots []slot[V],
 	if early {
 		opts.Recache = p.cfg.EarlyRefresh
 	}
-	sctx, st := b.bound(ctx, &p.clock)
 	start := time.Now()
+	sctx, st := b.bound(ctx, &p.clock, start)
 	res, err := p.leaser.LeaseGet(sctx, keys, opts)
 	p.st.Since(op, start)
 	ph.release(res, err)
