@@ -190,7 +190,7 @@ const slowStore = 10 * time.Minute
 
 // TestCallerCancelEndsStalledStoreCall: a caller that cancels while its
 // Fetch waits on a stalled server gets its context's error as soon as the
-// clock's poll sees the cancellation (about a millisecond,
+// clock's poll sees the cancellation (within about 5 ms,
 // readthrough.cancelPoll), not when the budget runs out: the budget here
 // is two minutes and the server resumes after one. Documented in
 // Cache.Fetch: a caller whose ctx ends gets ctx's error at once.

@@ -121,9 +121,9 @@ type Options struct {
 	// deadline with the reads that start within StoreTimeout/8 of it (so
 	// it gets between 7/8 of the budget and all of it), and a caller's ctx
 	// that can be cancelled is watched by the Cache, which polls such
-	// callers about every millisecond while any of their reads is in
-	// flight (and not at all otherwise): a cancellation ends the store
-	// call within about a millisecond on a store that watches ctx.Done
+	// callers every 5 ms while any of their reads is in flight (and not
+	// at all otherwise): a cancellation ends the store call within about
+	// 5 ms on a store that watches ctx.Done
 	// (memcached; Redis once its connection pipelines, which it does as
 	// soon as two calls overlap). A caller's deadline before the budget's
 	// bounds the call on its own.
