@@ -80,7 +80,7 @@ func userinfo(s string) string {
 // not a port: a URL whose host was left out
 // ("redis://:password", "redis://user:password", "redis://:pw/0") puts
 // its password there. A port is digits, so nothing a dialer could use is
-// hidden; from the first such host on, the rest of the string is masked,
+// hidden, except after an empty host (see below); from the first such host on, the rest of the string is masked,
 // since a password may hold "/", "?" or ",". An IPv6 address without
 // brackets (two colons or more, hex digits) is kept, as a person wrote it.
 func HostList(rest string) string {
@@ -96,7 +96,10 @@ func HostList(rest string) string {
 				}
 			}
 		}
-		if colon >= 0 && !digits(h[colon+1:]) && !ipv6(h) {
+		// No host before the colon: "redis://:1234" is a password-only
+		// URL that lost its "@host" at least as often as a port without
+		// a host, so what follows is hidden even when it is all digits.
+		if colon >= 0 && (colon == 0 || !digits(h[colon+1:])) && !ipv6(h) {
 			return rest[:i+colon+1] + Mask
 		}
 		if end >= len(rest) || rest[end] != ',' {

@@ -64,6 +64,9 @@ func TestURLThatLostItsHost(t *testing.T) {
 		"redis://user:s3cret":        "redis://user:xxxxx",
 		"redis://:s3cret":            "redis://:xxxxx",
 		"redis://:s3cret/0":          "redis://:xxxxx",
+		"redis://:1234":              "redis://:xxxxx", // an all-digit password, no host
+		"redis://:1234/0":            "redis://:xxxxx",
+		"redis://h:1,:1234":          "redis://h:1,:xxxxx",
 		"redis://h:1,u:s3/cret?x":    "redis://h:1,u:xxxxx",
 		"redis://[::1]:s3cret":       "redis://[::1]:xxxxx",
 		"redis://h:6379/0?addr=h2:1": "redis://h:6379/0?addr=h2:1",

@@ -112,6 +112,12 @@ func TestSentinelFailoverStore(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, flushes := s.TrackingReports()
+	// Replication is asynchronous: under load the replica could be
+	// promoted before "k" reached it, and the Get below would find
+	// nothing for ever. WAIT until one replica has acknowledged it.
+	if n, err := set.Primary.Do(ctx, "WAIT", "1", "10000"); err != nil || n != "1" {
+		t.Fatalf("WAIT 1 before the failover = %q, %v", n, err)
+	}
 	if err := set.KillPrimary(context.Background()); err != nil {
 		t.Fatal(err)
 	}

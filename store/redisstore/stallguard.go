@@ -46,8 +46,11 @@ const (
 	stallCheckTimeout = time.Second
 )
 
-// errStalled is the error of a call refused by the stall guard.
-var errStalled = fmt.Errorf("%d requests on the connection are still unanswered (the server is stalled); the call was not sent", stallLimit)
+// errStalled is the error of a call refused by the stall guard: it is
+// refused only with stallLimit calls or more abandoned since the server
+// last answered (and, where the guard can ask, its PING unanswered or
+// stallHard reached).
+var errStalled = fmt.Errorf("%d or more requests on the connection went unanswered (the server looks stalled); the call was not sent", stallLimit)
 
 // stallGuard wraps the client of a standalone or Sentinel Store, whose
 // pipelined commands share one connection (or a few, with
