@@ -2,8 +2,9 @@
 # The measurements of issue 18 (one read path), in one run:
 #  1. BenchmarkReadPath: kura's default Fetch (no L1) vs rueidisaside with
 #     DisableCache, interleaved rounds in one process; medians and min-max.
-#  2. BenchmarkFetchHitBudget -count=10: the hit path with and without the
-#     StoreTimeout budget, compared with benchstat.
+#  2. The hit path with and without the StoreTimeout budget: the
+#     interleaved benchmark (its budget-% is the figure to read), then
+#     BenchmarkFetchHitBudget in ABBA pairs of processes for benchstat.
 #  3. BenchmarkL1WarmHits/kura-l1: allocations per L1 hit of this tree and
 #     of BASE (default: the merge base with main before the change), built
 #     from a git worktree and run alternately, 5 times each.
@@ -42,11 +43,24 @@ for name in ('kura', 'kura-no-budget', 'kura-rueidis-conns'):
         print(f"{name} / rueidisaside-nocache per round: median {statistics.median(ratios):.2f}x  min {min(ratios):.2f}x  max {max(ratios):.2f}x")
 PY
 
-echo "== 2. hit path with and without the budget, -count=10"
-"$out/new.test" -test.run '^$' -test.bench '^BenchmarkFetchHitBudget$' -test.count 10 | tee "$out/budget.txt"
-sed -e 's|/budget-|/x-|;' "$out/budget.txt" | grep '/x-' > "$out/with.txt" || true
-sed -e 's|/no-budget-|/x-|;' "$out/budget.txt" | grep '/x-' > "$out/without.txt" || true
-if command -v benchstat >/dev/null; then benchstat "$out/without.txt" "$out/with.txt"; fi
+echo "== 2. the budget on a one-caller hit: interleaved in one loop ($rounds runs), then ABBA for benchstat"
+"$out/new.test" -test.run '^$' -test.bench '^BenchmarkFetchHitBudgetInterleaved$' -test.benchtime 4s -test.count "$rounds" | tee "$out/budget-interleaved.txt"
+# One process per sample, the order flipped every pair: Go's -count runs a
+# sub-benchmark's samples back to back, so a drifting machine would read
+# as a difference between the two sides.
+for ctx in background with-cancel; do
+	: >"$out/budget-$ctx.on"
+	: >"$out/budget-$ctx.off"
+	for i in $(seq "${KURA_BENCH_PAIRS:-10}"); do
+		order="on off"
+		if ((i % 2 == 0)); then order="off on"; fi
+		for v in $order; do
+			"$out/new.test" -test.run '^$' -test.bench "^BenchmarkFetchHitBudget/ctx=$ctx/budget=$v\$" -test.benchmem -test.benchtime 1s |
+				grep -E '^(goos|goarch|pkg|cpu|Benchmark)' | sed -E 's#/budget=(on|off)##' >>"$out/budget-$ctx.$v"
+		done
+	done
+	if command -v benchstat >/dev/null; then benchstat "$out/budget-$ctx.off" "$out/budget-$ctx.on"; fi
+done
 
 echo "== 3. allocations per L1 hit: this tree vs $base, alternately"
 for i in 1 2 3 4 5; do
