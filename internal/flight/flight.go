@@ -144,11 +144,17 @@ func (g *Group[V]) Do(ctx context.Context, key string, timeout time.Duration, fn
 }
 
 // Wait returns c's result once its load is done, or ctx's error if ctx
-// ends first. If the load panicked, the caller that leads it (led)
-// panics with a *PanicError, in its own goroutine where its recover
-// works; any other caller gets an error matching ErrPanicked.
+// ends first; a ctx that ended before the call gets its error even if
+// the load is done too (a select between two ready cases picks either,
+// and a caller that gave up must hear so: Cache.Fetch's contract). If the
+// load panicked, the caller that leads it (led) panics with a
+// *PanicError, in its own goroutine where its recover works; any other
+// caller gets an error matching ErrPanicked.
 func (c *Call[V]) Wait(ctx context.Context, led bool) (V, error) {
 	var zero V
+	if err := ctx.Err(); err != nil {
+		return zero, err
+	}
 	select {
 	case <-c.done:
 	case <-ctx.Done():

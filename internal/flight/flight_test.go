@@ -48,3 +48,29 @@ func TestJoin(t *testing.T) {
 		t.Fatalf("Join got %v from a flight that returned 7", r[0])
 	}
 }
+
+// TestWaitWithEndedContext: a caller whose ctx ended before it waits gets
+// ctx's error every time, also when the load is done as well. Before, a
+// select between the two ready cases returned the value about half the
+// time (CI saw TestCallerCancelEndsStalledStoreCall/memcached get the
+// loader's value after its cancellation).
+func TestWaitWithEndedContext(t *testing.T) {
+	var g Group[int]
+	c, led := g.Claim("k", false)
+	if !led {
+		t.Fatal("the first Claim must lead")
+	}
+	g.Run(context.Background(), 0, []*Call[int]{c}, func(context.Context) ([]int, []error) {
+		return []int{7}, []error{nil}
+	})
+	if v, err := c.Wait(context.Background(), true); v != 7 || err != nil {
+		t.Fatalf("Wait = %d, %v; want 7", v, err)
+	}
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	for range 1000 {
+		if v, err := c.Wait(ended, true); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Wait with an ended ctx on a done load = %d, %v; want context.Canceled", v, err)
+		}
+	}
+}
