@@ -71,31 +71,7 @@ func TestSetEncodeBufferReusedAfterBrokenWrite(t *testing.T) {
 		keysPer = 4
 		rounds  = 40
 	)
-	stop := make(chan struct{})
-	faultsDone := make(chan struct{})
-	go func() {
-		defer close(faultsDone)
-		rng := rand.New(rand.NewPCG(3, 3))
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				proxy.Unstall()
-				return
-			case <-time.After(time.Duration(5+rng.IntN(20)) * time.Millisecond):
-			}
-			switch i % 3 {
-			case 0:
-				proxy.ResetConns()
-			case 1:
-				proxy.Stall()
-				time.Sleep(time.Millisecond)
-				proxy.ResetConns()
-				proxy.Unstall()
-			case 2:
-				proxy.ResetNextReply(0)
-			}
-		}
-	}()
+	stopFaults := proxy.BreakWrites(5*time.Millisecond, 20*time.Millisecond, time.Millisecond, 3)
 	var wg sync.WaitGroup
 	var failed [writers]int
 	for w := range writers {
@@ -112,8 +88,7 @@ func TestSetEncodeBufferReusedAfterBrokenWrite(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	close(stop)
-	<-faultsDone
+	stopFaults()
 	t.Logf("%d Sets per writer, failed: %v", rounds, failed)
 
 	found := 0

@@ -68,13 +68,13 @@ type stop struct {
 
 // bound returns ctx bounded by what is left of the budget, for one store
 // call that starts at now (the caller's own clock read: a hit reads the
-// clock no more often than without a budget); pass the stop to charge when the call returns, and do not use the
-// context after that (it may be reused). It creates no timer, no context
-// and no goroutine, and allocates nothing, when ctx's own deadline comes
-// first, and for the first store call of a read (all a hit makes),
-// whatever ctx is: a shared tick of clk bounds it, and a caller's context
-// that can end early is watched by clk (see clock). Other calls get a
-// context.WithTimeout.
+// clock no more often than without a budget); pass the stop to charge
+// when the call returns, and do not use the context after that (it may
+// be reused). It creates no timer, no context and no goroutine, and
+// allocates nothing, when ctx's own deadline comes first, and for the
+// first store call of a read (all a hit makes), whatever ctx is: a shared
+// tick of clk bounds it, and a caller's context that can end early is
+// watched by clk (see clock). Other calls get a context.WithTimeout.
 func (b *budget) bound(ctx context.Context, clk *clock, now time.Time) (context.Context, stop) {
 	if b.unlimited {
 		return ctx, stop{}

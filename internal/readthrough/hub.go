@@ -200,18 +200,15 @@ func (p *Pipeline[V]) pollLoop() {
 	// pollAt is when the next read of every key is due. Wakes between
 	// do not move it: reports of some keys must not starve the others.
 	pollAt := time.Now().Add(jittered(delay))
-	var timer *time.Timer
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-	}()
+	timer := time.NewTimer(time.Hour) // armed by sleep
+	timer.Stop()
+	defer timer.Stop()
 	for {
 		timeout := true
 		if waker == nil {
 			time.Sleep(jittered(delay))
 		} else {
-			timeout = h.sleep(pollAt, &timer)
+			timeout = h.sleep(pollAt, timer)
 		}
 		h.mu.Lock()
 		if len(h.keys) == 0 {
@@ -250,26 +247,21 @@ func (p *Pipeline[V]) pollLoop() {
 }
 
 // sleep waits until pollAt or a wake of the loop, and reports whether the
-// wait ran to pollAt (the slow timer: read every key). *timer is the
-// loop's timer, made on first use.
-func (h *waitHub) sleep(pollAt time.Time, timer **time.Timer) (timeout bool) {
+// wait ran to pollAt (the slow timer: read every key). timer is the
+// loop's own, stopped between sleeps.
+func (h *waitHub) sleep(pollAt time.Time, timer *time.Timer) (timeout bool) {
 	wait := time.Until(pollAt)
 	if wait <= 0 {
 		return true
 	}
-	if *timer == nil {
-		*timer = time.NewTimer(wait)
-	} else {
-		(*timer).Reset(wait)
-	}
-	timeout = true
+	timer.Reset(wait)
+	defer timer.Stop()
 	select {
 	case <-h.wake:
-		timeout = !time.Now().Before(pollAt)
-	case <-(*timer).C:
+		return !time.Now().Before(pollAt)
+	case <-timer.C:
+		return true
 	}
-	(*timer).Stop()
-	return timeout
 }
 
 // failedKeys maps each key of a lease read that failed to its error: the

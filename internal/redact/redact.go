@@ -80,8 +80,9 @@ func userinfo(s string) string {
 // not a port: a URL whose host was left out
 // ("redis://:password", "redis://user:password", "redis://:pw/0") puts
 // its password there. A port is digits, so nothing a dialer could use is
-// hidden, except after an empty host (see below); from the first such host on, the rest of the string is masked,
-// since a password may hold "/", "?" or ",". An IPv6 address without
+// hidden, except digits after an empty host (see below); from the first
+// such host on, the rest of the string is masked, since a password may
+// hold "/", "?" or ",". An IPv6 address without
 // brackets (two colons or more, hex digits) is kept, as a person wrote it.
 func HostList(rest string) string {
 	for i := 0; i < len(rest); {

@@ -81,31 +81,7 @@ func TestValueReusedAfterBrokenWrite(t *testing.T) {
 	}
 
 	var wg sync.WaitGroup
-	stop := make(chan struct{})
-	faultsDone := make(chan struct{})
-	go func() {
-		defer close(faultsDone)
-		rng := rand.New(rand.NewPCG(7, 7))
-		for i := 0; ; i++ {
-			select {
-			case <-stop:
-				proxy.Unstall()
-				return
-			case <-time.After(time.Duration(20+rng.IntN(60)) * time.Millisecond):
-			}
-			switch i % 3 {
-			case 0:
-				proxy.ResetConns()
-			case 1: // the writer is blocked mid-value when the reset comes
-				proxy.Stall()
-				time.Sleep(2 * time.Millisecond)
-				proxy.ResetConns()
-				proxy.Unstall()
-			case 2:
-				proxy.ResetNextReply(0)
-			}
-		}
-	}()
+	stopFaults := proxy.BreakWrites(20*time.Millisecond, 60*time.Millisecond, 2*time.Millisecond, 7)
 	var sent, failed [writers]int
 	var firstErr [writers]error
 	for w := range writers {
@@ -146,8 +122,7 @@ func TestValueReusedAfterBrokenWrite(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	close(stop)
-	<-faultsDone
+	stopFaults()
 	t.Logf("calls per writer %v, failed %v (first errors: %v)", sent, failed, firstErr)
 
 	found := 0

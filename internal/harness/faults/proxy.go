@@ -2,6 +2,7 @@ package faults
 
 import (
 	"errors"
+	"math/rand/v2"
 	"net"
 	"runtime"
 	"sync"
@@ -566,5 +567,43 @@ func sleepUntil(t time.Time) {
 		} else {
 			runtime.Gosched()
 		}
+	}
+}
+
+// BreakWrites breaks connections in turn until the returned stop is
+// called, for tests of what a client does with a write cut short: every
+// gap (plus up to jitter, drawn from a generator seeded by seed) it
+// resets every connection; stalls, waits pause (a writer is then blocked
+// mid-value) and resets; or resets the next reply. stop ends the loop,
+// unstalls the proxy and returns once the loop has ended.
+func (p *Proxy) BreakWrites(gap, jitter, pause time.Duration, seed uint64) (stop func()) {
+	quit := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		rng := rand.New(rand.NewPCG(seed, seed))
+		for i := 0; ; i++ {
+			select {
+			case <-quit:
+				p.Unstall()
+				return
+			case <-time.After(gap + time.Duration(rng.Int64N(int64(max(jitter, 1))))):
+			}
+			switch i % 3 {
+			case 0:
+				p.ResetConns()
+			case 1:
+				p.Stall()
+				time.Sleep(pause)
+				p.ResetConns()
+				p.Unstall()
+			case 2:
+				p.ResetNextReply(0)
+			}
+		}
+	}()
+	return func() {
+		close(quit)
+		<-done
 	}
 }
