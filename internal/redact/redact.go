@@ -91,9 +91,9 @@ func HostList(rest string) string {
 		colon := strings.IndexByte(h, ':')
 		if strings.HasPrefix(h, "[") {
 			if b := strings.IndexByte(h, ']'); b >= 0 {
-				colon = -1
-				if strings.HasPrefix(h[b+1:], ":") {
-					colon = b + 1
+				colon = -1 // the port's colon is after the bracket
+				if c := strings.IndexByte(h[b+1:], ':'); c >= 0 {
+					colon = b + 1 + c
 				}
 			}
 		}

@@ -69,6 +69,7 @@ func TestURLThatLostItsHost(t *testing.T) {
 		"redis://h:1,:1234":          "redis://h:1,:xxxxx",
 		"redis://h:1,u:s3/cret?x":    "redis://h:1,u:xxxxx",
 		"redis://[::1]:s3cret":       "redis://[::1]:xxxxx",
+		"redis://[::1]x:s3cret":      "redis://[::1]x:xxxxx", // text between the bracket and the colon
 		"redis://h:6379/0?addr=h2:1": "redis://h:6379/0?addr=h2:1",
 		"redis://::1:6380":           "redis://::1:6380",
 		"redis://[::1]:6380,h":       "redis://[::1]:6380,h",

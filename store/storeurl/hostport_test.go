@@ -36,6 +36,7 @@ func TestHostList(t *testing.T) {
 		"redis://[::1:6379":          "does not close",
 		"redis://s3cret@[::1]x":      "after the bracket",
 		"redis://[::1]]:6379":        "after the bracket",
+		"redis://[::1]x:s3cret":      "after the bracket",
 		"redis://::1]":               "bracket outside",
 		"redis://h[1]:6379":          "bracket outside",
 		"redis://[h1]:6379":          "only an IPv6 address",

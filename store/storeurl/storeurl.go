@@ -453,7 +453,7 @@ func hostPort(a, defPort string) (string, error) {
 		case strings.HasPrefix(after, ":"):
 			port = after[1:]
 		default:
-			return "", fmt.Errorf("%q has %q after the bracket; write an IPv6 address as [::1] or [::1]:6379", shown, after)
+			return "", fmt.Errorf("%q has %q after the bracket; write an IPv6 address as [::1] or [::1]:6379", shown, redact.HostList(after))
 		}
 		ip, zone, _ := strings.Cut(host, "%")
 		if parsed := net.ParseIP(ip); parsed == nil || parsed.To4() != nil && !strings.Contains(ip, ":") ||
