@@ -34,7 +34,9 @@ func URL(s string) string { return query(userinfo(s)) }
 // query masks the values of the parameters named *password*. It does not
 // need a "?": a mistyped URL ("redis+sentinel://h&sentinel_password=x")
 // puts the parameter in the host part, and it is masked there too. A
-// parameter runs from a "?", "&" or ";" to the next one.
+// parameter runs from a "?" or "&" to the next one; a ";" does not end
+// it (Go's query parser refuses it as a separator, and a password may
+// hold one).
 func query(s string) string {
 	var b strings.Builder
 	start := 0 // start of the current parameter
@@ -46,7 +48,7 @@ func query(s string) string {
 		b.WriteString(p)
 	}
 	for i := 0; i < len(s); i++ {
-		if strings.IndexByte("?&;", s[i]) >= 0 {
+		if s[i] == '?' || s[i] == '&' {
 			flush(i)
 			b.WriteByte(s[i])
 			start = i + 1

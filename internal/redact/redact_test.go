@@ -61,20 +61,22 @@ func TestURLMasksAPasswordParameterWithoutAQuery(t *testing.T) {
 
 func TestURLThatLostItsHost(t *testing.T) {
 	for in, want := range map[string]string{
-		"redis://user:s3cret":        "redis://user:xxxxx",
-		"redis://:s3cret":            "redis://:xxxxx",
-		"redis://:s3cret/0":          "redis://:xxxxx",
-		"redis://:1234":              "redis://:xxxxx", // an all-digit password, no host
-		"redis://:1234/0":            "redis://:xxxxx",
-		"redis://h:1,:1234":          "redis://h:1,:xxxxx",
-		"redis://h:1,u:s3/cret?x":    "redis://h:1,u:xxxxx",
-		"redis://[::1]:s3cret":       "redis://[::1]:xxxxx",
-		"redis://[::1]x:s3cret":      "redis://[::1]x:xxxxx", // text between the bracket and the colon
-		"redis://h:6379/0?addr=h2:1": "redis://h:6379/0?addr=h2:1",
-		"redis://::1:6380":           "redis://::1:6380",
-		"redis://[::1]:6380,h":       "redis://[::1]:6380,h",
-		"redis://h:":                 "redis://h:",
-		"key:{i}":                    "key:{i}", // not a URL: a bench template
+		"redis://user:s3cret":                            "redis://user:xxxxx",
+		"redis://:s3cret":                                "redis://:xxxxx",
+		"redis://:s3cret/0":                              "redis://:xxxxx",
+		"redis://:1234":                                  "redis://:xxxxx", // an all-digit password, no host
+		"redis://:1234/0":                                "redis://:xxxxx",
+		"redis://h:1,:1234":                              "redis://h:1,:xxxxx",
+		"redis://h:1,u:s3/cret?x":                        "redis://h:1,u:xxxxx",
+		"redis://[::1]:s3cret":                           "redis://[::1]:xxxxx",
+		"redis://[::1]x:s3cret":                          "redis://[::1]x:xxxxx", // text between the bracket and the colon
+		"redis://user:s3c?ret":                           "redis://user:xxxxx",   // the rest of the password in the query
+		"redis+sentinel://h/m?sentinel_password=s3;cret": "redis+sentinel://h/m?sentinel_password=xxxxx",
+		"redis://h:6379/0?addr=h2:1":                     "redis://h:6379/0?addr=h2:1",
+		"redis://::1:6380":                               "redis://::1:6380",
+		"redis://[::1]:6380,h":                           "redis://[::1]:6380,h",
+		"redis://h:":                                     "redis://h:",
+		"key:{i}":                                        "key:{i}", // not a URL: a bench template
 	} {
 		if got := URL(in); got != want {
 			t.Errorf("URL(%q) = %q, want %q", in, got, want)

@@ -123,3 +123,17 @@ func connectError(seeds string, err error) error {
 
 // redactURL hides the password of a URL in messages.
 func redactURL(s string) string { return redact.URL(s) }
+
+// urlError is NewFromURL's error for a URL with a secret that does not
+// parse: the parser's message (Unwrap) quotes the URL, password included,
+// so Error shows only the redacted URL.
+type urlError struct {
+	shown string
+	err   error
+}
+
+func (e *urlError) Error() string {
+	return fmt.Sprintf("redisstore: bad URL %q: it does not parse as a URL (the parser's message is not shown: it quotes the password); check its %%-escapes and port", e.shown)
+}
+
+func (e *urlError) Unwrap() error { return e.err }

@@ -287,9 +287,21 @@ func New(ctx context.Context, opts Options) (*Store, error) {
 // rueidis.ParseURL knows (dial_timeout, skip_verify, ...) are honoured,
 // except client_cache: client-side caching stays off.
 func NewFromURL(ctx context.Context, url string, opts Options) (*Store, error) {
+	shown := redactURL(url)
+	if _, rest, ok := strings.Cut(url, "://"); ok && !strings.Contains(rest, "@") && shown != url {
+		// A URL that lost its host ("redis://user:password",
+		// "redis://:123456") has its password where the port goes: the
+		// parser would take it for one, and its errors and every dial
+		// error would print it.
+		return nil, fmt.Errorf("redisstore: bad URL %q: no host before the password (what follows the colon is not shown); write redis://:password@host:port", shown)
+	}
 	co, err := rueidis.ParseURL(splitHosts(url))
 	if err != nil {
-		return nil, fmt.Errorf("redisstore: bad URL %q: %w", redactURL(url), err)
+		if shown != url {
+			// The parser's message quotes the URL, password included.
+			return nil, &urlError{shown: shown, err: err}
+		}
+		return nil, fmt.Errorf("redisstore: bad URL %q: %w", shown, err)
 	}
 	if passwordOnly(url) {
 		// redis://secret@host is the requirepass shorthand, as in

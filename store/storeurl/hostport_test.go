@@ -122,3 +122,28 @@ func TestURLThatLostItsHost(t *testing.T) {
 		}
 	}
 }
+
+// TestLostHostPasswordInPathOrQuery: a URL that lost its host and whose
+// password holds an unescaped "/", "?", "&" or ";" has the rest of the
+// password in its path or query; Parse's error named it there
+// ("unknown parameter \"retPW\"", "drop the /retPW after the servers").
+// The host's error now comes first, masked.
+func TestLostHostPasswordInPathOrQuery(t *testing.T) {
+	for _, u := range []string{
+		"redis://user:S3c?retPW",
+		"redis://:S3c?retPW=1",
+		"redis+ring://:S3c?retPW",
+		"memcached://:S3c/retPW",
+		"redis://:S3c/retPW",
+		"redis+sentinel://h:26379/m?sentinel_password=S3c;retPW",
+	} {
+		_, err := storeurl.Parse(u)
+		if err == nil {
+			t.Errorf("Parse(%q) accepted", u)
+			continue
+		}
+		if strings.Contains(err.Error(), "S3c") || strings.Contains(err.Error(), "retPW") {
+			t.Errorf("Parse(%q): the error shows the password: %v", u, err)
+		}
+	}
+}

@@ -209,6 +209,16 @@ func parse(raw string, allowMem bool) (Target, error) {
 	}
 	hosts, query, _ := strings.Cut(rest, "?")
 	hosts, path, _ := strings.Cut(hosts, "/")
+	if redact.HostList(hosts) != hosts {
+		// A URL that lost its host: the rest of its password may stand
+		// in the path or the query, which the messages below quote, so
+		// the host's own error comes first.
+		for _, a := range strings.Split(hosts, ",") {
+			if _, err := hostPort(strings.TrimSpace(a), defPort); err != nil {
+				return Target{}, bad("%v", err)
+			}
+		}
+	}
 	if t.Kind == RedisSentinel {
 		name, db, _ := strings.Cut(path, "/")
 		if name == "" {
