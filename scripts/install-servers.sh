@@ -20,6 +20,18 @@ if have ruby; then
 else
   need+=(ruby-dalli ruby-redis)
 fi
+# the Ruby gem (rb/) and its tests: Debian's gems only (the gem registry is not reached);
+# ffi binds Debian's libsnappy and libzstd instead of a compressor of our own
+if have ruby; then
+  for g in msgpack:ruby-msgpack ffi:ruby-ffi active_support:ruby-activesupport rails:ruby-rails \
+           minitest:ruby-minitest connection_pool:ruby-connection-pool; do
+    ruby -e "require '${g%%:*}'" >/dev/null 2>&1 || need+=("${g#*:}")
+  done
+else
+  need+=(ruby-msgpack ruby-ffi ruby-activesupport ruby-rails ruby-minitest ruby-connection-pool)
+fi
+ls /usr/lib/x86_64-linux-gnu/libsnappy.so.1* >/dev/null 2>&1 || ls /usr/lib/*/libsnappy.so.1* >/dev/null 2>&1 || need+=(libsnappy1v5)
+ls /usr/lib/*/libzstd.so.1* >/dev/null 2>&1 || need+=(libzstd1)
 have cc || need+=(gcc)
 [ -f /usr/include/libmemcached/memcached.h ] || need+=(libmemcached-dev)
 have nutcracker || need+=(nutcracker)
