@@ -65,6 +65,11 @@ type point struct {
 	Name, Label    string
 	Pareto, Chosen bool
 	Reference      bool
+	// Text is where the name is drawn (vis.PlaceLabels: no two names
+	// overlap, none covers a point); Leader joins a name set apart to
+	// its point.
+	Text   *vis.Placed
+	Leader bool
 }
 
 // WriteHTML writes a self-contained HTML report: the recommendation, a
@@ -91,6 +96,35 @@ func WriteHTML(w io.Writer, r *Report) error {
 		pts = append(pts, p)
 		if x.Pareto {
 			frontier = append(frontier, p)
+		}
+	}
+	// Names for the frontier, the recommendation and the references,
+	// placed so that none overprints another or a point: the chosen one
+	// first, then the references, then the frontier; a name with no free
+	// place is left to the point's tooltip and the table.
+	var order []int
+	for pass := 0; pass < 3; pass++ {
+		for i, p := range pts {
+			if (pass == 0 && p.Chosen) || (pass == 1 && !p.Chosen && p.Reference) || (pass == 2 && !p.Chosen && !p.Reference && p.Pareto) {
+				order = append(order, i)
+			}
+		}
+	}
+	labels := make([]vis.Label, len(order))
+	for j, i := range order {
+		labels[j] = vis.Label{AX: pts[i].X, AY: pts[i].Y, Text: pts[i].Name}
+	}
+	// Unlabelled points are obstacles too.
+	var others []vis.Label
+	for _, p := range pts {
+		if !p.Chosen && !p.Reference && !p.Pareto {
+			others = append(others, vis.Label{AX: p.X, AY: p.Y})
+		}
+	}
+	placed := vis.PlaceLabels(append(labels, others...), vis.Rect{X: pad + 2, Y: pad - 12, W: width - pad - 6, H: height - 2*pad + 10}, 11, 7)
+	for j, i := range order {
+		if placed[j].Shown {
+			pts[i].Text, pts[i].Leader = &placed[j], placed[j].Leader
 		}
 	}
 	var line strings.Builder
@@ -178,6 +212,9 @@ var htmlReport = template.Must(template.New("report").Funcs(template.FuncMap{
 	"hb":  humanBytes,
 	"sub": func(a, b float64) float64 { return a - b },
 	"add": func(a, b float64) float64 { return a + b },
+	// lx, ly: the end of a name's leader line, the nearest corner of its box.
+	"lx": func(p *vis.Placed) float64 { return math.Max(p.Box.X, math.Min(p.AX, p.Box.X+p.Box.W)) },
+	"ly": func(p *vis.Placed) float64 { return math.Max(p.Box.Y, math.Min(p.AY, p.Box.Y+p.Box.H)) },
 }).Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>kura codecs: which codec fits these values</title>
 <style>
@@ -192,7 +229,7 @@ td:first-child,th:first-child{text-align:left}tr.chosen{background:#e8f4e8;font-
 <div class="reason" id="recommendation"><strong>Recommended: <span id="recommended">{{.R.Recommended}}</span></strong><br>{{.R.Reason}}
 {{if .Go}}<br><code>{{.Go}}</code>{{end}}</div>
 <h2>Bytes vs CPU</h2>
-<svg id="pareto" xmlns="http://www.w3.org/2000/svg" width="{{.W}}" height="{{.H}}" role="img" aria-label="stored bytes per value against encode plus decode CPU per value">
+<svg id="pareto" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {{.W}} {{.H}}" width="{{.W}}" height="{{.H}}" style="max-width:100%;height:auto" role="img" aria-label="stored bytes per value against encode plus decode CPU per value">
 <rect x="0" y="0" width="{{.W}}" height="{{.H}}" fill="#fff"/>
 <line x1="{{.Pad}}" y1="{{sub .H .Pad}}" x2="{{sub .W .Pad}}" y2="{{sub .H .Pad}}" stroke="#333"/>
 <line x1="{{.Pad}}" y1="{{.Pad}}" x2="{{.Pad}}" y2="{{sub .H .Pad}}" stroke="#333"/>
@@ -201,9 +238,9 @@ td:first-child,th:first-child{text-align:left}tr.chosen{background:#e8f4e8;font-
 <text x="{{sub .W .Pad}}" y="{{sub .H 20}}" text-anchor="end">encode + decode CPU per value (µs)</text>
 <text x="10" y="{{sub .Pad 20}}">stored bytes per value</text>
 <polyline class="frontier" points="{{.Frontier}}" fill="none" stroke="#3a3" stroke-width="2" stroke-dasharray="5,3"/>
-{{range .Points}}<g class="point{{if .Pareto}} pareto{{end}}{{if .Chosen}} chosen{{end}}" data-name="{{.Name}}"><title>{{.Label}}</title>
+{{range $p := .Points}}<g class="point{{if .Pareto}} pareto{{end}}{{if .Chosen}} chosen{{end}}" data-name="{{.Name}}"><title>{{.Label}}</title>
 <circle cx="{{.X}}" cy="{{.Y}}" r="{{if .Chosen}}7{{else}}5{{end}}" fill="{{if .Chosen}}#3a3{{else if .Reference}}#999{{else if .Pareto}}#36c{{else}}#bbb{{end}}"/>
-{{if or .Pareto .Chosen .Reference}}<text x="{{add .X 8}}" y="{{sub .Y 6}}">{{.Name}}</text>{{end}}</g>
+{{with .Text}}{{if $p.Leader}}<line class="leader" x1="{{$p.X}}" y1="{{$p.Y}}" x2="{{f1 (lx .)}}" y2="{{f1 (ly .)}}" stroke="#999" stroke-width="0.8"/>{{end}}<text class="label" x="{{f1 .X}}" y="{{f1 .Y}}">{{$p.Name}}</text>{{end}}</g>
 {{end}}</svg>
 <p>Dashed line: the Pareto frontier (no other candidate is both smaller and cheaper). Grey: references (JSON, and msgpack+snappy as Go services commonly write cache values). Labels name the frontier, the recommendation and the references; hover any point for its figures.</p>
 <h2>All candidates</h2>
