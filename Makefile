@@ -5,7 +5,7 @@ TEST_TIMEOUT ?= 25m
 BENCH     ?= .
 BENCHTIME ?= 1s
 
-.PHONY: all demo test test-allocs test-node test-short soak lint bench servers build fuzz redis-up redis-down memcached-up memcached-down
+.PHONY: bench-report all demo test test-allocs test-node test-short soak lint bench servers build fuzz redis-up redis-down memcached-up memcached-down
 
 all: lint test
 
@@ -85,7 +85,7 @@ test-node:
 		else npm ci --no-audit --no-fund && cp package-lock.json node_modules/.kura-npm-ci-lock; fi
 	cd js && KURA_REQUIRE_SERVERS=1 npm test
 
-## soak: the full-size race, fault and soak runs (results in BENCHMARKS.md)
+## soak: the full-size race, fault and soak runs (the results page's full sizes; notebook in docs/benchmarks/)
 soak: servers
 	KURA_SOAK=1 KURA_REQUIRE_SERVERS=1 $(GO) test -race -count=1 -timeout 90m ./...
 
@@ -98,6 +98,12 @@ lint:
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
 	cd kuraotel && $(GO) vet ./... && $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
+
+## bench-report: the results page's headline benchmarks at small sizes (under 10 minutes on 2 quiet
+## cores): docs/benchmarks/results.json, docs/benchmarks/charts/*.svg and BENCHMARKS.md's tables.
+## ONLY=rings,loadgen reruns those sections and keeps the others; RENDER=1 only redraws from the file
+bench-report: servers
+	$(GO) run ./internal/harness/benchreport/cmd/benchreport $(if $(ONLY),-only $(ONLY)) $(if $(RENDER),-render)
 
 ## bench: every Go benchmark (see BENCHMARKS.md for the recorded runs)
 bench: servers

@@ -144,6 +144,9 @@ type Bar struct {
 	Value     float64
 	Lo, Hi    float64
 	Highlight bool
+	// Target, when not 0, is drawn as a short red mark across the bar's
+	// row.
+	Target float64
 }
 
 // BarChart is a horizontal bar chart: one row per bar, the name on the
@@ -165,6 +168,9 @@ type BarChart struct {
 	Refs []Ref
 	// Width is the drawing's width in its own units; if zero, 720.
 	Width float64
+	// Log draws the value axis on a log scale (for ratios that span
+	// orders of magnitude); the bars then start at the axis's low end.
+	Log bool
 }
 
 // Ref is a reference line of a BarChart.
@@ -181,16 +187,28 @@ func (c BarChart) SVG() string {
 		width = 720
 	}
 	var nameW, valueW float64
-	maxV := 0.0
+	maxV, minV := 0.0, math.Inf(1)
 	for _, b := range c.Bars {
 		nameW = math.Max(nameW, TextWidth(Escape(b.Name), px))
 		valueW = math.Max(valueW, TextWidth(c.format(math.Max(b.Value, b.Hi)), px))
-		maxV = math.Max(maxV, math.Max(b.Value, b.Hi))
+		maxV = math.Max(maxV, math.Max(b.Value, math.Max(b.Hi, b.Target)))
+		for _, v := range []float64{b.Value, b.Lo, b.Target} {
+			if v > 0 {
+				minV = math.Min(minV, v)
+			}
+		}
 	}
 	for _, r := range c.Refs {
 		maxV = math.Max(maxV, r.Value)
+		if r.Value > 0 {
+			minV = math.Min(minV, r.Value)
+		}
 	}
 	maxV = niceCeil(maxV)
+	if math.IsInf(minV, 1) {
+		minV = 1
+	}
+	minV = math.Pow(10, math.Floor(math.Log10(minV)))
 	left := nameW + 16
 	right := width - valueW - 16
 	if right-left < 120 { // very long names: widen the drawing rather than squeeze the bars
@@ -199,6 +217,12 @@ func (c BarChart) SVG() string {
 	}
 	axisY := top + float64(len(c.Bars))*rowH
 	x := func(v float64) float64 { return left + v/maxV*(right-left) }
+	if c.Log {
+		x = func(v float64) float64 {
+			v = math.Max(v, minV)
+			return left + (math.Log10(v)-math.Log10(minV))/(math.Log10(maxV)-math.Log10(minV))*(right-left)
+		}
+	}
 	// Reference labels go under the axis, moved down until none overlaps
 	// another; the drawing grows to hold them.
 	height := axisY + bottom
@@ -230,6 +254,10 @@ func (c BarChart) SVG() string {
 		if b.Hi > b.Lo {
 			fmt.Fprintf(&s, `<line class="spread" x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#222"/>`, x(b.Lo), x(b.Hi), y+rowH/2, y+rowH/2)
 			end = math.Max(end, x(b.Hi))
+		}
+		if b.Target > 0 {
+			fmt.Fprintf(&s, `<line class="target" x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#c0392b" stroke-width="3"/>`, x(b.Target), x(b.Target), y+1, y+rowH-1)
+			end = math.Max(end, x(b.Target)+2)
 		}
 		fmt.Fprintf(&s, `<text class="value" x="%.1f" y="%.1f">%s</text>`+"\n", end+6, y+rowH*0.62, HTML(c.format(b.Value)))
 	}

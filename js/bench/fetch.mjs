@@ -88,6 +88,8 @@ console.log(`warm hits, ${KEYS} keys of ~${Math.round(bytesJSON / KEYS)} B JSON,
 // CPU per op (this process, user + system) is less sensitive to other jobs on a shared machine than ops/s.
 for (const [name, a] of Object.entries(results)) console.log(`  ${name.padEnd(48)} ${Math.round(median(a)).toString().padStart(8)} ops/s  ${(median(a) / base).toFixed(2)}x   ${median(cpu.get(peers[name])).toFixed(1).padStart(5)} µs CPU/op`);
 console.log(`loader calls during the warm runs (should be 0): ${loads}`);
+// RESULTS_JSON=path writes every round's ops/s per peer (make bench-report reads it).
+if (process.env.RESULTS_JSON) (await import('node:fs')).writeFileSync(process.env.RESULTS_JSON, JSON.stringify(results));
 console.log(`bytes stored per value (mean): JSON ${Math.round(bytesJSON / KEYS)}, JSON+snappy ${Math.round(bytesSnappy / KEYS)}, kura default (msgpack+s2, header and fields) ${Math.round(bytesKura / KEYS)}`);
 plain.disconnect();
 plainAP.disconnect();

@@ -1,0 +1,385 @@
+package benchreport
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/kuracache/kura/internal/harness/servers"
+)
+
+// Options configures Run.
+type Options struct {
+	// Root is the repository's root directory.
+	Root string
+	// Only, when not empty, runs only these section ids and keeps the
+	// other sections of Previous as they were.
+	Only     []string
+	Previous *Results
+	// Log receives progress lines.
+	Log io.Writer
+}
+
+// env is what a section's run needs.
+type env struct {
+	ctx  context.Context
+	root string
+	bins string // directory of the built test binaries and kura
+	log  io.Writer
+}
+
+// Run builds the test binaries, runs every section and returns the
+// results. A section that fails is recorded with its error; the others
+// still run.
+func Run(ctx context.Context, o Options) (*Results, error) {
+	start := time.Now()
+	if o.Log == nil {
+		o.Log = io.Discard
+	}
+	bins, err := os.MkdirTemp("", "kura-bench-report-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(bins)
+	e := &env{ctx: ctx, root: o.Root, bins: bins, log: o.Log}
+	res := &Results{Schema: Schema, Date: start.UTC().Format(time.RFC3339), Command: "make bench-report", Machine: machine(ctx)}
+	res.Commit, res.Dirty = commit(ctx, o.Root)
+	want := map[string]bool{}
+	for _, id := range o.Only {
+		want[id] = true
+	}
+	built := map[string]bool{}
+	for _, sp := range specs() {
+		if len(want) > 0 && !want[sp.ID] {
+			if o.Previous != nil {
+				if s := o.Previous.Section(sp.ID); s != nil {
+					res.Sections = append(res.Sections, *s)
+				}
+			}
+			continue
+		}
+		fmt.Fprintf(o.Log, "bench-report: %s\n", sp.ID)
+		sec := Section{ID: sp.ID, Title: sp.Title, Question: sp.Question, Command: sp.Command, Commit: res.Commit, Started: time.Now().UTC().Format(time.RFC3339)}
+		secStart := time.Now()
+		sec.Load[0] = loadavg()
+		samples, err := e.runSpec(sp, built)
+		sec.Load[1] = loadavg()
+		sec.Seconds = time.Since(secStart).Round(time.Second).Seconds()
+		if err != nil {
+			sec.Error = err.Error()
+			fmt.Fprintf(o.Log, "bench-report: %s failed: %v\n", sp.ID, err)
+		} else {
+			fill(&sec, sp, samples)
+		}
+		res.Sections = append(res.Sections, sec)
+	}
+	for _, s := range res.Sections {
+		for _, q := range s.Ratios {
+			if q.Headline {
+				res.Headline = append(res.Headline, q.ID)
+			}
+		}
+	}
+	res.Seconds = time.Since(start).Round(time.Second).Seconds()
+	return res, nil
+}
+
+// fill turns samples into the section's rows and ratios.
+func fill(sec *Section, sp spec, samples map[string][]float64) {
+	for _, rs := range sp.Rows {
+		r := Row{ID: rs.ID, Name: rs.Name, Metric: rs.Metric, Better: rs.Better, Kura: rs.Kura, Samples: samples[rs.ID]}
+		r.finish()
+		sec.Rows = append(sec.Rows, r)
+	}
+	for _, qs := range sp.Ratios {
+		q := Ratio{ID: sp.ID + "." + qs.Peer, Label: qs.Label, Kura: qs.Kura, Peer: qs.Peer, Kind: qs.Kind, Target: qs.Target, Headline: qs.Headline, Analysis: qs.Analysis}
+		if qs.Kura != "kura" && strings.Count(sp.ID, ".") == 0 {
+			// Two ratios against one peer need distinct ids.
+			for _, o := range sp.Ratios {
+				if o.Peer == qs.Peer && o.Kura != qs.Kura {
+					q.ID = sp.ID + "." + qs.Kura + "-vs-" + qs.Peer
+				}
+			}
+		}
+		k, p := sec.Row(qs.Kura), sec.Row(qs.Peer)
+		if k != nil && p != nil {
+			q.finish(k, p)
+		}
+		sec.Ratios = append(sec.Ratios, q)
+	}
+}
+
+func (e *env) runSpec(sp spec, built map[string]bool) (map[string][]float64, error) {
+	if sp.Custom != nil {
+		return sp.Custom(e)
+	}
+	lines := map[string][]map[string]float64{}
+	for _, g := range sp.Go {
+		bin := filepath.Join(e.bins, strings.NewReplacer("/", "_", ".", "root").Replace(g.Pkg)+".test")
+		if !built[g.Pkg] {
+			fmt.Fprintf(e.log, "bench-report:   go test -c %s\n", g.Pkg)
+			cmd := exec.CommandContext(e.ctx, "go", "test", "-c", "-o", bin, g.Pkg)
+			cmd.Dir = e.root
+			if out, err := cmd.CombinedOutput(); err != nil {
+				return nil, fmt.Errorf("go test -c %s: %v\n%s", g.Pkg, err, tail(out))
+			}
+			built[g.Pkg] = true
+		}
+		args := []string{"-test.run", "^$", "-test.bench", g.Bench, "-test.benchtime", g.Benchtime, "-test.count", strconv.Itoa(max(1, g.Count)), "-test.benchmem"}
+		cmd := exec.CommandContext(e.ctx, bin, args...)
+		cmd.Dir = filepath.Join(e.root, g.Pkg)
+		cmd.Env = append(append(os.Environ(), "KURA_REQUIRE_SERVERS=1"), g.Env...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			return nil, fmt.Errorf("%s -test.bench %q: %v\n%s", g.Pkg, g.Bench, err, tail(out))
+		}
+		for name, ms := range parseBench(out) {
+			lines[name] = append(lines[name], ms...)
+		}
+	}
+	samples := map[string][]float64{}
+	for _, rs := range sp.Rows {
+		for _, m := range lines[rs.Bench] {
+			if v, ok := m[rs.Metric]; ok {
+				samples[rs.ID] = append(samples[rs.ID], v)
+			}
+		}
+		if len(samples[rs.ID]) == 0 {
+			return nil, fmt.Errorf("no %s for %s in the output", rs.Metric, rs.Bench)
+		}
+	}
+	return samples, nil
+}
+
+var (
+	benchLine = regexp.MustCompile(`^Benchmark(\S+)\s+(\d+)\s+(.+)$`)
+	roundPart = regexp.MustCompile(`(^|/)round\d+/`)
+	procsPart = regexp.MustCompile(`-\d+$`)
+)
+
+// parseBench reads `go test -bench` output: per benchmark name (without
+// "Benchmark", a "roundN/" level and the -GOMAXPROCS suffix), the metrics
+// of each result line, in order.
+func parseBench(out []byte) map[string][]map[string]float64 {
+	res := map[string][]map[string]float64{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		m := benchLine.FindStringSubmatch(strings.TrimSpace(sc.Text()))
+		if m == nil {
+			continue
+		}
+		name := procsPart.ReplaceAllString(m[1], "")
+		name = roundPart.ReplaceAllString(name, "$1")
+		f := strings.Fields(m[3])
+		metrics := map[string]float64{}
+		for i := 0; i+1 < len(f); i += 2 {
+			if v, err := strconv.ParseFloat(f[i], 64); err == nil {
+				metrics[f[i+1]] = v
+			}
+		}
+		res[name] = append(res[name], metrics)
+	}
+	return res
+}
+
+func tail(b []byte) string {
+	if len(b) > 3000 {
+		b = b[len(b)-3000:]
+	}
+	return string(b)
+}
+
+// runLoadgen starts a private redis-server and runs `kura bench` and
+// redis-benchmark back to back on it, alternating which goes first, for
+// GET and SET at -P 16 and GET at -P 1.
+func runLoadgen(e *env) (map[string][]float64, error) {
+	rb, err := exec.LookPath("redis-benchmark")
+	if err != nil {
+		return nil, errors.New("redis-benchmark is not installed (make servers)")
+	}
+	kura := filepath.Join(e.bins, "kura")
+	cmd := exec.CommandContext(e.ctx, "go", "build", "-o", kura, "./cmd/kura")
+	cmd.Dir = e.root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("go build ./cmd/kura: %v\n%s", err, out)
+	}
+	srv, err := servers.StartRedis(e.ctx, servers.RedisConfig{})
+	if err != nil {
+		return nil, err
+	}
+	defer srv.Stop()
+	url := "redis://" + srv.Addr
+	_, port, _ := strings.Cut(srv.Addr, ":")
+	if out, err := exec.CommandContext(e.ctx, kura, "bench", url, "-t", "set", "-r", "100000", "-d", "100", "-n", "100000", "-q", "--prefill").CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("kura bench --prefill: %v\n%s", err, out)
+	}
+	reqsPerSec := regexp.MustCompile(`([0-9.]+) requests per second`)
+	samples := map[string][]float64{}
+	type cfg struct {
+		t, p, n string
+		kura, rb string
+	}
+	cfgs := []cfg{{"get", "16", "1000000", "kura-get-p16", "rb-get-p16"}, {"set", "16", "1000000", "kura-set-p16", "rb-set-p16"}, {"get", "1", "100000", "kura-get-p1", "rb-get-p1"}}
+	for round := range 3 {
+		for _, c := range cfgs {
+			runKura := func() error {
+				out, err := exec.CommandContext(e.ctx, kura, "bench", url, "-t", c.t, "-c", "50", "-n", c.n, "-d", "100", "-r", "100000", "-P", c.p, "-q", "--json").Output()
+				if err != nil {
+					return fmt.Errorf("kura bench: %v\n%s", err, out)
+				}
+				var r struct {
+					OpsPerSec float64 `json:"ops_per_sec"`
+				}
+				if err := json.Unmarshal(out, &r); err != nil || r.OpsPerSec <= 0 {
+					return fmt.Errorf("kura bench --json: %v: %.200s", err, out)
+				}
+				samples[c.kura] = append(samples[c.kura], r.OpsPerSec)
+				return nil
+			}
+			runRB := func() error {
+				out, err := exec.CommandContext(e.ctx, rb, "-p", port, "-t", c.t, "-c", "50", "-n", c.n, "-d", "100", "-r", "100000", "-P", c.p, "-q").CombinedOutput()
+				if err != nil {
+					return fmt.Errorf("redis-benchmark: %v\n%s", err, out)
+				}
+				m := reqsPerSec.FindAllSubmatch(bytes.ReplaceAll(out, []byte("\r"), []byte("\n")), -1)
+				if len(m) == 0 {
+					return fmt.Errorf("redis-benchmark printed no rate: %.200s", out)
+				}
+				v, _ := strconv.ParseFloat(string(m[len(m)-1][1]), 64)
+				samples[c.rb] = append(samples[c.rb], v)
+				return nil
+			}
+			first, second := runKura, runRB
+			if round%2 == 1 {
+				first, second = runRB, runKura
+			}
+			if err := first(); err != nil {
+				return nil, err
+			}
+			if err := second(); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return samples, nil
+}
+
+// runNode runs js/bench/fetch.mjs (after npm ci when js/node_modules
+// is missing, and the TypeScript build) and reads its per-round figures.
+func runNode(e *env) (map[string][]float64, error) {
+	js := filepath.Join(e.root, "js")
+	run := func(env []string, name string, args ...string) ([]byte, error) {
+		cmd := exec.CommandContext(e.ctx, name, args...)
+		cmd.Dir = js
+		cmd.Env = append(os.Environ(), env...)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			return out, fmt.Errorf("%s %s: %v\n%s", name, strings.Join(args, " "), err, tail(out))
+		}
+		return out, nil
+	}
+	if _, err := os.Stat(filepath.Join(js, "node_modules")); err != nil {
+		if _, err := run(nil, "npm", "ci", "--no-audit", "--no-fund"); err != nil {
+			return nil, err
+		}
+	}
+	if _, err := run(nil, "npm", "run", "build"); err != nil {
+		return nil, err
+	}
+	f, err := os.CreateTemp("", "kura-node-bench-*.json")
+	if err != nil {
+		return nil, err
+	}
+	f.Close()
+	defer os.Remove(f.Name())
+	if _, err := run([]string{"ROUNDS=3", "ROUND_MS=1000", "RESULTS_JSON=" + f.Name()}, "node", "bench/fetch.mjs"); err != nil {
+		return nil, err
+	}
+	b, err := os.ReadFile(f.Name())
+	if err != nil {
+		return nil, err
+	}
+	var rounds map[string][]float64
+	if err := json.Unmarshal(b, &rounds); err != nil {
+		return nil, fmt.Errorf("bench/fetch.mjs RESULTS_JSON: %w", err)
+	}
+	ids := map[string]string{
+		"kura fetch":             "kura",
+		"plain GET + JSON.parse": "plain",
+		"GET + snappy + JSON.parse (the field report)": "snappy",
+		"keyv get (@keyv/redis)":                       "keyv",
+		"cache-manager wrap (keyv redis store)":        "cache-manager",
+		"BentoCache getOrSet (Redis layer, no L1)":     "bentocache",
+	}
+	samples := map[string][]float64{}
+	for name, id := range ids {
+		if len(rounds[name]) == 0 {
+			return nil, fmt.Errorf("bench/fetch.mjs has no rounds for %q", name)
+		}
+		samples[id] = rounds[name]
+	}
+	return samples, nil
+}
+
+func loadavg() [3]float64 {
+	var l [3]float64
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return l
+	}
+	f := strings.Fields(string(b))
+	for i := 0; i < 3 && i < len(f); i++ {
+		l[i], _ = strconv.ParseFloat(f[i], 64)
+	}
+	return l
+}
+
+func machine(ctx context.Context) Machine {
+	m := Machine{CPUs: runtime.NumCPU(), OS: runtime.GOOS + "/" + runtime.GOARCH, Go: runtime.Version()}
+	if b, err := os.ReadFile("/proc/cpuinfo"); err == nil {
+		for _, l := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(l, ":"); ok && strings.TrimSpace(k) == "model name" {
+				m.CPU = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	version := func(re string, name string, args ...string) string {
+		out, err := exec.CommandContext(ctx, name, args...).CombinedOutput()
+		if err != nil {
+			return ""
+		}
+		if s := regexp.MustCompile(re).FindStringSubmatch(string(out)); s != nil {
+			return s[1]
+		}
+		return strings.TrimSpace(string(out))
+	}
+	m.Redis = version(`v=(\S+)`, "redis-server", "--version")
+	m.Memcached = version(`memcached (\S+)`, "memcached", "-V")
+	m.Node = version(`(v\S+)`, "node", "--version")
+	return m
+}
+
+// commit returns the short commit of root's HEAD, and whether Go or
+// JavaScript files differ from it.
+func commit(ctx context.Context, root string) (string, bool) {
+	out, err := exec.CommandContext(ctx, "git", "-C", root, "rev-parse", "--short", "HEAD").Output()
+	if err != nil {
+		return "unknown", true
+	}
+	st, _ := exec.CommandContext(ctx, "git", "-C", root, "status", "--porcelain", "--", "*.go", "*.mjs", "*.ts", "go.mod", "go.sum").Output()
+	return strings.TrimSpace(string(out)), len(bytes.TrimSpace(st)) > 0
+}
