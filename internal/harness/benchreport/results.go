@@ -73,9 +73,9 @@ type Section struct {
 	Seconds float64 `json:"seconds"`
 	// Load is the 1-, 5- and 15-minute load average at the start and at
 	// the end of the section (/proc/loadavg).
-	Load [2][3]float64 `json:"load"`
-	Rows   []Row       `json:"rows"`
-	Ratios []Ratio     `json:"ratios"`
+	Load   [2][3]float64 `json:"load"`
+	Rows   []Row         `json:"rows"`
+	Ratios []Ratio       `json:"ratios"`
 	// Error is set when the section's run failed; its rows and ratios are
 	// then empty and the page says so.
 	Error string `json:"error,omitempty"`

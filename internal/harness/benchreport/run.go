@@ -229,7 +229,7 @@ func runLoadgen(e *env) (map[string][]float64, error) {
 	reqsPerSec := regexp.MustCompile(`([0-9.]+) requests per second`)
 	samples := map[string][]float64{}
 	type cfg struct {
-		t, p, n string
+		t, p, n  string
 		kura, rb string
 	}
 	cfgs := []cfg{{"get", "16", "1000000", "kura-get-p16", "rb-get-p16"}, {"set", "16", "1000000", "kura-set-p16", "rb-set-p16"}, {"get", "1", "100000", "kura-get-p1", "rb-get-p1"}}
