@@ -51,6 +51,22 @@ func Chart(s *Section) string {
 	return c.SVG()
 }
 
+// HeadlineChart draws every headline ratio in one chart (the README's).
+func HeadlineChart(r *Results) string {
+	s := Section{ID: "headline", Title: "kura against its peers"}
+	for _, id := range r.Headline {
+		if q := r.Ratio(id); q != nil {
+			sec, _, _ := strings.Cut(id, ".")
+			c := *q
+			if x := r.Section(sec); x != nil {
+				c.Label = x.Title + ": " + q.Label
+			}
+			s.Ratios = append(s.Ratios, c)
+		}
+	}
+	return Chart(&s)
+}
+
 func nonzero(v, or float64) float64 {
 	if v == 0 {
 		return or
@@ -274,6 +290,9 @@ func WriteAll(root string, r *Results) error {
 		if err := os.WriteFile(filepath.Join(root, ChartDir, r.Sections[i].ID+".svg"), []byte(Chart(&r.Sections[i])), 0o644); err != nil {
 			return err
 		}
+	}
+	if err := os.WriteFile(filepath.Join(root, ChartDir, "headline.svg"), []byte(HeadlineChart(r)), 0o644); err != nil {
+		return err
 	}
 	page, err := os.ReadFile(filepath.Join(root, PagePath))
 	if err != nil {
