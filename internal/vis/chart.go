@@ -162,6 +162,8 @@ type BarChart struct {
 	// decimals shown.
 	Unit   string
 	Digits int
+	// Format, when set, formats values instead of Unit and Digits.
+	Format func(float64) string
 	Bars   []Bar
 	// Refs are vertical reference lines (value and label), such as the
 	// peer's 1.0 and the target.
@@ -272,6 +274,9 @@ func (c BarChart) SVG() string {
 }
 
 func (c BarChart) format(v float64) string {
+	if c.Format != nil {
+		return c.Format(v)
+	}
 	return fmt.Sprintf("%.*f%s", c.Digits, v, c.Unit)
 }
 

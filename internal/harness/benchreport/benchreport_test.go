@@ -300,3 +300,58 @@ func TestRatios(t *testing.T) {
 		t.Error("formatting")
 	}
 }
+
+// synthetic returns results for every section of the page with figures
+// from extreme to tiny, as a bad run on a busy machine could give.
+func synthetic() *Results {
+	r := &Results{Schema: Schema, Date: "2026-11-29T04:00:00Z", Commit: "abc1234", Command: "make bench-report", Machine: Machine{CPUs: 2, CPU: "AMD EPYC"}}
+	for k, sp := range specs() {
+		sec := Section{ID: sp.ID, Title: sp.Title, Question: sp.Question, Command: sp.Command, Commit: "abc1234", Started: r.Date, Load: [2][3]float64{{12, 10, 8}, {14, 11, 9}}}
+		samples := map[string][]float64{}
+		for i, rs := range sp.Rows {
+			base := []float64{1, 1000, 0.001, 250000, 3}[(i+k)%5]
+			samples[rs.ID] = []float64{base, base * (1.3 + float64(i)/10), base * (0.7 - float64(i)/20)}
+		}
+		fill(&sec, sp, samples)
+		r.Sections = append(r.Sections, sec)
+		for _, q := range sec.Ratios {
+			if q.Headline {
+				r.Headline = append(r.Headline, q.ID)
+			}
+		}
+	}
+	return r
+}
+
+// TestChartsOfAnyRunFit: whatever the figures (ratios from 0.001x to
+// 10^6x), the charts' labels neither overlap nor get cut off in
+// Chromium, and the page's blocks round-trip through Rewrite.
+func TestChartsOfAnyRunFit(t *testing.T) {
+	r := synthetic()
+	var svgs []string
+	for i := range r.Sections {
+		svgs = append(svgs, Chart(&r.Sections[i]))
+	}
+	svgs = append(svgs, HeadlineChart(r))
+	page := "# x\n"
+	for id := range Generated(r) {
+		page += "<!-- bench-report:begin " + id + " -->\nold\n<!-- bench-report:end " + id + " -->\n"
+	}
+	out, err := Rewrite(page, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks, _ := Blocks(out)
+	for id, want := range Generated(r) {
+		if blocks[id] != want {
+			t.Errorf("block %s does not round-trip", id)
+		}
+	}
+	if _, err := Rewrite(page+"<!-- bench-report:begin nosuch -->\n<!-- bench-report:end nosuch -->\n", r); err == nil {
+		t.Error("a block the results do not know was accepted")
+	}
+	if testing.Short() {
+		return
+	}
+	vistest.CheckLayout(t, vistest.SVGPage(svgs...), 1280, 390)
+}

@@ -26,7 +26,7 @@ const PagePath = "BENCHMARKS.md"
 // per-round spread as a whisker, its target as a red mark and the peer
 // (1x) as a dashed line.
 func Chart(s *Section) string {
-	c := vis.BarChart{ID: "chart-" + s.ID, Title: s.Title + ": kura / peer, median and spread of the rounds", Unit: "x", Digits: 2,
+	c := vis.BarChart{ID: "chart-" + s.ID, Title: s.Title + ": kura / peer, median and spread of the rounds", Format: Ratiof,
 		Refs: []vis.Ref{{Value: 1, Label: "peer = 1x"}}}
 	lo, hi := math.Inf(1), 0.0
 	for _, q := range s.Ratios {
