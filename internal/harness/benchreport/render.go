@@ -89,7 +89,7 @@ func Block(r *Results, s *Section) string {
 			if row.Kura {
 				name = "**" + name + "**"
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s–%s | %d |\n", name, Format(row.Median, row.Metric), Format(row.Min, row.Metric), Format(row.Max, row.Metric), len(row.Samples))
+			fmt.Fprintf(&b, "| %s | %s | %s | %d |\n", name, Format(row.Median, row.Metric), spread(row), len(row.Samples))
 		}
 		b.WriteString("\n| ratio (same rounds) | median | spread (min–max) | target |\n|---|---:|---:|---|\n")
 		for _, q := range s.Ratios {
@@ -102,6 +102,15 @@ func Block(r *Results, s *Section) string {
 		"(1 min; the cores were shared with other engineers' jobs, so absolute figures are noisy: compare within the table). "+
 		"Reproduce: `%s`.\n", day(s.Started), strconv.FormatFloat(s.Seconds, 'f', 0, 64), s.Commit, r.Machine.CPUs, r.Machine.CPU, l[0][0], l[1][0], s.Command)
 	return b.String()
+}
+
+// spread is a row's "min–max", the unit once when both share it.
+func spread(r Row) string {
+	a, b := Format(r.Min, r.Metric), Format(r.Max, r.Metric)
+	if i, j := strings.LastIndexByte(a, ' '), strings.LastIndexByte(b, ' '); i > 0 && j > 0 && a[i:] == b[j:] {
+		a = a[:i]
+	}
+	return a + "–" + b
 }
 
 func firstLine(s string) string {
@@ -220,9 +229,9 @@ func RunBlock(r *Results) string {
 	if r.Dirty {
 		dirty = " **(with uncommitted changes: rerun before quoting)**"
 	}
-	return fmt.Sprintf("Last run: %s, commit `%s`%s, `%s` in %s s on %d cores (%s), %s, Go %s, redis-server %s, memcached %s, Node %s. "+
+	return fmt.Sprintf("Last run: %s, commit `%s`%s, `%s` in %s s (%s s of it building the test binaries) on %d cores (%s), %s, Go %s, redis-server %s, memcached %s, Node %s. "+
 		"Results file: [`%s`](%s) (schema `%s`).\n",
-		day(r.Date), r.Commit, dirty, r.Command, strconv.FormatFloat(r.Seconds, 'f', 0, 64), m.CPUs, m.CPU, m.OS, strings.TrimPrefix(m.Go, "go"), m.Redis, m.Memcached, m.Node,
+		day(r.Date), r.Commit, dirty, r.Command, strconv.FormatFloat(r.Seconds, 'f', 0, 64), strconv.FormatFloat(r.BuildSeconds, 'f', 0, 64), m.CPUs, m.CPU, m.OS, strings.TrimPrefix(m.Go, "go"), m.Redis, m.Memcached, m.Node,
 		ResultsPath, ResultsPath, r.Schema)
 }
 

@@ -33,6 +33,9 @@ type Results struct {
 	// took, building the test binaries included.
 	Date    string  `json:"date"`
 	Seconds float64 `json:"seconds"`
+	// BuildSeconds is the part of Seconds spent building the test
+	// binaries and kura (on a loaded machine, most of it).
+	BuildSeconds float64 `json:"build_seconds"`
 	// Commit is the commit the run measured (git rev-parse --short
 	// HEAD); Dirty is true when the tree had uncommitted changes to Go
 	// or JavaScript files (a page must not quote such a run).
@@ -91,9 +94,13 @@ type Row struct {
 	Better  string    `json:"better"`
 	Kura    bool      `json:"kura"`
 	Samples []float64 `json:"samples"`
-	Median  float64   `json:"median"`
-	Min     float64   `json:"min"`
-	Max     float64   `json:"max"`
+	// Rounds is each sample's round (100 x process + the benchmark's own
+	// round number), when the run knows it: ratios pair samples of the
+	// same round. Without it samples pair by position.
+	Rounds []int   `json:"rounds,omitempty"`
+	Median float64 `json:"median"`
+	Min    float64 `json:"min"`
+	Max    float64 `json:"max"`
 }
 
 // Ratio is kura against one peer, from samples of the same rounds:
@@ -200,8 +207,21 @@ func (r *Row) finish() { r.Median, r.Min, r.Max = summary(r.Samples) }
 // finish computes a ratio from its rows' samples, pairing them by round.
 func (q *Ratio) finish(k, p *Row) {
 	q.PerRound = nil
-	for i := 0; i < len(k.Samples) && i < len(p.Samples); i++ {
-		a, b := k.Samples[i], p.Samples[i]
+	type pair struct{ a, b float64 }
+	var pairs []pair
+	if len(k.Rounds) == len(k.Samples) && len(p.Rounds) == len(p.Samples) && len(k.Rounds) > 0 {
+		for i, rk := range k.Rounds {
+			if j := slices.Index(p.Rounds, rk); j >= 0 {
+				pairs = append(pairs, pair{k.Samples[i], p.Samples[j]})
+			}
+		}
+	} else {
+		for i := 0; i < len(k.Samples) && i < len(p.Samples); i++ {
+			pairs = append(pairs, pair{k.Samples[i], p.Samples[i]})
+		}
+	}
+	for _, x := range pairs {
+		a, b := x.a, x.b
 		var v float64
 		switch {
 		case q.Kind == "size":

@@ -38,6 +38,8 @@ type env struct {
 	root string
 	bins string // directory of the built test binaries and kura
 	log  io.Writer
+	// build is the time spent building test binaries and kura.
+	build time.Duration
 }
 
 // Run builds the test binaries, runs every section and returns the
@@ -74,14 +76,14 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 		sec := Section{ID: sp.ID, Title: sp.Title, Question: sp.Question, Command: sp.Command, Commit: res.Commit, Started: time.Now().UTC().Format(time.RFC3339)}
 		secStart := time.Now()
 		sec.Load[0] = loadavg()
-		samples, err := e.runSpec(sp, built)
+		samples, rounds, err := e.runSpec(sp, built)
 		sec.Load[1] = loadavg()
 		sec.Seconds = time.Since(secStart).Round(time.Second).Seconds()
 		if err != nil {
 			sec.Error = err.Error()
 			fmt.Fprintf(o.Log, "bench-report: %s failed: %v\n", sp.ID, err)
 		} else {
-			fill(&sec, sp, samples)
+			fill(&sec, sp, samples, rounds)
 		}
 		res.Sections = append(res.Sections, sec)
 	}
@@ -93,13 +95,16 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 		}
 	}
 	res.Seconds = time.Since(start).Round(time.Second).Seconds()
+	res.BuildSeconds = e.build.Round(time.Second).Seconds()
 	return res, nil
 }
 
-// fill turns samples into the section's rows and ratios.
-func fill(sec *Section, sp spec, samples map[string][]float64) {
+// fill turns samples into the section's rows and ratios. rounds, when
+// not nil, gives each sample's round; without it samples pair by
+// position.
+func fill(sec *Section, sp spec, samples map[string][]float64, rounds map[string][]int) {
 	for _, rs := range sp.Rows {
-		r := Row{ID: rs.ID, Name: rs.Name, Metric: rs.Metric, Better: rs.Better, Kura: rs.Kura, Samples: samples[rs.ID]}
+		r := Row{ID: rs.ID, Name: rs.Name, Metric: rs.Metric, Better: rs.Better, Kura: rs.Kura, Samples: samples[rs.ID], Rounds: rounds[rs.ID]}
 		r.finish()
 		sec.Rows = append(sec.Rows, r)
 	}
@@ -121,76 +126,116 @@ func fill(sec *Section, sp spec, samples map[string][]float64) {
 	}
 }
 
-func (e *env) runSpec(sp spec, built map[string]bool) (map[string][]float64, error) {
+// runSpec returns each row's samples and the round of each sample.
+func (e *env) runSpec(sp spec, built map[string]bool) (map[string][]float64, map[string][]int, error) {
 	if sp.Custom != nil {
-		return sp.Custom(e)
+		s, err := sp.Custom(e)
+		return s, nil, err
 	}
-	lines := map[string][]map[string]float64{}
+	lines := map[string][]result{}
 	for _, g := range sp.Go {
 		bin := filepath.Join(e.bins, strings.NewReplacer("/", "_", ".", "root").Replace(g.Pkg)+".test")
 		if !built[g.Pkg] {
 			fmt.Fprintf(e.log, "bench-report:   go test -c %s\n", g.Pkg)
+			t0 := time.Now()
 			cmd := exec.CommandContext(e.ctx, "go", "test", "-c", "-o", bin, g.Pkg)
 			cmd.Dir = e.root
-			if out, err := cmd.CombinedOutput(); err != nil {
-				return nil, fmt.Errorf("go test -c %s: %v\n%s", g.Pkg, err, tail(out))
+			out, err := cmd.CombinedOutput()
+			e.build += time.Since(t0)
+			if err != nil {
+				return nil, nil, fmt.Errorf("go test -c %s: %v\n%s", g.Pkg, err, tail(out))
 			}
 			built[g.Pkg] = true
 		}
-		args := []string{"-test.run", "^$", "-test.bench", g.Bench, "-test.benchtime", g.Benchtime, "-test.count", strconv.Itoa(max(1, g.Count)), "-test.benchmem"}
-		cmd := exec.CommandContext(e.ctx, bin, args...)
-		cmd.Dir = filepath.Join(e.root, g.Pkg)
-		cmd.Env = append(append(os.Environ(), "KURA_REQUIRE_SERVERS=1"), g.Env...)
-		out, err := cmd.CombinedOutput()
-		if err != nil {
-			return nil, fmt.Errorf("%s -test.bench %q: %v\n%s", g.Pkg, g.Bench, err, tail(out))
-		}
-		for name, ms := range parseBench(out) {
-			lines[name] = append(lines[name], ms...)
+		args := []string{"-test.run", "^$", "-test.bench", g.Bench, "-test.benchtime", g.Benchtime, "-test.count", "1", "-test.benchmem"}
+		for iter := range max(1, g.Rounds) {
+			cmd := exec.CommandContext(e.ctx, bin, args...)
+			cmd.Dir = filepath.Join(e.root, g.Pkg)
+			cmd.Env = append(append(os.Environ(), "KURA_REQUIRE_SERVERS=1"), g.Env...)
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				return nil, nil, fmt.Errorf("%s -test.bench %q: %v\n%s", g.Pkg, g.Bench, err, tail(out))
+			}
+			for name, rs := range parseBench(out) {
+				for _, r := range rs {
+					r.Round += 100 * iter
+					lines[name] = append(lines[name], r)
+				}
+			}
 		}
 	}
 	samples := map[string][]float64{}
+	rounds := map[string][]int{}
 	for _, rs := range sp.Rows {
-		for _, m := range lines[rs.Bench] {
-			if v, ok := m[rs.Metric]; ok {
+		for _, r := range lines[rs.Bench] {
+			if v, ok := r.Metrics[rs.Metric]; ok {
 				samples[rs.ID] = append(samples[rs.ID], v)
+				rounds[rs.ID] = append(rounds[rs.ID], r.Round)
 			}
 		}
 		if len(samples[rs.ID]) == 0 {
-			return nil, fmt.Errorf("no %s for %s in the output", rs.Metric, rs.Bench)
+			return nil, nil, fmt.Errorf("no %s for %s in the output", rs.Metric, rs.Bench)
 		}
 	}
-	return samples, nil
+	return samples, rounds, nil
 }
 
 var (
-	benchLine = regexp.MustCompile(`^Benchmark(\S+)\s+(\d+)\s+(.+)$`)
-	roundPart = regexp.MustCompile(`(^|/)round\d+/`)
-	procsPart = regexp.MustCompile(`-\d+$`)
+	benchLine  = regexp.MustCompile(`^Benchmark(\S+)\s+(\d+)\s+(\S+ ns/op.*)$`)
+	benchName  = regexp.MustCompile(`^Benchmark(\S+)`)
+	resultRest = regexp.MustCompile(`^(\d+)\s+(\S+ ns/op.*)$`)
+	roundPart  = regexp.MustCompile(`(^|/)round(\d+)/`)
+	procsPart  = regexp.MustCompile(`-\d+$`)
 )
 
+// result is one benchmark result line: its round (the N of a "roundN/"
+// level, 0 without one) and its metrics.
+type result struct {
+	Round   int
+	Metrics map[string]float64
+}
+
 // parseBench reads `go test -bench` output: per benchmark name (without
-// "Benchmark", a "roundN/" level and the -GOMAXPROCS suffix), the metrics
-// of each result line, in order.
-func parseBench(out []byte) map[string][]map[string]float64 {
-	res := map[string][]map[string]float64{}
+// "Benchmark", a "roundN/" level and the -GOMAXPROCS suffix), its results
+// in order. A benchmark that logs while it runs splits its line (the name
+// is printed before the run, the figures after): the figures are given to
+// the last name printed alone.
+func parseBench(out []byte) map[string][]result {
+	res := map[string][]result{}
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		m := benchLine.FindStringSubmatch(strings.TrimSpace(sc.Text()))
-		if m == nil {
-			continue
+	pending := ""
+	add := func(raw, fields string) {
+		name := procsPart.ReplaceAllString(raw, "")
+		round := 0
+		if m := roundPart.FindStringSubmatch(name); m != nil {
+			round, _ = strconv.Atoi(m[2])
 		}
-		name := procsPart.ReplaceAllString(m[1], "")
 		name = roundPart.ReplaceAllString(name, "$1")
-		f := strings.Fields(m[3])
+		f := strings.Fields(fields)
 		metrics := map[string]float64{}
 		for i := 0; i+1 < len(f); i += 2 {
 			if v, err := strconv.ParseFloat(f[i], 64); err == nil {
 				metrics[f[i+1]] = v
 			}
 		}
-		res[name] = append(res[name], metrics)
+		res[name] = append(res[name], result{round, metrics})
+	}
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if m := benchLine.FindStringSubmatch(line); m != nil {
+			add(m[1], m[3])
+			pending = ""
+			continue
+		}
+		if m := benchName.FindStringSubmatch(line); m != nil {
+			pending = m[1]
+			continue
+		}
+		if m := resultRest.FindStringSubmatch(line); m != nil && pending != "" {
+			add(pending, m[2])
+			pending = ""
+		}
 	}
 	return res
 }
@@ -213,7 +258,10 @@ func runLoadgen(e *env) (map[string][]float64, error) {
 	kura := filepath.Join(e.bins, "kura")
 	cmd := exec.CommandContext(e.ctx, "go", "build", "-o", kura, "./cmd/kura")
 	cmd.Dir = e.root
-	if out, err := cmd.CombinedOutput(); err != nil {
+	t0 := time.Now()
+	out, err := cmd.CombinedOutput()
+	e.build += time.Since(t0)
+	if err != nil {
 		return nil, fmt.Errorf("go build ./cmd/kura: %v\n%s", err, out)
 	}
 	srv, err := servers.StartRedis(e.ctx, servers.RedisConfig{})
