@@ -388,3 +388,30 @@ func TestChartsOfAnyRunFit(t *testing.T) {
 	}
 	vistest.CheckLayout(t, vistest.SVGPage(svgs...), 1280, 390)
 }
+
+// TestFullSizes: a full-size run triples rounds, benchmark time and the
+// rounds a benchmark counts itself, and leaves self-sizing 1x alone.
+func TestFullSizes(t *testing.T) {
+	e := &env{full: true}
+	g := e.sized(goRun{Benchtime: "1s", Rounds: 3, Env: []string{"KURA_BENCH_ROUNDS=3", "X=1"}})
+	if g.Benchtime != "3s" || g.Rounds != 9 || g.Env[0] != "KURA_BENCH_ROUNDS=9" || g.Env[1] != "X=1" {
+		t.Errorf("%+v", g)
+	}
+	if g := e.sized(goRun{Benchtime: "1x", Rounds: 1}); g.Benchtime != "1x" || g.Rounds != 3 {
+		t.Errorf("%+v", g)
+	}
+	if g := e.sized(goRun{Benchtime: "300x"}); g.Benchtime != "900x" {
+		t.Errorf("%+v", g)
+	}
+	if g := (&env{}).sized(goRun{Benchtime: "1s", Rounds: 3}); g.Benchtime != "1s" || g.Rounds != 3 {
+		t.Errorf("small size changed: %+v", g)
+	}
+}
+
+// TestFailure: a failed run is summed up by its test's message.
+func TestFailure(t *testing.T) {
+	out := "BenchmarkReadPath/round3/kura-2                         \t--- FAIL: BenchmarkReadPath/round3/kura-2\n    l1_bench_test.go:170: the warm set missed: the benchmark would measure the loader\n--- FAIL: BenchmarkReadPath\nFAIL\n"
+	if got := failure([]byte(out)); got != "the warm set missed: the benchmark would measure the loader" {
+		t.Errorf("failure: %q", got)
+	}
+}

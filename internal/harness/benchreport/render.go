@@ -19,6 +19,10 @@ const ChartDir = "docs/benchmarks/charts"
 // ResultsPath is the results file, relative to the repository.
 const ResultsPath = "docs/benchmarks/results.json"
 
+// FullResultsPath is where a full-size run (make bench-report-full)
+// writes its results; it does not touch the page or the charts.
+const FullResultsPath = "docs/benchmarks/results-full.json"
+
 // PagePath is the results page, relative to the repository.
 const PagePath = "BENCHMARKS.md"
 
@@ -81,6 +85,9 @@ func Block(r *Results, s *Section) string {
 	fmt.Fprintf(&b, "![%s: kura / peer, median and spread of the rounds](%s/%s.svg)\n\n", s.Title, ChartDir, s.ID)
 	if s.Error != "" {
 		fmt.Fprintf(&b, "**This section's run failed** (%s); its figures are missing until `make bench-report` runs it again.\n\n", firstLine(s.Error))
+	}
+	for _, why := range s.Reruns {
+		fmt.Fprintf(&b, "One run failed and was run again: `%s`.\n\n", strings.ReplaceAll(firstLine(why), "`", "'"))
 	}
 	if len(s.Rows) > 0 {
 		b.WriteString("| contender | median | spread (min–max) | rounds |\n|---|---:|---:|---:|\n")

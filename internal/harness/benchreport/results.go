@@ -39,8 +39,12 @@ type Results struct {
 	// Commit is the commit the run measured (git rev-parse --short
 	// HEAD); Dirty is true when the tree had uncommitted changes to Go
 	// or JavaScript files (a page must not quote such a run).
-	Commit  string  `json:"commit"`
-	Dirty   bool    `json:"dirty"`
+	Commit string `json:"commit"`
+	Dirty  bool   `json:"dirty"`
+	// Full is true for a full-size run (make bench-report-full, under
+	// make soak), written to FullResultsPath; the page quotes the
+	// small-size run.
+	Full    bool    `json:"full,omitempty"`
 	Command string  `json:"command"`
 	Machine Machine `json:"machine"`
 	// Sections, in the page's order.
@@ -79,6 +83,9 @@ type Section struct {
 	Load   [2][3]float64 `json:"load"`
 	Rows   []Row         `json:"rows"`
 	Ratios []Ratio       `json:"ratios"`
+	// Reruns lists the runs that failed once and were run again, with
+	// why (a benchmark's own guard tripping on a loaded machine).
+	Reruns []string `json:"reruns,omitempty"`
 	// Error is set when the section's run failed; its rows and ratios are
 	// then empty and the page says so.
 	Error string `json:"error,omitempty"`

@@ -52,11 +52,11 @@ func specs() []spec {
 		{
 			ID: "warm-hits", Title: "Warm hits without an L1",
 			Question: "How fast is a warm read-through hit (a round trip and a decode) against rueidisaside and go-redis/cache?",
-			Command: "KURA_BENCH_ROUNDS=3 go test -run '^$' -bench 'BenchmarkReadPath/round[0-9]+/(kura|rueidisaside-nocache)$' . && " +
-				"for i in $(seq 3); do go test -run '^$' -bench 'BenchmarkReadThrough/(kura|go-redis-cache)$' .; done",
+			Command: "KURA_BENCH_ROUNDS=3 go test -run '^$' -bench '^BenchmarkReadPath$/round[0-9]+/(kura|rueidisaside-nocache)$' . && " +
+				"for i in $(seq 3); do go test -run '^$' -bench '^BenchmarkReadThrough$/(kura|go-redis-cache)$' .; done",
 			Go: []goRun{
-				{Pkg: ".", Bench: "BenchmarkReadPath/round[0-9]+/(kura|rueidisaside-nocache)$", Benchtime: "1s", Rounds: 1, Env: []string{"KURA_BENCH_ROUNDS=3"}},
-				{Pkg: ".", Bench: "BenchmarkReadThrough/(kura|go-redis-cache)$", Benchtime: "1s", Rounds: 3},
+				{Pkg: ".", Bench: "^BenchmarkReadPath$/round[0-9]+/(kura|rueidisaside-nocache)$", Benchtime: "1s", Rounds: 1, Env: []string{"KURA_BENCH_ROUNDS=3"}},
+				{Pkg: ".", Bench: "^BenchmarkReadThrough$/(kura|go-redis-cache)$", Benchtime: "1s", Rounds: 3},
 			},
 			Rows: []rowSpec{
 				{ID: "kura", Name: "kura Fetch, 64 callers (vs rueidisaside)", Bench: "ReadPath/kura", Metric: "ops/s", Better: "higher", Kura: true},
@@ -72,9 +72,9 @@ func specs() []spec {
 		{
 			ID: "warm-hits-l1", Title: "Warm hits with the L1",
 			Question: "How fast is a hit served from the process's own memory, against the peers' client-side caches?",
-			Command:  "go test -run '^$' -bench 'BenchmarkL1WarmHits/round[0-9]+/(kura-l1|rueidisaside|go-redis-cache-tinylfu|kura)$' .",
+			Command:  "go test -run '^$' -bench '^BenchmarkL1WarmHits$/round[0-9]+/(kura-l1|rueidisaside|go-redis-cache-tinylfu|kura)$' .",
 			Go: []goRun{
-				{Pkg: ".", Bench: "BenchmarkL1WarmHits/round[0-9]+/(kura-l1|rueidisaside|go-redis-cache-tinylfu|kura)$", Benchtime: "1s", Rounds: 1},
+				{Pkg: ".", Bench: "^BenchmarkL1WarmHits$/round[0-9]+/(kura-l1|rueidisaside|go-redis-cache-tinylfu|kura)$", Benchtime: "1s", Rounds: 1},
 			},
 			Rows: []rowSpec{
 				{ID: "kura-l1", Name: "kura Fetch with the L1", Bench: "L1WarmHits/kura-l1", Metric: "ops/s", Better: "higher", Kura: true},
@@ -91,11 +91,11 @@ func specs() []spec {
 		{
 			ID: "batched", Title: "Batched reads and write-backs",
 			Question: "What does one batched call save over a call per key, and over gomemcache's GetMulti?",
-			Command: "for i in $(seq 3); do go test -run '^$' -bench 'BenchmarkGetMany1000/loopback/' ./store/memcache; done && " +
-				"for i in $(seq 3); do go test -run '^$' -bench 'BenchmarkSeedWriteBack/(loopback|rtt500us)/(a-gomemcache-per-key|d-kura-SetMany)$' -benchtime 1x ./store/memcache; done",
+			Command: "for i in $(seq 3); do go test -run '^$' -bench '^BenchmarkGetMany1000$/loopback/' ./store/memcache; done && " +
+				"for i in $(seq 3); do go test -run '^$' -bench '^BenchmarkSeedWriteBack$/(loopback|rtt500us)/(a-gomemcache-per-key|d-kura-SetMany)$' -benchtime 1x ./store/memcache; done",
 			Go: []goRun{
-				{Pkg: "./store/memcache", Bench: "BenchmarkGetMany1000/loopback/", Benchtime: "1s", Rounds: 3},
-				{Pkg: "./store/memcache", Bench: "BenchmarkSeedWriteBack/(loopback|rtt500us)/(a-gomemcache-per-key|d-kura-SetMany)$", Benchtime: "1x", Rounds: 3},
+				{Pkg: "./store/memcache", Bench: "^BenchmarkGetMany1000$/loopback/", Benchtime: "1s", Rounds: 3},
+				{Pkg: "./store/memcache", Bench: "^BenchmarkSeedWriteBack$/(loopback|rtt500us)/(a-gomemcache-per-key|d-kura-SetMany)$", Benchtime: "1x", Rounds: 3},
 			},
 			Rows: []rowSpec{
 				{ID: "getmany", Name: "kura GetMany, 1,000 keys, 3 memcached", Bench: "GetMany1000/loopback/kura", Metric: "ns/op", Better: "lower", Kura: true},
@@ -114,9 +114,9 @@ func specs() []spec {
 		{
 			ID: "stampedes", Title: "Stampedes and invalidations",
 			Question: "How many loader calls does a storm of invalidations under 16 readers cost, against rueidisaside and go-redis/cache?",
-			Command:  "KURA_STORM_ROUNDS=2 go test -run '^$' -bench 'BenchmarkInvalidationStorm/round[0-9]+/redis/(kura-leases|rueidisaside|go-redis-cache-once)$' ./internal/harness/leaserace",
+			Command:  "KURA_STORM_ROUNDS=2 go test -run '^$' -bench '^BenchmarkInvalidationStorm$/round[0-9]+/redis/(kura-leases|rueidisaside|go-redis-cache-once)$' ./internal/harness/leaserace",
 			Go: []goRun{
-				{Pkg: "./internal/harness/leaserace", Bench: "BenchmarkInvalidationStorm/round[0-9]+/redis/(kura-leases|rueidisaside|go-redis-cache-once)$", Benchtime: "1x", Rounds: 1, Env: []string{"KURA_STORM_ROUNDS=2"}},
+				{Pkg: "./internal/harness/leaserace", Bench: "^BenchmarkInvalidationStorm$/round[0-9]+/redis/(kura-leases|rueidisaside|go-redis-cache-once)$", Benchtime: "1x", Rounds: 1, Env: []string{"KURA_STORM_ROUNDS=2"}},
 			},
 			Rows: []rowSpec{
 				{ID: "kura", Name: "kura with leases: loads per invalidation that removed a value", Bench: "InvalidationStorm/redis/kura-leases", Metric: "loads/removing-invalidation", Better: "lower", Kura: true},
@@ -133,9 +133,9 @@ func specs() []spec {
 		{
 			ID: "bytes", Title: "Bytes per value",
 			Question: "How many bytes does a value take in the cache, and at what CPU, against msgpack+snappy and go-redis/cache?",
-			Command:  "for i in $(seq 3); do go test -run '^$' -bench 'Benchmark(Encode|Decode)/(msgpack\\+snappy|go-redis-cache|kura|kura-zstd-dict)$' -benchtime 300x ./codec; done",
+			Command:  "for i in $(seq 3); do go test -run '^$' -bench '^Benchmark(Encode|Decode)$/(msgpack\\+snappy|go-redis-cache|kura|kura-zstd-dict)$' -benchtime 300x ./codec; done",
 			Go: []goRun{
-				{Pkg: "./codec", Bench: "Benchmark(Encode|Decode)/(msgpack\\+snappy|go-redis-cache|kura|kura-zstd-dict)$", Benchtime: "300x", Rounds: 3},
+				{Pkg: "./codec", Bench: "^Benchmark(Encode|Decode)$/(msgpack\\+snappy|go-redis-cache|kura|kura-zstd-dict)$", Benchtime: "300x", Rounds: 3},
 			},
 			Rows: []rowSpec{
 				{ID: "kura-bytes", Name: "kura default (msgpack + S2), B/value", Bench: "Encode/kura", Metric: "B/value", Better: "lower", Kura: true},
@@ -176,9 +176,9 @@ func specs() []spec {
 		{
 			ID: "rings", Title: "Rings against go-redis Ring",
 			Question: "How fast is a batched read of 100 warm keys from 3 Redis shards, against a go-redis Ring pipeline?",
-			Command:  "for i in $(seq 3); do go test -run '^$' -bench 'BenchmarkGetMany100/(kura-GetMany|kura-FetchMany|go-redis-Ring-pipeline)$' ./store/redisring; done",
+			Command:  "for i in $(seq 3); do go test -run '^$' -bench '^BenchmarkGetMany100$/(kura-GetMany|kura-FetchMany|go-redis-Ring-pipeline)$' ./store/redisring; done",
 			Go: []goRun{
-				{Pkg: "./store/redisring", Bench: "BenchmarkGetMany100/(kura-GetMany|kura-FetchMany|go-redis-Ring-pipeline)$", Benchtime: "1s", Rounds: 3},
+				{Pkg: "./store/redisring", Bench: "^BenchmarkGetMany100$/(kura-GetMany|kura-FetchMany|go-redis-Ring-pipeline)$", Benchtime: "1s", Rounds: 3},
 			},
 			Rows: []rowSpec{
 				{ID: "getmany", Name: "kura GetMany, 3 shards, 100 keys", Bench: "GetMany100/kura-GetMany", Metric: "ns/op", Better: "lower", Kura: true},
@@ -193,9 +193,9 @@ func specs() []spec {
 		{
 			ID: "health", Title: "Health under a stall",
 			Question: "When the Redis server stops answering (SIGSTOP for 2 s), how long do callers wait, with kura's breaker and with a store timeout alone?",
-			Command:  "for i in $(seq 2); do go test -run '^$' -bench 'BenchmarkFailOpen/(kura-breaker|store-timeout-only)$' -benchtime 1x ./store/health; done",
+			Command:  "for i in $(seq 2); do go test -run '^$' -bench '^BenchmarkFailOpen$/(kura-breaker|store-timeout-only)$' -benchtime 1x ./store/health; done",
 			Go: []goRun{
-				{Pkg: "./store/health", Bench: "BenchmarkFailOpen/(kura-breaker|store-timeout-only)$", Benchtime: "1x", Rounds: 2},
+				{Pkg: "./store/health", Bench: "^BenchmarkFailOpen$/(kura-breaker|store-timeout-only)$", Benchtime: "1x", Rounds: 2},
 			},
 			Rows: []rowSpec{
 				{ID: "kura-p50", Name: "kura breaker: caller p50 during the stall (ms)", Bench: "FailOpen/kura-breaker", Metric: "stall-p50-ms", Better: "lower", Kura: true},
