@@ -171,8 +171,12 @@ type BarChart struct {
 	// Width is the drawing's width in its own units; if zero, 720.
 	Width float64
 	// Log draws the value axis on a log scale (for ratios that span
-	// orders of magnitude); the bars then start at the axis's low end.
+	// orders of magnitude).
 	Log bool
+	// Base, when not 0, is where bars start (a ratio chart's 1: a bar
+	// to its left is a ratio below 1); otherwise bars start at the axis's
+	// low end.
+	Base float64
 }
 
 // Ref is a reference line of a BarChart.
@@ -213,8 +217,8 @@ func (c BarChart) SVG() string {
 	minV = math.Pow(10, math.Floor(math.Log10(minV)))
 	left := nameW + 16
 	right := width - valueW - 16
-	if right-left < 120 { // very long names: widen the drawing rather than squeeze the bars
-		width = left + 120 + valueW + 16
+	if right-left < 260 { // long names: widen the drawing rather than squeeze the bars
+		width = left + 260 + valueW + 16
 		right = width - valueW - 16
 	}
 	axisY := top + float64(len(c.Bars))*rowH
@@ -251,8 +255,12 @@ func (c BarChart) SVG() string {
 			fill = "#2f7d32"
 		}
 		fmt.Fprintf(&s, `<text class="name" x="%.1f" y="%.1f" text-anchor="end">%s</text>`, left-8, y+rowH*0.62, HTML(b.Name))
-		fmt.Fprintf(&s, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"/>`, left, y+4, math.Max(0, x(b.Value)-left), rowH-8, fill)
-		end := x(b.Value)
+		x0, x1 := left, x(b.Value)
+		if c.Base > 0 {
+			x0, x1 = math.Min(x(c.Base), x1), math.Max(x(c.Base), x1)
+		}
+		fmt.Fprintf(&s, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"/>`, x0, y+4, math.Max(1, x1-x0), rowH-8, fill)
+		end := x1
 		if b.Hi > b.Lo {
 			fmt.Fprintf(&s, `<line class="spread" x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#222"/>`, x(b.Lo), x(b.Hi), y+rowH/2, y+rowH/2)
 			end = math.Max(end, x(b.Hi))

@@ -30,7 +30,7 @@ const PagePath = "BENCHMARKS.md"
 // per-round spread as a whisker, its target as a red mark and the peer
 // (1x) as a dashed line.
 func Chart(s *Section) string {
-	c := vis.BarChart{ID: "chart-" + s.ID, Title: s.Title + ": kura / peer, median and spread of the rounds", Format: Ratiof,
+	c := vis.BarChart{ID: "chart-" + s.ID, Title: s.Title + ": kura / peer, median and spread of the rounds", Format: Ratiof, Base: 1,
 		Refs: []vis.Ref{{Value: 1, Label: "peer = 1x"}}}
 	lo, hi := math.Inf(1), 0.0
 	for _, q := range s.Ratios {
@@ -202,7 +202,7 @@ func thousands(v float64) string {
 // Glance is the page's table of headline ratios.
 func Glance(r *Results) string {
 	var b strings.Builder
-	b.WriteString("| question | kura against | median | spread | target |\n|---|---|---:|---:|---|\n")
+	b.WriteString("| question | kura against | median | spread | target | load average |\n|---|---|---:|---:|---|---:|\n")
 	for _, id := range r.Headline {
 		q := r.Ratio(id)
 		sec, _, _ := strings.Cut(id, ".")
@@ -210,7 +210,8 @@ func Glance(r *Results) string {
 		if q == nil || s == nil {
 			continue
 		}
-		fmt.Fprintf(&b, "| [%s](#%s) | %s | **%s** | %s–%s | %s |\n", s.Title, anchor(s.Title), q.Label, Ratiof(q.Median), Ratiof(q.Min), Ratiof(q.Max), targetText(*q))
+		fmt.Fprintf(&b, "| [%s](#%s) | %s | **%s** | %s–%s | %s | %.0f–%.0f |\n", s.Title, anchor(s.Title), q.Label, Ratiof(q.Median), Ratiof(q.Min), Ratiof(q.Max), targetText(*q),
+			math.Min(s.Load[0][0], s.Load[1][0]), math.Max(s.Load[0][0], s.Load[1][0]))
 	}
 	return b.String()
 }
@@ -295,7 +296,14 @@ func Rewrite(page string, r *Results) (string, error) {
 }
 
 // WriteAll writes the results file, the charts and the page under root.
+// Targets are judged again (the rule may have changed since the run; the
+// figures are the run's).
 func WriteAll(root string, r *Results) error {
+	for i := range r.Sections {
+		for j := range r.Sections[i].Ratios {
+			r.Sections[i].Ratios[j].judge()
+		}
+	}
 	if err := r.Save(filepath.Join(root, ResultsPath)); err != nil {
 		return err
 	}
