@@ -104,6 +104,7 @@ func msgpackDecode(data []byte, v any, strict bool) error {
 	d.r.Reset(data)
 	d.dec.Reset(&d.r) // clears the flags, so set them each time
 	d.dec.DisallowUnknownFields(strict)
+	d.dec.SetCustomStructTag(fallbackTag)
 	// As msgpack.Unmarshal does: CheckMsgPack has bounded every length
 	// claim by the bytes that remain, so preallocating is safe.
 	d.dec.UsePreallocateValues(true)
