@@ -88,7 +88,7 @@ func TestFieldNameVectors(t *testing.T) {
 	c := mustNew(t, Options{})
 	var f fieldNamesFileT
 	f.Comment = "kura field-name rule vectors; see docs/FORMAT.md, \"Field names\". Regenerate with: go test ./codec -run TestFieldNameVectors -update"
-	f.Rule = "a struct field is named by its msgpack tag; without one, by its json tag; without either, by its Go name. Fields tagged \"-\" and unexported fields are left out; untagged embedded structs are inlined."
+	f.Rule = "a struct field is named by its msgpack tag; without one, by its json tag; without either, by its Go name. Fields tagged \"-\" and unexported fields are left out; untagged embedded structs are inlined. A Go reader matches a key to a field name exactly, else case-insensitively."
 	for _, in := range fieldNameInputs() {
 		typ := reflect.TypeOf(in.v)
 		payload, err := c.Serializer().Marshal(nil, in.v)
