@@ -49,16 +49,18 @@ type Options struct {
 	// threshold (codec.New(codec.Options{})).
 	Codec *codec.Codec
 
-	// CompactEnvelope makes the default Codec write the compact envelope
-	// (docs/FORMAT.md, "Version 3": a 17-character string in 25 bytes
-	// instead of 41, structs as arrays of their fields). If false, writers
-	// write version 2. Every reader of this release reads both; older
-	// releases treat a compact entry as not understood (a miss they do
-	// not overwrite), so set it only once every process of the fleet runs
-	// a release that reads version 3 (readers first). With Codec set, the
-	// Codec decides (codec.Options.Compact), and New refuses a Codec that
-	// does not write it.
-	CompactEnvelope bool
+	// Envelope chooses what the default Codec writes (docs/FORMAT.md).
+	// The zero value, EnvelopeCompact, writes the compact envelope
+	// (version 3: a 17-character string in 25 bytes instead of 41) with
+	// struct fields named, so Node, Ruby, kura inspect and kura ui read
+	// them on any store. EnvelopeCompactPositional stores structs as the
+	// arrays of their field values too (smaller; readers without the Go
+	// type need a published schema). EnvelopeV2 writes version 2, for a
+	// fleet that still runs a reader from before version 3. Every reader
+	// of this release reads all three. With Codec set, the Codec decides,
+	// and New refuses an Envelope other than the zero value that the
+	// Codec does not write.
+	Envelope EnvelopeForm
 
 	// TTL is the time to live of values written with a TTL of 0 (Set,
 	// SetMany, Fetch, FetchMany and Keyed views), so it need not be
@@ -205,6 +207,35 @@ type Options struct {
 	Tracer observe.Tracer
 }
 
+// EnvelopeForm is the choice of Options.Envelope.
+type EnvelopeForm uint8
+
+const (
+	// EnvelopeCompact writes version 3 with struct fields named by the
+	// field-name rule of docs/FORMAT.md (the zero value).
+	EnvelopeCompact EnvelopeForm = iota
+	// EnvelopeCompactPositional writes version 3 with structs stored by
+	// position (serializer msgpack-array, codec.Options.PositionalStructs).
+	EnvelopeCompactPositional
+	// EnvelopeV2 writes version 2, which readers from before version 3
+	// read (docs/FORMAT.md, "Rolling upgrade: readers first").
+	EnvelopeV2
+)
+
+// codecOptions are the codec options of form; ok is false for a value
+// outside the constants.
+func (form EnvelopeForm) codecOptions() (o codec.Options, ok bool) {
+	switch form {
+	case EnvelopeCompact:
+		return codec.Options{Compact: true}, true
+	case EnvelopeCompactPositional:
+		return codec.Options{Compact: true, PositionalStructs: true}, true
+	case EnvelopeV2:
+		return codec.Options{}, true
+	}
+	return o, false
+}
+
 // LeaseMode is the choice of Options.Leases.
 type LeaseMode uint8
 
@@ -222,15 +253,18 @@ func (o Options) withDefaults(s store.Store) (Options, error) {
 	if o.Name == "" {
 		o.Name = "default"
 	}
+	co, ok := o.Envelope.codecOptions()
 	switch {
+	case !ok:
+		return o, fmt.Errorf("kura: Options.Envelope: %d is not one of EnvelopeCompact, EnvelopeCompactPositional, EnvelopeV2", o.Envelope)
 	case o.Codec == nil:
-		c, err := codec.New(codec.Options{Compact: o.CompactEnvelope})
+		c, err := codec.New(co)
 		if err != nil {
 			return o, err
 		}
 		o.Codec = c
-	case o.CompactEnvelope && !o.Codec.Compact():
-		return o, fmt.Errorf("kura: CompactEnvelope: set, but Codec writes version 2; set codec.Options.Compact on the Codec, or leave Codec nil")
+	case o.Envelope != EnvelopeCompact && (o.Codec.Compact() != co.Compact || o.Codec.PositionalStructs() != co.PositionalStructs):
+		return o, fmt.Errorf("kura: Options.Envelope: the Codec writes another form (codec.Options Compact %v, PositionalStructs %v); set them on the Codec, or leave Codec nil", o.Codec.Compact(), o.Codec.PositionalStructs())
 	}
 	if o.NegativeTTL == 0 {
 		o.NegativeTTL = DefaultNegativeTTL

@@ -1,6 +1,7 @@
 package kura_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"slices"
@@ -164,22 +165,42 @@ func TestDefaultTTL(t *testing.T) {
 	}
 }
 
-// TestCompactEnvelopeOption: Options.CompactEnvelope switches the default
-// Codec's writes to version 3 (a 17-character string in 25 bytes, write
-// time included), leaves version 2 when off, and refuses a Codec that
-// writes version 2.
-func TestCompactEnvelopeOption(t *testing.T) {
+// TestEnvelopeOption: zero Options write version 3 with named struct
+// fields (a 17-character string in 25 bytes, write time included),
+// EnvelopeCompactPositional stores structs as arrays, EnvelopeV2 writes
+// version 2, and New refuses an Envelope the Codec does not write.
+func TestEnvelopeOption(t *testing.T) {
 	ctx := context.Background()
-	for _, compact := range []bool{false, true} {
+	type item struct {
+		ID   int    `json:"id"`
+		Name string `json:"name"`
+	}
+	for _, tc := range []struct {
+		form       kura.EnvelopeForm
+		version    uint8
+		maxString  int
+		serializer byte
+	}{
+		{kura.EnvelopeCompact, codec.VersionCompact, 25, codec.IDMsgPack},
+		{kura.EnvelopeCompactPositional, codec.VersionCompact, 25, codec.IDMsgPackArray},
+		{kura.EnvelopeV2, codec.Version, 41, codec.IDMsgPack},
+	} {
 		s, err := memstore.New(memstore.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		c, err := kura.New[string](s, kura.Options{CompactEnvelope: compact})
+		strs, err := kura.New[string](s, kura.Options{Envelope: tc.form})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := c.Set(ctx, "k", "seventeen chars!!", 0); err != nil {
+		items, err := kura.New[item](s, kura.Options{Envelope: tc.form})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := strs.Set(ctx, "k", "seventeen chars!!", 0); err != nil {
+			t.Fatal(err)
+		}
+		if err := items.Set(ctx, "i", item{1, "lamp"}, 0); err != nil {
 			t.Fatal(err)
 		}
 		raw, err := s.Get(ctx, "k")
@@ -190,19 +211,30 @@ func TestCompactEnvelopeOption(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := codec.Version
-		if compact {
-			want = codec.VersionCompact
+		if h.Version != tc.version || len(raw) > tc.maxString {
+			t.Errorf("Envelope %d: 17-character string: version %d in %d bytes, want version %d in <= %d", tc.form, h.Version, len(raw), tc.version, tc.maxString)
 		}
-		if h.Version != want {
-			t.Errorf("CompactEnvelope %v: version %d, want %d", compact, h.Version, want)
+		rawItem, err := s.Get(ctx, "i")
+		if err != nil {
+			t.Fatal(err)
 		}
-		if compact && len(raw) > 25 {
-			t.Errorf("compact 17-character string: %d bytes, want <= 25", len(raw))
+		hi, err := codec.ParseHeader(rawItem)
+		if err != nil {
+			t.Fatal(err)
 		}
-		got, err := c.Get(ctx, "k")
+		if hi.Version != tc.version || hi.Serializer != tc.serializer {
+			t.Errorf("Envelope %d: struct: version %d serializer %d, want %d and %d", tc.form, hi.Version, hi.Serializer, tc.version, tc.serializer)
+		}
+		if tc.serializer == codec.IDMsgPack && !bytes.Contains(rawItem, []byte("\xa2id\x01\xa4name\xa4lamp")) {
+			t.Errorf("Envelope %d: struct stored as %x, want the json tags' names id and name", tc.form, rawItem)
+		}
+		got, err := strs.Get(ctx, "k")
 		if err != nil || got != "seventeen chars!!" {
-			t.Errorf("CompactEnvelope %v: Get = %q, %v", compact, got, err)
+			t.Errorf("Envelope %d: Get = %q, %v", tc.form, got, err)
+		}
+		gotItem, err := items.Get(ctx, "i")
+		if err != nil || gotItem != (item{1, "lamp"}) {
+			t.Errorf("Envelope %d: Get = %+v, %v", tc.form, gotItem, err)
 		}
 	}
 	v2, err := codec.New(codec.Options{})
@@ -213,8 +245,13 @@ func TestCompactEnvelopeOption(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = kura.New[string](s, kura.Options{CompactEnvelope: true, Codec: v2})
-	if err == nil || !strings.Contains(err.Error(), "CompactEnvelope") {
-		t.Errorf("CompactEnvelope with a version 2 Codec: %v, want an error naming the field", err)
+	if _, err := kura.New[string](s, kura.Options{Envelope: kura.EnvelopeCompactPositional, Codec: v2}); err == nil || !strings.Contains(err.Error(), "Envelope") {
+		t.Errorf("EnvelopeCompactPositional with a version 2 Codec: %v, want an error naming the field", err)
+	}
+	if _, err := kura.New[string](s, kura.Options{Codec: v2}); err != nil {
+		t.Errorf("a version 2 Codec with the zero Envelope: %v (the Codec decides)", err)
+	}
+	if _, err := kura.New[string](s, kura.Options{Envelope: 9}); err == nil || !strings.Contains(err.Error(), "Envelope") {
+		t.Errorf("Envelope 9: %v, want an error naming the field", err)
 	}
 }

@@ -129,15 +129,26 @@ type Options struct {
 	// docs/FORMAT.md): no kind byte or empty field section, the write
 	// time in seconds (4 bytes), no length for an uncompressed payload,
 	// and under MsgPack a string stored as its UTF-8 bytes (serializer
-	// String) and a struct written with a schema fingerprint stored as an
-	// array of its field values (serializer MsgPackArray). A 17-character
-	// string with its write time takes 25 bytes instead of 41. If false,
-	// Encode writes version 2. Every reader of this package reads both;
+	// String). Structs keep their field names (see PositionalStructs). A
+	// 17-character string with its write time takes 25 bytes instead of
+	// 41. If false, Encode writes version 2 (kura.New's default Codec is
+	// compact: kura.Options.Envelope). Every reader of this package reads both;
 	// readers from before version 3 treat a compact entry as not
 	// understood (a miss they do not overwrite), so upgrade every reader
 	// before setting it on any writer. With Compact, a MinSavings of 0
 	// keeps a compressed form whenever it is smaller, header included.
 	Compact bool
+
+	// PositionalStructs, with Compact and MsgPack, stores a struct written
+	// with a schema fingerprint as the array of its field values, without
+	// names (serializer MsgPackArray: a 3-field struct in 21 bytes instead
+	// of about 40). Only a reader with the writer's fingerprint decodes
+	// such a value into a struct; Node, Ruby, `kura inspect` and `kura ui`
+	// name its fields only from a published schema (dictstore.Registry,
+	// docs/FORMAT.md "Published schemas"). If false, structs are maps
+	// keyed by field name, which every reader names. Without Compact it
+	// is an error.
+	PositionalStructs bool
 }
 
 // Codec encodes values into kura envelopes and decodes them. It is safe
@@ -151,6 +162,7 @@ type Codec struct {
 	minSavings  float64
 	maxDecoded  int
 	compact     bool
+	positional  bool
 
 	sers  [256]Serializer
 	comps [256]Compressor
@@ -167,6 +179,10 @@ func New(opts Options) (*Codec, error) {
 		minSavings:  opts.MinSavings,
 		maxDecoded:  opts.MaxDecodedSize,
 		compact:     opts.Compact,
+		positional:  opts.PositionalStructs,
+	}
+	if opts.PositionalStructs && !opts.Compact {
+		return nil, fmt.Errorf("kura: codec: PositionalStructs: set without Compact; structs are stored by position only in the compact envelope (version 3)")
 	}
 	if c.ser == nil {
 		c.ser = MsgPack()
@@ -261,6 +277,10 @@ func (c *Codec) Compressor() Compressor { comp, _, _ := c.encoding(); return com
 // (Options.Compact).
 func (c *Codec) Compact() bool { return c.compact }
 
+// PositionalStructs reports whether Encode stores structs by position
+// (Options.PositionalStructs).
+func (c *Codec) PositionalStructs() bool { return c.positional }
+
 // MaxDecodedSize returns the effective decode limit in bytes.
 func (c *Codec) MaxDecodedSize() int { return c.maxDecoded }
 
@@ -294,7 +314,7 @@ func (c *Codec) EncodeWith(dst []byte, v any, f Fields) ([]byte, Header, error) 
 	ser, version := c.ser, Version
 	if c.compact {
 		version = VersionCompact
-		ser = compactSerializer(ser, v, f.HasSchema)
+		ser = compactSerializer(ser, v, f.HasSchema && c.positional)
 		if ser.ID() == IDString {
 			// The serializer says it is a string: no fingerprint needed.
 			f.HasSchema, f.Schema = false, 0

@@ -146,7 +146,8 @@ func (msgpackArraySerializer) Marshal(dst []byte, v any) ([]byte, error) {
 	e.w.b = dst
 	e.enc.Reset(&e.w) // clears the flags, so set them each time
 	e.enc.UseArrayEncodedStructs(true)
-	e.enc.SetSortMapKeys(true) // as MsgPack: one shape, one byte string
+	e.enc.SetCustomStructTag(fallbackTag) // no names, but the same fields
+	e.enc.SetSortMapKeys(true)            // as MsgPack: one shape, one byte string
 	// int64 fields in the fewest bytes (msgpack/v5 writes them as 9 by
 	// default); any integer encoding decodes into any integer field, and
 	// these types hold no interface that would see the narrower type.
@@ -174,9 +175,9 @@ var errPositional = errors.New("msgpack-array: structs are stored by position; o
 func (msgpackArraySerializer) UnmarshalStrict([]byte, any) error { return errPositional }
 
 // compactSerializer picks the serializer Options.Compact writes v with
-// when the Codec's serializer is ser; schema reports a fingerprint in the
-// fields. It returns ser itself when no smaller form applies.
-func compactSerializer(ser Serializer, v any, schema bool) Serializer {
+// when the Codec's serializer is ser; positional reports a fingerprint in
+// the fields and Options.PositionalStructs (structs as arrays). It returns ser itself when no smaller form applies.
+func compactSerializer(ser Serializer, v any, positional bool) Serializer {
 	if ser.ID() != IDMsgPack {
 		return ser
 	}
@@ -200,7 +201,7 @@ func compactSerializer(ser Serializer, v any, schema bool) Serializer {
 			return stringSerializer{}
 		}
 	case IDMsgPackArray:
-		if rv := reflect.ValueOf(v); schema && !(rv.Kind() == reflect.Pointer && rv.IsNil()) {
+		if rv := reflect.ValueOf(v); positional && !(rv.Kind() == reflect.Pointer && rv.IsNil()) {
 			return msgpackArraySerializer{}
 		}
 	}

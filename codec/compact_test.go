@@ -3,6 +3,7 @@ package codec
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"testing"
 	"time"
@@ -38,7 +39,7 @@ func TestCompactSizes(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, h, err := mustNew(t, Options{Compact: true}).EncodeWith(nil, tc.v, tc.f)
+		b, h, err := mustNew(t, Options{Compact: true, PositionalStructs: true}).EncodeWith(nil, tc.v, tc.f)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -52,7 +53,13 @@ func TestCompactSizes(t *testing.T) {
 // TestCompactRoundTrip: every kind of value a Cache stores comes back
 // from a compact entry, with its fields, through Decode and DecodeSchema.
 func TestCompactRoundTrip(t *testing.T) {
-	c := mustNew(t, Options{Compact: true})
+	for _, positional := range []bool{false, true} {
+		t.Run(fmt.Sprintf("positional=%v", positional), func(t *testing.T) { compactRoundTrip(t, positional) })
+	}
+}
+
+func compactRoundTrip(t *testing.T, positional bool) {
+	c := mustNew(t, Options{Compact: true, PositionalStructs: positional})
 	written := time.Date(2026, 11, 24, 23, 0, 0, 0, time.UTC)
 	arts := corpus.Articles(3, 2)
 	items := corpus.Inventory(3, 9, 20)
@@ -88,8 +95,12 @@ func TestCompactRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if h.Serializer != tc.ser {
-				t.Fatalf("serializer %d, want %d", h.Serializer, tc.ser)
+			wantSer := tc.ser
+			if wantSer == IDMsgPackArray && !positional {
+				wantSer = IDMsgPack // structs keep their names by default
+			}
+			if h.Serializer != wantSer {
+				t.Fatalf("serializer %d, want %d", h.Serializer, wantSer)
 			}
 			dst := tc.dst()
 			dh, err := c.DecodeSchema(b, dst, fp)

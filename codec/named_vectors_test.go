@@ -49,7 +49,7 @@ type namedVecNode struct {
 }
 
 func TestNamedVectors(t *testing.T) {
-	c, err := New(Options{Compact: true})
+	c, err := New(Options{Compact: true, PositionalStructs: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,7 +21,9 @@ import (
 
 // SchemaOf returns the canonical description of the shape of values of
 // type t as a serializer that names struct fields by the struct tag tag
-// ("msgpack", "json"; "" for Go field names) encodes them. Only what the
+// encodes them: "msgpack" is MsgPack's field-name rule (docs/FORMAT.md,
+// "Field names": the `msgpack` tag, else the `json` tag, else the Go
+// name), "json" the `json` tag, "" Go field names. Only what the
 // encoded form depends on is described: field names as encoded, in
 // declaration order, and the kind of each value. Go type names, unexported
 // fields, fields tagged "-", omitempty and pointer indirections are left
@@ -188,12 +190,16 @@ func (w *schemaWalk) walk(t reflect.Type) {
 func (w *schemaWalk) fields(t reflect.Type, first bool) bool {
 	for i := range t.NumField() {
 		f := t.Field(i)
-		name, opts, _ := strings.Cut(f.Tag.Get(w.tag), ",")
+		tag := f.Tag.Get(w.tag)
+		if tag == "" && w.tag == "msgpack" {
+			tag = f.Tag.Get(fallbackTag) // as msgpack's SetCustomStructTag
+		}
+		name, opts, _ := strings.Cut(tag, ",")
 		if w.tag == "" {
 			name, opts = "", ""
 		}
-		if name == "-" && opts == "" {
-			continue
+		if name == "-" && (opts == "" || w.tag == "msgpack") {
+			continue // msgpack leaves out "-,..." too; encoding/json names it "-"
 		}
 		if !f.IsExported() && !f.Anonymous {
 			continue

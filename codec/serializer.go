@@ -36,8 +36,10 @@ const (
 // MsgPack returns the default serializer: MessagePack via
 // github.com/vmihailenco/msgpack/v5 with its default settings and sorted
 // map keys, so the payload is byte-for-byte what msgpack.Marshal produces
-// after Encoder.SetSortMapKeys(true) (struct fields by their `msgpack`
-// tag; maps of string to any, string or bool in key order). Sorted keys
+// after Encoder.SetSortMapKeys(true) and SetCustomStructTag("json")
+// (struct fields named by the field-name rule of docs/FORMAT.md: the
+// `msgpack` tag, else the `json` tag, else the Go name; maps of string
+// to any, string or bool in key order). Sorted keys
 // make one document shape always the same bytes, which is what lets a
 // dictionary match across keys; readers are unaffected (any msgpack
 // decoder reads maps in any order). Generic values (map[string]any,
@@ -92,6 +94,11 @@ var msgpackEncoders = sync.Pool{New: func() any {
 
 type msgpackSerializer struct{}
 
+// fallbackTag is the struct tag msgpack names a field by when it has no
+// `msgpack` tag (docs/FORMAT.md, "Field names"): a Go struct written for
+// encoding/json shares its names with Node's and Ruby's objects.
+const fallbackTag = "json"
+
 func (msgpackSerializer) ID() byte     { return IDMsgPack }
 func (msgpackSerializer) Name() string { return "msgpack" }
 
@@ -104,7 +111,8 @@ func (msgpackSerializer) Marshal(dst []byte, v any) ([]byte, error) {
 	e := msgpackEncoders.Get().(*msgpackEncoder)
 	e.w.b = dst
 	e.enc.Reset(&e.w)
-	e.enc.SetSortMapKeys(true) // Reset clears it
+	e.enc.SetSortMapKeys(true)            // Reset clears it
+	e.enc.SetCustomStructTag(fallbackTag) // and this: the field-name rule
 	err := e.enc.Encode(v)
 	out := e.w.b
 	e.w.b = nil

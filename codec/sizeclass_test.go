@@ -86,7 +86,7 @@ type classSizes struct {
 
 func measureClass(t testing.TB, c sizeClass) classSizes {
 	t.Helper()
-	v2, cmp := mustNew(t, Options{}), mustNew(t, Options{Compact: true})
+	v2, cmp := mustNew(t, Options{}), mustNew(t, Options{Compact: true, PositionalStructs: true})
 	grc := rediscache.New(&rediscache.Options{})
 	var s classSizes
 	for _, v := range c.values {
@@ -187,7 +187,7 @@ func BenchmarkCompactClasses(b *testing.B) {
 				return msgpack.Unmarshal(raw, dst)
 			}},
 			kuraCodecScheme("kura-v2", mustNew(b, Options{}), f),
-			kuraCodecScheme("kura-compact", mustNew(b, Options{Compact: true}), f),
+			kuraCodecScheme("kura-compact", mustNew(b, Options{Compact: true, PositionalStructs: true}), f),
 		} {
 			encoded := make([][]byte, len(c.values))
 			b.Run(c.name+"/encode/"+s.name, func(b *testing.B) {

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
+	"strings"
 	"sync"
 
 	"github.com/vmihailenco/msgpack/v5"
@@ -99,11 +101,31 @@ func (s msgpackSerializer) UnmarshalStrict(data []byte, v any) error {
 // msgpackDecode decodes data, already checked, as msgpack.Unmarshal does;
 // strict, it rejects unknown fields and bytes after the value.
 func msgpackDecode(data []byte, v any, strict bool) error {
+	err := msgpackDecodeOnce(data, v, strict)
+	if err == nil || !strict || !strings.HasPrefix(err.Error(), "msgpack: unknown field ") {
+		return err
+	}
+	// A key that names a field only without case (docs/FORMAT.md, "Field
+	// names"): decode again with the field's own names, into a fresh value.
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Pointer || rv.IsNil() {
+		return err
+	}
+	folded, changed := foldKeys(data, rv.Type().Elem())
+	if !changed {
+		return err
+	}
+	rv.Elem().SetZero()
+	return msgpackDecodeOnce(folded, v, strict)
+}
+
+func msgpackDecodeOnce(data []byte, v any, strict bool) error {
 	d := msgpackDecoders.Get().(*msgpackDecoder)
 	defer msgpackDecoders.Put(d)
 	d.r.Reset(data)
 	d.dec.Reset(&d.r) // clears the flags, so set them each time
 	d.dec.DisallowUnknownFields(strict)
+	d.dec.SetCustomStructTag(fallbackTag)
 	// As msgpack.Unmarshal does: CheckMsgPack has bounded every length
 	// claim by the bytes that remain, so preallocating is safe.
 	d.dec.UsePreallocateValues(true)

@@ -39,6 +39,7 @@ type vectorOptions struct {
 	Dictionary      uint32  `json:"dictionary,omitempty"`
 	DictionaryHex   string  `json:"dictionary_hex,omitempty"` // raw-content zstd dictionary, or an S2 dictionary (s2-dict)
 	Compact         bool    `json:"compact,omitempty"`        // Options.Compact: version 3
+	Positional      bool    `json:"positional,omitempty"`     // Options.PositionalStructs: structs as arrays
 }
 
 type vector struct {
@@ -124,6 +125,7 @@ func vectorInputs() []vector {
 	bigJSON, _ := json.Marshal(big)
 	def := vectorOptions{Serializer: "msgpack", Compressor: "s2"}
 	with := func(f func(*vectorOptions)) vectorOptions { o := def; f(&o); return o }
+	pos := with(func(o *vectorOptions) { o.Compact, o.Positional = true, true })
 	cmp := with(func(o *vectorOptions) { o.Compact = true })
 	sec := time.Unix(1795000000, 0).UTC()
 	return []vector{
@@ -157,18 +159,19 @@ func vectorInputs() []vector {
 		// compact form stores seconds.
 		{Name: "compact-string-17", Kind: "string", Value: str("user:42 logged in"), Options: cmp, Fields: Fields{Schema: 0x6d1d4e1b, HasSchema: true, Written: sec}, Note: "a string under msgpack: serializer 5 (string), no fingerprint (the serializer says it is a string), write time in seconds; 25 bytes"},
 		{Name: "compact-string-utf8", Kind: "string", Value: str("user:42 → 東京"), Options: cmp, Fields: Fields{Written: sec}},
-		{Name: "compact-record-small", Kind: "record", Value: smallJSON, Options: cmp, Fields: Fields{Schema: 0x9e3779b9, HasSchema: true, Written: sec}, Note: "a struct with a fingerprint under msgpack: serializer 6, a msgpack array of the field values in declaration order"},
+		{Name: "compact-record-named", Kind: "record", Value: smallJSON, Options: cmp, Fields: Fields{Schema: 0x9e3779b9, HasSchema: true, Written: sec}, Note: "a struct with a fingerprint under msgpack, as kura.New's default writes it: serializer 1, a map keyed by field name (the field-name rule)"},
+		{Name: "compact-record-small", Kind: "record", Value: smallJSON, Options: pos, Fields: Fields{Schema: 0x9e3779b9, HasSchema: true, Written: sec}, Note: "a struct with a fingerprint under msgpack and PositionalStructs: serializer 6, a msgpack array of the field values in declaration order"},
 		{Name: "compact-record-no-schema", Kind: "record", Value: smallJSON, Options: cmp, Fields: Fields{Written: sec}, Note: "without a fingerprint a struct stays a msgpack map (serializer 1)"},
-		{Name: "compact-record-s2-fields", Kind: "record", Value: recJSON, Options: cmp, Fields: Fields{Schema: 0x9e3779b9, HasSchema: true, Written: sec, TTL: time.Hour, Cost: 4500 * time.Microsecond}, Note: "compressed with s2 (byte 2 bit 0x10: the block carries its length), TTL in seconds and cost in µs after the write time (byte 2 bit 0x20)"},
-		{Name: "compact-record-fetch-ms-ttl", Kind: "record", Value: smallJSON, Options: cmp, Fields: Fields{Schema: 0x9e3779b9, HasSchema: true, Written: sec, TTL: 1500 * time.Millisecond, Cost: 250 * time.Microsecond}, Note: "a TTL that is not whole seconds stays in a version 2 field section (layout bit 0x40), exact"},
+		{Name: "compact-record-s2-fields", Kind: "record", Value: recJSON, Options: pos, Fields: Fields{Schema: 0x9e3779b9, HasSchema: true, Written: sec, TTL: time.Hour, Cost: 4500 * time.Microsecond}, Note: "compressed with s2 (byte 2 bit 0x10: the block carries its length), TTL in seconds and cost in µs after the write time (byte 2 bit 0x20)"},
+		{Name: "compact-record-fetch-ms-ttl", Kind: "record", Value: smallJSON, Options: pos, Fields: Fields{Schema: 0x9e3779b9, HasSchema: true, Written: sec, TTL: 1500 * time.Millisecond, Cost: 250 * time.Microsecond}, Note: "a TTL that is not whole seconds stays in a version 2 field section (layout bit 0x40), exact"},
 		{Name: "compact-record-zstd-content-dict", Kind: "record", Value: recJSON, Options: with(func(o *vectorOptions) {
-			o.Compressor, o.Level, o.Dictionary, o.DictionaryHex, o.Compact = "zstd", 3, DictionaryID(vectorRaw), dict, true
+			o.Compressor, o.Level, o.Dictionary, o.DictionaryHex, o.Compact, o.Positional = "zstd", 3, DictionaryID(vectorRaw), dict, true, true
 		}), Fields: Fields{Schema: 0x9e3779b9, HasSchema: true, Written: sec}, Note: "a dictionary value: the digest travels in the field section"},
 		{Name: "compact-record-s2-dict", Kind: "record", Value: recJSON, Options: with(func(o *vectorOptions) {
-			o.Compressor, o.Dictionary, o.DictionaryHex, o.Compact = "s2-dict", DictionaryID(s2dict), hex.EncodeToString(s2dict), true
+			o.Compressor, o.Dictionary, o.DictionaryHex, o.Compact, o.Positional = "s2-dict", DictionaryID(s2dict), hex.EncodeToString(s2dict), true, true
 		}), Fields: Fields{Schema: 0x9e3779b9, HasSchema: true, Written: sec}, Note: "S2 with a dictionary (compressor 3; the dictionary in S2's form: a uvarint repeat offset, then the content): a block under 2 KiB, as kura's own encoder writes it"},
 		{Name: "compact-record-s2-dict-large", Kind: "record", Value: bigJSON, Options: with(func(o *vectorOptions) {
-			o.Compressor, o.Dictionary, o.DictionaryHex, o.Compact = "s2-dict", DictionaryID(s2dict), hex.EncodeToString(s2dict), true
+			o.Compressor, o.Dictionary, o.DictionaryHex, o.Compact, o.Positional = "s2-dict", DictionaryID(s2dict), hex.EncodeToString(s2dict), true, true
 		}), Fields: Fields{Schema: 0x9e3779b9, HasSchema: true, Written: sec}, Note: "a block of 2 KiB or more, as s2.Dict.Encode writes it (it may start with a repeat of the dictionary's own repeat offset)"},
 		{Name: "compact-json-record", Kind: "record", Value: smallJSON, Options: with(func(o *vectorOptions) { o.Serializer, o.Compact = "json", true }), Fields: Fields{Schema: 0x9e3779b9, HasSchema: true, Written: sec}, Note: "other serializers are written as they are; the layout byte names them"},
 		{Name: "compact-raw-bytes", Kind: "bytes", Value: hx([]byte{0, 1, 2, 0xfe, 0xff}), Options: with(func(o *vectorOptions) { o.Serializer, o.Compact = "raw", true })},
@@ -237,7 +240,7 @@ func notUnderstoodVectors() []malformedVector {
 
 func vectorCodec(t *testing.T, o vectorOptions) *Codec {
 	t.Helper()
-	opts := Options{MinCompressSize: o.MinCompressSize, MinSavings: o.MinSavings, Dictionary: o.Dictionary, Compact: o.Compact}
+	opts := Options{MinCompressSize: o.MinCompressSize, MinSavings: o.MinSavings, Dictionary: o.Dictionary, Compact: o.Compact, PositionalStructs: o.Positional}
 	opts.Serializer = map[string]Serializer{"msgpack": MsgPack(), "json": JSON(), "raw": Raw()}[o.Serializer]
 	switch o.Compressor {
 	case "none":

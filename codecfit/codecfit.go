@@ -156,7 +156,7 @@ const (
 )
 
 // CompactPrefix starts the name of a candidate that writes the compact
-// envelope (codec.Options.Compact, kura.Options.CompactEnvelope): the
+// envelope (codec.Options.Compact, kura.New's default): the
 // same bytes of payload with a smaller header ("s2-compact",
 // "s2-compact+dict-16KiB").
 const CompactPrefix = "s2-compact"
@@ -255,8 +255,8 @@ func Analyze(values []Value, opts Options) (*Report, error) {
 				return msgpack.Unmarshal(raw, &v)
 			}},
 		{name: "none", goCfg: "codec.Options{Compressor: codec.None()}", opts: codec.Options{Compressor: codec.None()}},
-		{name: "s2", goCfg: "codec.Options{} (the default)", opts: codec.Options{}},
-		{name: CompactPrefix, goCfg: "kura.Options{CompactEnvelope: true} (codec.Options{Compact: true}; readers first: docs/FORMAT.md)", opts: codec.Options{Compact: true}},
+		{name: "s2", goCfg: "kura.Options{Envelope: kura.EnvelopeV2} (codec.Options{})", opts: codec.Options{}},
+		{name: CompactPrefix, goCfg: "kura.Options{} (the default; codec.Options{Compact: true})", opts: codec.Options{Compact: true}},
 		{name: "s2-better", goCfg: "codec.Options{Compressor: codec.S2Better()}", opts: codec.Options{Compressor: codec.S2Better()}},
 		{name: "zstd-1", goCfg: "codec.Options{Compressor: codec.Zstd(1)}", opts: codec.Options{Compressor: codec.Zstd(1)}},
 		{name: "zstd-3", goCfg: "codec.Options{Compressor: codec.Zstd(3)}", opts: codec.Options{Compressor: codec.Zstd(3)}},

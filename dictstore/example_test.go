@@ -33,7 +33,7 @@ func ExampleRegistry_PublishSchema() {
 	if err != nil {
 		panic(err)
 	}
-	products, err := kura.New[Product](st, kura.Options{CompactEnvelope: true})
+	products, err := kura.New[Product](st, kura.Options{Envelope: kura.EnvelopeCompactPositional})
 	if err != nil {
 		panic(err)
 	}

@@ -14,7 +14,7 @@ import (
 
 // Published schemas (docs/FORMAT.md, "Published schemas").
 //
-// A writer with Options.CompactEnvelope stores a struct as the array of
+// A writer with kura.EnvelopeCompactPositional stores a struct as the array of
 // its field values, keyed by its type's schema fingerprint: its own
 // readers decode it by position, but a reader without the Go type (kura
 // inspect, kura ui, the Node package) sees arrays. PublishSchema puts the

@@ -47,7 +47,7 @@ func TestPublishedSchemaNamesCompactEntries(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	c, err := kura.New[corpus.Item](st, kura.Options{CompactEnvelope: true})
+	c, err := kura.New[corpus.Item](st, kura.Options{Envelope: kura.EnvelopeCompactPositional})
 	if err != nil {
 		t.Fatal(err)
 	}

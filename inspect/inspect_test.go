@@ -206,7 +206,7 @@ func TestInspectZlib(t *testing.T) {
 // describes compact (version 3) entries: the string serializer, a struct
 // stored as an array with its fingerprint, the write time in seconds.
 func TestCompactEntries(t *testing.T) {
-	cd, err := codec.New(codec.Options{Compact: true})
+	cd, err := codec.New(codec.Options{Compact: true, PositionalStructs: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,7 +284,7 @@ func (m schemaMap) Schema(_ context.Context, fp uint32) (*codec.Schema, error) {
 // names (and Mask applies to them); a schema of another shape or none
 // leaves the arrays, and the note says why.
 func TestCompactStructNamedFromPublishedSchema(t *testing.T) {
-	cd, err := codec.New(codec.Options{Compact: true})
+	cd, err := codec.New(codec.Options{Compact: true, PositionalStructs: true})
 	if err != nil {
 		t.Fatal(err)
 	}

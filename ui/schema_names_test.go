@@ -25,7 +25,7 @@ func TestKeyPageNamesPublishedSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := kura.New[member](st, kura.Options{CompactEnvelope: true})
+	c, err := kura.New[member](st, kura.Options{Envelope: kura.EnvelopeCompactPositional})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,7 +29,7 @@ func TestInspectNamesPublishedSchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	c, err := kuralib.New[goldenDoc](st, kuralib.Options{CompactEnvelope: true})
+	c, err := kuralib.New[goldenDoc](st, kuralib.Options{Envelope: kuralib.EnvelopeCompactPositional})
 	if err != nil {
 		t.Fatal(err)
 	}

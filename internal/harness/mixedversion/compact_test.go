@@ -35,7 +35,7 @@ func TestCompactThroughCache(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	compact, err := codec.New(codec.Options{Compact: true})
+	compact, err := codec.New(codec.Options{Compact: true, PositionalStructs: true})
 	if err != nil {
 		t.Fatal(err)
 	}
