@@ -1,6 +1,7 @@
 package benchreport
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -417,5 +418,21 @@ func TestFailure(t *testing.T) {
 	out := "BenchmarkReadPath/round3/kura-2                         \t--- FAIL: BenchmarkReadPath/round3/kura-2\n    l1_bench_test.go:170: the warm set missed: the benchmark would measure the loader\n--- FAIL: BenchmarkReadPath\nFAIL\n"
 	if got := failure([]byte(out)); got != "the warm set missed: the benchmark would measure the loader" {
 		t.Errorf("failure: %q", got)
+	}
+}
+
+// TestNonFiniteSamples: a NaN or an infinity never reaches the results
+// file (JSON cannot hold it), and rounds stay paired.
+func TestNonFiniteSamples(t *testing.T) {
+	sp := spec{ID: "x", Rows: []rowSpec{{ID: "k", Metric: "ops/s", Better: "higher", Kura: true}, {ID: "p", Metric: "ops/s", Better: "higher"}},
+		Ratios: []ratioSpec{{Kura: "k", Peer: "p", Kind: "speed"}}}
+	var sec Section
+	fill(&sec, sp, map[string][]float64{"k": {math.NaN(), 200, 300}, "p": {100, math.Inf(1), 100}}, map[string][]int{"k": {1, 2, 3}, "p": {1, 2, 3}})
+	r := &Results{Schema: Schema, Sections: []Section{sec}}
+	if err := r.Save(filepath.Join(t.TempDir(), "r.json")); err != nil {
+		t.Fatal(err)
+	}
+	if q := sec.Ratios[0]; len(q.PerRound) != 1 || q.PerRound[0] != 3 {
+		t.Errorf("ratio: %+v", q)
 	}
 }

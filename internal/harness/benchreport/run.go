@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -168,7 +169,19 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 // position.
 func fill(sec *Section, sp spec, samples map[string][]float64, rounds map[string][]int) {
 	for _, rs := range sp.Rows {
-		r := Row{ID: rs.ID, Name: rs.Name, Metric: rs.Metric, Better: rs.Better, Kura: rs.Kura, Samples: samples[rs.ID], Rounds: rounds[rs.ID]}
+		r := Row{ID: rs.ID, Name: rs.Name, Metric: rs.Metric, Better: rs.Better, Kura: rs.Kura}
+		// A sample that is not a finite number (a benchmark's NaN, a Node
+		// round that wrote null) is left out: JSON cannot hold it and a
+		// median should not.
+		for i, v := range samples[rs.ID] {
+			if math.IsNaN(v) || math.IsInf(v, 0) {
+				continue
+			}
+			r.Samples = append(r.Samples, v)
+			if i < len(rounds[rs.ID]) {
+				r.Rounds = append(r.Rounds, rounds[rs.ID][i])
+			}
+		}
 		r.finish()
 		sec.Rows = append(sec.Rows, r)
 	}
