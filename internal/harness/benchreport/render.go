@@ -182,6 +182,9 @@ func Format(v float64, metric string) string {
 		return thousands(v) + " B"
 	}
 	if strings.HasSuffix(metric, "-ms") {
+		if v < 1 {
+			return fmt.Sprintf("%.3f ms", v)
+		}
 		return fmt.Sprintf("%.1f ms", v)
 	}
 	return fmt.Sprintf("%.2f", v)
