@@ -385,6 +385,10 @@ func TestChartsOfAnyRunFit(t *testing.T) {
 			t.Errorf("block %s does not round-trip", id)
 		}
 	}
+	r.Sections[0].Commit = "0ld0ld0"
+	if rb := RunBlock(r); !strings.Contains(rb, "sections kept from earlier runs: "+r.Sections[0].ID+" at `0ld0ld0`") {
+		t.Errorf("a section from an earlier run is not named: %s", rb)
+	}
 	if _, err := Rewrite(page+"<!-- bench-report:begin nosuch -->\n<!-- bench-report:end nosuch -->\n", r); err == nil {
 		t.Error("a block the results do not know was accepted")
 	}

@@ -240,9 +240,19 @@ func RunBlock(r *Results) string {
 	if r.Dirty {
 		dirty = " **(with uncommitted changes: rerun before quoting)**"
 	}
-	return fmt.Sprintf("Last run: %s, commit `%s`%s, `%s` in %s s (%s s of it building the test binaries) on %d cores (%s), %s, Go %s, redis-server %s, memcached %s, Node %s. "+
+	commit := "`" + r.Commit + "`"
+	var others []string
+	for _, s := range r.Sections {
+		if s.Commit != "" && s.Commit != r.Commit {
+			others = append(others, fmt.Sprintf("%s at `%s`", s.ID, s.Commit))
+		}
+	}
+	if len(others) > 0 {
+		commit += " (sections kept from earlier runs: " + strings.Join(others, ", ") + ")"
+	}
+	return fmt.Sprintf("Last run: %s, commit %s%s, `%s` in %s s (%s s of it building the test binaries) on %d cores (%s), %s, Go %s, redis-server %s, memcached %s, Node %s. "+
 		"Results file: [`%s`](%s) (schema `%s`).\n",
-		day(r.Date), r.Commit, dirty, r.Command, strconv.FormatFloat(r.Seconds, 'f', 0, 64), strconv.FormatFloat(r.BuildSeconds, 'f', 0, 64), m.CPUs, m.CPU, m.OS, strings.TrimPrefix(m.Go, "go"), m.Redis, m.Memcached, m.Node,
+		day(r.Date), commit, dirty, r.Command, strconv.FormatFloat(r.Seconds, 'f', 0, 64), strconv.FormatFloat(r.BuildSeconds, 'f', 0, 64), m.CPUs, m.CPU, m.OS, strings.TrimPrefix(m.Go, "go"), m.Redis, m.Memcached, m.Node,
 		ResultsPath, ResultsPath, r.Schema)
 }
 
