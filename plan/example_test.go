@@ -40,8 +40,8 @@ func Example() {
 	fmt.Println("fewest nodes:", p.Rows[p.Fewest].Node.Name)
 	fmt.Println("cheapest:", p.Rows[p.Cheapest].Node.Name)
 	// Output:
-	// large: 3 nodes, memory-bound, $1,533.00 a month
 	// small: 10 nodes, memory-bound, $1,460.00 a month
+	// large: 3 nodes, memory-bound, $1,533.00 a month
 	// fewest nodes: large
 	// cheapest: small
 }
