@@ -47,7 +47,7 @@ type Catalog struct {
 	// then name its source in words.
 	Sources   []PriceSource `json:"sources,omitempty"`
 	Providers []Provider    `json:"providers"`
-	Nodes     []NodeType `json:"nodes"`
+	Nodes     []NodeType    `json:"nodes"`
 	// Scaling is the default throughput-versus-threads curve, used when
 	// the workload brings none of its own. Optional.
 	Scaling *Scaling `json:"scaling,omitempty"`

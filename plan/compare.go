@@ -88,6 +88,20 @@ type Comparison struct {
 	Plan *Plan
 }
 
+// FleetError says which fleet of a comparison could not be sized (a tier
+// whose range misses the instance size, a region without the node type).
+type FleetError struct {
+	Fleet Fleet
+	// To is set for the To fleet, clear for the From fleet.
+	To  bool
+	Err error
+}
+
+func (e *FleetError) Error() string { return fmt.Sprintf("fleet %s: %v", e.Fleet, e.Err) }
+
+// Unwrap returns the planner's error (ErrInput).
+func (e *FleetError) Unwrap() error { return e.Err }
+
 // CompareInput is a workload and the two fleets.
 type CompareInput struct {
 	Input
@@ -134,7 +148,7 @@ func Compare(cat *Catalog, in CompareInput) (*Comparison, error) {
 		}
 		p, err := New(cat, y)
 		if err != nil {
-			return FleetLoad{}, nil, fmt.Errorf("%w (fleet %s)", err, f)
+			return FleetLoad{}, nil, &FleetError{Fleet: f, To: f == in.To, Err: err}
 		}
 		r := p.Rows[0]
 		fl := FleetLoad{Fleet: f, Row: r, InstanceGiB: r.InstanceGiB}

@@ -850,7 +850,7 @@ func (p *Plan) sizeNode(n NodeType, prov Provider, region string, in Input, name
 			if named || in.fleet != nil {
 				return r, fmt.Errorf("%w: instance size = %s", ErrInput, why)
 			}
-			r.Skipped = "not sized: " + why
+			r.Skipped = why
 			return r, nil
 		}
 		n.MemoryGiB = gib
@@ -861,7 +861,7 @@ func (p *Plan) sizeNode(n NodeType, prov Provider, region string, in Input, name
 		r.InstanceGiB, r.InstanceGiven = n.MemoryGiB, given
 	}
 	if len(prov.Engines) > 0 && !slicesContains(prov.Engines, p.Engine) {
-		r.Skipped = fmt.Sprintf("not sized: %s runs %s, not %s", prov.Name, strings.Join(titles(prov.Engines), " and "), engineTitle(p.Engine))
+		r.Skipped = fmt.Sprintf("%s runs %s, not %s", prov.Name, strings.Join(titles(prov.Engines), " and "), engineTitle(p.Engine))
 		return r, nil
 	}
 	if r.Skipped != "" {
@@ -1074,7 +1074,7 @@ func (p *Plan) gaps() []string {
 		notes = append(notes, fmt.Sprintf("no price for %d of %d node types: their cost is left empty and they are not ranked on cost; add prices with --price NAME=HOURLY or a catalog file",
 			len(unpriced), len(p.Rows)))
 		for _, w := range reasons {
-			notes = append(notes, fmt.Sprintf("  %s: %s", w, strings.Join(why[w], ", ")))
+			notes = append(notes, fmt.Sprintf("unpriced, %s: %s", w, strings.Join(why[w], ", ")))
 		}
 	}
 	for _, r := range p.Rows {

@@ -228,7 +228,7 @@ func TestUncheckedConstraints(t *testing.T) {
 		!strings.Contains(p.Why, "nothing") && !strings.Contains(p.Why, "no cost to compare") {
 		t.Errorf("one price: cheapest %d, why %q", p.Cheapest, p.Why)
 	}
-	if !hasNote(p, "removed for this test: ") || !hasNote(p, "not ranked on cost") {
+	if !hasNote(p, "unpriced, removed for this test: ") || !hasNote(p, "not ranked on cost") {
 		t.Errorf("notes do not say why prices are missing: %v", p.Notes)
 	}
 	for i := 1; i < len(p.Rows); i++ {

@@ -163,7 +163,13 @@ func (in *Input) validatePricing(cat *Catalog) error {
 		return nil
 	}
 	ds := make(map[string]Discount, len(pr.Discounts))
-	for name, d := range pr.Discounts {
+	names := make([]string, 0, len(pr.Discounts))
+	for name := range pr.Discounts {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		d := pr.Discounts[name]
 		p, ok := cat.Provider(name)
 		if !ok {
 			var names []string

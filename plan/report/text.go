@@ -103,8 +103,10 @@ func WriteText(w io.Writer, p *plan.Plan) error {
 			fmt.Fprintf(&b, "  price source %s (data of %s): %s\n", vis.Escape(s.Key), vis.Escape(s.Date), vis.Escape(s.Title))
 		}
 	}
-	for name, d := range p.Discounts {
-		fmt.Fprintf(&b, "  discount %s %s: %s\n", vis.Escape(name), vis.Escape(discountText(d)), vis.Escape(d.Source))
+	for _, pr := range p.Catalog.Providers {
+		if d, ok := p.Discounts[pr.Name]; ok {
+			fmt.Fprintf(&b, "  discount %s %s: %s\n", vis.Escape(pr.Name), vis.Escape(discountText(d)), vis.Escape(d.Source))
+		}
 	}
 	seen := map[string]bool{}
 	for _, r := range p.Rows {
