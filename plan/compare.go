@@ -120,13 +120,18 @@ func Compare(cat *Catalog, in CompareInput) (*Comparison, error) {
 	if cat == nil {
 		return nil, fmt.Errorf("%w: no catalog", ErrInput)
 	}
-	for _, f := range []Fleet{in.From, in.To} {
+	for _, f := range []*Fleet{&in.From, &in.To} {
 		if f.Count <= 0 || f.Count > 1e6 {
 			return nil, fmt.Errorf("%w: fleet %q: count must be 1 to 1,000,000, got %d", ErrInput, f.Node, f.Count)
 		}
-		if _, ok := cat.Node(f.Node); !ok {
+		n, ok := cat.Node(f.Node)
+		if !ok {
 			return nil, fmt.Errorf("%w: fleet node type %q is not in the catalog", ErrInput, f.Node)
 		}
+		if f.GiB < 0 || math.IsNaN(f.GiB) || f.GiB > 1e6 {
+			return nil, fmt.Errorf("%w: fleet %s: instance size %v GB is not a size", ErrInput, f, f.GiB)
+		}
+		f.Node = n.Name // an alias ("M4") names the row
 	}
 	if !(in.FromCPU >= 0 && in.FromCPU <= 1) {
 		return nil, fmt.Errorf("%w: the CPU share measured today must be 0 to 1, got %v", ErrInput, in.FromCPU)

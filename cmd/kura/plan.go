@@ -531,6 +531,9 @@ func (pf *planFlags) compare(cmd *cobra.Command, cat *plan.Catalog, in plan.Inpu
 			flag, v = "--to", pf.to
 		}
 		msg := strings.ReplaceAll(fe.Err.Error(), plan.ErrInput.Error()+": ", "")
+		if rest, ok := strings.CutPrefix(msg, "region = "); ok {
+			return fmt.Errorf("--region %s", rest)
+		}
 		msg = strings.TrimPrefix(msg, "instance size = ")
 		return fmt.Errorf("%s %s: %s", flag, v, msg)
 	}

@@ -296,6 +296,9 @@ func TestPlanArgs(t *testing.T) {
 		{[]string{"plan", "--data", "100GB", "--from", "24:M2:40GB", "--to", "6:M4"}, "--from 24:M2:40GB: 40 GB is outside memorystore-redis-M2's 5–10 GB"},
 		{[]string{"plan", "--data", "2TB", "--from", "24:M2", "--to", "6:M4"}, "--from 24:M2: the data needs"},
 		{[]string{"plan", "--data", "100GB", "--from", "24:M2", "--to", "6:M4:big"}, "--to 6:M4:big: the instance size"},
+		{[]string{"plan", "--data", "1GB", "--region", "us-east-1", "--from", "24:M2", "--to", "6:M4"}, "--region us-east-1: node type memorystore-redis-M2"},
+		{[]string{"plan", "--data", "1GB", "--discount", "elasticache=0.3", "--discount", "elasticache=0.2"}, "a second discount"},
+		{[]string{"plan", "--data", "1GB", "--instance-size", "1e9GB"}, "--instance-size"},
 	}
 	for _, c := range cases {
 		_, _, err := kura(t, c.args...)
@@ -371,7 +374,9 @@ func TestPlanFromSweep(t *testing.T) {
 	if err != nil {
 		t.Fatalf("plan: %v\n%s", err, stderr)
 	}
-	if c := columns(tableLine(out, "cache.r7g.large")); len(c) != 9 || c[4] == "-" || !strings.Contains(out, "thread scaling: io-threads sweep") {
+	// --io-threads is a what-if: the row adds the plan as asked and the
+	// change (11 columns).
+	if c := columns(tableLine(out, "cache.r7g.large")); len(c) != 11 || c[4] == "-" || !strings.Contains(out, "thread scaling: io-threads sweep") {
 		t.Errorf("the sweep's curve did not size CPU:\n%s", out)
 	}
 }
