@@ -451,7 +451,7 @@ func wholeGB(bytes float64) (float64, error) {
 			return math.Round(g), nil
 		}
 	}
-	return 0, errors.New("Memorystore instances come in whole GB from 1 to 300, such as 40GB")
+	return 0, errors.New("a Memorystore instance is a whole number of GB from 1 to 300, such as 40GB")
 }
 
 func codecNames(m map[string]float64) string {

@@ -290,7 +290,7 @@ func TestPlanArgs(t *testing.T) {
 		{[]string{"plan", "--data", "1GB", "--discount", "nope=0.1"}, "--discount nope"},
 		{[]string{"plan", "--data", "1GB", "--discount", "memorystore-redis=2y"}, "1y, 3y"},
 		{[]string{"plan", "--data", "1GB", "--instance-size", "40GB", "--node", "M2"}, "--instance-size 40 GB is outside memorystore-redis-M2's 5–10 GB"},
-		{[]string{"plan", "--data", "1GB", "--instance-size", "1.5GB"}, "--instance-size 1.5GB: Memorystore instances come in whole GB"},
+		{[]string{"plan", "--data", "1GB", "--instance-size", "1.5GB"}, "--instance-size 1.5GB: a Memorystore instance is a whole number of GB"},
 		{[]string{"plan", "--data", "1GB", "--price", "cache.t2.small=-1"}, "--price cache.t2.small=-1"},
 		{[]string{"plan", "--data", "1GB", "--price", "M2=0.5"}, "per GB"},
 		{[]string{"plan", "--data", "100GB", "--from", "24:M2:40GB", "--to", "6:M4"}, "--from 24:M2:40GB: 40 GB is outside memorystore-redis-M2's 5–10 GB"},
