@@ -974,6 +974,16 @@ func (p *Plan) explain() string {
 		c := p.Rows[p.Cheapest]
 		fmt.Fprintf(&b, " Cheapest of the %d priced node types: %s, %s at %s a month (%s), %s-bound.",
 			n, c.Node.Name, nodeCount(c.Nodes), money(p.Catalog.Currency, c.MonthlyCost), c.PriceOrigin(p.Catalog), c.Binding)
+		if c.Largest != nil && c.Largest.Utilisation >= 1 {
+			fmt.Fprintf(&b, " But the largest value alone keeps its link %.0f%% busy", 100*c.Largest.Utilisation)
+			for _, q := range p.Rows {
+				if q.Priced && q.Skipped == "" && q.Largest != nil && q.Largest.Utilisation < 1 {
+					fmt.Fprintf(&b, "; the cheapest whose link carries it: %s, %s at %s a month", q.Node.Name, nodeCount(q.Nodes), money(p.Catalog.Currency, q.MonthlyCost))
+					break
+				}
+			}
+			b.WriteString(".")
+		}
 		switch sized - n {
 		case 0:
 		case 1:

@@ -141,6 +141,11 @@ func TestPlanFieldReportConclusions(t *testing.T) {
 	if l := tableLine(out, "  cache.m7g.large"); strings.Contains(l, "queue grows") {
 		t.Errorf("m7g.large should carry it: %q", l)
 	}
+	// The cheapest node's link cannot carry the value: the summary says so
+	// and names the cheapest that can.
+	if !strings.Contains(out, "But the largest value alone keeps its link 122% busy; the cheapest whose link carries it: cache.m7g.large, 1 node at $115.34 a month.") {
+		t.Errorf("the cheapest answer ignores the overloaded link:\n%s", out)
+	}
 }
 
 // TestPlanHelpExamples runs every kura plan line of kura plan --help's
