@@ -9,3 +9,7 @@ end
 require_relative 'kura/version'
 require_relative 'kura/errors'
 require_relative 'kura/codec'
+require_relative 'kura/ring'
+require_relative 'kura/memcache_store'
+require_relative 'kura/redis_store'
+require_relative 'kura/cache'

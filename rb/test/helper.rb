@@ -24,3 +24,80 @@ module KuraTest
     'ErrNotUnderstood' => :not_understood
   }.freeze
 end
+
+module KuraTest
+  # Private servers on free loopback ports, stopped at exit. Under
+  # KURA_REQUIRE_SERVERS=1 (make test, CI) a missing server fails.
+  module Servers
+    @pids = []
+    at_exit { @pids.each { |p| Process.kill('KILL', p) rescue nil } } # rubocop:disable Style/RescueModifier
+
+    def self.free_port
+      s = TCPServer.new('127.0.0.1', 0)
+      port = s.addr[1]
+      s.close
+      port
+    end
+
+    def self.wait_port(port)
+      200.times do
+        TCPSocket.new('127.0.0.1', port).close
+        return
+      rescue SystemCallError
+        sleep 0.02
+      end
+      raise "server on #{port} did not start"
+    end
+
+    def self.need(bin)
+      return true if system("command -v #{bin} >/dev/null 2>&1")
+      raise "#{bin} not installed (make servers installs it)" if ENV['KURA_REQUIRE_SERVERS'] == '1'
+
+      false
+    end
+
+    # Starts a memcached; returns [addr, pid].
+    def self.memcached
+      need('memcached') or return nil
+      port = free_port
+      args = ['memcached', '-l', '127.0.0.1', '-p', port.to_s, '-U', '0', '-m', '64']
+      args += ['-u', 'nobody'] if Process.uid.zero?
+      pid = Process.spawn(*args, out: File::NULL, err: File::NULL)
+      @pids << pid
+      wait_port(port)
+      ["127.0.0.1:#{port}", pid]
+    end
+
+    def self.redis
+      need('redis-server') or return nil
+      port = free_port
+      pid = Process.spawn('redis-server', '--bind', '127.0.0.1', '--port', port.to_s, '--save', '', '--appendonly', 'no',
+                          out: File::NULL, err: File::NULL)
+      @pids << pid
+      wait_port(port)
+      ["127.0.0.1:#{port}", pid]
+    end
+
+    def self.stop(pid)
+      Process.kill('TERM', pid)
+      Process.wait(pid)
+    rescue SystemCallError
+      nil
+    end
+  end
+
+  # The Go side of the cross-language tests (internal/harness/rbinterop),
+  # built once per run into rb/.build.
+  def self.go_helper
+    bin = File.join(ROOT, 'rb', '.build', 'rbinterop')
+    return bin if ENV['KURA_RB_PREBUILT'] == '1' && File.exist?(bin)
+
+    @go_helper ||= begin
+      ok = system('go', 'build', '-o', bin, './internal/harness/rbinterop', chdir: ROOT)
+      raise 'go build ./internal/harness/rbinterop failed' unless ok
+
+      bin
+    end
+  end
+end
+require 'socket'
