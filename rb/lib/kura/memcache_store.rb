@@ -52,6 +52,12 @@ module Kura
       true
     end
 
+    # Pipelines sent per server since start ({node => count}): a batch is one
+    # round trip per server it touches.
+    def round_trips
+      @lock.synchronize { @trips.dup }
+    end
+
     # {node => [String|nil]}: lease placeholders and stale items read as absent.
     def get_batch(groups, timeout: @timeout)
       run(groups, timeout) { |keys| keys.map { |k| { cmd: 'mg', key: k, v: true } } }
@@ -186,6 +192,7 @@ module Kura
       @pid = Process.pid
       @lock = Mutex.new
       @pools = Hash.new { |h, k| h[k] = [] }
+      @trips = Hash.new(0)
       @probe_conns = {}
     end
 
@@ -223,6 +230,7 @@ module Kura
         quiet = reqs.length > 1 || reqs.any? { |r| r[:cmd] == 'ms' || r[:cmd] == 'md' }
         begin
           conn.start(reqs, quiet, deadline)
+          @lock.synchronize { @trips[node] += 1 }
           started[node] = [conn, reqs.length, quiet]
         rescue StoreError, ArgumentError => e
           out[node] = e.is_a?(StoreError) ? e : StoreError.new(node, e.message)
