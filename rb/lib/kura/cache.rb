@@ -71,17 +71,17 @@ module Kura
 
     # The value of key, or the block's (called with key) on a miss. A block
     # returning nil caches "not found" for negative_ttl and returns nil.
-    def fetch(key, ttl: nil)
+    def fetch(key, ttl: nil, negative_ttl: nil)
       raise ArgumentError, 'kura: fetch needs a block' unless block_given?
 
-      got = fetch_multi(key, ttl: ttl) { |missing| { missing[0] => yield(missing[0]) } }
+      got = fetch_multi(key, ttl: ttl, negative_ttl: negative_ttl) { |missing| { missing[0] => yield(missing[0]) } }
       got[key]
     end
 
     # The values of keys: { key => value } of those found (in the cache or
     # by the block). The block is called once with every missing key and
     # returns { key => value } (a key left out, or nil, is "not found").
-    def fetch_multi(*keys, ttl: nil, &block)
+    def fetch_multi(*keys, ttl: nil, negative_ttl: nil, &block)
       raise ArgumentError, 'kura: fetch_multi needs a block' unless block
 
       keys = keys.flatten.map(&:to_s).uniq
@@ -108,7 +108,8 @@ module Kura
       count(:misses, misses.length)
       return out if misses.empty?
 
-      loaded = @leases ? lease_load(misses, no_write, held, prev, ttl, block) : plain_load(misses, no_write, ttl, block)
+      neg = negative_ttl || @o[:negative_ttl]
+      loaded = @leases ? lease_load(misses, no_write, held, prev, ttl, neg, block) : plain_load(misses, no_write, ttl, neg, block)
       loaded.each { |k, v| out[k] = v unless v.nil? }
       out
     end
@@ -315,7 +316,7 @@ module Kura
       [got, ((mono - start) * 1e6).round]
     end
 
-    def plain_load(keys, no_write, ttl, block)
+    def plain_load(keys, no_write, ttl, neg, block)
       got, _cost = call_block(keys, block)
       written = now_ms
       items = []
@@ -324,8 +325,8 @@ module Kura
 
         v = got[k]
         if v.nil?
-          t = jitter(@o[:negative_ttl])
-          items << [k, @codec.encode_negative, t] if @o[:negative_ttl].positive?
+          t = jitter(neg)
+          items << [k, @codec.encode_negative, t] if neg.positive?
         else
           t = jitter(ttl || @o[:ttl])
           b = encode_value(k, v, written, t)
@@ -386,7 +387,7 @@ module Kura
     end
 
     # The lease protocol of Go's and Node's caches (docs/leases.md).
-    def lease_load(keys, no_write, held_at_read, prev, ttl, block)
+    def lease_load(keys, no_write, held_at_read, prev, ttl, neg, block)
       res = {}
       placeholder = Codec.encode_lease(SecureRandom.random_bytes(16))
       candidates = keys.reject { |k| no_write[k] || prev.key?(k) || held_at_read.include?(k) }
@@ -446,8 +447,8 @@ module Kura
         next unless won.key?(k)
 
         if v.nil?
-          t = jitter(@o[:negative_ttl])
-          b = @o[:negative_ttl].positive? ? @codec.encode_negative : nil
+          t = jitter(neg)
+          b = neg.positive? ? @codec.encode_negative : nil
         else
           t = jitter(ttl || @o[:ttl])
           b = encode_value(k, v, written, t)

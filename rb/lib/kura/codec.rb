@@ -43,6 +43,7 @@ module Kura
     DEFAULT_MIN_SAVINGS = 0.1
     COMPACT_EPOCH = 1_767_225_600 # 2026-01-01T00:00:00Z
     NEGATIVE = "\xC1K\x02\x01\x00".b.freeze
+    MARSHAL_ID = 128
 
     FACTORY = MessagePack::Factory.new.tap do |f|
       f.register_type(-1, ::Time, packer: MessagePack::Time::Packer, unpacker: MessagePack::Time::Unpacker)
@@ -58,7 +59,8 @@ module Kura
     # compact: write version 3. min_compress_size: 256 (negative: always try).
     # min_savings: 0.1 (0 for compact). max_decoded_size: 64 MiB.
     def initialize(serializer: :msgpack, compressor: :s2, level: 3, dictionary: nil, dictionaries: {},
-                   compact: false, min_compress_size: 0, min_savings: 0, max_decoded_size: MAX_DECODED_SIZE)
+                   compact: false, min_compress_size: 0, min_savings: 0, max_decoded_size: MAX_DECODED_SIZE,
+                   marshal_fallback: false)
       raise ArgumentError, "kura: unknown serializer #{serializer.inspect}" unless %i[msgpack json raw idlist].include?(serializer)
       raise ArgumentError, "kura: unknown compressor #{compressor.inspect} (want :s2, :zstd or :none)" unless %i[s2 snappy zstd none].include?(compressor)
       raise ArgumentError, "kura: min_savings #{min_savings} must be below 1" if min_savings >= 1
@@ -78,6 +80,7 @@ module Kura
                      else min_savings
                      end
       @max_decoded = max_decoded_size
+      @marshal = marshal_fallback
       @dicts = {}
       dictionaries.each { |id, b| add_dictionary(id, b) }
       if dictionary
@@ -129,7 +132,18 @@ module Kura
     # cost: µs.
     def encode(value, schema: nil, written: nil, ttl: nil, cost: nil)
       ser = @ser_id
-      payload = serialize(value)
+      begin
+        payload = serialize(value)
+      rescue ArgumentError, NoMethodError, TypeError
+        raise unless @marshal && @serializer == :msgpack
+
+        # A Ruby object the one rule cannot represent: Marshal under user
+        # serializer id 128, which only a Ruby reader with marshal_fallback
+        # reads (Go and Node see an unknown serializer: a miss).
+        ser = MARSHAL_ID
+        payload = Marshal.dump(value).b
+        schema = nil
+      end
       if @compact && ser == 1 && value.is_a?(String) && value.encoding != Encoding::BINARY && value.valid_encoding?
         ser = 5
         payload = value.encode(Encoding::UTF_8).b
@@ -507,7 +521,7 @@ module Kura
     end
 
     def finish_value(e, ser, comp, dict, raw_len, payload, stored_len)
-      malformed(:unknown_serializer, "serializer #{ser}") unless ser.between?(1, 6)
+      malformed(:unknown_serializer, "serializer #{ser}") unless ser.between?(1, 6) || (@marshal && ser == MARSHAL_ID)
       malformed(:too_large, "value of #{raw_len} bytes over the limit #{@max_decoded}") if raw_len > @max_decoded
       raw = if comp.zero?
               malformed(:corrupt, 'dictionary without a compressor') unless dict.zero?
@@ -574,6 +588,12 @@ module Kura
         end
       when 3 then raw.b
       when 4 then decode_idlist(raw)
+      when MARSHAL_ID
+        begin
+          Marshal.load(raw) # rubocop:disable Security/MarshalLoad -- what Rails' own stores do
+        rescue StandardError => ex
+          malformed(:deserialize, "marshal: #{ex.class}")
+        end
       when 5
         s = raw.dup.force_encoding(Encoding::UTF_8)
         malformed(:deserialize, 'string: not UTF-8') unless s.valid_encoding?
