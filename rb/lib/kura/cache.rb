@@ -29,7 +29,8 @@ module Kura
 
     attr_reader :store, :codec
 
-    # codec: Kura::Codec (msgpack + Snappy, version 2); ttl: seconds (0:
+    # codec: Kura::Codec (default msgpack + Snappy in the compact envelope,
+    # version 3, as Go's kura.New writes; every kura reader reads it); ttl: seconds (0:
     # none); negative_ttl: seconds a "not found" is cached (0: not
     # cached); ttl_jitter: each TTL shortened by up to this fraction;
     # max_value_size / warn_value_size: bytes; leases: one load per key
@@ -37,7 +38,7 @@ module Kura
     # class (or anything with .new(**fields)) a read map decodes into;
     # schema: the description a Go or Node reader states (its fingerprint
     # is written on every value); logger: where warnings go (never a value).
-    def initialize(store, codec: Codec.new, as: nil, schema: nil, logger: nil, on_error: nil, **opts)
+    def initialize(store, codec: Codec.new(compact: true), as: nil, schema: nil, logger: nil, on_error: nil, **opts)
       unknown = opts.keys - DEFAULTS.keys
       raise ArgumentError, "kura: unknown option #{unknown.first.inspect}" unless unknown.empty?
 

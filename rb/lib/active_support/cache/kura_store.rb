@@ -54,7 +54,7 @@ module ActiveSupport
                    Kura::MemcacheStore.new(addresses.empty? ? ['127.0.0.1:11211'] : addresses, ring: ring, timeout: timeout)
                  end
         compress = opts.fetch(:compress, true)
-        @codec = codec || Kura::Codec.new(compressor: compress ? :s2 : :none, marshal_fallback: true,
+        @codec = codec || Kura::Codec.new(compressor: compress ? :s2 : :none, marshal_fallback: true, compact: true,
                                           min_compress_size: compress ? opts.fetch(:compress_threshold, 1024).to_i : 0)
         @kura = Kura::Cache.new(@store, codec: @codec, leases: leases, ttl_jitter: 0, negative_ttl: 0)
         @redis = !redis.nil? || !redis_urls.nil?
