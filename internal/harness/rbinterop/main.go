@@ -10,6 +10,8 @@
 //	rbinterop read ADDR PREFIX        # reads PREFIX+kind keys, prints {key: value|{"error": ...}}
 //	rbinterop ring MODE SERVERS WEIGHTS  # keys on stdin (JSON array): the owner of each
 //	    # MODE: ketama (store/memcache's default), dalli, redis-rb
+//	rbinterop proxy RTTMS TARGET...   # a delay proxy (faults.Proxy, RTTMS/2 each way) per
+//	    # target; prints their addresses as a JSON array, runs until stdin closes
 //
 // ADDR is a redis-server's "host:port", or "memcache://host:port,..." for a
 // memcached pool.
@@ -20,6 +22,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -27,6 +30,7 @@ import (
 
 	"github.com/kuracache/kura"
 	"github.com/kuracache/kura/codec"
+	"github.com/kuracache/kura/internal/harness/faults"
 	"github.com/kuracache/kura/ring"
 	"github.com/kuracache/kura/store"
 	"github.com/kuracache/kura/store/memcache"
@@ -50,6 +54,11 @@ func main() {
 	switch {
 	case len(os.Args) == 5 && os.Args[1] == "ring":
 		emit(placement(os.Args[2], os.Args[3], os.Args[4]))
+	case len(os.Args) >= 4 && os.Args[1] == "proxy":
+		if err := proxy(os.Args[2], os.Args[3:]); err != nil {
+			fmt.Fprintln(os.Stderr, "rbinterop:", err)
+			os.Exit(1)
+		}
 	case len(os.Args) == 4 && (os.Args[1] == "write" || os.Args[1] == "read"):
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
@@ -250,3 +259,25 @@ func placement(mode, servers, weights string) ([]string, error) {
 type ringFunc func(string) int
 
 func (f ringFunc) Owner(k string) int { return f(k) }
+
+// proxy runs a delay proxy in front of each target until stdin closes.
+func proxy(rttMS string, targets []string) error {
+	ms, err := strconv.ParseFloat(rttMS, 64)
+	if err != nil || ms < 0 {
+		return fmt.Errorf("proxy: RTTMS %q: want milliseconds >= 0", rttMS)
+	}
+	addrs := make([]string, len(targets))
+	for i, t := range targets {
+		p, err := faults.NewProxy(t, faults.ProxyOptions{Delay: time.Duration(ms * float64(time.Millisecond) / 2)})
+		if err != nil {
+			return err
+		}
+		defer p.Close()
+		addrs[i] = p.Addr()
+	}
+	if err := json.NewEncoder(os.Stdout).Encode(addrs); err != nil {
+		return err
+	}
+	_, err = io.Copy(io.Discard, os.Stdin)
+	return err
+}
