@@ -258,7 +258,18 @@ module Kura
       count(:not_understood)
       report(:decode, key, err)
       [:no_write]
-    rescue MalformedError, ArgumentError, TypeError => err
+    rescue MalformedError => err
+      # A dictionary this reader does not hold: written by a writer that
+      # has it; a miss left in place, as a value it does not understand.
+      if err.code == :unknown_dictionary
+        count(:not_understood)
+        report(:decode, key, err)
+        return [:no_write]
+      end
+      count(:decode_errors)
+      report(:decode, key, err)
+      [:prev, b]
+    rescue ArgumentError, TypeError => err
       count(:decode_errors)
       report(:decode, key, err)
       [:prev, b]
