@@ -226,10 +226,29 @@ module Kura
       end
     end
 
+    # Key orders by key list: records of one shape share one sort.
+    @key_orders = {}
+    @key_orders_lock = Mutex.new
+    SCALARS = [NilClass, TrueClass, FalseClass, Integer, Float, String].freeze
+
     def self.sorted_map(h, json)
-      pairs = h.map { |k, x| [k.is_a?(String) ? k : k.to_s, to_wire(x, json: json)] }
-      pairs.sort_by! { |k, _| k.b }
-      pairs.to_h
+      keys = h.keys
+      order = @key_orders[keys]
+      unless order
+        order = keys.sort_by { |k| (k.is_a?(String) ? k : k.to_s).b }.freeze
+        @key_orders_lock.synchronize do
+          @key_orders.clear if @key_orders.size >= 1024
+          @key_orders[keys.freeze] = order
+        end
+      end
+      # Already in order with string keys and scalar values: as it is.
+      if !json && order == keys && keys.all?(String) && h.each_value.all? { |v| SCALARS.include?(v.class) }
+        return h
+      end
+
+      out = {}
+      order.each { |k| out[k.is_a?(String) ? k : k.to_s] = to_wire(h[k], json: json) }
+      out
     end
 
     def encode_idlist(ids)
@@ -531,7 +550,7 @@ module Kura
             else
               decompress(e, comp, dict, raw_len, payload)
             end
-      e.value = deserialize(ser, raw, stored_len, e)
+      e.value = deserialize(ser, raw, stored_len, !comp.zero?)
       e
     end
 
@@ -568,10 +587,18 @@ module Kura
       end
     end
 
-    def deserialize(ser, raw, stored_len, _e)
+    BIG_CONTAINERS = /[\xdd\xdf]/n.freeze
+    private_constant :BIG_CONTAINERS
+
+    def deserialize(ser, raw, stored_len, compressed)
       case ser
       when 1, 6
-        MsgpackCheck.check(raw, stored_len)
+        # msgpack-ruby preallocates only array32/map32 counts; it stops at
+        # 128 levels and at a length past the bytes (str, bin, ext, array16,
+        # map16). So a payload stored as is with no 0xDD/0xDF byte anywhere
+        # allocates in proportion to its bytes and skips the walk; any
+        # other (and every decompressed payload) is walked first.
+        MsgpackCheck.check(raw, stored_len) if compressed || raw.match?(BIG_CONTAINERS)
         begin
           FACTORY.load(raw)
         rescue StandardError => ex
