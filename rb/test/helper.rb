@@ -88,6 +88,19 @@ module KuraTest
 
   # The Go side of the cross-language tests (internal/harness/rbinterop),
   # built once per run into rb/.build.
+  # The Go side of the lease commands shared with the Node tests
+  # (internal/harness/nodeinterop: stampede, invalidate, history).
+  def self.node_interop
+    bin = File.join(ROOT, 'rb', '.build', 'nodeinterop')
+    return bin if ENV['KURA_RB_PREBUILT'] == '1' && File.exist?(bin)
+
+    @node_interop ||= begin
+      raise 'go build ./internal/harness/nodeinterop failed' unless system('go', 'build', '-o', bin, './internal/harness/nodeinterop', chdir: ROOT)
+
+      bin
+    end
+  end
+
   def self.go_helper
     bin = File.join(ROOT, 'rb', '.build', 'rbinterop')
     return bin if ENV['KURA_RB_PREBUILT'] == '1' && File.exist?(bin)

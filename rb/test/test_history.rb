@@ -11,13 +11,7 @@ require_relative 'fixtures/backend'
 # must return at least the version written before it. The control runs the
 # Ruby readers with leases off: the check must then see stale reads.
 class TestHistory < Minitest::Test
-  def node_helper
-    bin = File.join(KuraTest::ROOT, 'rb', '.build', 'nodeinterop')
-    unless ENV['KURA_RB_PREBUILT'] == '1' && File.exist?(bin)
-      assert system('go', 'build', '-o', bin, './internal/harness/nodeinterop', chdir: KuraTest::ROOT)
-    end
-    bin
-  end
+  def node_helper = KuraTest.node_interop
 
   def micros = Process.clock_gettime(Process::CLOCK_REALTIME, :microsecond)
 

@@ -18,15 +18,7 @@ class TestLeases < Minitest::Test
     end
   end
 
-  def node_helper
-    @node_helper ||= begin
-      bin = File.join(KuraTest::ROOT, 'rb', '.build', 'nodeinterop')
-      unless ENV['KURA_RB_PREBUILT'] == '1' && File.exist?(bin)
-        assert system('go', 'build', '-o', bin, './internal/harness/nodeinterop', chdir: KuraTest::ROOT)
-      end
-      bin
-    end
-  end
+  def node_helper = KuraTest.node_interop
 
   def node_stampede_cmd(addr, key, callers, sleep_ms, value, procs)
     dist = File.join(KuraTest::ROOT, 'js', 'dist', 'index.js')

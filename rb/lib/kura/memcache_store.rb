@@ -220,11 +220,7 @@ module Kura
       deadline = now_mono + timeout
       started = {}
       out = {}
-      groups.each do |node, items|
-        if @health && !@health.up?(node)
-          out[node] = down_error(node)
-          next
-        end
+      up_groups(groups, out).each do |node, items|
         reqs = yield(items, node)
         conn = checkout(node)
         quiet = reqs.length > 1 || reqs.any? { |r| r[:cmd] == 'ms' || r[:cmd] == 'md' }

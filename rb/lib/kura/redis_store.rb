@@ -171,11 +171,7 @@ module Kura
 
     def each_node(groups)
       out = {}
-      groups.each do |node, items|
-        if @health && !@health.up?(node)
-          out[node] = down_error(node)
-          next
-        end
+      up_groups(groups, out).each do |node, items|
         begin
           out[node] = yield(client(node), items)
           @health&.success(node)

@@ -41,6 +41,18 @@ module Kura
                 end
     end
 
+    # The groups whose node is up; a down node's answer (StoreError) goes in out.
+    def up_groups(groups, out)
+      return groups unless @health
+
+      groups.reject do |node, _|
+        next false if @health.up?(node)
+
+        out[node] = down_error(node)
+        true
+      end
+    end
+
     def down_error(node)
       StoreError.new(node, 'down (health breaker open); keys go to the block')
     end

@@ -48,6 +48,10 @@ module ActiveSupport
         leases = opts.key?(:leases) ? opts.delete(:leases) : true
         codec = opts.delete(:codec)
         super(opts)
+        # Rails' Entry compresses by Marshal-dumping the value (on every
+        # write, and on every Entry.new a read makes); kura's codec
+        # compresses the envelope instead.
+        @options[:compress] = false
         @store = if redis || redis_urls
                    Kura::RedisStore.new(url: redis, urls: redis_urls, timeout: timeout)
                  else
@@ -184,17 +188,17 @@ module ActiveSupport
         return nil if bytes.nil?
 
         bytes = bytes.b
-        return Entry.new(bytes) if bytes.match?(/\A\d+\z/) # a raw counter (increment)
+        return Entry.new(bytes, compress: false) if bytes.match?(/\A\d+\z/) # a raw counter (increment)
 
         e = @codec.decode(bytes)
         case e.kind
-        when :negative then Entry.new(nil)
+        when :negative then Entry.new(nil, compress: false)
         when :value
           v = e.value
           if v.is_a?(Hash) && v[WRAPPER] == 1
-            Entry.new(v['value'], version: v['version'])
+            Entry.new(v['value'], version: v['version'], compress: false)
           else
-            Entry.new(v)
+            Entry.new(v, compress: false)
           end
         end
       rescue Kura::Error
