@@ -93,7 +93,7 @@ test-ruby:
 	$(GO) build -o rb/.build/rbinterop ./internal/harness/rbinterop
 	$(GO) build -o rb/.build/nodeinterop ./internal/harness/nodeinterop
 	@test -f js/dist/index.js || (cd js && npm ci --no-audit --no-fund && npm run build)
-	cd rb && KURA_REQUIRE_SERVERS=1 KURA_RB_PREBUILT=1 ruby -Ilib -Itest -e 'Dir["test/test_*.rb"].sort.each { |f| require File.expand_path(f) }'
+	cd rb && KURA_REQUIRE_SERVERS=1 KURA_RB_PREBUILT=1 ruby test/run.rb
 
 ## soak: the full-size race, fault and soak runs (results in BENCHMARKS.md)
 soak: servers
