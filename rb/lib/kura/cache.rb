@@ -88,6 +88,10 @@ module Kura
       keys = keys.flatten.map(&:to_s).uniq
       return {} if keys.empty?
 
+      with_owner_memo { fetch_keys(keys, ttl, negative_ttl, block) }
+    end
+
+    def fetch_keys(keys, ttl, negative_ttl, block)
       out = {}
       raw = read_raw(keys)
       misses = []
@@ -114,6 +118,8 @@ module Kura
       loaded.each { |k, v| out[k] = v unless v.nil? }
       out
     end
+
+    private :fetch_keys
 
     # The value of key, or nil (absent, "not found", unreadable). Store
     # errors are counted and read as nil.
@@ -214,8 +220,32 @@ module Kura
       [1, (ms * (1 - (rand * @o[:ttl_jitter]))).round].max
     end
 
+    # { node => [key, ...] }; owners looked up once per key per call (the
+    # ring hashes the key) and kept in the thread's memo of the call.
     def group_keys(keys)
-      @store.group(keys).transform_values { |idx| idx.map { |i| keys[i] } }
+      memo = Thread.current[:kura_owner_memo]
+      out = {}
+      keys.each do |k|
+        n = memo ? (memo[k] ||= @store.node_of(k)) : @store.node_of(k)
+        (out[n] ||= []) << k
+      end
+      out
+    end
+
+    def node_of(key)
+      memo = Thread.current[:kura_owner_memo]
+      memo ? (memo[key] ||= @store.node_of(key)) : @store.node_of(key)
+    end
+
+    def with_owner_memo
+      return yield if Thread.current[:kura_owner_memo]
+
+      Thread.current[:kura_owner_memo] = {}
+      begin
+        yield
+      ensure
+        Thread.current[:kura_owner_memo] = nil
+      end
     end
 
     # { key => bytes | nil | StoreError }: one read per server.
@@ -353,7 +383,7 @@ module Kura
       return true if items.empty?
 
       g = {}
-      items.each { |it| (g[@store.node_of(it[0])] ||= []) << it }
+      items.each { |it| (g[node_of(it[0])] ||= []) << it }
       res = begin
         @store.set_batch(g)
       rescue StandardError => e
@@ -480,7 +510,7 @@ module Kura
       return if items.empty?
 
       g = {}
-      items.each { |it| (g[@store.node_of(it[0])] ||= []) << it }
+      items.each { |it| (g[node_of(it[0])] ||= []) << it }
       res = begin
         @store.fill(g)
       rescue StandardError => e
@@ -508,7 +538,7 @@ module Kura
       return if handles.empty?
 
       g = {}
-      handles.each { |k, h| (g[@store.node_of(k)] ||= []) << [k, h] }
+      handles.each { |k, h| (g[node_of(k)] ||= []) << [k, h] }
       @store.release(g)
     rescue StandardError => e
       report(:release, handles.keys.first, e)

@@ -49,8 +49,14 @@ module Kura
     module_function
 
     # The wire token of key and whether it needs the b flag.
+    PLAIN_KEY = /\A[\x21-\x7e]{1,250}\z/.freeze
+
     def wire_key(key)
-      raw = key.to_s.b
+      key = key.to_s
+      # the common case: printable ASCII, no space, at most 250 bytes
+      return [key, false] if key.ascii_only? && key.match?(PLAIN_KEY)
+
+      raw = key.b
       raise ArgumentError, 'kura: memcache: empty key (memcached keys are 1 to 250 bytes)' if raw.empty?
 
       if raw.bytesize <= MAX_KEY_LEN && raw !~ /[\x00-\x20\x7f]/n
@@ -75,7 +81,7 @@ module Kura
     end
 
     # The wire form of one request (a Hash: cmd:, key:, value:, v:, c:, t:/ttl:, C:, N:, I:, M:, D:, J:, q:).
-    def encode(r, opaque = 0)
+    def encode(r, opaque = 0, quiet = r[:quiet])
       return +"mn\r\n" if r[:cmd] == 'mn'
 
       token, b64 = wire_key(r[:key])
@@ -91,7 +97,7 @@ module Kura
       line << " M#{r[:mode]}" if r[:mode]
       line << " D#{r[:delta]}" if r[:delta]
       line << " J#{r[:initial]}" if r[:initial]
-      line << ' q' if r[:quiet]
+      line << ' q' if quiet
       line << " O#{opaque}" if opaque.positive?
       line << "\r\n"
       line = line.b
@@ -135,7 +141,7 @@ module Kura
         sock = dial(deadline)
         out = +''.b
         if quiet
-          reqs.each_with_index { |r, i| out << Memcache.encode(r.merge(quiet: true), i + 1) }
+          reqs.each_with_index { |r, i| out << Memcache.encode(r, i + 1, true) }
           out << "mn\r\n"
         else
           reqs.each { |r| out << Memcache.encode(r) }
