@@ -13,6 +13,8 @@
 # read: warm read_multi of 100 keys: kura vs MemCacheStore and RedisCacheStore.
 # bytes: the seed's record as a Hash and as an ActiveModel object, kura's
 #   envelope versions vs Rails' default (Marshal of the entry, zlib above 1 KB).
+# stall: fetch against a SIGSTOPped memcached with the breaker off: how far
+#   past its budget (100 ms) each call returns the block's value.
 require 'kura'
 require 'helper'
 require 'active_support'
@@ -25,7 +27,7 @@ require 'dalli'
 require 'open3'
 
 Dalli.logger.level = Logger::ERROR
-PARTS = ENV.fetch('KURA_BENCH', 'login,read,bytes').split(',')
+PARTS = ENV.fetch('KURA_BENCH', 'bytes,login,read,stall').split(',')
 
 def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
 
@@ -194,4 +196,22 @@ if PARTS.include?('read')
   marshal = (now - t0) / m
   puts format('  per value: kura decode %.1f µs (of which the bomb walk %.1f µs, msgpack-ruby unpack %.1f µs); Rails Marshal.load of the entry %.1f µs',
               dec * 1e6, walk * 1e6, unpack * 1e6, marshal * 1e6)
+end
+
+if PARTS.include?('stall')
+  addr, pid = KuraTest::Servers.memcached
+  budget = 0.1
+  c = Kura::Cache.new(Kura::MemcacheStore.new([addr], timeout: budget, health: false), ttl: 60)
+  c.fetch('warm') { 1 }
+  Process.kill('STOP', pid)
+  over = Array.new(Integer(ENV.fetch('KURA_BENCH_STALLS', 100))) do |i|
+    t0 = now
+    c.fetch("stall:#{i}") { i }
+    now - t0 - budget
+  end
+  Process.kill('CONT', pid)
+  s = over.sort
+  pct = ->(q) { s[[(s.length * q).ceil - 1, 0].max] * 1000 }
+  puts "\n## a SIGSTOPped memcached, breaker off, budget #{(budget * 1000).round} ms, #{s.length} fetches (load #{load_line})"
+  puts format('  overshoot past the budget: min %.2f ms, median %.2f, p90 %.2f, p99 %.2f, max %.2f', s.first * 1000, pct.call(0.5), pct.call(0.9), pct.call(0.99), s.last * 1000)
 end
