@@ -7,8 +7,9 @@ require_relative 'ring'
 module Kura
   # Redis behind one adapter over redis-rb 4.8 (Debian's ruby-redis): a
   # standalone server, client-side shards placed as Redis::Distributed
-  # places them (the Go store's ring.Distributed), or a Redis Cluster
-  # (redis-rb's cluster client; one logical node for health).
+  # places them (the Go store's ring.Distributed), or a Redis Cluster (the
+  # slot map from CLUSTER SLOTS, one connection and one pipeline per
+  # master: redis-rb 4's cluster client refuses pipelines across slots).
   #
   # Keys are stored as they are, as Go's redisstore and Node's RedisStore
   # store them. Leases are Go's: a placeholder entry SET NX PX, a fill by
@@ -46,15 +47,16 @@ module Kura
       @ids = @urls&.map { |u| Ring::Distributed.id(*parse(u)) }
       @ring = Ring::Distributed.new(@ids) if @ids && @ids.length > 1
       reset
+      load_slots if @cluster
       setup_health(health)
     end
 
     def nodes
-      @cluster ? ['cluster'] : @ids.dup
+      @cluster ? @slots.uniq : @ids.dup
     end
 
     def node_of(key)
-      return 'cluster' if @cluster
+      return @slots[RedisStore.slot(key)] if @cluster
       return @ids[0] unless @ring
 
       @ids[@ring.index(key)]
@@ -65,13 +67,8 @@ module Kura
     end
 
     def get_batch(groups, timeout: @timeout)
-      each_node(groups) do |c, keys|
-        if @cluster
-          c.pipelined { |p| keys.each { |k| p.get(k) } }
-        else
-          c.mget(*keys)
-        end
-      end
+      # A Cluster node refuses MGET across slots: one pipeline of GETs there.
+      each_node(groups) { |c, keys| @cluster ? c.pipelined { |p| keys.each { |k| p.get(k) } } : c.mget(*keys) }
     end
 
     def set_batch(groups, timeout: @timeout)
@@ -158,11 +155,53 @@ module Kura
 
     def new_client(node)
       opts = { timeout: @timeout, connect_timeout: @connect_timeout, reconnect_attempts: 0 }.merge(@redis_opts)
-      if @cluster
-        Redis.new(cluster: @cluster, **opts)
-      else
-        Redis.new(url: @urls[@ids.index(node)], **opts)
+      Redis.new(url: @cluster ? "redis://#{node}" : @urls[@ids.index(node)], **opts)
+    end
+
+    # The slot map of a Cluster (CLUSTER SLOTS from the first seed that
+    # answers): the master "host:port" of each of the 16,384 slots. A
+    # MOVED answer loads it again.
+    def load_slots
+      errs = []
+      @cluster.each do |seed|
+        host, port, = parse(seed)
+        c = Redis.new(host: host, port: port, timeout: [@timeout, 1].max, connect_timeout: @connect_timeout, **@redis_opts)
+        slots = Array.new(16_384)
+        c.call(%w[CLUSTER SLOTS]).each do |from, to, master, *|
+          (from..to).each { |i| slots[i] = "#{master[0]}:#{master[1]}" }
+        end
+        c.close
+        raise Kura::Error, "kura: cluster #{seed}: slots without a master" if slots.include?(nil)
+
+        @slots = slots
+        return
+      rescue Redis::BaseError, SystemCallError => e
+        errs << "#{seed}: #{e.message}"
       end
+      raise Kura::Error, "kura: no cluster seed answered CLUSTER SLOTS (#{errs.join('; ')})"
+    end
+
+    CRC16 = Array.new(256) do |i|
+      crc = i << 8
+      8.times { crc = (crc & 0x8000).zero? ? (crc << 1) : ((crc << 1) ^ 0x1021) }
+      crc & 0xFFFF
+    end.freeze
+
+    # The Redis Cluster slot of key (CRC16/XMODEM of its {tag} or itself).
+    def self.slot(key)
+      key = key.to_s.b
+      if (i = key.index('{')) && (j = key.index('}', i + 1)) && j > i + 1
+        key = key.byteslice(i + 1, j - i - 1)
+      end
+      crc = 0
+      key.each_byte { |b| crc = ((crc << 8) & 0xFFFF) ^ CRC16[((crc >> 8) ^ b) & 0xFF] }
+      crc % 16_384
+    end
+
+    def reload_slots
+      load_slots
+    rescue Kura::Error
+      nil
     end
 
     def script_sha(c, which)
@@ -177,6 +216,7 @@ module Kura
           @health&.success(node)
         rescue Redis::BaseError, SystemCallError, IOError => e
           out[node] = StoreError.new(node, "#{e.class}: #{e.message}")
+          reload_slots if @cluster && e.message.start_with?('MOVED', 'ASK', 'CLUSTERDOWN')
           @health&.failure(node) if e.is_a?(Redis::BaseConnectionError) || !e.is_a?(Redis::CommandError)
         end
       end
