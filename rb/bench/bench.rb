@@ -125,7 +125,7 @@ if PARTS.include?('login')
     puts "\n## cold login, #{keys_n} records, 3 memcached servers, #{label} (load #{load_line})"
     base = median(t['kura fetch_multi (leases)'])
     t.each { |name, xs| puts format('  %-34s %s  %.1fx kura', name, stats(xs), median(xs) / base) }
-    puts "  round trips per server, kura fetch_multi with leases: #{trips.values.inspect} (read, lease, fill)"
+    puts "  round trips per server, kura fetch_multi with leases: #{trips.values.inspect} (a read that takes the leases, a fill)"
     mc.close
   end
   run_side.call('loopback', pool, 5, 3)

@@ -36,10 +36,19 @@ class TestInterop < Minitest::Test
     end
   end
 
+  # Runs a helper; once more if it reported a store error (a store call
+  # that outlived its budget on an overloaded machine), never to hide a
+  # wrong value.
   def run_json(*cmd)
-    out, err, st = Open3.capture3(*cmd)
-    assert st.success?, "#{cmd.join(' ')}: #{err}"
-    JSON.parse(out)
+    2.times do |try|
+      out, err, st = Open3.capture3(*cmd)
+      assert st.success?, "#{cmd.join(' ')}: #{err}" if try == 1
+      next unless st.success?
+
+      got = JSON.parse(out)
+      timed_out = got.values.any? { |v| v.is_a?(Hash) && v['error'].to_s.match?(/took longer|timeout|deadline|i\/o timeout/i) }
+      return got if try == 1 || !timed_out
+    end
   end
 
   def node_bin

@@ -93,13 +93,18 @@ module Kura
 
     def fetch_keys(keys, ttl, negative_ttl, block)
       out = {}
-      raw = read_raw(keys)
+      won = {}
+      raw = if @leases && @store.respond_to?(:read_lease)
+              read_leased(keys, won)
+            else
+              read_raw(keys)
+            end
       misses = []
       no_write = {}
       held = []
       prev = {}
       keys.each do |k|
-        kind, v = classify(k, raw[k])
+        kind, v = won.key?(k) ? [:won] : classify(k, raw[k])
         case kind
         when :hit then out[k] = v
         when :absent then nil
@@ -114,7 +119,11 @@ module Kura
       return out if misses.empty?
 
       neg = negative_ttl || @o[:negative_ttl]
-      loaded = @leases ? lease_load(misses, no_write, held, prev, ttl, neg, block) : plain_load(misses, no_write, ttl, neg, block)
+      loaded = if @leases
+                 lease_load(misses, no_write, held, prev, ttl, neg, block, won)
+               else
+                 plain_load(misses, no_write, ttl, neg, block)
+               end
       loaded.each { |k, v| out[k] = v unless v.nil? }
       out
     end
@@ -271,8 +280,41 @@ module Kura
       out
     end
 
+    # The read of a leased fetch on a store that leases as it reads
+    # (memcached's mg N): { key => bytes | nil | StoreError | :held },
+    # filling won with the leases taken.
+    def read_leased(keys, won)
+      out = {}
+      g = group_keys(keys)
+      res = begin
+        @store.read_lease(g, (@o[:lease_ttl] * 1000).round)
+      rescue StandardError => e
+        g.to_h { |n, _| [n, StoreError.new(n, "#{e.class}: #{e.message}")] }
+      end
+      g.each do |node, ks|
+        r = res[node]
+        if r.is_a?(StoreError) || r.nil?
+          err = r || StoreError.new(node, 'no answer')
+          count(:store_errors, ks.length)
+          report(:get, ks.first, err)
+          ks.each { |k| out[k] = err }
+          next
+        end
+        ks.each_with_index do |k, i|
+          kind, v = r[i]
+          case kind
+          when :value then out[k] = v
+          when :won then won[k] = v
+          when :held then out[k] = :held
+          end
+        end
+      end
+      out
+    end
+
     # [:hit, value] [:absent] [:miss] [:held] [:no_write] [:prev, bytes]
     def classify(key, b)
+      return [:held] if b == :held
       return [:no_write] if b.is_a?(StoreError)
       return [:miss] if b.nil?
 
@@ -429,12 +471,12 @@ module Kura
     end
 
     # The lease protocol of Go's and Node's caches (docs/leases.md).
-    def lease_load(keys, no_write, held_at_read, prev, ttl, neg, block)
+    def lease_load(keys, no_write, held_at_read, prev, ttl, neg, block, won_at_read = {})
       res = {}
       placeholder = Codec.encode_lease(SecureRandom.random_bytes(16))
-      candidates = keys.reject { |k| no_write[k] || prev.key?(k) || held_at_read.include?(k) }
+      candidates = keys.reject { |k| no_write[k] || prev.key?(k) || held_at_read.include?(k) || won_at_read.key?(k) }
       tried, failed = try_leases(candidates, placeholder)
-      won = {}
+      won = won_at_read.dup
       held = held_at_read.dup
       tried.each { |k, h| h ? won[k] = h : held << k }
       prev.each { |k, b| won[k] = { prev: b } }

@@ -72,6 +72,27 @@ module Kura
         end
     end
 
+    # The read of a leased fetch, as Go's LeaseGet: `mg <key> v c N<ttl>`
+    # on every key, so the read takes the lease on each miss in the same
+    # round trip. {node => [[:value, bytes] | [:won, cas] | [:held] | [:miss]] | StoreError}
+    def read_lease(groups, ttl_ms, timeout: @timeout)
+      secs = [1, Memcache.ttl_seconds(ttl_ms)].max
+      run(groups, timeout) { |keys| keys.map { |k| { cmd: 'mg', key: k, v: true, c: true, vivify: secs } } }
+        .transform_values do |out|
+          next out if out.is_a?(StoreError)
+
+          out.map do |r|
+            next [:miss] unless r.is_a?(Response) && r.status == 'VA'
+
+            if r.placeholder? || r.stale
+              r.won && r.cas ? [:won, r.cas] : [:held]
+            else
+              [:value, r.value]
+            end
+          end
+        end
+    end
+
     # groups: {node => [[key, bytes, ttl_ms], ...]} -> {node => nil | StoreError}
     def set_batch(groups, timeout: @timeout)
       now = Time.now.to_i
