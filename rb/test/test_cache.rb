@@ -165,6 +165,31 @@ class TestCache < Minitest::Test
     assert_equal 0, out['shared'], 'the child opened its own connections'
   end
 
+  # A down node's probe is a thread, which fork does not copy: the child
+  # starts its own, and brings the node back when it answers.
+  def test_probes_restart_after_fork
+    port = KuraTest::Servers.free_port
+    addr = "127.0.0.1:#{port}"
+    s = Kura::MemcacheStore.new([addr], timeout: 0.1, health: { threshold: 1, interval: 0.05 })
+    c = Kura::Cache.new(s)
+    assert_equal 1, c.fetch('k') { 1 }
+    refute s.health.up?(addr)
+    rd, wr = IO.pipe
+    pid = fork do
+      rd.close
+      down = !s.health.up?(addr) # the child's first use of the store
+      sleep 0.3
+      wr.write(JSON.generate({ down: down, probes: s.health.probes_sent }))
+      wr.close
+      exit!(0)
+    end
+    wr.close
+    Process.wait(pid)
+    out = JSON.parse(rd.read)
+    assert out['down']
+    assert_operator out['probes'], :>=, 2, 'the child probes the down node itself'
+  end
+
   # A stalled memcached (SIGSTOP): fetch returns the block's value within
   # its budget plus slack; after `threshold` failures the breaker sends the
   # node's keys straight to the block, with one probe in flight.

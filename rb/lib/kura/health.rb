@@ -41,6 +41,7 @@ module Kura
 
     # Probes sent since start (one in flight per down node at most).
     def probes_sent
+      check_fork
       @lock.synchronize { @probes_sent }
     end
 
