@@ -77,7 +77,10 @@ module Kura
       return secs if secs <= MAX_TTL_DELTA
 
       abs = now + secs
-      abs > 0xFFFF_FFFF ? 0 : abs
+      # memcached 1.6 parses T into a signed 32-bit int: a time past
+      # 2038-01-19 is stored and expires at once (HD, then EN). Such a TTL
+      # is "no expiry" here.
+      abs > 0x7FFF_FFFF ? 0 : abs
     end
 
     # The wire form of one request (a Hash: cmd:, key:, value:, v:, c:, t:/ttl:, C:, N:, I:, M:, D:, J:, q:).
