@@ -62,18 +62,21 @@ class TestInterop < Minitest::Test
   end
 
   def codecs
-    { 'item' => Kura::Codec.new, 'item-s2' => Kura::Codec.new, 'item-json' => Kura::Codec.new(serializer: :json),
+    { 'item' => Kura::Codec.new(compact: true), 'item-v2' => Kura::Codec.new, 'item-jsontags' => Kura::Codec.new(compact: true),
+      'item-s2' => Kura::Codec.new, 'item-json' => Kura::Codec.new(serializer: :json),
       'item-zstd' => Kura::Codec.new(compressor: :zstd, min_compress_size: -1), 'items' => Kura::Codec.new,
-      'string' => Kura::Codec.new, 'string-compact' => Kura::Codec.new(compact: true),
-      'map-compact' => Kura::Codec.new(compact: true), 'int' => Kura::Codec.new, 'float' => Kura::Codec.new,
+      'string' => Kura::Codec.new(compact: true), 'string-v2' => Kura::Codec.new,
+      'map-v2' => Kura::Codec.new, 'int' => Kura::Codec.new, 'float' => Kura::Codec.new,
       'bool' => Kura::Codec.new, 'list' => Kura::Codec.new, 'map' => Kura::Codec.new, 'time' => Kura::Codec.new,
       'raw' => Kura::Codec.new(serializer: :raw), 'idlist' => Kura::Codec.new(serializer: :idlist) }
   end
 
   def ruby_values
-    { 'item' => FakeRecord.new(ITEM.dup), 'item-s2' => ItemStruct.new(**BIG.transform_keys(&:to_sym)),
+    { 'item' => FakeRecord.new(ITEM.dup), 'item-v2' => ITEM.transform_keys(&:to_sym),
+      'item-jsontags' => ItemStruct.new(**ITEM.transform_keys(&:to_sym)),
+      'item-s2' => ItemStruct.new(**BIG.transform_keys(&:to_sym)),
       'item-json' => BIG, 'item-zstd' => BIG, 'items' => [ITEM, ITEM],
-      'string' => 'héllo, 世界', 'string-compact' => 'user:42 logged in', 'map-compact' => { 'a' => 1, b: 2 },
+      'string' => 'héllo, 世界', 'string-v2' => 'user:42 logged in', 'map-v2' => { 'a' => 1, b: 2 },
       'int' => -1_234_567_890_123, 'float' => 3.25, 'bool' => true, 'list' => [1, 2, 3], 'map' => { b: 2, 'a' => 1 },
       'time' => AT, 'raw' => "raw bytes \x00\x01\x02".b, 'idlist' => [1, 2, 3, 100, 7, -5] }
   end
@@ -81,7 +84,7 @@ class TestInterop < Minitest::Test
   # Go's JSON of a value read back, in Ruby terms.
   def go_json(name, v)
     case name
-    when 'item', 'item-s2', 'item-json', 'item-zstd' then v.merge('acquired' => Time.parse(v['acquired']))
+    when 'item', 'item-v2', 'item-jsontags', 'item-s2', 'item-json', 'item-zstd' then v.merge('acquired' => Time.parse(v['acquired']))
     when 'items' then v.map { |x| x.merge('acquired' => Time.parse(x['acquired'])) }
     when 'time' then Time.parse(v)
     when 'raw' then [v['bytes']].pack('H*')
@@ -91,10 +94,10 @@ class TestInterop < Minitest::Test
 
   def expect(name)
     case name
-    when 'item', 'item-zstd', 'item-s2' then name == 'item' ? ITEM : BIG
+    when 'item', 'item-v2', 'item-jsontags', 'item-zstd', 'item-s2' then %w[item item-v2 item-jsontags].include?(name) ? ITEM : BIG
     when 'item-json' then BIG.merge('acquired' => '2026-11-24T22:00:00.123Z')
     when 'items' then [ITEM, ITEM]
-    when 'map-compact', 'map' then { 'a' => 1, 'b' => 2 }
+    when 'map-v2', 'map' then { 'a' => 1, 'b' => 2 }
     else ruby_values[name]
     end
   end

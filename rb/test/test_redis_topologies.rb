@@ -62,7 +62,7 @@ class TestRedisTopologies < Minitest::Test
 
   def test_distributed_shards
     urls = Array.new(2) { "redis://#{KuraTest::Servers.redis[0]}/0" }
-    s = Kura::RedisStore.new(urls: urls)
+    s = Kura::RedisStore.new(urls: urls, timeout: 5)
     c = Kura::Cache.new(s, ttl: 60)
     keys = Array.new(200) { |i| "sh:#{i}" }
     c.fetch_multi(*keys) { |m| m.to_h { |k| [k, k] } }

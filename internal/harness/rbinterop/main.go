@@ -50,6 +50,19 @@ type Item struct {
 	Acquired time.Time `msgpack:"acquired" json:"acquired"`
 }
 
+// ItemJSON is the same row as a Go service written for encoding/json
+// declares it: json tags only (docs/FORMAT.md, "Field names").
+type ItemJSON struct {
+	ID       int64     `json:"id"`
+	UserID   int64     `json:"user_id"`
+	Name     string    `json:"name"`
+	Tags     []string  `json:"tags"`
+	Qty      int       `json:"qty"`
+	Price    float64   `json:"price"`
+	Active   bool      `json:"active"`
+	Acquired time.Time `json:"acquired"`
+}
+
 func main() {
 	switch {
 	case len(os.Args) == 5 && os.Args[1] == "ring":
@@ -155,13 +168,15 @@ func kinds() ([]kind, error) {
 	}
 	return []kind{
 		typed("item", kura.Options{}, item),
+		typed("item-v2", kura.Options{Envelope: kura.EnvelopeV2}, item),
+		typed("item-jsontags", kura.Options{}, ItemJSON(item)),
 		typed("item-s2", kura.Options{}, big),
 		typed("item-json", kura.Options{Codec: jsonCodec}, big),
 		typed("item-zstd", kura.Options{Codec: zstdCodec}, big),
 		typed("items", kura.Options{}, []Item{item, item}),
 		typed("string", kura.Options{}, "héllo, 世界"),
-		typed("string-compact", kura.Options{CompactEnvelope: true}, "user:42 logged in"),
-		typed("map-compact", kura.Options{CompactEnvelope: true}, map[string]int{"a": 1, "b": 2}),
+		typed("string-v2", kura.Options{Envelope: kura.EnvelopeV2}, "user:42 logged in"),
+		typed("map-v2", kura.Options{Envelope: kura.EnvelopeV2}, map[string]int{"a": 1, "b": 2}),
 		typed("int", kura.Options{}, int64(-1234567890123)),
 		typed("float", kura.Options{}, 3.25),
 		typed("bool", kura.Options{}, true),
