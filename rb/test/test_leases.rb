@@ -63,15 +63,19 @@ class TestLeases < Minitest::Test
       b = KuraBackend.open(addr)
       c = Kura::Cache.new(b.store, ttl: 60)
       key = "void:#{be}:#{rand(1 << 30)}"
+      loading = Queue.new
+      invalidated = Queue.new
       t = Thread.new do
         c.fetch(key) do
-          sleep 0.4
+          loading << true
+          invalidated.pop # the Go invalidation lands while this load runs
           'stale'
         end
       end
-      sleep 0.15
+      loading.pop
       _, err, st = Open3.capture3(node_helper, 'invalidate', addr, key)
       assert st.success?, err
+      invalidated << true
       assert_equal 'stale', t.value
       assert_equal 1, c.stats[:lease_fills_lost], "#{be}: Ruby's fill after a Go invalidation"
       calls = 0
@@ -79,8 +83,10 @@ class TestLeases < Minitest::Test
       assert_equal 1, calls, "#{be}: the invalidated key loads again"
 
       key2 = "void2:#{be}:#{rand(1 << 30)}"
-      go = Thread.new { Open3.capture3(node_helper, 'stampede', addr, key2, '1', '600', 'stale') }
-      sleep 0.3
+      go = Thread.new { Open3.capture3(node_helper, 'stampede', addr, key2, '1', '1500', 'stale') }
+      # the Go loader counts its call first, then sleeps 1.5 s
+      deadline = Time.now + 20
+      sleep 0.01 until b.get("loads:#{key2}").to_i == 1 || Time.now > deadline
       c.invalidate(key2)
       out, err, st = go.value
       assert st.success?, err
