@@ -260,19 +260,9 @@ module Kura
     # { key => bytes | nil | StoreError }: one read per server.
     def read_raw(keys)
       out = {}
-      g = group_keys(keys)
-      res = begin
-        @store.get_batch(g)
-      rescue StandardError => e
-        g.to_h { |n, _| [n, StoreError.new(n, "#{e.class}: #{e.message}")] }
-      end
-      g.each do |node, ks|
-        r = res[node]
-        if r.is_a?(StoreError) || r.nil?
-          err = r || StoreError.new(node, 'no answer')
-          count(:store_errors, ks.length)
-          report(:get, ks.first, err)
-          ks.each { |k| out[k] = err }
+      per_node(group_keys(keys), :get, ->(g) { @store.get_batch(g) }) do |ks, r|
+        if r.is_a?(StoreError)
+          ks.each { |k| out[k] = r }
         else
           ks.each_with_index { |k, i| out[k] = r[i] }
         end
@@ -285,19 +275,9 @@ module Kura
     # filling won with the leases taken.
     def read_leased(keys, won)
       out = {}
-      g = group_keys(keys)
-      res = begin
-        @store.read_lease(g, (@o[:lease_ttl] * 1000).round)
-      rescue StandardError => e
-        g.to_h { |n, _| [n, StoreError.new(n, "#{e.class}: #{e.message}")] }
-      end
-      g.each do |node, ks|
-        r = res[node]
-        if r.is_a?(StoreError) || r.nil?
-          err = r || StoreError.new(node, 'no answer')
-          count(:store_errors, ks.length)
-          report(:get, ks.first, err)
-          ks.each { |k| out[k] = err }
+      per_node(group_keys(keys), :get, ->(g) { @store.read_lease(g, (@o[:lease_ttl] * 1000).round) }) do |ks, r|
+        if r.is_a?(StoreError)
+          ks.each { |k| out[k] = r }
           next
         end
         ks.each_with_index do |k, i|
@@ -310,6 +290,26 @@ module Kura
         end
       end
       out
+    end
+
+    # Runs one batched store call over groups ({ node => keys }) and yields
+    # each node's keys with its answer, or with a StoreError (counted and
+    # reported) when the node failed, did not answer, or the call raised.
+    def per_node(groups, op, call)
+      res = begin
+        call.call(groups)
+      rescue StandardError => e
+        groups.to_h { |n, _| [n, StoreError.new(n, "#{e.class}: #{e.message}")] }
+      end
+      groups.each do |node, ks|
+        r = res[node]
+        if r.is_a?(StoreError) || r.nil?
+          r ||= StoreError.new(node, 'no answer')
+          count(:store_errors, ks.length)
+          report(op, ks.first, r)
+        end
+        yield ks, r
+      end
     end
 
     # [:hit, value] [:absent] [:miss] [:held] [:no_write] [:prev, bytes]
@@ -451,17 +451,8 @@ module Kura
       failed = []
       return [won, failed] if keys.empty?
 
-      g = group_keys(keys)
-      res = begin
-        @store.try_lease(g, placeholder, (@o[:lease_ttl] * 1000).round)
-      rescue StandardError => e
-        g.to_h { |n, _| [n, StoreError.new(n, e.message)] }
-      end
-      g.each do |n, ks|
-        r = res[n]
-        if r.is_a?(StoreError) || r.nil?
-          count(:store_errors, ks.length)
-          report(:lease, ks.first, r || StoreError.new(n, 'no answer'))
+      per_node(group_keys(keys), :lease, ->(g) { @store.try_lease(g, placeholder, (@o[:lease_ttl] * 1000).round) }) do |ks, r|
+        if r.is_a?(StoreError)
           failed.concat(ks)
         else
           ks.each_with_index { |k, i| won[k] = r[i] }
