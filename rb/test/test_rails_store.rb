@@ -82,6 +82,16 @@ module RailsStoreBehavior
     assert_equal v, @cache.read(key)
   end
 
+  RowStruct = Struct.new(:id, :name)
+
+  # A model or Struct reads back as itself, as with Marshal.
+  def test_struct_round_trips_as_itself
+    @cache.write(key, RowStruct.new(1, 'lamp'))
+    assert_equal RowStruct.new(1, 'lamp'), @cache.read(key)
+    @cache.write("#{key}:h", { 'row' => RowStruct.new(2, 'x') })
+    assert_equal({ 'row' => RowStruct.new(2, 'x') }, @cache.read("#{key}:h"))
+  end
+
   def test_expires_in
     @cache.write(key, 'bar', expires_in: 1)
     assert_equal 'bar', @cache.read(key)
@@ -204,6 +214,14 @@ class TestKuraStoreMemcached < Minitest::Test
 
   def test_delete_matched
     assert_raises(NotImplementedError) { @cache.delete_matched(/k/) }
+  end
+
+  # objects: :attributes: a model is stored as its attributes, which Go reads.
+  def test_objects_as_attributes
+    store = make_store(objects: :attributes)
+    rec = Class.new { def attributes = { 'id' => 7, 'name' => 'lamp' } }.new
+    store.write(key, rec)
+    assert_equal({ 'id' => 7, 'name' => 'lamp' }, store.read(key))
   end
 
   # The same bytes a Go reader of the key reads: Rails writes kura values.

@@ -60,7 +60,7 @@ module Kura
     # min_savings: 0.1 (0 for compact). max_decoded_size: 64 MiB.
     def initialize(serializer: :msgpack, compressor: :s2, level: 3, dictionary: nil, dictionaries: {},
                    compact: false, min_compress_size: 0, min_savings: 0, max_decoded_size: MAX_DECODED_SIZE,
-                   marshal_fallback: false)
+                   marshal_fallback: false, objects: :attributes)
       raise ArgumentError, "kura: unknown serializer #{serializer.inspect}" unless %i[msgpack json raw idlist].include?(serializer)
       raise ArgumentError, "kura: unknown compressor #{compressor.inspect} (want :s2, :zstd or :none)" unless %i[s2 snappy zstd none].include?(compressor)
       raise ArgumentError, "kura: min_savings #{min_savings} must be below 1" if min_savings >= 1
@@ -81,6 +81,10 @@ module Kura
                      end
       @max_decoded = max_decoded_size
       @marshal = marshal_fallback
+      raise ArgumentError, "kura: objects: #{objects.inspect} (want :attributes or :marshal)" unless %i[attributes marshal].include?(objects)
+      raise ArgumentError, 'kura: objects: :marshal needs marshal_fallback: true' if objects == :marshal && !marshal_fallback
+
+      @plain_only = objects == :marshal
       @dicts = {}
       dictionaries.each { |id, b| add_dictionary(id, b) }
       if dictionary
@@ -191,8 +195,8 @@ module Kura
 
     def serialize(value)
       case @serializer
-      when :msgpack then FACTORY.dump(Codec.to_wire(value)).b
-      when :json then JSON.generate(Codec.to_wire(value, json: true)).b
+      when :msgpack then FACTORY.dump(Codec.to_wire(value, plain: @plain_only)).b
+      when :json then JSON.generate(Codec.to_wire(value, json: true, plain: @plain_only)).b
       when :raw
         raise ArgumentError, 'kura: the raw serializer takes a String' unless value.is_a?(String)
 
@@ -202,14 +206,27 @@ module Kura
     end
 
     # The msgpack/JSON form of a Ruby value (the one rule of docs/ruby.md).
-    def self.to_wire(v, json: false)
+    #
+    # plain: only Hash, Array, String, Symbol, numbers, true/false/nil and
+    # Time; anything else raises ArgumentError (a Rails store then keeps
+    # the object with Marshal, so it reads back as the same class).
+    def self.to_wire(v, json: false, plain: false)
       case v
       when nil, true, false, Integer, Float then v
       when String then v
       when Symbol then v.to_s
       when ::Time then json ? v.utc.strftime('%Y-%m-%dT%H:%M:%S.%NZ').sub(/\.?0+Z\z/, 'Z') : v
-      when Hash then sorted_map(v, json)
-      when Array then v.map { |x| to_wire(x, json: json) }
+      when Hash then sorted_map(v, json, plain)
+      when Array then v.map { |x| to_wire(x, json: json, plain: plain) }
+      else
+        raise ArgumentError, "kura: a #{v.class} is not a plain value" if plain
+
+        object_to_wire(v, json)
+      end
+    end
+
+    def self.object_to_wire(v, json)
+      case v
       when Struct then v.each_pair.to_h { |k, x| [k.to_s, to_wire(x, json: json)] }
       else
         if v.respond_to?(:attributes) && v.attributes.is_a?(Hash)
@@ -231,7 +248,7 @@ module Kura
     @key_orders_lock = Mutex.new
     SCALARS = [NilClass, TrueClass, FalseClass, Integer, Float, String].freeze
 
-    def self.sorted_map(h, json)
+    def self.sorted_map(h, json, plain = false)
       keys = h.keys
       order = @key_orders[keys]
       unless order
@@ -247,7 +264,7 @@ module Kura
       end
 
       out = {}
-      order.each { |k| out[k.is_a?(String) ? k : k.to_s] = to_wire(h[k], json: json) }
+      order.each { |k| out[k.is_a?(String) ? k : k.to_s] = to_wire(h[k], json: json, plain: plain) }
       out
     end
 

@@ -24,11 +24,15 @@ module ActiveSupport
     # (accepted; leases make it moot: one caller reloads, the others wait
     # for its fill instead of reading a stale entry).
     #
-    # Values follow kura's one rule (docs/ruby.md): a Hash's keys come back
-    # as Strings, Symbols as Strings, an ActiveRecord object as its
-    # attributes Hash; any other Ruby object is stored with Marshal under
-    # serializer 128, which Go and Node read as a miss. Entries with a
-    # cache version are a map {"_kura_rails" => 1, "value", "version"}.
+    # Values: Hashes, Arrays, Strings, numbers, true/false/nil and Times
+    # follow kura's one rule (docs/ruby.md), so Go and Node read them (a
+    # Hash's keys come back as Strings, Symbols as Strings). Any other
+    # object (an ActiveRecord model, a Struct) is kept with Marshal under
+    # serializer 128, so it reads back as itself, and Go and Node read it
+    # as a miss; objects: :attributes stores models and Structs as maps of
+    # their fields instead (Go and Node read them; Ruby reads a Hash back).
+    # Entries with a cache version are a map {"_kura_rails" => 1, "value",
+    # "version"}.
     class KuraStore < Store
       WRAPPER = '_kura_rails'
 
@@ -47,6 +51,7 @@ module ActiveSupport
         timeout = opts.delete(:timeout) || 0.25
         leases = opts.key?(:leases) ? opts.delete(:leases) : true
         codec = opts.delete(:codec)
+        objects = opts.delete(:objects) || :marshal
         super(opts)
         # Rails' Entry compresses by Marshal-dumping the value (on every
         # write, and on every Entry.new a read makes); kura's codec
@@ -58,7 +63,7 @@ module ActiveSupport
                    Kura::MemcacheStore.new(addresses.empty? ? ['127.0.0.1:11211'] : addresses, ring: ring, timeout: timeout)
                  end
         compress = opts.fetch(:compress, true)
-        @codec = codec || Kura::Codec.new(compressor: compress ? :s2 : :none, marshal_fallback: true, compact: true,
+        @codec = codec || Kura::Codec.new(compressor: compress ? :s2 : :none, marshal_fallback: true, compact: true, objects: objects,
                                           min_compress_size: compress ? opts.fetch(:compress_threshold, 1024).to_i : 0)
         @kura = Kura::Cache.new(@store, codec: @codec, leases: leases, ttl_jitter: 0, negative_ttl: 0)
         @redis = !redis.nil? || !redis_urls.nil?
