@@ -111,15 +111,19 @@ class TestInterop < Minitest::Test
       prefix = "g2r:#{rand(1 << 30)}:"
       wrote = run_json(KuraTest.go_helper, 'write', addr, prefix)
       refute wrote.values.any? { |v| v.is_a?(Hash) && v['error'] }, wrote.inspect
+      seen = []
       codecs.each do |name, c|
         key = prefix + name
         raw = store.get_batch({ store.node_of(key) => [key] }).values.first.first
         refute_nil raw, "#{be} #{key} absent"
         got = c.decode(raw)
+        seen << [got.version, got.compressor]
         want = name == 'item-json' ? BIG.merge('acquired' => '2026-11-24T22:00:00.123Z') : expect(name)
         want = want.b if name == 'raw'
         assert_equal want, got.value, "#{be} Go -> Ruby #{name}"
       end
+      assert_equal [2, 3], seen.map(&:first).uniq.sort, 'Go wrote both envelope versions'
+      assert_equal [0, 1, 2], seen.map(&:last).uniq.sort, 'Go wrote stored, Snappy and zstd payloads'
       neg = Kura::Codec.new.decode(store.get_batch({ store.node_of("#{prefix}negative") => ["#{prefix}negative"] }).values.first.first)
       assert_equal :negative, neg.kind
     end
@@ -152,17 +156,21 @@ class TestInterop < Minitest::Test
       prefix = "n2r:#{rand(1 << 30)}:"
       wrote = run_json(*node, 'write', addr, prefix)
       c = Kura::Codec.new
+      compressors = []
       wrote.each do |key, want|
         raw = store.get_batch({ store.node_of(key) => [key] }).values.first.first
         refute_nil raw, "#{be} #{key}"
-        v = c.decode(raw).value
+        e = c.decode(raw)
+        compressors << e.compressor
+        v = e.value
         v = v.merge('acquired' => v['acquired'].utc.iso8601(3).sub('+00:00', 'Z')) if v.is_a?(Hash) && v['acquired'].is_a?(Time)
         want = want.merge('acquired' => want['acquired'].sub(/\.(\d{3})Z/, '.\1Z')) if want.is_a?(Hash) && want['acquired']
         assert_equal want, v, "#{be} Node -> Ruby #{key}"
       end
+      assert_equal [0, 1, 2], compressors.uniq.sort, 'Node wrote stored, Snappy and zstd payloads'
       # Ruby -> Node: Ruby writes the same keys with its own codecs.
       prefix2 = "r2n:#{rand(1 << 30)}:"
-      rv = { 'item' => [Kura::Codec.new, FakeRecord.new(ITEM.dup)],
+      rv = { 'item' => [Kura::Codec.new, FakeRecord.new(ITEM.dup)], 'item-s2' => [Kura::Codec.new, BIG],
              'item-zstd' => [Kura::Codec.new(compressor: :zstd, min_compress_size: -1), ItemStruct.new(**BIG.transform_keys(&:to_sym))],
              'item-json' => [Kura::Codec.new(serializer: :json), BIG],
              'item-compact' => [Kura::Codec.new(compact: true), ITEM],
