@@ -30,7 +30,29 @@ module KuraTest
   # KURA_REQUIRE_SERVERS=1 (make test, CI) a missing server fails.
   module Servers
     @pids = []
-    at_exit { @pids.each { |p| Process.kill('KILL', p) rescue nil } } # rubocop:disable Style/RescueModifier
+    @parent = Process.pid
+
+    # Servers start inside the tests, which minitest runs from its own
+    # at_exit: stop them after the run (and at exit for scripts such as
+    # the benchmarks), only in the process that started them.
+    def self.stop_all
+      return unless Process.pid == @parent
+
+      @pids.each do |p|
+        Process.kill('KILL', p)
+        Process.wait(p)
+      rescue SystemCallError
+        nil
+      end
+      @pids.clear
+    end
+    Minitest.after_run { stop_all }
+    at_exit { stop_all }
+
+    def self.track(pid)
+      @pids << pid
+      pid
+    end
 
     def self.free_port
       s = TCPServer.new('127.0.0.1', 0)
@@ -62,8 +84,7 @@ module KuraTest
       port = free_port
       args = ['memcached', '-l', '127.0.0.1', '-p', port.to_s, '-U', '0', '-m', '64']
       args += ['-u', 'nobody'] if Process.uid.zero?
-      pid = Process.spawn(*args, out: File::NULL, err: File::NULL)
-      @pids << pid
+      pid = track(Process.spawn(*args, out: File::NULL, err: File::NULL))
       wait_port(port)
       ["127.0.0.1:#{port}", pid]
     end
@@ -71,9 +92,8 @@ module KuraTest
     def self.redis
       need('redis-server') or return nil
       port = free_port
-      pid = Process.spawn('redis-server', '--bind', '127.0.0.1', '--port', port.to_s, '--save', '', '--appendonly', 'no',
-                          out: File::NULL, err: File::NULL)
-      @pids << pid
+      pid = track(Process.spawn('redis-server', '--bind', '127.0.0.1', '--port', port.to_s, '--save', '', '--appendonly', 'no',
+                                out: File::NULL, err: File::NULL))
       wait_port(port)
       ["127.0.0.1:#{port}", pid]
     end

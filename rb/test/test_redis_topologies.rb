@@ -15,7 +15,7 @@ class TestRedisTopologies < Minitest::Test
       pid = Process.spawn('redis-server', '--bind', '127.0.0.1', '--port', p.to_s, '--cluster-enabled', 'yes',
                           '--cluster-config-file', "#{dir}/nodes-#{p}.conf", '--save', '', '--appendonly', 'no',
                           chdir: dir, out: File::NULL, err: File::NULL)
-      KuraTest::Servers.instance_variable_get(:@pids) << pid
+      KuraTest::Servers.track(pid)
       KuraTest::Servers.wait_port(p)
     end
     seeds = ports.map { |p| "127.0.0.1:#{p}" }
