@@ -13,7 +13,12 @@ module Kura
   # or :tombstone; written is Unix milliseconds, ttl milliseconds, cost
   # microseconds (nil when the entry does not carry them).
   Entry = Struct.new(:kind, :value, :version, :serializer, :compressor, :dict, :schema,
-                     :written, :ttl, :cost, :token, :digest, keyword_init: true)
+                     :written, :ttl, :cost, :token, :digest) do
+    # Entry.of(kind, version): the rest is filled in as the header is read.
+    def self.of(kind, version)
+      new(kind, nil, version)
+    end
+  end
 
   # The kura envelope (docs/FORMAT.md), versions 1, 2 and 3, over
   # msgpack-ruby, libsnappy and libzstd. A Codec is immutable after
@@ -354,7 +359,7 @@ module Kura
     # Decodes an envelope: an Entry, or raises MalformedError /
     # NotUnderstoodError. Never raises anything else for any input.
     def decode(b)
-      b = b.b
+      b = b.b unless b.encoding == Encoding::BINARY
       n = b.bytesize
       malformed(:truncated, 'empty value') if n.zero?
       malformed(:not_kura, 'not a kura value') if b.getbyte(0) != 0xC1 || (n > 1 && b.getbyte(1) != 0x4B)
@@ -408,9 +413,9 @@ module Kura
       not_understood(:unsupported_version, format('version 1 flags 0x%02x', vb)) if vb & 0xE0 != 0
       if vb & 0x10 != 0
         malformed(:corrupt, 'negative entry with trailing bytes') if b.bytesize != 3
-        return Entry.new(kind: :negative, version: 1)
+        return Entry.of(:negative, 1)
       end
-      e = Entry.new(kind: :value, version: 1)
+      e = Entry.of(:value, 1)
       decode_value(b, 3, e)
     end
 
@@ -422,7 +427,7 @@ module Kura
       flen, i = uvarint(b, 4)
       malformed(:corrupt, "field section of #{flen} bytes (at most #{MAX_FIELDS_LEN})") if flen > MAX_FIELDS_LEN
       malformed(:truncated, 'field section longer than the entry') if flen > n - i
-      e = Entry.new(kind: KINDS[kind], version: 2)
+      e = Entry.of(KINDS[kind], 2)
       parse_fields(b, i, i + flen, e, false, false)
       i += flen
       unless kind.zero?
@@ -479,7 +484,7 @@ module Kura
       malformed(:truncated, 'no layout byte') if n < 4
       layout = b.getbyte(3)
       not_understood(:not_understood, 'compact layout bit 0x80') if layout & 0x80 != 0
-      e = Entry.new(kind: :value, version: 3)
+      e = Entry.of(:value, 3)
       i = 4
       ser = layout & 7
       if ser.zero?
