@@ -188,3 +188,32 @@ class TestInterop < Minitest::Test
     end
   end
 end
+
+# Dictionaries a Go fleet publishes with dictstore (zstd and S2 formats):
+# a Ruby cache without them fetches them where Go publishes them, checks
+# them by content id and digest, and reads the values.
+class TestPublishedDictionaries < Minitest::Test
+  def test_reads_go_values_with_published_dictionaries
+    r, = KuraTest::Servers.redis
+    prefix = "dict:#{rand(1 << 30)}:"
+    out, err, st = Open3.capture3(KuraTest.node_interop, 'dictwrite', r, prefix)
+    assert st.success?, err
+    want = JSON.parse(out)
+    store = Kura::RedisStore.new(url: "redis://#{r}", timeout: 5)
+    c = Kura::Cache.new(store)
+    got = c.read_multi(*want.keys)
+    want.each do |k, v|
+      refute_nil got[k], "#{k}: #{c.stats.inspect}"
+      assert_equal v.merge('at' => Time.parse(v['at'])), got[k], k
+    end
+    raw = store.get_batch({ store.node_of(want.keys[0]) => want.keys }).values.first
+    assert_equal [2, 3], raw.map { |b| c.codec.decode(b).compressor }.sort, 'zstd and s2-dict'
+    # a forged dictionary under the id (another digest) is refused: a miss left in place
+    id = c.codec.decode(raw[0]).dict
+    store.client(store.nodes[0]).set(format('kura:dict:%08x', id), 'forged' * 100)
+    fresh = Kura::Cache.new(store)
+    assert_nil fresh.read(want.keys[0])
+    assert_equal 1, fresh.stats[:not_understood]
+    store.close
+  end
+end

@@ -58,6 +58,8 @@ module Kura
       @leases = @o[:leases] && store.respond_to?(:leases?) && store.leases?
       @stats = Hash.new(0)
       @stats_lock = Mutex.new
+      @dead_dicts = {}
+      @dict_lock = Mutex.new
     end
 
     # Whether leases coordinate loads (:leases) or each process loads (:process).
@@ -103,8 +105,9 @@ module Kura
       no_write = {}
       held = []
       prev = {}
+      kinds = classify_all(keys.reject { |k| won.key?(k) }, raw)
       keys.each do |k|
-        kind, v = won.key?(k) ? [:won] : classify(k, raw[k])
+        kind, v = won.key?(k) ? [:won] : kinds[k]
         case kind
         when :hit then out[k] = v
         when :absent then nil
@@ -133,16 +136,17 @@ module Kura
     # The value of key, or nil (absent, "not found", unreadable). Store
     # errors are counted and read as nil.
     def read(key)
-      kind, v = classify(key, read_raw([key])[key])
+      key = key.to_s
+      kind, v = classify_all([key], read_raw([key]))[key]
       kind == :hit ? v : nil
     end
 
     # Reads keys: { key => value } of the hits. One read per server.
     def read_multi(*keys)
       keys = keys.flatten.map(&:to_s).uniq
-      raw = read_raw(keys)
+      kinds = classify_all(keys, read_raw(keys))
       keys.each_with_object({}) do |k, h|
-        kind, v = classify(k, raw[k])
+        kind, v = kinds[k]
         h[k] = v if kind == :hit
       end
     end
@@ -312,8 +316,56 @@ module Kura
       end
     end
 
-    # [:hit, value] [:absent] [:miss] [:held] [:no_write] [:prev, bytes]
-    def classify(key, b)
+    # classify for every key; values naming a dictionary this codec does
+    # not hold are classified again after the dictionaries were looked up
+    # where Go's dictstore publishes them (checked by content id and, when
+    # the value names one, by digest); one still missing is a miss left in
+    # place (not understood).
+    def classify_all(keys, raw)
+      out = keys.to_h { |k| [k, classify(k, raw[k], true)] }
+      wanted = out.values.filter_map { |kind, v| v if kind == :dict }.uniq
+      return out if wanted.empty?
+
+      load_dictionaries(wanted)
+      out.each_key { |k| out[k] = classify(k, raw[k]) if out[k][0] == :dict }
+      out
+    end
+
+    DICT_MAX = 1 << 20
+
+    def load_dictionaries(wanted)
+      now = mono
+      wanted.each do |id, digest|
+        next if @codec.dictionary?(id, digest)
+        next if (@dead_dicts[id] || 0) > now
+
+        found = nil
+        if @store.respond_to?(:node_keys)
+          keys = @store.node_keys(format('kura:dict:%08x', id))
+          read_raw(keys).each_value do |b|
+            next unless b.is_a?(String) && b.bytesize <= DICT_MAX
+            next unless Codec.dictionary_id(b) == id
+            next if digest && Codec.dictionary_digest(b) != digest
+
+            found = b
+            break
+          end
+        end
+        if found
+          @codec = @codec.with_dictionary(id, found)
+        else
+          @dict_lock.synchronize do
+            @dead_dicts.clear if @dead_dicts.size > 1024
+            @dead_dicts[id] = now + 10
+          end
+        end
+      end
+    rescue StandardError => e
+      report(:dictionary, wanted.first.to_s, e)
+    end
+
+    # [:hit, value] [:absent] [:miss] [:held] [:no_write] [:prev, bytes] [:dict, [id, digest]]
+    def classify(key, b, resolve = false)
       return [:held] if b == :held
       return [:no_write] if b.is_a?(StoreError)
       return [:miss] if b.nil?
@@ -334,6 +386,8 @@ module Kura
       # A dictionary this reader does not hold: written by a writer that
       # has it; a miss left in place, as a value it does not understand.
       if err.code == :unknown_dictionary
+        return [:dict, [err.dict, err.digest]] if err.dict && resolve
+
         count(:not_understood)
         report(:decode, key, err)
         return [:no_write]

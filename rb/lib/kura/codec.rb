@@ -584,9 +584,17 @@ module Kura
         malformed(:corrupt, 's2-dict without a dictionary') if dict.zero?
         malformed(:corrupt, 'snappy with a dictionary') if comp == 1
         d = @dicts[dict]
-        malformed(:unknown_dictionary, "dictionary #{dict} is not held") unless d
+        unless d
+          err = MalformedError.new(:unknown_dictionary, "dictionary #{dict} is not held")
+          err.dict = dict
+          err.digest = e.digest
+          raise err
+        end
         if e.digest && d[:digest] != e.digest
-          malformed(:unknown_dictionary, "dictionary #{dict} does not match the value's digest (dictionary_mismatch)")
+          err = MalformedError.new(:unknown_dictionary, "dictionary #{dict} does not match the value's digest (dictionary_mismatch)")
+          err.dict = dict
+          err.digest = e.digest
+          raise err
         end
       end
       case comp

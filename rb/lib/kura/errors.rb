@@ -11,6 +11,8 @@ module Kura
   # :deserialize; :dictionary_mismatch matches :unknown_dictionary).
   class MalformedError < Error
     attr_reader :code
+    # For :unknown_dictionary: the id the value names and its digest (or nil).
+    attr_accessor :dict, :digest
 
     def initialize(code, msg)
       @code = code

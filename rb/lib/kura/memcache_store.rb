@@ -72,6 +72,21 @@ module Kura
         end
     end
 
+    # The keys a reserved key (a published dictionary) is stored under: one
+    # per server, key + "#n" for the smallest n the ring places there (Go's
+    # store/memcache NodeKeys).
+    def node_keys(key)
+      keys = {}
+      n = @servers.length
+      i = 0
+      while keys.length < n && i < (64 * n) + 1024
+        k = "#{key}##{i}"
+        keys[node_of(k)] ||= k
+        i += 1
+      end
+      keys.values
+    end
+
     # The read of a leased fetch, as Go's LeaseGet: `mg <key> v c N<ttl>`
     # on every key, so the read takes the lease on each miss in the same
     # round trip. {node => [[:value, bytes] | [:won, cas] | [:held] | [:miss]] | StoreError}

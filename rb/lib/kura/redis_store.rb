@@ -66,6 +66,24 @@ module Kura
       true
     end
 
+    # The keys a reserved key (a published dictionary) is stored under, as
+    # Go's redisstore NodeKeys: the key itself on one server; on a Cluster
+    # "{key#n}" for the smallest n each master owns. Shards: none known.
+    def node_keys(key)
+      return [key] if !@cluster && @ids.length == 1
+      return [] unless @cluster
+
+      keys = {}
+      masters = @slots.uniq.sort
+      n = 0
+      while keys.length < masters.length && n < (64 * masters.length) + 1024
+        k = "{#{key}##{n}}"
+        keys[@slots[RedisStore.slot(k)]] ||= k
+        n += 1
+      end
+      masters.filter_map { |m| keys[m] }
+    end
+
     def get_batch(groups, timeout: @timeout)
       # A Cluster node refuses MGET across slots: one pipeline of GETs there.
       each_node(groups) { |c, keys| @cluster ? c.pipelined { |p| keys.each { |k| p.get(k) } } : c.mget(*keys) }
