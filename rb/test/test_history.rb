@@ -4,8 +4,8 @@ require_relative 'helper'
 require 'open3'
 require_relative 'fixtures/backend'
 
-# docs/leases.md's per-read guarantee with Ruby readers: 2 Ruby and 1 Go
-# reader processes (4 loops each) fetch one key while this process bumps
+# docs/leases.md's per-read guarantee with Ruby readers: 2 Ruby, 1 Go and
+# 1 Node reader processes (4 loops each) fetch one key while this process bumps
 # the source of truth and invalidates it (from Ruby, and every 4th time
 # from a Go process). A read that started after an invalidation returned
 # must return at least the version written before it. The control runs the
@@ -26,7 +26,10 @@ class TestHistory < Minitest::Test
     c = Kura::Cache.new(b.store, leases: leases != 'off')
     ruby = ['ruby', File.join(__dir__, 'fixtures', 'history_reader.rb'), addr, key, '4', '30000', leases]
     go = [node_helper, 'history', addr, key, '4', '30000', leases]
-    readers = [[ruby, 'ruby'], [ruby, 'ruby'], [go, 'go']].map do |cmd, lang|
+    node = ['node', File.join(KuraTest::ROOT, 'js', 'test', 'fixtures', 'history-reader.mjs'), addr, key, '4', '30000', leases]
+    procs = [[ruby, 'ruby'], [ruby, 'ruby'], [go, 'go']]
+    procs << [node, 'node'] if File.exist?(File.join(KuraTest::ROOT, 'js', 'dist', 'index.js'))
+    readers = procs.map do |cmd, lang|
       Thread.new do
         out, err, st = Open3.capture3(*cmd)
         raise "#{lang} reader: #{err}" unless st.success?
@@ -35,7 +38,7 @@ class TestHistory < Minitest::Test
       end
     end
     deadline = Time.now + 30
-    sleep 0.01 while b.get("ready:#{key}").to_i < 3 && Time.now < deadline
+    sleep 0.01 while b.get("ready:#{key}").to_i < procs.length && Time.now < deadline
     sleep 0.1
     invals = []
     start = Time.now
