@@ -5,7 +5,7 @@ TEST_TIMEOUT ?= 25m
 BENCH     ?= .
 BENCHTIME ?= 1s
 
-.PHONY: bench-report bench-report-full all demo test test-allocs test-node test-short soak lint bench servers build fuzz redis-up redis-down memcached-up memcached-down
+.PHONY: bench-report bench-report-full all demo test test-allocs test-node test-ruby test-short soak lint bench servers build fuzz redis-up redis-down memcached-up memcached-down
 
 all: lint test
 
@@ -67,6 +67,7 @@ test: servers
 	cd kuraotel && KURA_REQUIRE_SERVERS=1 $(GO) test -race -count=1 -timeout $(TEST_TIMEOUT) ./...
 	$(MAKE) test-allocs
 	$(MAKE) test-node
+	$(MAKE) test-ruby
 
 ## test-allocs: the allocation tests again without the race detector, which drops sync.Pool
 ## items at random and so changes allocation counts (under -race they skip or only log)
@@ -84,6 +85,15 @@ test-node:
 	cd js && if cmp -s package-lock.json node_modules/.kura-npm-ci-lock; then npm run build; \
 		else npm ci --no-audit --no-fund && cp package-lock.json node_modules/.kura-npm-ci-lock; fi
 	cd js && KURA_REQUIRE_SERVERS=1 npm test
+
+## test-ruby: the Ruby gem (rb/): its minitest suites on private servers, with Go <-> Ruby <->
+## Node checks (the Go helpers built first; js/dist from test-node, built here when missing), and
+## the gem built and installed from the checkout into a fresh directory
+test-ruby:
+	$(GO) build -o rb/.build/rbinterop ./internal/harness/rbinterop
+	$(GO) build -o rb/.build/nodeinterop ./internal/harness/nodeinterop
+	@test -f js/dist/index.js || (cd js && npm ci --no-audit --no-fund && npm run build)
+	cd rb && KURA_REQUIRE_SERVERS=1 KURA_RB_PREBUILT=1 ruby test/run.rb
 
 ## soak: the full-size race, fault and soak runs (the results page's full sizes; notebook in docs/benchmarks/)
 soak: servers

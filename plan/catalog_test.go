@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"math"
 	"os"
 	"strings"
 	"testing"
@@ -70,6 +71,11 @@ func TestCatalogErrorsNameRowAndField(t *testing.T) {
 		{`"memory_gib": 1, "baseline_gbps": 1, "date": "2026-11-23"`, `"memory_gib": 1, "baseline_gbps": 1, "date": "23/11/2026"`, []string{`nodes row 1`, `field "date"`, "YYYY-MM-DD"}},
 		{`"memory_gib": 1,`, `"memory_gib": 1, "price_per_hour": 1, "price_per_gb_hour": 1,`, []string{`nodes row 1`, `field "price_per_gb_hour"`, "not both"}},
 		{`"memory_gib": 1,`, `"memory_gib": 1e9,`, []string{`nodes row 1`, `field "memory_gib"`, "unit"}},
+		{`"memory_gib": 1,`, `"memory_gib": 1, "prices": [{"region": "test", "per_hour": -1, "source": "s", "date": "2026-11-23"}],`, []string{`nodes row 1`, `field "prices"`, "positive"}},
+		{`"memory_gib": 1,`, `"memory_gib": 1, "prices": [{"region": "test", "per_hour": 1, "source": "", "date": "2026-11-23"}],`, []string{`nodes row 1`, `field "prices"`, "source missing"}},
+		{`"memory_gib": 1,`, `"memory_gib": 1, "prices": [{"region": "test", "per_hour": 1, "per_gb_hour": 1, "source": "s", "date": "2026-11-23"}],`, []string{`field "prices"`, "one of them"}},
+		{`"memory_gib": 1,`, `"min_gib": 5, "max_gib": 1,`, []string{`nodes row 1`, `field "max_gib"`, "min first"}},
+		{`"memory_gib": 1,`, `"memory_gib": 1, "min_gib": 1, "max_gib": 5,`, []string{`field "memory_gib"`, "not both"}},
 		{`"memory_gib": 1,`, `"memory_gib": 1e-300,`, []string{`nodes row 1`, `field "memory_gib"`, "below"}},
 		{`"baseline_gbps": 2,`, `"baseline_gbps": 1e-300,`, []string{`nodes row 2`, `field "baseline_gbps"`, "below"}},
 		{`"memory_gib": 1,`, `"memory_gib": 1, "vcpus": -4,`, []string{`nodes row 1`, `field "vcpus"`}},
@@ -231,30 +237,162 @@ func TestReadCodecs(t *testing.T) {
 	}
 }
 
-// TestCatalogPricesAreSourced: every price in the shipped catalog has a
-// date and a source that names a page, and the rows without one are
-// exactly the ones docs/plan.md lists as unpriced; a new price needs a
-// dated public source, never a guess.
+// TestCatalogPricesAreSourced: every row of the shipped catalog is priced
+// in its provider's default region (or says why not), every price names a
+// source of the catalog and a date, and every source is dated and listed
+// in docs/plan.md: a new price needs a dated public source, never a guess.
 func TestCatalogPricesAreSourced(t *testing.T) {
 	doc, err := os.ReadFile("../docs/plan.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, listed, ok := strings.Cut(string(doc), "**Unpriced**")
-	if !ok {
-		t.Fatal("docs/plan.md no longer lists the unpriced rows")
+	c := DefaultCatalog()
+	if len(c.Sources) == 0 {
+		t.Fatal("the catalog names no price sources")
 	}
-	listed, _, _ = strings.Cut(listed, "`plan/catalog_test.go`")
+	for _, s := range c.Sources {
+		if !strings.Contains(string(doc), s.Key) || !strings.Contains(string(doc), s.Date) {
+			t.Errorf("docs/plan.md does not say where %s's prices (data of %s) came from", s.Key, s.Date)
+		}
+		if s.Refresh == "" {
+			t.Errorf("source %s does not say where today's prices are read", s.Key)
+		}
+	}
+	for _, n := range c.Nodes {
+		p, _ := c.Provider(n.Provider)
+		if len(n.Prices) == 0 {
+			if n.Unpriced == "" {
+				t.Errorf("%s has no price and no written reason", n.Name)
+			}
+			continue
+		}
+		def := p.Regions[0].Name
+		got := map[string]bool{}
+		for _, pr := range n.Prices {
+			if _, ok := c.Source(pr.Source); !ok || pr.Date == "" {
+				t.Errorf("%s: price %+v has no catalog source or date", n.Name, pr)
+			}
+			if pr.Region == def {
+				got[pr.Engine] = true
+			}
+		}
+		for _, e := range p.Engines {
+			if !got[e] && !got[""] {
+				t.Errorf("%s: no %s price in %s, the provider's default region", n.Name, e, def)
+			}
+		}
+	}
+}
+
+// TestValkeyIsEightTenths: on every ElastiCache node type and region the
+// catalog prices both engines, Valkey is 0.8 × Redis OSS (the ElastiCache
+// FAQ's "up to 20% lower cost per node", exact in the price data).
+func TestValkeyIsEightTenths(t *testing.T) {
+	pairs := 0
 	for _, n := range DefaultCatalog().Nodes {
-		_, priced := n.HourlyPrice()
-		inList := strings.Contains(listed, n.Name+",") || strings.Contains(listed, n.Name+".")
-		switch {
-		case priced && (n.Date == "" || !strings.Contains(n.Source, "https://") || !strings.Contains(n.Source, "price")):
-			t.Errorf("%s has a price without a date and a source page that names it: %q", n.Name, n.Source)
-		case priced && inList:
-			t.Errorf("%s has a price but docs/plan.md lists it as unpriced", n.Name)
-		case !priced && !inList:
-			t.Errorf("%s has no price and docs/plan.md does not list it as unpriced", n.Name)
+		if n.Provider != "elasticache" {
+			continue
+		}
+		by := map[string]map[string]float64{}
+		for _, pr := range n.Prices {
+			if by[pr.Region] == nil {
+				by[pr.Region] = map[string]float64{}
+			}
+			by[pr.Region][pr.Engine] = pr.PerHour
+		}
+		for region, e := range by {
+			r, v := e["redis"], e["valkey"]
+			if r == 0 || v == 0 {
+				t.Errorf("%s %s: redis %v, valkey %v: want both", n.Name, region, r, v)
+				continue
+			}
+			pairs++
+			if math.Abs(v-0.8*r) > 5e-5 {
+				t.Errorf("%s %s: valkey %v is not 0.8 × redis %v", n.Name, region, v, r)
+			}
+		}
+	}
+	if pairs < 20 {
+		t.Errorf("only %d Redis/Valkey price pairs", pairs)
+	}
+}
+
+// TestMemorystoreTiers: an instance is priced at the rate of the tier its
+// size falls in (a 40 GB instance at M4's), Standard's per-GB price covers
+// its replica, and a size a tier's range misses is refused naming the size.
+func TestMemorystoreTiers(t *testing.T) {
+	c := DefaultCatalog()
+	var prev float64
+	for i, tier := range []string{"M1", "M2", "M3", "M4", "M5"} {
+		n, ok := c.Node(tier)
+		if !ok || n.Name != "memorystore-redis-"+tier || n.MinGiB <= prev || n.MaxGiB < n.MinGiB {
+			t.Fatalf("tier %s: %+v", tier, n)
+		}
+		if i > 0 && n.MinGiB != prev+1 {
+			t.Errorf("tier %s starts at %g GB, the one before ends at %g", tier, n.MinGiB, prev)
+		}
+		prev = n.MaxGiB
+	}
+	p, err := New(c, Input{Workload: Workload{DataBytes: 30 * gib, Replicas: 1}, InstanceGiB: 40, Nodes: []string{"M4"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := p.Rows[0]
+	if r.Quote == nil || r.Quote.PerGBHour != 0.035 || r.Quote.ServiceTier != "standard" || r.Billed != 1 || r.Nodes != 2 ||
+		math.Abs(r.MonthlyCost-40*0.035*730) > 1e-9 {
+		t.Errorf("40 GB Standard M4: %+v, quote %+v", r, r.Quote)
+	}
+	if _, err := New(c, Input{Workload: Workload{DataBytes: 30 * gib}, InstanceGiB: 40, Nodes: []string{"M2"}}); err == nil ||
+		!strings.Contains(err.Error(), "instance size") || !strings.Contains(err.Error(), "5–10 GB") {
+		t.Errorf("40 GB on M2: %v", err)
+	}
+	// Committed use: 20% off for a year, not on M1.
+	p, err = New(c, Input{Workload: Workload{DataBytes: 2 * gib}, Nodes: []string{"M1", "M2"},
+		Pricing: Pricing{Discounts: map[string]Discount{"memorystore-redis": {Term: "1y"}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m1, _ := p.RowFor("memorystore-redis-M1")
+	m2, _ := p.RowFor("memorystore-redis-M2")
+	if m1.Discount != 0 || m2.Discount != 0.2 || math.Abs(m2.MonthlyCost-5*0.027*730*0.8) > 1e-9 {
+		t.Errorf("1y commitment: M1 %v, M2 %v ($%v)", m1.Discount, m2.Discount, m2.MonthlyCost)
+	}
+}
+
+// TestRegionsAndEngines: --region picks each provider's prices, a region
+// without a price leaves the row unpriced and unranked, an unknown region
+// or engine is an error naming it.
+func TestRegionsAndEngines(t *testing.T) {
+	c := DefaultCatalog()
+	in := Input{Workload: Workload{DataBytes: 10 * gib}, Pricing: Pricing{Regions: []string{"tokyo"}}}
+	p, err := New(c, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Regions["elasticache"] != "ap-northeast-1" || p.Regions["memorystore-redis"] != "asia-northeast1" {
+		t.Errorf("tokyo: %v", p.Regions)
+	}
+	r, _ := p.RowFor("cache.r7g.large")
+	m, _ := p.RowFor("cache.m7g.large")
+	if !r.Priced || r.HourlyPrice != 0.263 || m.Priced || !strings.Contains(m.Unpriced, "ap-northeast-1") {
+		t.Errorf("Tokyo: r7g.large %v %v, m7g.large %v %q", r.Priced, r.HourlyPrice, m.Priced, m.Unpriced)
+	}
+	in.Pricing = Pricing{Engine: "valkey"}
+	p, err = New(c, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := p.RowFor("cache.r7g.large"); r.HourlyPrice != 0.1752 {
+		t.Errorf("valkey r7g.large: %v", r.HourlyPrice)
+	}
+	if r, _ := p.RowFor("memorystore-redis-M2"); !strings.Contains(r.Skipped, "Redis OSS") {
+		t.Errorf("Memorystore for Redis under --engine valkey: %q", r.Skipped)
+	}
+	for _, bad := range []Pricing{{Regions: []string{"mars-1"}}, {Engine: "dragonfly"},
+		{Discounts: map[string]Discount{"elasticache": {Term: "1y"}}}, {Discounts: map[string]Discount{"elasticache": {Fraction: -0.1}}},
+		{Discounts: map[string]Discount{"nope": {Fraction: 0.1}}}} {
+		if _, err := New(c, Input{Workload: Workload{DataBytes: gib}, Pricing: bad}); !errors.Is(err, ErrInput) {
+			t.Errorf("%+v: err = %v", bad, err)
 		}
 	}
 }

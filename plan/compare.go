@@ -10,6 +10,11 @@ import (
 type Fleet struct {
 	Node  string
 	Count int
+	// GiB is the instance size of a capacity tier (Memorystore for
+	// Redis); zero derives it from the data: the data over Count
+	// instances at the memory ceiling, whole GB, at least the tier's
+	// smallest.
+	GiB float64
 }
 
 func (f Fleet) String() string { return fmt.Sprintf("%d × %s", f.Count, f.Node) }
@@ -32,6 +37,18 @@ type FleetLoad struct {
 	// (the figure a CPU graph shows), from the traffic and the CPU cost,
 	// or from Comparison.FromCPU scaled; 0 when neither is known.
 	CPU float64
+	// Binding is the constraint whose share of its ceiling is highest;
+	// BindingKnown is false when no share is known.
+	Binding      Constraint
+	BindingKnown bool
+	// InstanceGiB is a capacity tier's instance size.
+	InstanceGiB float64
+	// Priced is set when the fleet has a price: MonthlyCost is then all
+	// its billed nodes for HoursPerMonth, after any discount. Unpriced
+	// says why not.
+	Priced      bool
+	MonthlyCost float64
+	Unpriced    string
 }
 
 // Comparison answers "N of type A or M of type B": the same workload on
@@ -58,10 +75,32 @@ type Comparison struct {
 	// Fits reports, per constraint, that To stays under its ceiling
 	// (true when the constraint could not be checked: see Row.Needs).
 	Fits [3]bool
+	// CostDelta is To's monthly cost less From's, CostPct that over
+	// From's (negative: a saving); set when both fleets are priced.
+	CostDelta float64
+	CostPct   float64
+	Priced    bool
 	// Why sums the comparison up in a few sentences.
 	Why       string
 	Effective Effective
+	// Plan is the To fleet's plan (its catalog, engine, regions and
+	// money formatting).
+	Plan *Plan
 }
+
+// FleetError says which fleet of a comparison could not be sized (a tier
+// whose range misses the instance size, a region without the node type).
+type FleetError struct {
+	Fleet Fleet
+	// To is set for the To fleet, clear for the From fleet.
+	To  bool
+	Err error
+}
+
+func (e *FleetError) Error() string { return fmt.Sprintf("fleet %s: %v", e.Fleet, e.Err) }
+
+// Unwrap returns the planner's error (ErrInput).
+func (e *FleetError) Unwrap() error { return e.Err }
 
 // CompareInput is a workload and the two fleets.
 type CompareInput struct {
@@ -81,19 +120,23 @@ func Compare(cat *Catalog, in CompareInput) (*Comparison, error) {
 	if cat == nil {
 		return nil, fmt.Errorf("%w: no catalog", ErrInput)
 	}
-	for _, f := range []Fleet{in.From, in.To} {
+	for _, f := range []*Fleet{&in.From, &in.To} {
 		if f.Count <= 0 || f.Count > 1e6 {
 			return nil, fmt.Errorf("%w: fleet %q: count must be 1 to 1,000,000, got %d", ErrInput, f.Node, f.Count)
 		}
-		if _, ok := cat.Node(f.Node); !ok {
+		n, ok := cat.Node(f.Node)
+		if !ok {
 			return nil, fmt.Errorf("%w: fleet node type %q is not in the catalog", ErrInput, f.Node)
 		}
+		if f.GiB < 0 || math.IsNaN(f.GiB) || f.GiB > 1e6 {
+			return nil, fmt.Errorf("%w: fleet %s: instance size %v GB is not a size", ErrInput, f, f.GiB)
+		}
+		f.Node = n.Name // an alias ("M4") names the row
 	}
 	if !(in.FromCPU >= 0 && in.FromCPU <= 1) {
 		return nil, fmt.Errorf("%w: the CPU share measured today must be 0 to 1, got %v", ErrInput, in.FromCPU)
 	}
 	x := in.Input
-	x.Nodes = []string{in.From.Node, in.To.Node}
 	has := x.hasWorkload()
 	if !has {
 		// Ratios need no workload: a placeholder keeps New's check happy
@@ -101,14 +144,19 @@ func Compare(cat *Catalog, in CompareInput) (*Comparison, error) {
 		x.Workload.Notes = append(x.Workload.Notes, "no workload given: only the ratios per instance are compared")
 		x.Workload.ReadsPerSec = 1
 	}
-	p, err := New(cat, x)
-	if err != nil {
-		return nil, err
-	}
-	c := &Comparison{Effective: p.Effective, FromCPU: in.FromCPU}
-	load := func(f Fleet) FleetLoad {
-		r, _ := p.RowFor(f.Node)
-		fl := FleetLoad{Fleet: f, Row: r}
+	fleet := func(f Fleet) (FleetLoad, *Plan, error) {
+		node, _ := cat.Node(f.Node)
+		y := x
+		y.Nodes = []string{node.Name}
+		if node.MaxGiB > 0 {
+			y.fleet = &fleetSize{count: f.Count, gib: f.GiB}
+		}
+		p, err := New(cat, y)
+		if err != nil {
+			return FleetLoad{}, nil, &FleetError{Fleet: f, To: f == in.To, Err: err}
+		}
+		r := p.Rows[0]
+		fl := FleetLoad{Fleet: f, Row: r, InstanceGiB: r.InstanceGiB}
 		n := float64(f.Count)
 		if has {
 			fl.Memory, fl.Ops = p.Effective.DataBytes/n, p.Effective.Ops()/n
@@ -122,11 +170,34 @@ func Compare(cat *Catalog, in CompareInput) (*Comparison, error) {
 		if r.Needs[CPU].Checked && has && r.CPUCeil > 0 {
 			fl.CPU = fl.Use[CPU] * r.CPUCeil
 		}
-		return fl
+		switch {
+		case r.Skipped != "":
+			fl.Unpriced = r.Skipped
+		case node.MaxGiB > 0 && f.GiB == 0 && p.Effective.DataBytes == 0:
+			fl.Unpriced = "the instance size is not known: give the data size (--data) or the size as COUNT:NODE:SIZE"
+		case !r.Priced:
+			fl.Unpriced = r.Unpriced
+		default:
+			billed := f.Count * (1 + p.Effective.Replicas)
+			if r.Quote.IncludesReplica {
+				billed = f.Count
+			}
+			fl.Priced = true
+			fl.MonthlyCost = r.HourlyPrice * HoursPerMonth * float64(billed) * (1 - r.Discount)
+		}
+		return fl, p, nil
 	}
-	c.From, c.To = load(in.From), load(in.To)
+	c := &Comparison{FromCPU: in.FromCPU}
+	var err error
+	if c.From, _, err = fleet(in.From); err != nil {
+		return nil, err
+	}
+	if c.To, c.Plan, err = fleet(in.To); err != nil {
+		return nil, err
+	}
+	c.Effective = c.Plan.Effective
 	c.LoadPerNode = float64(in.From.Count) / float64(in.To.Count)
-	sc := p.Effective.Scaling
+	sc := c.Effective.Scaling
 	c.Throughput = threadFactor(sc, c.To.Row.Threads) / threadFactor(sc, c.From.Row.Threads)
 	c.CPUPerNode = c.LoadPerNode / c.Throughput
 	if in.FromCPU > 0 {
@@ -140,6 +211,22 @@ func Compare(cat *Catalog, in CompareInput) (*Comparison, error) {
 	}
 	for i := range c.Fits {
 		c.Fits[i] = !c.To.Row.Needs[i].Checked || !has || c.To.Use[i] <= 1
+	}
+	for _, fl := range []*FleetLoad{&c.From, &c.To} {
+		use := fl.Use
+		if fl.CPU > 0 && fl.Row.CPUCeil > 0 {
+			use[CPU] = fl.CPU / fl.Row.CPUCeil
+		}
+		for k, u := range use {
+			if u > 0 && (!fl.BindingKnown || u > use[fl.Binding]) {
+				fl.Binding, fl.BindingKnown = Constraint(k), true
+			}
+		}
+	}
+	if c.From.Priced && c.To.Priced {
+		c.Priced = true
+		c.CostDelta = c.To.MonthlyCost - c.From.MonthlyCost
+		c.CostPct = c.CostDelta / c.From.MonthlyCost
 	}
 	c.Why = c.explain(has)
 	return c, nil
@@ -167,6 +254,9 @@ func (c *Comparison) explain(workload bool) string {
 	default:
 		b.WriteString(" Whether that fits is unknown: give the peak traffic with a CPU cost (--bench or --ops-per-thread), or the CPU share the instances use today (--cpu-now).")
 	}
+	if t.BindingKnown {
+		fmt.Fprintf(&b, " Each %s instance is %s-bound (%.0f%% of its %s ceiling).", t.Fleet.Node, t.Binding, 100*bindingUse(t), t.Binding)
+	}
 	if workload {
 		for _, k := range []Constraint{Memory, Network} {
 			nd := t.Row.Needs[k]
@@ -179,7 +269,27 @@ func (c *Comparison) explain(workload bool) string {
 			}
 		}
 	}
+	p := c.Plan
+	switch {
+	case c.Priced:
+		fmt.Fprintf(&b, " %s cost %s a month, %s %s: %s a month (%s); %s.", f.Fleet, p.Money(f.MonthlyCost), t.Fleet, p.Money(t.MonthlyCost),
+			p.Signed(c.CostDelta), Pct(c.CostPct), t.Row.PriceOrigin(p.Catalog))
+	case !f.Priced && !t.Priced:
+		fmt.Fprintf(&b, " No cost: %s.", f.Unpriced)
+	case !f.Priced:
+		fmt.Fprintf(&b, " No cost for %s: %s.", f.Fleet, f.Unpriced)
+	default:
+		fmt.Fprintf(&b, " No cost for %s: %s.", t.Fleet, t.Unpriced)
+	}
 	return b.String()
+}
+
+// bindingUse is the fleet's share of its binding constraint's ceiling.
+func bindingUse(fl FleetLoad) float64 {
+	if fl.Binding == CPU && fl.CPU > 0 && fl.Row.CPUCeil > 0 {
+		return fl.CPU / fl.Row.CPUCeil
+	}
+	return fl.Use[fl.Binding]
 }
 
 func capital(s string) string {

@@ -42,6 +42,42 @@ func FuzzParseCatalog(f *testing.F) {
 	})
 }
 
+// FuzzPricing: any region, engine, discount, replicas and instance size
+// on the shipped catalog give a plan with finite, non-negative costs or an
+// ErrInput naming what is wrong; never a panic.
+func FuzzPricing(f *testing.F) {
+	f.Add("tokyo", "valkey", "memorystore-redis", "1y", 0.0, 1, 40.0, 120.0)
+	f.Add("us-east-1,mars", "redis", "elasticache", "", 0.3, 0, 0.0, 1.0)
+	f.Add("", "", "nope", "9y", -1.0, 7, 1e9, -5.0)
+	cat := DefaultCatalog()
+	f.Fuzz(func(t *testing.T, regions, engine, prov, term string, frac float64, replicas int, inst, gbData float64) {
+		in := Input{Workload: Workload{DataBytes: gbData * (1 << 30), ReadsPerSec: 1000, OpsPerSecPerThread: 1e5, Replicas: replicas},
+			InstanceGiB: inst, Pricing: Pricing{Engine: engine, Discounts: map[string]Discount{prov: {Fraction: frac, Term: term}}}}
+		if regions != "" {
+			in.Pricing.Regions = strings.Split(regions, ",")
+		}
+		p, err := New(cat, in)
+		if err != nil {
+			if !errors.Is(err, ErrInput) {
+				t.Fatalf("error %v is not an input error", err)
+			}
+			return
+		}
+		for _, r := range p.Rows {
+			if r.Skipped == "" && (math.IsNaN(r.MonthlyCost) || math.IsInf(r.MonthlyCost, 0) || r.MonthlyCost < 0 || r.Priced && r.Quote == nil) {
+				t.Fatalf("row %s: cost %v quote %v", r.Node.Name, r.MonthlyCost, r.Quote)
+			}
+		}
+		if c, err := Compare(cat, CompareInput{Input: in, From: Fleet{Node: "M2", Count: 24}, To: Fleet{Node: "M4", Count: 6, GiB: inst}}); err == nil {
+			if c.Priced && (math.IsNaN(c.CostPct) || c.From.MonthlyCost <= 0) {
+				t.Fatalf("comparison cost %+v", c)
+			}
+		} else if !errors.Is(err, ErrInput) {
+			t.Fatalf("compare error %v is not an input error", err)
+		}
+	})
+}
+
 // FuzzReadBench: any bytes give a measurement with finite, non-negative
 // figures or an error.
 func FuzzReadBench(f *testing.F) {

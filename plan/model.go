@@ -139,6 +139,22 @@ type Input struct {
 	// Prices add or replace hourly prices by node name (a price the user
 	// has and the catalog lacks).
 	Prices map[string]float64
+	// Pricing chooses the region, engine and discounts.
+	Pricing Pricing
+	// InstanceGiB is the size of one Memorystore for Redis instance (a
+	// capacity tier row); zero lets the planner pick, per tier, the size
+	// that holds the data in the fewest instances.
+	InstanceGiB float64
+
+	// fleet, set by Compare, sizes one tier row for a given instance
+	// count and size.
+	fleet *fleetSize
+}
+
+// fleetSize is the instance count and size Compare puts a tier row at.
+type fleetSize struct {
+	count int
+	gib   float64
 }
 
 // Constraint names what a node count is sized for.
@@ -198,14 +214,31 @@ type Row struct {
 	// when the catalog has none and one thread was assumed.
 	Threads        int
 	ThreadsAssumed bool
-	// Priced is false when no price is known; MonthlyCost is then zero.
-	// PriceFlag is set when the price came from Input.Prices rather than
-	// the catalog. HourlyPrice is one node's; MonthlyCost all nodes' for
-	// HoursPerMonth.
+	// Priced is false when no price is known; MonthlyCost is then zero
+	// and Unpriced says why. PriceFlag is set when the price came from
+	// Input.Prices rather than the catalog. HourlyPrice is one node's
+	// (one instance's, for a capacity tier); MonthlyCost all billed
+	// nodes' for HoursPerMonth, after Discount.
 	Priced      bool
 	PriceFlag   bool
 	HourlyPrice float64
 	MonthlyCost float64
+	Unpriced    string
+	// Quote is the price used, with its region, engine, source and date.
+	Quote *Quote
+	// Billed is the nodes paid for: Nodes, or Shards when the price
+	// includes the replica (Memorystore Standard).
+	Billed int
+	// Discount is the fraction taken off the on-demand price; Term is
+	// the commitment it comes from ("" for the user's own fraction).
+	Discount     float64
+	DiscountTerm string
+	// Region is the region the row is priced in.
+	Region string
+	// InstanceGiB is a capacity tier row's instance size; InstanceGiven
+	// is set when the size was given rather than picked for the data.
+	InstanceGiB   float64
+	InstanceGiven bool
 	// The rules the row was sized under: ceilings as fractions, reserved
 	// memory in percent.
 	MemoryCeil  float64
@@ -295,7 +328,19 @@ type Plan struct {
 	Notes     []string
 	Effective Effective
 	Catalog   *Catalog
+	// Engine is the engine priced ("redis" or "valkey"); Regions the
+	// region each provider was priced in ("" for a provider left out).
+	Engine  string
+	Regions map[string]string
+	// Discounts are the discounts applied, by provider.
+	Discounts map[string]Discount
+	// Before is the same input without its what-ifs, when it has one:
+	// the workload as asked and what each row needs and costs then.
+	Before *Plan
 }
+
+// HasWhatIf reports whether the input changes the workload before sizing.
+func (in Input) HasWhatIf() bool { return in.WhatIf != (WhatIf{}) }
 
 // Ops is the peak operations per second.
 func (e Effective) Ops() float64 { return e.ReadsPerSec + e.WritesPerSec }
@@ -308,30 +353,64 @@ func New(cat *Catalog, in Input) (*Plan, error) {
 	if err := in.validate(cat); err != nil {
 		return nil, err
 	}
-	p := &Plan{Catalog: cat, Fewest: -1, Cheapest: -1}
+	if err := in.validatePricing(cat); err != nil {
+		return nil, err
+	}
+	regions, err := resolveRegions(cat, in.Pricing.Regions)
+	if err != nil {
+		return nil, err
+	}
+	p := &Plan{Catalog: cat, Fewest: -1, Cheapest: -1, Engine: in.Pricing.Engine, Regions: regions, Discounts: in.Pricing.Discounts}
+	if p.Engine == "" {
+		p.Engine = DefaultEngine
+	}
+	if in.HasWhatIf() {
+		base := in
+		base.WhatIf = WhatIf{}
+		if p.Before, err = New(cat, base); err != nil {
+			return nil, err
+		}
+	}
 	p.Effective, p.Notes = effective(cat, in)
 	p.Notes = append(append([]string(nil), in.Workload.Notes...), p.Notes...)
 	want := map[string]bool{}
 	for _, n := range in.Nodes {
-		want[n] = true
+		c, _ := cat.Node(n)
+		want[c.Name] = true
 	}
+	var left []string
 	for _, n := range cat.Nodes {
 		if len(want) > 0 && !want[n.Name] {
 			continue
 		}
-		if price, ok := in.Prices[n.Name]; ok {
-			n.PricePerHour, n.PricePerGBHour = price, 0
-		}
 		prov, _ := cat.Provider(n.Provider)
-		r := sizeRow(n, prov, in, p.Effective)
-		if _, ok := in.Prices[n.Name]; ok {
-			r.PriceFlag = true
+		region := regions[prov.Name]
+		if region == "" {
+			if len(want) == 0 {
+				left = append(left, n.Name)
+				continue
+			}
+			return nil, fmt.Errorf("%w: region = %s: node type %s has no price in it (%s is priced in %s)", ErrInput,
+				strings.Join(in.Pricing.Regions, ","), n.Name, prov.Name, strings.Join(prov.regionList(), ", "))
+		}
+		r, err := p.sizeNode(n, prov, region, in, len(want) > 0)
+		if err != nil {
+			return nil, err
 		}
 		p.Rows = append(p.Rows, r)
 	}
+	if len(left) > 0 {
+		p.Notes = append(p.Notes, fmt.Sprintf("%d node types left out: none of --region %s is a region of their provider", len(left), strings.Join(in.Pricing.Regions, ",")))
+	}
+	if len(p.Rows) == 0 {
+		return nil, fmt.Errorf("%w: region = %s: no node type of the catalog is priced there", ErrInput, strings.Join(in.Pricing.Regions, ","))
+	}
 	sort.SliceStable(p.Rows, func(i, j int) bool { return rowLess(p.Rows[i], p.Rows[j]) })
-	if len(p.Rows) > 0 && p.Rows[0].Skipped == "" {
-		p.Fewest = 0
+	for i, r := range p.Rows {
+		if r.Skipped == "" && (p.Fewest < 0 || r.Nodes < p.Rows[p.Fewest].Nodes ||
+			r.Nodes == p.Rows[p.Fewest].Nodes && r.Needs[r.Binding].Utilisation < p.Rows[p.Fewest].Needs[p.Rows[p.Fewest].Binding].Utilisation) {
+			p.Fewest = i
+		}
 	}
 	if p.pricedRows() >= 2 {
 		for i, r := range p.Rows {
@@ -345,12 +424,22 @@ func New(cat *Catalog, in Input) (*Plan, error) {
 	return p, nil
 }
 
+// rowLess ranks sized rows before rows that could not be sized, priced
+// rows before unpriced ones, priced rows by monthly cost, the rest by the
+// nodes they need (on a tie, more headroom under the binding constraint
+// first).
 func rowLess(a, b Row) bool {
 	if (a.Skipped != "") != (b.Skipped != "") {
 		return a.Skipped == ""
 	}
 	if a.Skipped != "" {
 		return a.Node.Name < b.Node.Name
+	}
+	if a.Priced != b.Priced {
+		return a.Priced
+	}
+	if a.Priced && a.MonthlyCost != b.MonthlyCost {
+		return a.MonthlyCost < b.MonthlyCost
 	}
 	if a.Nodes != b.Nodes {
 		return a.Nodes < b.Nodes
@@ -440,13 +529,21 @@ func (in Input) validate(cat *Catalog) error {
 		}
 	}
 	for n, price := range in.Prices {
-		if _, ok := cat.Node(n); !ok {
+		row, ok := cat.Node(n)
+		if !ok {
 			return fmt.Errorf("%w: price for %q: node type not in the catalog", ErrInput, n)
 		}
 		if !(price > 0) || price > 1e6 || math.IsInf(price, 0) {
 			return fmt.Errorf("%w: price for %q must be a positive hourly price, got %v", ErrInput, n, price)
 		}
+		if row.MaxGiB > 0 {
+			return fmt.Errorf("%w: price for %q: a capacity tier is priced per GB; give a catalog file with its per_gb_hour", ErrInput, n)
+		}
 	}
+	if g := in.InstanceGiB; g < 0 || math.IsNaN(g) || g > 1e6 {
+		return bad("instance size", g, "must be a size in GB")
+	}
+
 	if w.DataBytes == 0 && w.Keys == 0 && w.ReadsPerSec == 0 && w.WritesPerSec == 0 && w.MaxValueBytes == 0 {
 		return fmt.Errorf("%w: nothing to size: give the data size, the traffic or the largest value", ErrInput)
 	}
@@ -725,12 +822,87 @@ func sizeRow(n NodeType, prov Provider, in Input, e Effective) Row {
 			nd.Utilisation = nd.Demand / (float64(r.Shards) * nd.PerNode)
 		}
 	}
-	if price, ok := n.HourlyPrice(); ok {
-		r.Priced, r.HourlyPrice = true, price
-		r.MonthlyCost = price * HoursPerMonth * float64(r.Nodes)
-	}
 	r.Largest = largest(n, e)
 	return r
+}
+
+// sizeNode sizes one catalog row in its region and prices it: a capacity
+// tier gets its instance size first (given, or picked for the data), a
+// service that does not run the engine is not sized. named is set when
+// the user asked for the row by name: a size its tier cannot take is
+// then an error rather than a row left unsized.
+func (p *Plan) sizeNode(n NodeType, prov Provider, region string, in Input, named bool) (Row, error) {
+	var given bool
+	if n.MaxGiB > 0 {
+		r := Row{Node: n, Provider: prov, Region: region}
+		reserved := prov.ReservedMemoryPct
+		if in.Rules.ReservedMemoryPct != nil {
+			reserved = *in.Rules.ReservedMemoryPct
+		}
+		usable := (1 - reserved/100) * firstPositive(in.Rules.MemoryCeiling, prov.MemoryCeiling, 1)
+		size, count := in.InstanceGiB, 0
+		if in.fleet != nil {
+			size, count = in.fleet.gib, in.fleet.count
+		}
+		given = size > 0
+		gib, why := tierSize(n, usable, p.Effective.DataBytes, size, count)
+		if why != "" {
+			if named || in.fleet != nil {
+				return r, fmt.Errorf("%w: instance size = %s", ErrInput, why)
+			}
+			r.Skipped = why
+			return r, nil
+		}
+		n.MemoryGiB = gib
+	}
+	r := sizeRow(n, prov, in, p.Effective)
+	r.Region = region
+	if n.MaxGiB > 0 {
+		r.InstanceGiB, r.InstanceGiven = n.MemoryGiB, given
+	}
+	if len(prov.Engines) > 0 && !slicesContains(prov.Engines, p.Engine) {
+		r.Skipped = fmt.Sprintf("%s runs %s, not %s", prov.Name, strings.Join(titles(prov.Engines), " and "), engineTitle(p.Engine))
+		return r, nil
+	}
+	if r.Skipped != "" {
+		return r, nil
+	}
+	q, why := p.quote(n, region, in)
+	if q == nil {
+		r.Unpriced = why
+		return r, nil
+	}
+	r.Quote, r.Priced, r.PriceFlag, r.HourlyPrice = q, true, q.User, q.PerHour
+	r.Billed = r.Nodes
+	if q.IncludesReplica {
+		r.Billed = r.Shards
+	}
+	if d, ok := p.Discounts[prov.Name]; ok && !q.User {
+		if d.Term != "" && n.NoCommitment != "" {
+			p.Notes = append(p.Notes, fmt.Sprintf("%s: no %s commitment discount: %s", n.Name, d.Term, n.NoCommitment))
+		} else {
+			r.Discount, r.DiscountTerm = d.Fraction, d.Term
+		}
+	}
+	r.MonthlyCost = q.PerHour * HoursPerMonth * float64(r.Billed) * (1 - r.Discount)
+	return r, nil
+}
+
+func titles(engines []string) []string {
+	out := make([]string, len(engines))
+	for i, e := range engines {
+		out[i] = engineTitle(e)
+	}
+	return out
+}
+
+// regionList is the provider's region names.
+func (p Provider) regionList() []string {
+	var out []string
+	for _, r := range p.Regions {
+		out = append(out, r.Name)
+	}
+	return out
 }
 
 func largest(n NodeType, e Effective) *LargeValue {
@@ -802,6 +974,16 @@ func (p *Plan) explain() string {
 		c := p.Rows[p.Cheapest]
 		fmt.Fprintf(&b, " Cheapest of the %d priced node types: %s, %s at %s a month (%s), %s-bound.",
 			n, c.Node.Name, nodeCount(c.Nodes), money(p.Catalog.Currency, c.MonthlyCost), c.PriceOrigin(p.Catalog), c.Binding)
+		if c.Largest != nil && c.Largest.Utilisation >= 1 {
+			fmt.Fprintf(&b, " But the largest value alone keeps its link %.0f%% busy", 100*c.Largest.Utilisation)
+			for _, q := range p.Rows {
+				if q.Priced && q.Skipped == "" && q.Largest != nil && q.Largest.Utilisation < 1 {
+					fmt.Fprintf(&b, "; the cheapest whose link carries it: %s, %s at %s a month", q.Node.Name, nodeCount(q.Nodes), money(p.Catalog.Currency, q.MonthlyCost))
+					break
+				}
+			}
+			b.WriteString(".")
+		}
 		switch sized - n {
 		case 0:
 		case 1:
@@ -810,20 +992,29 @@ func (p *Plan) explain() string {
 			fmt.Fprintf(&b, " %d node types have no price and are not in that comparison.", sized-n)
 		}
 	}
+	if w := p.whatIfSentence(); w != "" {
+		b.WriteString(" " + w)
+	}
 	return b.String()
 }
 
 // PriceOrigin says whose price a row carries: the user's (Input.Prices,
-// kura plan --price) or the catalog's, with the date it was gathered; ""
-// for a row without a price. The row's Node.Source names the page.
+// kura plan --price) or the catalog's, with its source key, the date of
+// the price data and its region; "" for a row without a price.
 func (r Row) PriceOrigin(cat *Catalog) string {
 	switch {
-	case !r.Priced:
+	case !r.Priced || r.Quote == nil:
 		return ""
 	case r.PriceFlag:
 		return "your price, from --price"
 	}
-	d := r.Node.Date
+	q := r.Quote
+	if cat != nil {
+		if _, ok := cat.Source(q.Source); ok {
+			return fmt.Sprintf("%s price data of %s for %s", q.Source, q.Date, q.Region)
+		}
+	}
+	d := q.Date
 	if d == "" && cat != nil {
 		d = cat.Date
 	}
@@ -872,7 +1063,7 @@ func (p *Plan) gaps() []string {
 		if r.Skipped == "" && r.Needs[Network].Demand > 0 && !r.Needs[Network].Checked {
 			nonet = append(nonet, r.Node.Name)
 		}
-		if !r.Priced {
+		if !r.Priced && r.Skipped == "" {
 			unpriced = append(unpriced, r.Node.Name)
 		}
 		if r.ThreadsAssumed && r.Needs[CPU].Checked {
@@ -880,8 +1071,21 @@ func (p *Plan) gaps() []string {
 		}
 	}
 	if len(unpriced) > 0 {
-		notes = append(notes, fmt.Sprintf("no public price found for %d of %d node types (%s): their cost is left empty; add prices with --price NAME=HOURLY or a catalog file",
-			len(unpriced), len(p.Rows), strings.Join(unpriced, ", ")))
+		why := map[string][]string{}
+		var reasons []string
+		for _, r := range p.Rows {
+			if !r.Priced && r.Skipped == "" {
+				if why[r.Unpriced] == nil {
+					reasons = append(reasons, r.Unpriced)
+				}
+				why[r.Unpriced] = append(why[r.Unpriced], r.Node.Name)
+			}
+		}
+		notes = append(notes, fmt.Sprintf("no price for %d of %d node types: their cost is left empty and they are not ranked on cost; add prices with --price NAME=HOURLY or a catalog file",
+			len(unpriced), len(p.Rows)))
+		for _, w := range reasons {
+			notes = append(notes, fmt.Sprintf("unpriced, %s: %s", w, strings.Join(why[w], ", ")))
+		}
 	}
 	for _, r := range p.Rows {
 		if r.Needs[CPU].Checked && r.Threads > 1 && threadFactor(p.Effective.Scaling, r.Threads) < 1 {
@@ -963,4 +1167,92 @@ func (p *Plan) Price(v float64) string {
 		digits += strings.Repeat("0", 3-(len(digits)-i))
 	}
 	return strings.TrimSuffix(p.Money(0), "0.00") + digits
+}
+
+// Cheapest row of the plan with a price, or false.
+func (p *Plan) firstPriced() (Row, bool) {
+	for _, r := range p.Rows {
+		if r.Priced && r.Skipped == "" {
+			return r, true
+		}
+	}
+	return Row{}, false
+}
+
+// WhatIfCost is the what-if in money: the cheapest priced answer before
+// and after it, and the change per month (negative: a saving).
+type WhatIfCost struct {
+	Before, After Row
+	Delta         float64
+	// Pct is Delta over the cost before, as a fraction.
+	Pct float64
+}
+
+// WhatIf prices the what-if: the cheapest answer as asked against the
+// cheapest with the what-if; false without a what-if or prices.
+func (p *Plan) WhatIf() (WhatIfCost, bool) {
+	if p.Before == nil {
+		return WhatIfCost{}, false
+	}
+	b, ok1 := p.Before.firstPriced()
+	a, ok2 := p.firstPriced()
+	if !ok1 || !ok2 || b.MonthlyCost == 0 {
+		return WhatIfCost{}, false
+	}
+	d := a.MonthlyCost - b.MonthlyCost
+	return WhatIfCost{Before: b, After: a, Delta: d, Pct: d / b.MonthlyCost}, true
+}
+
+// Signed prints a change of money with its sign: -$458.44, +$12.00.
+func (p *Plan) Signed(v float64) string {
+	if v < 0 {
+		return "-" + p.Money(-v)
+	}
+	return "+" + p.Money(v)
+}
+
+// Pct prints a fraction as a signed whole percentage: -35%.
+func Pct(f float64) string {
+	v := math.Round(100 * f)
+	if v == 0 {
+		return "0%"
+	}
+	return fmt.Sprintf("%+.0f%%", v)
+}
+
+// whatIfSentence says what the what-if changes: the node type whose
+// count it cuts first (and which of its limits now holds the load), and
+// the cheapest answer before and after, in money.
+func (p *Plan) whatIfSentence() string {
+	if p.Before == nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, r := range p.Rows {
+		old, ok := p.Before.RowFor(r.Node.Name)
+		if !ok || r.Skipped != "" || old.Skipped != "" || r.Nodes >= old.Nodes {
+			continue
+		}
+		fmt.Fprintf(&b, "With the what-if %s needs %s where it needed %d", r.Node.Name, nodeCount(r.Nodes), old.Nodes)
+		nd := r.Needs[r.Binding]
+		switch r.Binding {
+		case Network:
+			fmt.Fprintf(&b, ": its %g Gbps baseline now holds the %.2f Gbps peak (%.0f%% of its %.0f%% ceiling)", r.Node.BaselineGbps, nd.Demand/1e9, 100*nd.Utilisation, 100*r.NetworkCeil)
+		case Memory:
+			fmt.Fprintf(&b, ": %s of data now fits in %s usable per node", FormatBytes(nd.Demand), FormatGiB(nd.PerNode))
+		case CPU:
+			fmt.Fprintf(&b, ": %.0f ops/s at %.0f ops/s per node", nd.Demand, nd.PerNode)
+		}
+		b.WriteString(".")
+		break
+	}
+	if w, ok := p.WhatIf(); ok {
+		if b.Len() > 0 {
+			b.WriteString(" ")
+		}
+		fmt.Fprintf(&b, "The cheapest answer goes from %s × %s (%s a month) to %s × %s (%s): %s a month (%s).",
+			fmt.Sprint(w.Before.Nodes), w.Before.Node.Name, p.Money(w.Before.MonthlyCost), fmt.Sprint(w.After.Nodes), w.After.Node.Name,
+			p.Money(w.After.MonthlyCost), p.Signed(w.Delta), Pct(w.Pct))
+	}
+	return b.String()
 }

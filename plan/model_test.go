@@ -200,23 +200,23 @@ func TestUncheckedConstraints(t *testing.T) {
 	if r.Needs[CPU].Checked || !strings.Contains(r.Needs[CPU].Why, "CPU cost per operation") {
 		t.Errorf("CPU without a measurement: %+v", r.Needs[CPU])
 	}
-	if r.Priced || r.MonthlyCost != 0 {
-		t.Errorf("cache.m7g.2xlarge has no public price in the catalog, got %v", r.MonthlyCost)
+	// The shipped catalog prices it: Redis OSS in us-east-1, [AWS-PL].
+	if !r.Priced || r.Quote.Source != "AWS-PL" || r.HourlyPrice != 0.629 || r.Quote.Region != "us-east-1" {
+		t.Errorf("cache.m7g.2xlarge: priced %v, quote %+v", r.Priced, r.Quote)
 	}
+	// A capacity tier is sized at an instance size inside its range.
 	m2, _ := p.RowFor("memorystore-redis-M2")
-	if m2.Skipped == "" || !strings.Contains(m2.Skipped, "memory_gib") {
-		t.Errorf("a tier without capacity should be skipped, naming the field: %q", m2.Skipped)
-	}
-	if !hasNote(p, "no public price found") {
-		t.Errorf("notes do not say prices are missing: %v", p.Notes)
+	if m2.Skipped != "" || m2.InstanceGiB < 5 || m2.InstanceGiB > 10 {
+		t.Errorf("memorystore-redis-M2: %q, %g GB instances", m2.Skipped, m2.InstanceGiB)
 	}
 	// Only cache.t2.small has a price (the other catalog prices removed
-	// for this case): it is never called the cheapest, the rows are ranked
-	// by nodes, and its cost says it is the catalog's.
+	// for this case): it is never called the cheapest, the unpriced rows
+	// are ranked by nodes, and its cost says whose it is.
 	one := DefaultCatalog()
 	for i := range one.Nodes {
 		if one.Nodes[i].Name != "cache.t2.small" {
-			one.Nodes[i].PricePerHour = 0
+			one.Nodes[i].Prices = nil
+			one.Nodes[i].Unpriced = "removed for this test"
 		}
 	}
 	p, err = New(one, Input{Workload: Workload{DataBytes: 40 * gib, ReadsPerSec: 1000, ReadValueBytes: 100}})
@@ -224,17 +224,17 @@ func TestUncheckedConstraints(t *testing.T) {
 		t.Fatal(err)
 	}
 	if p.Cheapest >= 0 || strings.Contains(strings.ToLower(p.Why), "cheapest") ||
-		!strings.Contains(p.Why, "Only cache.t2.small has a price (the catalog's price of 2026-11-23)") ||
+		!strings.Contains(p.Why, "Only cache.t2.small has a price (AWS-PL price data of 2026-10-02 for us-east-1)") ||
 		!strings.Contains(p.Why, "nothing") && !strings.Contains(p.Why, "no cost to compare") {
 		t.Errorf("one price: cheapest %d, why %q", p.Cheapest, p.Why)
 	}
+	if !hasNote(p, "unpriced, removed for this test: ") || !hasNote(p, "not ranked on cost") {
+		t.Errorf("notes do not say why prices are missing: %v", p.Notes)
+	}
 	for i := 1; i < len(p.Rows); i++ {
-		if a, b := p.Rows[i-1], p.Rows[i]; a.Skipped == "" && b.Skipped == "" && a.Nodes > b.Nodes {
+		if a, b := p.Rows[i-1], p.Rows[i]; a.Skipped == "" && b.Skipped == "" && !a.Priced && !b.Priced && a.Nodes > b.Nodes {
 			t.Errorf("%s (%d nodes) ranked before %s (%d nodes)", a.Node.Name, a.Nodes, b.Node.Name, b.Nodes)
 		}
-	}
-	if p.Rows[p.Fewest].Node.Name == "cache.t2.small" {
-		t.Errorf("the only priced row came first: %s", p.Why)
 	}
 	// A price the user gives joins the comparison and says it is the user's.
 	p, _ = New(DefaultCatalog(), Input{Workload: Workload{DataBytes: 40 * gib}, Prices: map[string]float64{"cache.r7g.2xlarge": 0.01}})

@@ -253,3 +253,41 @@ func TestFieldReportResizeCompare(t *testing.T) {
 		t.Error("a CPU share of 200% was accepted")
 	}
 }
+
+// TestFieldReportsPriced: both resizes with the catalog as shipped. Fewer,
+// bigger Memorystore instances at the same total memory cost 30 to 35%
+// less (Standard M2 $0.054, M4 $0.035 per GB-hour: -35%) while each
+// instance's CPU rises 1.7× and memory binds; after the codec, the
+// smaller ElastiCache node's baseline holds the peak and the step down
+// halves the bill.
+func TestFieldReportsPriced(t *testing.T) {
+	cat := DefaultCatalog()
+	c, err := Compare(cat, CompareInput{Input: Input{Workload: Workload{DataBytes: 120 * gib, Replicas: 1}, Rules: Rules{MemoryCeiling: 0.5}},
+		From: Fleet{Node: "memorystore-redis-M2", Count: 24}, To: Fleet{Node: "memorystore-redis-M4", Count: 6}, FromCPU: 0.4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.Priced || c.CostPct > -0.30 || c.CostPct < -0.355 || math.Abs(c.CPUPerNode-1.70) > 0.005 || c.To.Binding != Memory ||
+		c.From.InstanceGiB != 10 || c.To.InstanceGiB != 40 || c.To.Row.Quote.ServiceTier != "standard" {
+		t.Errorf("24 × M2 → 6 × M4: priced %v, %.1f%%, CPU %.2f×, %s-bound, %g → %g GB", c.Priced, 100*c.CostPct, c.CPUPerNode, c.To.Binding, c.From.InstanceGiB, c.To.InstanceGiB)
+	}
+	// Basic (no replica) saves less: $0.027 → $0.019 per GB-hour.
+	c, _ = Compare(cat, CompareInput{Input: Input{Workload: Workload{DataBytes: 120 * gib}, Rules: Rules{MemoryCeiling: 0.5}},
+		From: Fleet{Node: "M2", Count: 24}, To: Fleet{Node: "M4", Count: 6}})
+	if c.To.Row.Quote.ServiceTier != "basic" || math.Abs(c.CostPct-(0.019/0.027-1)) > 1e-9 {
+		t.Errorf("Basic: %s, %.2f%%", c.To.Row.Quote.ServiceTier, 100*c.CostPct)
+	}
+	p, err := New(cat, Input{Workload: Workload{ReadsPerSec: 51584, ReadValueBytes: 13441},
+		Nodes: []string{"cache.m7g.2xlarge", "cache.m7g.4xlarge"}, WhatIf: WhatIf{CodecRatio: 0.3333}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, ok := p.WhatIf()
+	if !ok || w.Before.Node.Name != "cache.m7g.4xlarge" || w.After.Node.Name != "cache.m7g.2xlarge" || w.After.Nodes != 1 ||
+		math.Abs(w.Delta-(0.629-1.257)*730) > 1e-9 {
+		t.Errorf("step down: %+v", w)
+	}
+	if !strings.Contains(p.Why, "its 3.75 Gbps baseline now holds the 1.85 Gbps peak") {
+		t.Errorf("why: %s", p.Why)
+	}
+}

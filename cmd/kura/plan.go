@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"sort"
 	"strconv"
@@ -15,9 +16,10 @@ import (
 )
 
 const planLong = `plan turns measured numbers into a node count, a binding constraint and a
-monthly cost for every node type of a catalog (Amazon ElastiCache node types
-and Google Memorystore tiers ship with kura, each with its public source and
-the date it was gathered).
+monthly cost for every node type of a catalog: Amazon ElastiCache (Redis OSS
+and Valkey), Google Memorystore for Redis by capacity tier (M1 to M5, Basic
+and Standard) and Memorystore for Redis Cluster / Valkey nodes ship with
+kura, each price with its source, the date of its data and its region.
 
 For each node type it sizes the primaries three ways and takes the largest:
   memory   the data over the node's memory, less reserved memory, under the
@@ -28,41 +30,57 @@ For each node type it sizes the primaries three ways and takes the largest:
            curve, under the CPU alarm ceiling (90%)
   network  the peak bytes over the node's baseline bandwidth, not its burst,
            under --network-ceiling (80%); burst is shown beside it
-It prints the table ranked by the nodes each type needs, the binding
-constraint of each row and the headroom the other two keep; then the type
-with the fewest nodes and why, and, where two or more types have a price,
-the cheapest of them (a lone price is never called the cheapest); then the
-largest value against each node's link: how long one transfer takes and
-how many a second fill it. Every price says whose it is: the catalog's,
-with its date and source, or yours (--price).
+A Memorystore for Redis instance is sized inside its tier's GB range (from
+the data, or --instance-size) and priced at that tier's rate per GB.
 
-What-ifs: --codec-ratio (a codec that changes the bytes in memory and on the
-wire, network bytes: gob vs msgpack+snappy), --max-value-size (a value-size
-guard that cuts the tail), --io-threads (server I/O threads on every node).
+It prints the table ranked by monthly cost (nodes billed x 730 hours, after
+discounts); node types without a price say why and follow, never ranked on
+cost. Then the type with the fewest nodes and why, the cheapest and whose
+price it is, the largest value against each node's link, and the sources.
 
-The catalog holds facts only. A figure that was not found in a public source
-(many prices) is left empty: plan says which constraint or cost it could not
-compute and never fills it in. Give your own with --price NAME=HOURLY or a
-catalog file (start from kura plan --print-catalog; docs/plan.md shows how
-to export today's prices from the AWS and Google price-list APIs). Prices
-change: the catalog date is printed with every plan.`
+Pricing: --region (us-east-1, ap-northeast-1, us-central1, asia-northeast1,
+or tokyo for both clouds; default each provider's first), --engine redis or
+valkey (ElastiCache's Valkey nodes cost 0.8x), --replicas (an ElastiCache or
+Cluster replica is billed as a node; Memorystore for Redis with a replica is
+the Standard tier, whose per-GB price includes it), --discount (your
+reserved-node discount as a fraction, or Memorystore's 1y/3y committed use).
 
-const planExample = `  # 24 of these or 6 of those: per instance load, CPU (today's 40% scaled by
-  # load over thread throughput), memory and network
-  kura plan --from 24:memorystore-redis-M2 --to 6:memorystore-redis-M4 --cpu-now 0.4
+What-ifs, priced: --codec-ratio or --codecs (a codec that changes the bytes
+in memory and on the wire), --max-value-size (a value-size guard),
+--io-threads (server I/O threads on every node). The plan shows the
+workload as asked and with the what-if, and per node type the nodes and the
+monthly cost before, and the change in money and percent. --from/--to puts
+the workload on two fleets ("24 of these or 6 of those") and prices both.
 
-  # 120 GB of data, 150k reads and 20k writes a second at peak, CPU per
-  # operation measured on your own server
+Prices change: the catalog date and each price's source are printed with
+every plan. Give your own with --price NAME=HOURLY or a catalog file (start
+from kura plan --print-catalog; docs/plan.md says where every price came
+from and how to refresh them from the AWS and Google price-list APIs).`
+
+const planExample = `  # 120 GB of data, 150k reads and 20k writes a second at peak, CPU per
+  # operation measured on your own server: ranked by monthly cost
   kura bench redis://10.0.0.5:6379 -t get --prefill --json > get.json
   kura plan --data 120GB --reads 150000 --writes 20000 --value-size 2KB --bench get.json
+
+  # the same in Tokyo on Valkey, with a 30% reserved-node discount on
+  # ElastiCache and Memorystore's 1-year committed use
+  kura plan --data 120GB --reads 150000 --writes 20000 --value-size 2KB --bench get.json \
+    --region tokyo --engine valkey --discount elasticache=0.3 --discount memorystore-redis=1y
+
+  # 24 of these or 6 of those: Memorystore Standard (one replica), 24 M2
+  # instances or 6 M4 at the same total memory, half of it filled (the
+  # maintenance rule), CPU per instance scaled from today's 40%
+  kura plan --from 24:memorystore-redis-M2 --to 6:memorystore-redis-M4 --data 120GiB \
+    --memory-ceiling 0.5 --replicas 1 --cpu-now 0.4
+
+  # network bytes cut to a third by a codec: which node now holds the peak,
+  # and what stepping down saves a month
+  kura plan --reads 51584 --read-size 13441 --codec-ratio 0.3333 \
+    --node cache.m7g.2xlarge --node cache.m7g.4xlarge
 
   # fewer, bigger instances: thread curve measured with kura bench sweep
   kura bench sweep --io-threads 1,2,4,6 -t hset --json > threads.json
   kura plan --data 600GB --reads 400000 --bench threads.json --memory-ceiling 0.5
-
-  # network bytes: a codec that cuts them to a third, on two node types
-  kura plan --reads 51600 --read-size 13441 --codec-ratio 0.33 \
-    --node cache.m7g.2xlarge --node cache.m7g.4xlarge
 
   # what-if: from JSON to the codec kura codecs recommends for your values
   kura codecs values.jsonl --json > codecs.json
@@ -97,6 +115,8 @@ type planFlags struct {
 	printCatalog                                                   bool
 	from, to                                                       string
 	cpuNow                                                         float64
+	regions, discounts                                             []string
+	engine, instanceSize                                           string
 }
 
 func newPlanCmd() *cobra.Command {
@@ -190,9 +210,13 @@ func newPlanCmd() *cobra.Command {
 	f.BoolVar(&pf.printCatalog, "print-catalog", false, "print kura's node catalog as JSON and exit")
 	f.StringArrayVar(&pf.nodes, "node", nil, "only this node type (repeat for more)")
 	f.StringArrayVar(&pf.prices, "price", nil, "hourly price for a node type, NAME=PRICE (repeat for more)")
+	f.StringArrayVar(&pf.regions, "region", nil, "price in this region: us-east-1, ap-northeast-1 (ElastiCache), us-central1, asia-northeast1 (Memorystore), tokyo (both); repeat or comma-separate (default: each provider's first)")
+	f.StringVar(&pf.engine, "engine", "", "engine to price: redis (Redis OSS, the default) or valkey")
+	f.StringArrayVar(&pf.discounts, "discount", nil, "discount off one provider's on-demand prices, PROVIDER=FRACTION (yours, such as elasticache=0.3) or PROVIDER=TERM (a committed-use term of the catalog, such as memorystore-redis=1y); repeat for more")
+	f.StringVar(&pf.instanceSize, "instance-size", "", "size of one Memorystore for Redis instance, such as 40GB (default: per tier, the size that holds the data in the fewest instances)")
 	f.StringVar(&pf.htmlFile, "html", "", "also write an HTML report with charts to this file")
-	f.StringVar(&pf.from, "from", "", "resize: the fleet today, COUNT:NODE such as 24:memorystore-redis-M2 (with --to)")
-	f.StringVar(&pf.to, "to", "", "resize: the fleet to compare it with, COUNT:NODE such as 6:memorystore-redis-M4 (with --from)")
+	f.StringVar(&pf.from, "from", "", "resize: the fleet today, COUNT:NODE[:SIZE] such as 24:memorystore-redis-M2 or 24:M2:10GB (with --to)")
+	f.StringVar(&pf.to, "to", "", "resize: the fleet to compare it with, COUNT:NODE[:SIZE] such as 6:memorystore-redis-M4 (with --from)")
 	f.Float64Var(&pf.cpuNow, "cpu-now", 0, "resize: the CPU share the --from fleet's instances use at peak today, such as 0.4")
 	cmd.SetFlagErrorFunc(flagError)
 	return cmd
@@ -336,11 +360,17 @@ func (pf *planFlags) input(cmd *cobra.Command) (plan.Input, error) {
 		return in, errors.New("--codec-from needs --codecs")
 	}
 	in.Nodes = pf.nodes
+	if err := pf.pricing(&in); err != nil {
+		return in, err
+	}
 	for _, pr := range pf.prices {
 		name, val, ok := strings.Cut(pr, "=")
 		v, err := strconv.ParseFloat(strings.TrimPrefix(strings.TrimSpace(val), "$"), 64)
 		if !ok || name == "" || err != nil {
 			return in, fmt.Errorf("--price %q: write it as NAME=HOURLY, such as cache.r7g.xlarge=0.50", pr)
+		}
+		if !(v > 0) || math.IsInf(v, 0) || v > 1e6 {
+			return in, fmt.Errorf("--price %s: an hourly price is a positive number, such as cache.r7g.xlarge=0.50", pr)
 		}
 		if in.Prices == nil {
 			in.Prices = map[string]float64{}
@@ -348,6 +378,80 @@ func (pf *planFlags) input(cmd *cobra.Command) (plan.Input, error) {
 		in.Prices[strings.TrimSpace(name)] = v
 	}
 	return in, nil
+}
+
+// pricing reads --region, --engine, --discount and --instance-size.
+func (pf *planFlags) pricing(in *plan.Input) error {
+	for _, r := range pf.regions {
+		for _, name := range strings.Split(r, ",") {
+			if name = strings.TrimSpace(name); name != "" {
+				in.Pricing.Regions = append(in.Pricing.Regions, name)
+			}
+		}
+	}
+	switch e := strings.ToLower(strings.TrimSpace(pf.engine)); e {
+	case "":
+	case "redis", "redis-oss", "valkey":
+		in.Pricing.Engine = strings.TrimSuffix(e, "-oss")
+	default:
+		return fmt.Errorf("--engine %s: give redis (Redis OSS) or valkey", pf.engine)
+	}
+	for _, d := range pf.discounts {
+		name, val, ok := strings.Cut(d, "=")
+		name, val = strings.TrimSpace(name), strings.TrimSpace(val)
+		if !ok || name == "" || val == "" {
+			return fmt.Errorf("--discount %q: write it as PROVIDER=FRACTION or PROVIDER=TERM, such as elasticache=0.3 or memorystore-redis=1y", d)
+		}
+		if in.Pricing.Discounts == nil {
+			in.Pricing.Discounts = map[string]plan.Discount{}
+		}
+		if _, dup := in.Pricing.Discounts[name]; dup {
+			return fmt.Errorf("--discount %s: a second discount for %s", d, name)
+		}
+		if strings.HasSuffix(val, "y") {
+			in.Pricing.Discounts[name] = plan.Discount{Term: val}
+			continue
+		}
+		pct := strings.HasSuffix(val, "%")
+		v, err := strconv.ParseFloat(strings.TrimSuffix(val, "%"), 64)
+		if err != nil {
+			return fmt.Errorf("--discount %s: %q is not a fraction (0.3), a percentage (30%%) or a term (1y, 3y)", d, val)
+		}
+		if pct {
+			v /= 100
+		}
+		if !(v > 0 && v < 1) {
+			hint := ""
+			if !pct && v >= 1 && v < 100 {
+				hint = fmt.Sprintf(" (%g%% is %g)", v, v/100)
+			}
+			return fmt.Errorf("--discount %s: a discount is a fraction above 0 and below 1, such as 0.3%s", d, hint)
+		}
+		in.Pricing.Discounts[name] = plan.Discount{Fraction: v}
+	}
+	if pf.instanceSize != "" {
+		v, err := plan.ParseBytes(pf.instanceSize)
+		if err != nil {
+			return fmt.Errorf("--instance-size: %s", strings.TrimPrefix(err.Error(), plan.ErrInput.Error()+": "))
+		}
+		gib, err := wholeGB(v)
+		if err != nil {
+			return fmt.Errorf("--instance-size %s: %v", pf.instanceSize, err)
+		}
+		in.InstanceGiB = gib
+	}
+	return nil
+}
+
+// wholeGB reads an instance size as the whole GB Memorystore provisions
+// (its GB are GiB: 40GB and 40GiB both name a 40 GB instance).
+func wholeGB(bytes float64) (float64, error) {
+	for _, unit := range []float64{1 << 30, 1e9} {
+		if g := bytes / unit; g >= 1 && math.Abs(g-math.Round(g)) < 1e-9 {
+			return math.Round(g), nil
+		}
+	}
+	return 0, errors.New("a Memorystore instance is a whole number of GB from 1 to 300, such as 40GB")
 }
 
 func codecNames(m map[string]float64) string {
@@ -399,7 +503,7 @@ var planFieldFlags = map[string]string{
 	"reads per second": "reads", "writes per second": "writes", "growth": "growth", "replicas": "replicas",
 	"keys": "keys", "large values per second": "large-per-sec", "ops per second per thread": "ops-per-thread",
 	"memory ceiling": "memory-ceiling", "CPU ceiling": "cpu-ceiling", "network ceiling": "network-ceiling",
-	"threads": "io-threads",
+	"threads": "io-threads", "region": "region", "engine": "engine", "discount": "discount", "instance size": "instance-size",
 }
 
 // compare answers --from/--to: the workload (if any) on both fleets, per
@@ -420,18 +524,42 @@ func (pf *planFlags) compare(cmd *cobra.Command, cat *plan.Catalog, in plan.Inpu
 		return err
 	}
 	c, err := plan.Compare(cat, plan.CompareInput{Input: in, From: from, To: to, FromCPU: pf.cpuNow})
+	var fe *plan.FleetError
+	if errors.As(err, &fe) {
+		flag, v := "--from", pf.from
+		if fe.To {
+			flag, v = "--to", pf.to
+		}
+		msg := strings.ReplaceAll(fe.Err.Error(), plan.ErrInput.Error()+": ", "")
+		if rest, ok := strings.CutPrefix(msg, "region = "); ok {
+			return fmt.Errorf("--region %s", rest)
+		}
+		msg = strings.TrimPrefix(msg, "instance size = ")
+		return fmt.Errorf("%s %s: %s", flag, v, msg)
+	}
 	if err != nil {
 		return planError(cmd, err)
 	}
 	return report.WriteComparison(cmd.OutOrStdout(), c)
 }
 
-// parseFleet reads COUNT:NODE.
+// parseFleet reads COUNT:NODE[:SIZE].
 func parseFleet(flag, v string) (plan.Fleet, error) {
 	n, node, ok := strings.Cut(v, ":")
 	count, err := strconv.Atoi(strings.TrimSpace(n))
 	if !ok || err != nil || strings.TrimSpace(node) == "" {
-		return plan.Fleet{}, fmt.Errorf("%s %q: want COUNT:NODE, such as 24:memorystore-redis-M2", flag, v)
+		return plan.Fleet{}, fmt.Errorf("%s %q: want COUNT:NODE[:SIZE], such as 24:memorystore-redis-M2 or 24:M2:10GB", flag, v)
 	}
-	return plan.Fleet{Node: strings.TrimSpace(node), Count: count}, nil
+	f := plan.Fleet{Node: strings.TrimSpace(node), Count: count}
+	if name, size, ok := strings.Cut(f.Node, ":"); ok {
+		b, err := plan.ParseBytes(strings.TrimSpace(size))
+		if err != nil {
+			return f, fmt.Errorf("%s %s: the instance size: %s", flag, v, strings.TrimPrefix(err.Error(), plan.ErrInput.Error()+": "))
+		}
+		if f.GiB, err = wholeGB(b); err != nil {
+			return f, fmt.Errorf("%s %s: %v", flag, v, err)
+		}
+		f.Node = strings.TrimSpace(name)
+	}
+	return f, nil
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -20,21 +21,23 @@ import (
 )
 
 // planScenarios are the field reports' sizing decisions as kura plan
-// invocations; their output is kept in testdata/golden (refresh with
-// go test ./cmd/kura -run TestPlanGolden -update).
+// invocations on the catalog as shipped; their output is kept in
+// testdata/golden (refresh with go test ./cmd/kura -run TestPlanGolden -update).
 var planScenarios = []struct {
 	name string
 	args []string
 }{
-	// Memorystore tiers: 120 GiB filling 24 M2 instances at the 50%
-	// maintenance ceiling, the measured HSET thread curve, FIXTURE prices
-	// whose per-GB price falls with the tier.
-	{"memorystore-tiers", []string{"--catalog", "testdata/plan-fixture-tiers.json", "--data", "120GiB",
-		"--reads", "150000", "--writes", "150000", "--ops-per-thread", "68877", "--scaling", "1:68877,2:113889,6:161774"}},
+	// Memorystore tiers: 24 M2 Standard instances or 6 M4 at the same
+	// total memory (120 GiB of data, half of each instance filled: the
+	// maintenance rule), today's CPU share a labelled sample (40%).
+	{"memorystore-resize", []string{"--from", "24:memorystore-redis-M2", "--to", "6:memorystore-redis-M4", "--data", "120GiB",
+		"--memory-ceiling", "0.5", "--replicas", "1", "--cpu-now", "0.4"}},
+	// The same data on every tier, the traffic a labelled test value.
+	{"memorystore-tiers", []string{"--data", "120GiB", "--memory-ceiling", "0.5", "--replicas", "1",
+		"--reads", "150000", "--writes", "150000", "--ops-per-thread", "68877", "--node", "M2", "--node", "M3", "--node", "M4"}},
 	// Network bytes: gob vs msgpack+snappy. A 5.55 Gbps peak of 13,441-byte
-	// gob values, before and after a codec that cuts the bytes to a third.
-	{"codec-before", []string{"--reads", "51584", "--read-size", "13441", "--node", "cache.m7g.2xlarge", "--node", "cache.m7g.4xlarge"}},
-	{"codec-after", []string{"--reads", "51584", "--read-size", "13441", "--node", "cache.m7g.2xlarge", "--node", "cache.m7g.4xlarge", "--codec-ratio", "0.3333"}},
+	// gob values, and a codec that cuts the bytes to a third.
+	{"network-step-down", []string{"--reads", "51584", "--read-size", "13441", "--node", "cache.m7g.2xlarge", "--node", "cache.m7g.4xlarge", "--codec-ratio", "0.3333"}},
 	// A 1.3 MB value written 15 times a second (the rate is a labelled
 	// test value: the field report gives none).
 	{"large-value", []string{"--largest-value", "1.3MB", "--writes", "15", "--write-size", "1.3MB", "--large-per-sec", "15",
@@ -105,20 +108,31 @@ func TestPlanFieldReportConclusions(t *testing.T) {
 		return out
 	}
 	sc := planScenarios
+	// 24 × 10 GB × $0.054 × 730 h = $9,460.80 against 6 × 40 GB × $0.035
+	// × 730 h = $6,132.00 (Standard, us-central1): -35%; 4 / 2.35 = 1.7×
+	// the CPU per instance; memory binds.
 	out := run(sc[0].args...)
-	// 6 × 40 GiB × $0.007 × 730 h = $1,226.40 against 24 × 10 GiB × $0.010
-	// × 730 h = $1,752.00: 30% saved (FIXTURE prices).
-	if !strings.Contains(out, "Cheapest of the 3 priced node types: fixture-M4, 6 nodes") || !strings.Contains(out, "memory-bound") ||
-		col(out, "fixture-M4", 8) != "$1,226.40" || col(out, "fixture-M2", 8) != "$1,752.00" ||
-		col(out, "fixture-M2", 1) != "24" || col(out, "fixture-M4", 1) != "6" {
-		t.Errorf("Memorystore tiers: want 6 × M4 at $1,226.40, memory-bound, against 24 × M2 at $1,752.00:\n%s", out)
+	pct := regexp.MustCompile(`per month +\$9,460\.80 +\$6,132\.00 +-\$3,328\.80 \((-\d+)%\)`).FindStringSubmatch(out)
+	if pct == nil {
+		t.Fatalf("24 × M2 → 6 × M4: no priced per-month line:\n%s", out)
 	}
-	before, after := run(sc[1].args...), run(sc[2].args...)
-	if col(before, "cache.m7g.4xlarge", 1) != "1" || col(before, "cache.m7g.2xlarge", 1) != "2" {
-		t.Errorf("before the codec: one cache.m7g.4xlarge or two 2xlarge:\n%s", before)
+	if v, _ := strconv.Atoi(pct[1]); v < -35 || v > -30 {
+		t.Errorf("24 × M2 → 6 × M4 saves %s%%, the report 30%% and the prices 35%%", pct[1])
 	}
-	if col(after, "cache.m7g.2xlarge", 1) != "1" {
-		t.Errorf("after the codec: one cache.m7g.2xlarge carries the peak:\n%s", after)
+	if col(out, "CPU", 2) != "1.70×" || col(out, "instance size", 1) != "10 GB" || col(out, "instance size", 2) != "40 GB" ||
+		!strings.Contains(out, "memorystore-redis-M4 instance is memory-bound") || !strings.Contains(out, "GCP-BC price data of 2026-04-27") {
+		t.Errorf("24 × M2 → 6 × M4: want 1.70× CPU, 10 → 40 GB, memory-bound, the price source:\n%s", out)
+	}
+	out = run(sc[1].args...)
+	if !strings.Contains(out, "memorystore-redis-M4 80GB  3") || !strings.Contains(out, "memorystore-redis-M2 10GB  24") ||
+		!strings.Contains(out, "Cheapest of the 3 priced node types: memorystore-redis-M4, 6 nodes") || col(out, "memorystore-redis-M2 10GB", 8) != "$9,460.80" {
+		t.Errorf("Memorystore tiers: want 24 × 10 GB M2 at $9,460.80 and M4 the cheapest:\n%s", out)
+	}
+	out = run(sc[2].args...)
+	if col(out, "cache.m7g.2xlarge", 1) != "1" || col(out, "cache.m7g.2xlarge", 9) != "2 · $918.34" ||
+		!strings.Contains(out, "its 3.75 Gbps baseline now holds the 1.85 Gbps peak") ||
+		!strings.Contains(out, "from 1 × cache.m7g.4xlarge ($917.61 a month) to 1 × cache.m7g.2xlarge ($459.17): -$458.44 a month (-50%)") {
+		t.Errorf("network step-down: want one cache.m7g.2xlarge after the codec, priced:\n%s", out)
 	}
 	out = run(sc[3].args...)
 	if l := tableLine(out, "  cache.t2.small"); !strings.Contains(l, "81.2 ms") || !strings.Contains(l, "12.3 a second") || !strings.Contains(l, "queue grows") {
@@ -126,6 +140,87 @@ func TestPlanFieldReportConclusions(t *testing.T) {
 	}
 	if l := tableLine(out, "  cache.m7g.large"); strings.Contains(l, "queue grows") {
 		t.Errorf("m7g.large should carry it: %q", l)
+	}
+	// The cheapest node's link cannot carry the value: the summary says so
+	// and names the cheapest that can.
+	if !strings.Contains(out, "But the largest value alone keeps its link 122% busy; the cheapest whose link carries it: cache.m7g.large, 1 node at $115.34 a month.") {
+		t.Errorf("the cheapest answer ignores the overloaded link:\n%s", out)
+	}
+}
+
+// TestPlanHelpExamples runs every kura plan line of kura plan --help's
+// examples as written, in a directory holding the files they name
+// (testdata/plan-examples: FIXTURE measurements), and keeps their output
+// in testdata/golden/plan-help-examples.txt. Lines of other commands are
+// only parsed: their flags must exist and take the values given; the
+// example addresses are never contacted.
+func TestPlanHelpExamples(t *testing.T) {
+	fixtures, _ := filepath.Abs(filepath.Join("testdata", "plan-examples"))
+	golden, _ := filepath.Abs(filepath.Join("testdata", "golden", "plan-help-examples.txt"))
+	dir := t.TempDir()
+	ents, err := os.ReadDir(fixtures)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join(fixtures, e.Name()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, e.Name()), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Chdir(dir)
+	var lines []string
+	for _, l := range strings.Split(strings.ReplaceAll(planExample, "\\\n", " "), "\n") {
+		if l = strings.TrimSpace(l); strings.HasPrefix(l, "kura ") {
+			lines = append(lines, l)
+		}
+	}
+	var b strings.Builder
+	plans := 0
+	for _, l := range lines {
+		args := strings.Fields(l)[1:]
+		if i := slices.Index(args, ">"); i >= 0 {
+			args = args[:i]
+		}
+		if args[0] != "plan" {
+			root := newRootCmd()
+			cmd, rest, err := root.Find(args)
+			if err == nil {
+				err = cmd.ParseFlags(rest)
+			}
+			if err != nil || cmd.Name() == root.Name() {
+				t.Errorf("%s: %v", l, err)
+			}
+			continue
+		}
+		plans++
+		out, stderr, err := kura(t, args...)
+		if err != nil {
+			t.Errorf("%s: %v\n%s", l, err, stderr)
+		}
+		fmt.Fprintf(&b, "$ %s\n%s%s\n", l, out, stderr)
+	}
+	if plans < 8 {
+		t.Errorf("only %d kura plan lines in the examples", plans)
+	}
+	if _, err := os.Stat("plan.html"); err != nil {
+		t.Errorf("the --html example wrote no page: %v", err)
+	}
+	if *update {
+		if err := os.WriteFile(golden, []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run with -update to create it)", err)
+	}
+	if string(want) != b.String() {
+		t.Errorf("%s changed; review and run with -update:\n%s", golden, b.String())
 	}
 }
 
@@ -191,6 +286,24 @@ func TestPlanArgs(t *testing.T) {
 		{[]string{"plan", "--data", "1GB", "--codecs", badCat}, "kura.codecs/v1"},
 		{[]string{"plan", "--data", "1GB", "--codec-from", "gob"}, "--codecs"},
 		{[]string{"plan", "--reads", "x"}, "--help"},
+		{[]string{"plan", "--data", "1GB", "--region", "mars-1"}, "--region mars-1: not in the catalog"},
+		{[]string{"plan", "--data", "1GB", "--region", "us-east-1", "--node", "M2"}, "--region us-east-1: node type memorystore-redis-M2 has no price in it"},
+		{[]string{"plan", "--data", "1GB", "--engine", "dragonfly"}, "--engine dragonfly"},
+		{[]string{"plan", "--data", "1GB", "--discount", "elasticache=1y"}, "--discount elasticache=1y: the catalog has no committed-use discounts"},
+		{[]string{"plan", "--data", "1GB", "--discount", "elasticache=-0.1"}, "--discount elasticache=-0.1"},
+		{[]string{"plan", "--data", "1GB", "--discount", "elasticache=30"}, "(30% is 0.3)"},
+		{[]string{"plan", "--data", "1GB", "--discount", "nope=0.1"}, "--discount nope"},
+		{[]string{"plan", "--data", "1GB", "--discount", "memorystore-redis=2y"}, "1y, 3y"},
+		{[]string{"plan", "--data", "1GB", "--instance-size", "40GB", "--node", "M2"}, "--instance-size 40 GB is outside memorystore-redis-M2's 5–10 GB"},
+		{[]string{"plan", "--data", "1GB", "--instance-size", "1.5GB"}, "--instance-size 1.5GB: a Memorystore instance is a whole number of GB"},
+		{[]string{"plan", "--data", "1GB", "--price", "cache.t2.small=-1"}, "--price cache.t2.small=-1"},
+		{[]string{"plan", "--data", "1GB", "--price", "M2=0.5"}, "per GB"},
+		{[]string{"plan", "--data", "100GB", "--from", "24:M2:40GB", "--to", "6:M4"}, "--from 24:M2:40GB: 40 GB is outside memorystore-redis-M2's 5–10 GB"},
+		{[]string{"plan", "--data", "2TB", "--from", "24:M2", "--to", "6:M4"}, "--from 24:M2: the data needs"},
+		{[]string{"plan", "--data", "100GB", "--from", "24:M2", "--to", "6:M4:big"}, "--to 6:M4:big: the instance size"},
+		{[]string{"plan", "--data", "1GB", "--region", "us-east-1", "--from", "24:M2", "--to", "6:M4"}, "--region us-east-1: node type memorystore-redis-M2"},
+		{[]string{"plan", "--data", "1GB", "--discount", "elasticache=0.3", "--discount", "elasticache=0.2"}, "a second discount"},
+		{[]string{"plan", "--data", "1GB", "--instance-size", "1e9GB"}, "--instance-size"},
 	}
 	for _, c := range cases {
 		_, _, err := kura(t, c.args...)
@@ -266,7 +379,9 @@ func TestPlanFromSweep(t *testing.T) {
 	if err != nil {
 		t.Fatalf("plan: %v\n%s", err, stderr)
 	}
-	if c := columns(tableLine(out, "cache.r7g.large")); len(c) != 9 || c[4] == "-" || !strings.Contains(out, "thread scaling: io-threads sweep") {
+	// --io-threads is a what-if: the row adds the plan as asked and the
+	// change (11 columns).
+	if c := columns(tableLine(out, "cache.r7g.large")); len(c) != 11 || c[4] == "-" || !strings.Contains(out, "thread scaling: io-threads sweep") {
 		t.Errorf("the sweep's curve did not size CPU:\n%s", out)
 	}
 }

@@ -12,7 +12,6 @@ import (
 	"github.com/kuracache/kura"
 	"github.com/kuracache/kura/internal/harness/corpus"
 	"github.com/kuracache/kura/internal/harness/servers"
-	"github.com/kuracache/kura/plan"
 	"github.com/kuracache/kura/store"
 	"github.com/kuracache/kura/store/move"
 	"github.com/kuracache/kura/store/redisring"
@@ -164,26 +163,4 @@ func readArticles(ctx context.Context, env *Env, s store.Store, db *dbCounter, p
 	}
 	wg.Wait()
 	return errors.Join(errs...)
-}
-
-// compareFleets is kura plan's answer to "24 of these or 6 of those" on
-// the catalog's Memorystore tiers and the field report's thread curve,
-// with a CPU share today labelled as a sample figure.
-func compareFleets(res *Result) error {
-	const cpuNow = 0.4 // a labelled sample: the report gives no CPU share
-	c, err := plan.Compare(plan.DefaultCatalog(), plan.CompareInput{
-		From: plan.Fleet{Node: "memorystore-redis-M2", Count: 24}, To: plan.Fleet{Node: "memorystore-redis-M4", Count: 6}, FromCPU: cpuNow})
-	if err != nil {
-		return err
-	}
-	t := Table{Title: "kura plan --from 24:memorystore-redis-M2 --to 6:memorystore-redis-M4 --cpu-now 0.4 (per instance)",
-		Columns: []string{"", "24 × M2 (1 thread)", "6 × M4 (6 threads)"}}
-	t.Rows = append(t.Rows,
-		[]string{"load", "1.00×", fmt.Sprintf("%.2f×", c.LoadPerNode)},
-		[]string{"throughput", "1.00×", fmt.Sprintf("%.2f×", c.Throughput)},
-		[]string{"CPU", "1.00×", fmt.Sprintf("%.2f×", c.CPUPerNode)},
-		[]string{"CPU share", fmt.Sprintf("%.0f%%", 100*c.From.CPU), fmt.Sprintf("%.0f%%", 100*c.To.CPU)})
-	res.Tables = append(res.Tables, t)
-	res.note("kura plan: %s (the 40%% CPU share today is a sample figure, not the report's.)", c.Why)
-	return nil
 }

@@ -120,12 +120,15 @@ code{background:#f4f4f4;padding:1px 4px}
 		}
 		b.WriteString("</ul>\n")
 	}
-	fmt.Fprintf(&b, "<h2>Sources</h2>\n<p id=\"catalog-date\">Node catalog of %s (prices in %s for %s). Prices change: check the provider's page before you buy.</p>\n<table><tr><th>node type</th><th>gathered</th><th class=l>source</th></tr>\n",
-		esc(p.Catalog.Date), esc(p.Catalog.Currency), esc(p.Catalog.PriceRegion))
+	fmt.Fprintf(&b, "<h2>Sources</h2>\n<p id=\"catalog-date\">Node catalog of %s, prices in %s. %s Prices change: check the provider's page before you buy.</p>\n<table><tr><th>node type</th><th>gathered</th><th class=l>source</th></tr>\n",
+		esc(p.Catalog.Date), esc(p.Catalog.Currency), esc(pricingLine(p)))
 	for _, r := range p.Rows {
 		src := r.Node.Source
-		if r.PriceFlag {
+		switch {
+		case r.PriceFlag:
 			src += "; price from --price"
+		case r.Priced:
+			src += "; price: " + r.PriceOrigin(p.Catalog)
 		}
 		fmt.Fprintf(&b, "<tr><td>%s</td><td>%s</td><td class=l>%s</td></tr>\n", esc(r.Node.Name), esc(r.Node.Date), esc(src))
 	}

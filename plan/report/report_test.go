@@ -92,9 +92,9 @@ func TestHTMLEscapesAndParses(t *testing.T) {
 	}
 }
 
-// TestTextReport: the table holds every sized row, fewest nodes first
-// whatever the prices, each price says whose it is, and the sources name
-// every row.
+// TestTextReport: the table holds every sized row, priced rows by cost
+// first and the unpriced after them, each price says whose it is, and the
+// sources name every row.
 func TestTextReport(t *testing.T) {
 	p, _ := hostilePlan(t)
 	var b strings.Builder
@@ -106,12 +106,12 @@ func TestTextReport(t *testing.T) {
 	if iBig < 0 || iSmall < 0 || iUnpriced < 0 {
 		t.Fatalf("rows missing:\n%s", out)
 	}
-	// big needs 2 nodes, unpriced 4, <script> 8: ranked by nodes, the
-	// unpriced row between the priced ones.
-	if !(iBig < iUnpriced && iUnpriced < iSmall) {
-		t.Errorf("rows not ranked by nodes needed:\n%s", out)
+	// big costs $2,336.00, <script> $2,920.00, unpriced none: ranked by
+	// cost, the unpriced row last whatever it needs.
+	if !(iBig < iSmall && iSmall < iUnpriced) {
+		t.Errorf("rows not ranked by cost, unpriced last:\n%s", out)
 	}
-	for _, want := range []string{"catalog of 2026-11-23", "Fewest nodes: big, 2 nodes", "Cheapest of the 2 priced node types: big", "1 node type has no price", "$1.60 catalog", "price: the catalog's, gathered 2026-11-23", "not found", "Largest value, 1.3 MB", "at 3/s", "Sources", "p&q rule, rule <i>source</i>"} {
+	for _, want := range []string{"catalog of 2026-11-23", "Fewest nodes: big, 2 nodes", "Cheapest of the 2 priced node types: big", "1 node type has no price", "$1.60 catalog", "price: the catalog's, gathered 2026-11-23", "none", "a month is 730 hours", "Largest value, 1.3 MB", "at 3/s", "Sources", "p&q rule, rule <i>source</i>"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("text lacks %q:\n%s", want, out)
 		}

@@ -21,22 +21,35 @@ func WriteText(w io.Writer, p *plan.Plan) error {
 	header(&b, p)
 	b.WriteString("\n")
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODE TYPE\tNODES\tBINDS\tMEMORY\tCPU\tNETWORK\tBASE/BURST Gbps\tPER HOUR\tPER MONTH")
+	head := "NODE TYPE\tNODES\tBINDS\tMEMORY\tCPU\tNETWORK\tBASE/BURST Gbps\tPER HOUR\tPER MONTH"
+	if p.Before != nil {
+		head += "\tAS ASKED\tWHAT-IF"
+	}
+	fmt.Fprintln(tw, head)
 	var skipped []plan.Row
 	for _, r := range p.Rows {
 		if r.Skipped != "" {
 			skipped = append(skipped, r)
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", vis.Escape(r.Node.Name), nodes(r, p), r.Binding,
+		line := fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s", vis.Escape(nodeName(r)), nodes(r, p), r.Binding,
 			need(r, plan.Memory), need(r, plan.CPU), need(r, plan.Network), gbps(r.Node), vis.Escape(hourly(r, p)), vis.Escape(monthly(r, p))) // the currency is the catalog's text
+		if p.Before != nil {
+			line += "\t" + vis.Escape(asAsked(r, p)) + "\t" + vis.Escape(change(r, p))
+		}
+		fmt.Fprintln(tw, line)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	b.WriteString("MEMORY, CPU, NETWORK: nodes that constraint alone needs · share of its ceiling used at the planned count\n")
-	b.WriteString("(100% minus that is the headroom left); - : not checked, see the notes. Ranked by nodes needed.\n")
-	b.WriteString("PER HOUR: the catalog's price (dated, source below) or yours (--price); not found: no public price, no cost.\n")
+	b.WriteString("(100% minus that is the headroom left); - : not checked, see the notes.\n")
+	b.WriteString("PER HOUR: one node's (one instance's) on-demand price and its source, listed below, or yours (--price);\n")
+	b.WriteString("PER MONTH: the billed nodes × 730 hours, after discounts. Ranked by monthly cost; rows without a price\n")
+	b.WriteString("(none: see the notes) are never ranked on cost and follow, by nodes needed.\n")
+	if p.Before != nil {
+		b.WriteString("AS ASKED: nodes and monthly cost without the what-if; WHAT-IF: the change per month it makes.\n")
+	}
 	if len(skipped) > 0 {
 		b.WriteString("\nNot sized:\n")
 		for _, r := range skipped {
@@ -65,14 +78,35 @@ func WriteText(w io.Writer, p *plan.Plan) error {
 		}
 	}
 	fmt.Fprintf(&b, "\nSources (catalog of %s; prices change, check before you buy):\n", vis.Escape(p.Catalog.Date))
+	used := map[string]bool{}
 	for _, r := range p.Rows {
 		src := r.Node.Source
-		if r.PriceFlag {
+		switch {
+		case r.PriceFlag:
 			src += "; price: yours, from --price"
-		} else if r.Priced {
-			src += "; price: the catalog's, gathered " + r.Node.Date
+		case r.Priced && r.Quote != nil:
+			q := r.Quote
+			if _, ok := p.Catalog.Source(q.Source); ok {
+				used[q.Source] = true
+				src += fmt.Sprintf("; price: %s of %s, %s", q.Source, q.Date, q.Region)
+				if q.Note != "" {
+					src += " (" + q.Note + ")"
+				}
+			} else {
+				src += "; price: the catalog's, gathered " + q.Date
+			}
 		}
 		fmt.Fprintf(&b, "  %s (%s): %s\n", vis.Escape(r.Node.Name), vis.Escape(r.Node.Date), vis.Escape(src))
+	}
+	for _, s := range p.Catalog.Sources {
+		if used[s.Key] {
+			fmt.Fprintf(&b, "  price source %s (data of %s): %s\n", vis.Escape(s.Key), vis.Escape(s.Date), vis.Escape(s.Title))
+		}
+	}
+	for _, pr := range p.Catalog.Providers {
+		if d, ok := p.Discounts[pr.Name]; ok {
+			fmt.Fprintf(&b, "  discount %s %s: %s\n", vis.Escape(pr.Name), vis.Escape(discountText(d)), vis.Escape(d.Source))
+		}
 	}
 	seen := map[string]bool{}
 	for _, r := range p.Rows {
@@ -92,8 +126,67 @@ func WriteText(w io.Writer, p *plan.Plan) error {
 }
 
 func header(b *strings.Builder, p *plan.Plan) {
-	c, e := p.Catalog, p.Effective
-	fmt.Fprintf(b, "kura plan: node catalog of %s, prices in %s for %s\n", vis.Escape(c.Date), vis.Escape(c.Currency), vis.Escape(c.PriceRegion))
+	c := p.Catalog
+	fmt.Fprintf(b, "kura plan: node catalog of %s, prices in %s\n", vis.Escape(c.Date), vis.Escape(c.Currency))
+	fmt.Fprintf(b, "%s\n", vis.Escape(pricingLine(p)))
+	if p.Before != nil {
+		fmt.Fprintf(b, "Workload as asked: %s\n", workload(p.Before.Effective))
+		fmt.Fprintf(b, "With the what-if:  %s\n", workload(p.Effective))
+	} else {
+		fmt.Fprintf(b, "Workload: %s\n", workload(p.Effective))
+	}
+	e := p.Effective
+	var what []string
+	if e.CodecRatio > 0 && e.CodecRatio != 1 {
+		c := fmt.Sprintf("codec ratio %.3g (bytes after / before)", e.CodecRatio)
+		if e.CodecName != "" {
+			c = fmt.Sprintf("codec ratio %.3g (%s)", e.CodecRatio, vis.Escape(e.CodecName))
+		}
+		what = append(what, c)
+	}
+	if e.GuardBytes > 0 {
+		what = append(what, "value-size guard "+plan.FormatBytes(e.GuardBytes))
+	}
+	if e.ThreadsWhatIf > 0 {
+		what = append(what, fmt.Sprintf("%d engine threads on every node", e.ThreadsWhatIf))
+	}
+	if len(what) > 0 {
+		fmt.Fprintf(b, "What-if: %s\n", strings.Join(what, "; "))
+	}
+}
+
+// pricingLine says which prices a plan uses: the engine, each provider's
+// region, on demand or the discounts, and the 730-hour month.
+func pricingLine(p *plan.Plan) string {
+	var regions []string
+	for _, pr := range p.Catalog.Providers {
+		if r, ok := p.Regions[pr.Name]; ok && r != "" {
+			regions = append(regions, pr.Name+" "+r)
+		}
+	}
+	terms := "on demand"
+	if len(p.Discounts) > 0 {
+		var ds []string
+		for _, pr := range p.Catalog.Providers {
+			if d, ok := p.Discounts[pr.Name]; ok {
+				ds = append(ds, pr.Name+" "+discountText(d))
+			}
+		}
+		terms = "on demand less " + strings.Join(ds, ", ")
+	}
+	return fmt.Sprintf("Prices: %s engine; %s; %s; a month is %d hours.", p.EngineTitle(), strings.Join(regions, ", "), terms, plan.HoursPerMonth)
+}
+
+func discountText(d plan.Discount) string {
+	if d.Term != "" {
+		return fmt.Sprintf("%.0f%% (%s commitment)", 100*d.Fraction, d.Term)
+	}
+	return fmt.Sprintf("%.0f%% (yours)", 100*d.Fraction)
+}
+
+// workload describes the workload sized: data, traffic, bytes on the
+// wire, CPU figure, replicas.
+func workload(e plan.Effective) string {
 	var parts []string
 	if e.DataBytes > 0 {
 		s := plan.FormatBytes(e.DataBytes) + " of data"
@@ -119,24 +212,39 @@ func header(b *strings.Builder, p *plan.Plan) {
 		}
 		parts = append(parts, fmt.Sprintf("%d %s per primary", e.Replicas, r))
 	}
-	fmt.Fprintf(b, "Workload: %s\n", strings.Join(parts, "; "))
-	var what []string
-	if e.CodecRatio > 0 && e.CodecRatio != 1 {
-		c := fmt.Sprintf("codec ratio %.3g (bytes after / before)", e.CodecRatio)
-		if e.CodecName != "" {
-			c = fmt.Sprintf("codec ratio %.3g (%s)", e.CodecRatio, vis.Escape(e.CodecName))
-		}
-		what = append(what, c)
+	if e.MaxValueBytes > 0 {
+		parts = append(parts, "largest value "+plan.FormatBytes(e.MaxValueBytes))
 	}
-	if e.GuardBytes > 0 {
-		what = append(what, "value-size guard "+plan.FormatBytes(e.GuardBytes))
+	return strings.Join(parts, "; ")
+}
+
+// nodeName is the row's node type, with the instance size of a capacity
+// tier.
+func nodeName(r plan.Row) string {
+	if r.InstanceGiB > 0 {
+		return fmt.Sprintf("%s %gGB", r.Node.Name, r.InstanceGiB)
 	}
-	if e.ThreadsWhatIf > 0 {
-		what = append(what, fmt.Sprintf("%d engine threads on every node", e.ThreadsWhatIf))
+	return r.Node.Name
+}
+
+func asAsked(r plan.Row, p *plan.Plan) string {
+	old, ok := p.Before.RowFor(r.Node.Name)
+	if !ok || old.Skipped != "" {
+		return "-"
 	}
-	if len(what) > 0 {
-		fmt.Fprintf(b, "What-if: %s\n", strings.Join(what, "; "))
+	if !old.Priced {
+		return fmt.Sprint(old.Nodes)
 	}
+	return fmt.Sprintf("%d · %s", old.Nodes, p.Money(old.MonthlyCost))
+}
+
+func change(r plan.Row, p *plan.Plan) string {
+	old, ok := p.Before.RowFor(r.Node.Name)
+	if !ok || old.Skipped != "" || !old.Priced || !r.Priced || old.MonthlyCost == 0 {
+		return "-"
+	}
+	d := r.MonthlyCost - old.MonthlyCost
+	return fmt.Sprintf("%s (%s)", p.Signed(d), plan.Pct(d/old.MonthlyCost))
 }
 
 func gbpsValue(bits float64) string {
@@ -177,11 +285,15 @@ func gbps(n plan.NodeType) string {
 }
 
 func hourly(r plan.Row, p *plan.Plan) string {
-	if !r.Priced {
-		return "not found"
-	}
-	if r.PriceFlag {
+	switch {
+	case !r.Priced:
+		return "none"
+	case r.PriceFlag:
 		return p.Price(r.HourlyPrice) + " yours"
+	case r.Quote != nil:
+		if _, ok := p.Catalog.Source(r.Quote.Source); ok {
+			return p.Price(r.HourlyPrice) + " " + r.Quote.Source
+		}
 	}
 	return p.Price(r.HourlyPrice) + " catalog"
 }

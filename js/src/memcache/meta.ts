@@ -126,7 +126,9 @@ export function ttlSeconds(ms: number, now = Date.now()): number {
   const secs = Math.ceil(ms / 1000);
   if (secs <= MAX_TTL_DELTA) return secs;
   const abs = Math.floor(now / 1000) + secs;
-  return abs > 0xffffffff ? 0 : abs;
+  // memcached parses exptime as a signed 32-bit number: past 2038 it answers HD
+  // and drops the item at once, so a TTL ending beyond that means "no expiry".
+  return abs > 0x7fffffff ? 0 : abs;
 }
 
 /** The wire form of a request with opaque token o (0: none). */

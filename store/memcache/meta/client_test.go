@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -88,6 +89,28 @@ func TestTTLBeyond30Days(t *testing.T) {
 		if res.Status != meta.HD || res.TTL < want-5 || res.TTL > want+1 {
 			t.Errorf("ttl %v: server reports %v t%d, want about %d", ttl, res.Status, res.TTL, want)
 		}
+	}
+}
+
+// TestTTLPast2038IsForever stores with a TTL whose absolute expiry lies past
+// memcached's signed 32-bit exptime: memcached answers HD to such a set and
+// drops the item at once, so the client must send "no expiry" instead.
+func TestTTLPast2038IsForever(t *testing.T) {
+	cl, _ := newClient(t, servers.MemcachedConfig{})
+	ctx := context.Background()
+	past := time.Until(time.Unix(math.MaxInt32, 0)) + 365*24*time.Hour
+	if err := cl.Set(ctx, "ttl:2038", []byte("x"), past); err != nil {
+		t.Fatal(err)
+	}
+	var res meta.Response
+	if err := cl.Do(ctx, &meta.Request{Cmd: meta.Get, Key: "ttl:2038", ReturnTTL: true}, &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != meta.HD || res.TTL != -1 {
+		t.Fatalf("a TTL ending past 2038: server reports %v t%d, want the item kept with no expiry (t-1)", res.Status, res.TTL)
+	}
+	if got := meta.TTL(past, time.Now()); got != 0 {
+		t.Fatalf("TTL(%v) = %d, want 0 (no expiry)", past, got)
 	}
 }
 

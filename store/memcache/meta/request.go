@@ -129,8 +129,10 @@ func TTL(ttl time.Duration, now time.Time) int64 {
 		return secs
 	}
 	abs := now.Unix() + secs
-	if abs > math.MaxUint32 || abs < 0 {
-		// memcached keeps exptime in 32 bits; past 2106 means "forever".
+	if abs > math.MaxInt32 || abs < 0 {
+		// memcached parses an exptime as a signed 32-bit number: past
+		// 2038-01-19 it answers HD and the item is gone at once, so a
+		// TTL that ends beyond that means "forever".
 		return 0
 	}
 	return abs
