@@ -94,7 +94,7 @@ func foldKeys(data []byte, t reflect.Type) ([]byte, bool) {
 	last := 0
 	for _, e := range w.edits {
 		out = append(out, data[last:e.start]...)
-		out = appendMsgPackStr(out, e.name)
+		out = appendMsgpackString(out, e.name)
 		last = e.end
 	}
 	return append(out, data[last:]...), true
@@ -287,19 +287,4 @@ func msgpackHead(p []byte, off int) (kind byte, n, next int, ok bool) {
 		return sized('m', 4)
 	}
 	return 0, 0, 0, false // 0xc1
-}
-
-// appendMsgPackStr appends s as a msgpack string.
-func appendMsgPackStr(b []byte, s string) []byte {
-	switch n := len(s); {
-	case n < 32:
-		b = append(b, 0xa0|byte(n))
-	case n < 1<<8:
-		b = append(b, 0xd9, byte(n))
-	case n < 1<<16:
-		b = append(b, 0xda, byte(n>>8), byte(n))
-	default:
-		b = append(b, 0xdb, byte(n>>24), byte(n>>16), byte(n>>8), byte(n))
-	}
-	return append(b, s...)
 }

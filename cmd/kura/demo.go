@@ -42,9 +42,10 @@ kura's answer next to the problem:
 
 It starts a private PostgreSQL (initdb), redis-server and three memcached on
 loopback ports and stops them at the end (` + "`make servers`" + ` installs them). A
-scenario whose server cannot start is skipped with the reason; nothing is
-replaced by an in-process stand-in. A scenario whose kura capability is not
-built yet says so.
+scenario whose server cannot start is skipped with the reason; no server is
+replaced by an in-process stand-in. One loader is: in health, a request the
+cache cannot answer is served by an in-process function (no database), as
+the card says. A scenario whose kura capability is not built yet says so.
 
 Progress goes to stderr, one table per scenario to stdout, and an HTML report
 (charts, the commands that reproduce each number, the machine) to --html.`,

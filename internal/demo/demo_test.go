@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -118,6 +119,35 @@ func TestDemoEndToEnd(t *testing.T) {
 		if c["per_request.requests"] <= 0 || c["per_request.pings"] < c["per_request.requests"] {
 			t.Errorf("health: %d requests sent %d PINGs, want one each at least", c["per_request.requests"], c["per_request.pings"])
 		}
+	}
+	// Each headline claims only what its own tables hold: the login card
+	// names both approaches' cold and warm login times from its trade
+	// table, and the health card says its fallback is no database.
+	if s, ok := byName["login"]; ok && s.Status != demo.Skipped {
+		trade := s.Tables[len(s.Tables)-1]
+		for _, row := range trade.Rows {
+			for _, cell := range row[2:4] { // warm and cold login
+				if !strings.Contains(s.Headline, cell) {
+					t.Errorf("login: headline %q leaves out %s's %s from its table", s.Headline, row[0], cell)
+				}
+			}
+		}
+		if items := int64(demo.SmallSize().Items); s.Counts["cold.index.db_rows"] == 2*items && !strings.Contains(strings.Join(s.Notes, " "), "the id list") {
+			t.Errorf("login: %d database rows for %d items, and no note says why", s.Counts["cold.index.db_rows"], items)
+		}
+	}
+	if s, ok := byName["health"]; ok && s.Status != demo.Skipped {
+		if !strings.Contains(s.Headline, "in-process loader, no database") {
+			t.Errorf("health: headline %q does not say its fallback is an in-process loader", s.Headline)
+		}
+		for _, tb := range s.Tables {
+			if slices.Contains(tb.Columns, "answered by the database") {
+				t.Errorf("health: table %q says \"answered by the database\"; the fallback is an in-process loader", tb.Title)
+			}
+		}
+	}
+	if rep.SetupSeconds <= 0 || rep.SetupSeconds >= rep.Seconds {
+		t.Errorf("report: setup %.1fs of %.1fs", rep.SetupSeconds, rep.Seconds)
 	}
 	if c := counts("huge"); c != nil {
 		if c["kura.large_value_warnings"] != 1 {

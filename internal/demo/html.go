@@ -58,7 +58,7 @@ pre{background:#f3f5f8;padding:8px 10px;border-radius:6px;font-size:12.5px;white
 @media (max-width:600px){body{padding:10px}section{padding:12px 10px}}
 </style></head><body>
 <h1>kura demo: five cache problems, reproduced and fixed</h1>
-<div class="machine">Measured on {{.Machine}} · {{printf "%.0f" .Seconds}} s · started {{.Started.Format "2006-01-02 15:04 UTC"}} · <code>{{.Command}}</code></div>
+<div class="machine">Measured on {{.Machine}} · {{printf "%.0f" .Seconds}} s ({{printf "%.0f" .SetupSeconds}} s starting the servers and loading the data; building kura before it not counted) · started {{.Started.Format "2006-01-02 15:04 UTC"}} · <code>{{.Command}}</code></div>
 <div class="machine">Servers: {{range $i, $s := .Servers}}{{if $i}}; {{end}}{{$s}}{{end}}</div>
 <table class="summary"><tr><th>problem</th><th>status</th><th>measured here</th></tr>
 {{range .Scenarios}}<tr><td><a href="#{{.Name}}">{{.Title}}</a></td><td><span class="badge {{status .Status}}">{{.Status}}</span></td><td>{{if .Headline}}{{.Headline}}{{else}}{{.Reason}}{{end}}</td></tr>

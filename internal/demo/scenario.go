@@ -230,6 +230,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	env := startEnv(ctx, needs, cfg, progress)
 	defer env.Close()
+	rep.SetupSeconds = time.Since(start).Seconds()
 	rep.Servers = env.describe()
 	for _, s := range chosen {
 		if err := ctx.Err(); err != nil {

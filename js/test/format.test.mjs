@@ -418,3 +418,25 @@ test('fuzz: sorted keys: the bytes do not depend on the order keys were inserted
     assert.deepEqual(decodeMsgPack(b), v);
   }
 });
+
+// The field-name rule (docs/FORMAT.md, "Field names"): for each Go type of
+// testdata/format/field-names.json, the bytes Go writes decode here to an
+// object with the names the rule gives, in declaration order; the same
+// object written by Node (keeping its key order) is the same bytes; and a
+// Node schema stated with those names hashes to Go's fingerprint.
+const fieldNameVectors = JSON.parse(fs.readFileSync(path.join(testdata, 'format', 'field-names.json'), 'utf8'));
+
+test('field names: Go structs by the rule decode to their names, and Node writes the same bytes', () => {
+  assert.ok(fieldNameVectors.vectors.length >= 6);
+  const c = new Codec({ compressor: 'none', keepKeyOrder: true });
+  for (const v of fieldNameVectors.vectors) {
+    const got = decodeMsgPack(hex(v.msgpack));
+    assert.deepEqual(Object.keys(got), v.fields, `${v.name}: field names in order`);
+    assert.deepEqual(got, v.value, v.name);
+    const obj = Object.fromEntries(v.fields.map((f) => [f, v.value[f]]));
+    const entry = c.encode(obj);
+    const payload = entry.subarray(parseHeader(entry).len);
+    assert.equal(payload.toString('hex'), v.msgpack, `${v.name}: Node's bytes`);
+    assert.equal(fingerprint(v.description).toString(16).padStart(8, '0'), v.fingerprint, `${v.name}: fingerprint`);
+  }
+});

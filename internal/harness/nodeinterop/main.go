@@ -59,6 +59,28 @@ type Article struct {
 	At   time.Time `msgpack:"at" json:"at"`
 }
 
+// The field-name rule (docs/FORMAT.md, "Field names"): one product with
+// json tags, with msgpack tags and without tags. Node writes each as
+// {id, name, price}; Go writes the first two so and the third as
+// {ID, Name, Price}, and reads {id, name, price} into all three.
+type (
+	ProductJSON struct {
+		ID    int64   `json:"id"`
+		Name  string  `json:"name"`
+		Price float64 `json:"price"`
+	}
+	ProductMsgPack struct {
+		ID    int64   `msgpack:"id"`
+		Name  string  `msgpack:"name"`
+		Price float64 `msgpack:"price"`
+	}
+	ProductUntagged struct {
+		ID    int64
+		Name  string
+		Price float64
+	}
+)
+
 func main() {
 	switch {
 	case len(os.Args) >= 2 && (os.Args[1] == "ring" || os.Args[1] == "wirekeys"):
@@ -173,6 +195,9 @@ func kinds() ([]kind, error) {
 	}
 	return []kind{
 		typed("record", kura.Options{}, art),
+		typed("product-json", kura.Options{}, ProductJSON{1, "lamp", 9.5}),
+		typed("product-msgpack", kura.Options{}, ProductMsgPack{1, "lamp", 9.5}),
+		typed("product-untagged", kura.Options{}, ProductUntagged{1, "lamp", 9.5}),
 		typed("record-s2", kura.Options{}, big),
 		typed("record-json", kura.Options{Codec: jsonCodec}, big),
 		typed("record-zstd", kura.Options{Codec: zstdCodec}, big),
