@@ -115,7 +115,12 @@ module Kura
 
     # Appends `mg <key> [b] <flags> q O<opaque>` (flags: " v", " v c N30", ...).
     def append_mg(out, key, flags, opaque)
-      token, b64 = wire_key(key)
+      if key.is_a?(String) && key.ascii_only? && key.match?(PLAIN_KEY)
+        token = key
+        b64 = false
+      else
+        token, b64 = wire_key(key)
+      end
       out << 'mg ' << token
       out << ' b' if b64
       out << flags << ' q O' << opaque.to_s << "\r\n"
@@ -123,7 +128,12 @@ module Kura
 
     # Appends `ms <key> <len> [b] T<ttl> [C<cas>] q O<opaque>` and the value.
     def append_ms(out, key, value, ttl, cas, opaque)
-      token, b64 = wire_key(key)
+      if key.is_a?(String) && key.ascii_only? && key.match?(PLAIN_KEY)
+        token = key
+        b64 = false
+      else
+        token, b64 = wire_key(key)
+      end
       value = value.b unless value.encoding == Encoding::BINARY
       out << 'ms ' << token << ' ' << value.bytesize.to_s
       out << ' b' if b64
