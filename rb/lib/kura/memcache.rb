@@ -51,6 +51,11 @@ module Kura
     # The wire token of key and whether it needs the b flag.
     PLAIN_KEY = /\A[\x21-\x7e]{1,250}\z/.freeze
 
+    # A key sent as it is (printable ASCII, no space, 1 to 250 bytes).
+    def plain_key?(key)
+      key.is_a?(String) && key.ascii_only? && key.match?(PLAIN_KEY)
+    end
+
     def wire_key(key)
       key = key.to_s
       # the common case: printable ASCII, no space, at most 250 bytes
@@ -115,12 +120,9 @@ module Kura
 
     # Appends `mg <key> [b] <flags> q O<opaque>` (flags: " v", " v c N30", ...).
     def append_mg(out, key, flags, opaque)
-      if key.is_a?(String) && key.ascii_only? && key.match?(PLAIN_KEY)
-        token = key
-        b64 = false
-      else
-        token, b64 = wire_key(key)
-      end
+      token = key
+      b64 = false
+      token, b64 = wire_key(key) unless plain_key?(key)
       out << 'mg ' << token
       out << ' b' if b64
       out << flags << ' q O' << opaque.to_s << "\r\n"
@@ -128,12 +130,9 @@ module Kura
 
     # Appends `ms <key> <len> [b] T<ttl> [C<cas>] q O<opaque>` and the value.
     def append_ms(out, key, value, ttl, cas, opaque)
-      if key.is_a?(String) && key.ascii_only? && key.match?(PLAIN_KEY)
-        token = key
-        b64 = false
-      else
-        token, b64 = wire_key(key)
-      end
+      token = key
+      b64 = false
+      token, b64 = wire_key(key) unless plain_key?(key)
       value = value.b unless value.encoding == Encoding::BINARY
       out << 'ms ' << token << ' ' << value.bytesize.to_s
       out << ' b' if b64
