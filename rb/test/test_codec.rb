@@ -164,4 +164,30 @@ class TestCodecVectors < Minitest::Test
     end
     pass
   end
+
+  # The batch fast paths (a Time packer of our own, the shape's key order
+  # by slice, the shared header) write the bytes the general path writes.
+  def test_fast_paths_write_the_same_bytes
+    ref = MessagePack::Factory.new
+    ref.register_type(-1, ::Time, packer: MessagePack::Time::Packer, unpacker: MessagePack::Time::Unpacker)
+    [Time.at(0), Time.at(1_700_000_000), Time.at(0xFFFF_FFFF), Time.at(0x1_0000_0000), Time.at(-1),
+     Time.at(1_700_000_000, 123_456_789, :nsec), Time.at(1 << 35), Time.at(-(1 << 40), 5, :nsec)].each do |t|
+      assert_equal ref.dump(t), Kura::Codec.send(:const_get, :FACTORY).dump(t), t.inspect
+      assert_equal t, Kura::Codec.send(:const_get, :FACTORY).load(Kura::Codec.send(:const_get, :FACTORY).dump(t))
+    end
+    c = Kura::Codec.new(compact: true)
+    rec = { 'id' => 7, 'b' => true, 'a' => 'x', 'at' => Time.at(1_800_000_000).utc, 'f' => 1.5, 'n' => nil }
+    slow = { 'a' => 'x', 'at' => Time.at(1_800_000_000).utc, 'b' => true, 'f' => 1.5, 'id' => 7, 'n' => nil }
+    assert_equal ref.dump(slow), ref.dump(Kura::Codec.to_wire(rec))
+    nested = rec.merge('h' => { 'z' => 1, 'y' => :s }, 'l' => [{ 'k' => 1, 'j' => 2 }])
+    assert_equal %w[j k], Kura::Codec.to_wire(nested)['l'][0].keys
+    assert_equal({ 'y' => 's', 'z' => 1 }, Kura::Codec.to_wire(nested)['h'])
+    w = 1_790_000_000_000
+    one = c.encode(rec, written: w)
+    assert_equal one, c.encode(rec, written: w)
+    assert_equal one, Kura::Codec.new(compact: true).encode(rec, written: w)
+    refute_equal one, c.encode(rec, written: w + 5000)
+    assert_equal rec['id'], c.decode(c.encode(rec, written: w)).value['id']
+    assert_equal Kura::Codec.new(compact: true).encode(rec, written: w, schema: 9), c.encode(rec, written: w, schema: 9)
+  end
 end

@@ -105,9 +105,13 @@ module Kura
       no_write = {}
       held = []
       prev = {}
-      kinds = classify_all(keys.reject { |k| won.key?(k) }, raw)
+      kinds = won.empty? ? classify_all(keys, raw) : classify_all(keys.reject { |k| won.key?(k) }, raw)
       keys.each do |k|
-        kind, v = won.key?(k) ? [:won] : kinds[k]
+        if won.key?(k)
+          misses << k
+          next
+        end
+        kind, v = kinds[k]
         case kind
         when :hit then out[k] = v
         when :absent then nil
@@ -115,7 +119,7 @@ module Kura
         when :no_write then no_write[k] = true
         when :prev then prev[k] = v
         end
-        misses << k unless %i[hit absent].include?(kind)
+        misses << k unless kind == :hit || kind == :absent
       end
       count(:hits, keys.length - misses.length)
       count(:misses, misses.length)
@@ -519,7 +523,8 @@ module Kura
     def lease_load(keys, no_write, held_at_read, prev, ttl, neg, block, won_at_read = {})
       res = {}
       placeholder = Codec.encode_lease(SecureRandom.random_bytes(16))
-      candidates = keys.reject { |k| no_write[k] || prev.key?(k) || held_at_read.include?(k) || won_at_read.key?(k) }
+      held_set = held_at_read.to_h { |k| [k, true] }
+      candidates = keys.reject { |k| won_at_read.key?(k) || no_write[k] || prev.key?(k) || held_set.key?(k) }
       tried, failed = try_leases(candidates, placeholder)
       won = won_at_read.dup
       held = held_at_read.dup

@@ -50,10 +50,23 @@ module Kura
     NEGATIVE = "\xC1K\x02\x01\x00".b.freeze
     MARSHAL_ID = 128
 
-    FACTORY = MessagePack::Factory.new.tap do |f|
-      f.register_type(-1, ::Time, packer: MessagePack::Time::Packer, unpacker: MessagePack::Time::Unpacker)
+    # The timestamp extension's bytes, as MessagePack::Time::Packer writes
+    # them; a whole second in 32 bits (every record's created_at) without
+    # the Timestamp object and its branches.
+    TIME_PACKER = lambda do |t|
+      sec = t.tv_sec
+      nsec = t.tv_nsec
+      if nsec.zero? && sec >= 0 && sec <= 0xFFFF_FFFF
+        [sec].pack('N')
+      else
+        MessagePack::Timestamp.to_msgpack_ext(sec, nsec)
+      end
     end
-    private_constant :FACTORY
+
+    FACTORY = MessagePack::Factory.new.tap do |f|
+      f.register_type(-1, ::Time, packer: TIME_PACKER, unpacker: MessagePack::Time::Unpacker)
+    end
+    private_constant :FACTORY, :TIME_PACKER
 
     attr_reader :serializer, :compressor, :compact
 
@@ -175,7 +188,16 @@ module Kura
         end
       end
       digest = dict_id.positive? ? @dicts[dict_id][:digest] : nil
-      header = if @compact
+      header = if @compact && comp <= 1 && !digest && !ttl&.positive?
+                 # a batch's values share one header (no length in it): built once
+                 memo = @header_memo
+                 unless memo && memo[0] == ser && memo[1] == comp && memo[2] == schema && memo[3] == written
+                   memo = [ser, comp, schema, written,
+                           compact_header(ser, comp, 0, 0, schema, written, nil, nil, nil).freeze].freeze
+                   @header_memo = memo
+                 end
+                 String.new(memo[4], capacity: memo[4].bytesize + stored.bytesize)
+               elsif @compact
                  compact_header(ser, comp, dict_id, payload.bytesize, schema, written, ttl, cost, digest)
                else
                  v2_header(ser, comp, dict_id, payload.bytesize, schema, written, ttl, cost, digest)
@@ -200,13 +222,26 @@ module Kura
 
     def serialize(value)
       case @serializer
-      when :msgpack then FACTORY.dump(Codec.to_wire(value, plain: @plain_only)).b
+      when :msgpack then pack(Codec.to_wire(value, plain: @plain_only))
       when :json then JSON.generate(Codec.to_wire(value, json: true, plain: @plain_only)).b
       when :raw
         raise ArgumentError, 'kura: the raw serializer takes a String' unless value.is_a?(String)
 
         value.b
       when :idlist then encode_idlist(value)
+      end
+    end
+
+    # msgpack bytes of a wire value through the thread's packer (one per
+    # thread and reused: a batch of 5,000 records allocates no packer).
+    def pack(wire)
+      pk = (Thread.current[:kura_packer] ||= FACTORY.packer)
+      pk.clear
+      begin
+        pk.write(wire)
+        pk.to_s
+      ensure
+        pk.clear
       end
     end
 
@@ -248,24 +283,29 @@ module Kura
       end
     end
 
-    # Key orders by key list: records of one shape share one sort.
+    # Key orders by key list: records of one shape share one sort. The
+    # cached entry is [order, every key a String].
     @key_orders = {}
     @key_orders_lock = Mutex.new
-    SCALARS = [NilClass, TrueClass, FalseClass, Integer, Float, String].freeze
+    # Values msgpack writes as they are (a Time as the timestamp extension).
+    AS_IS_LIST = [NilClass, TrueClass, FalseClass, Integer, Float, String, ::Time].freeze
 
     def self.sorted_map(h, json, plain = false)
       keys = h.keys
-      order = @key_orders[keys]
+      order, strings = @key_orders[keys]
       unless order
         order = keys.sort_by { |k| (k.is_a?(String) ? k : k.to_s).b }.freeze
+        strings = keys.all?(String)
         @key_orders_lock.synchronize do
           @key_orders.clear if @key_orders.size >= 1024
-          @key_orders[keys.freeze] = order
+          @key_orders[keys.freeze] = [order, strings].freeze
         end
       end
-      # Already in order with string keys and scalar values: as it is.
-      if !json && order == keys && keys.all?(String) && h.each_value.all? { |v| SCALARS.include?(v.class) }
-        return h
+      # String keys and values msgpack writes as they are (most records):
+      # the pairs in key order by C calls (values' classes, slice), with no
+      # Ruby step per field.
+      if strings && !json && (h.values.map(&:class) - AS_IS_LIST).empty?
+        return order == keys ? h : h.slice(*order)
       end
 
       out = {}

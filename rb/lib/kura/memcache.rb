@@ -51,6 +51,11 @@ module Kura
     # The wire token of key and whether it needs the b flag.
     PLAIN_KEY = /\A[\x21-\x7e]{1,250}\z/.freeze
 
+    # A key sent as it is (printable ASCII, no space, 1 to 250 bytes).
+    def plain_key?(key)
+      key.is_a?(String) && key.ascii_only? && key.match?(PLAIN_KEY)
+    end
+
     def wire_key(key)
       key = key.to_s
       # the common case: printable ASCII, no space, at most 250 bytes
@@ -108,6 +113,34 @@ module Kura
       line
     end
 
+    # A quiet pipeline built as bytes (ended by mn) and its request count:
+    # the batch paths (reads, lease reads, write-backs, fills) write their
+    # requests straight into one buffer per server, with no Hash per request.
+    RawBatch = Struct.new(:bytes, :count)
+
+    # Appends `mg <key> [b] <flags> q O<opaque>` (flags: " v", " v c N30", ...).
+    def append_mg(out, key, flags, opaque)
+      token = key
+      b64 = false
+      token, b64 = wire_key(key) unless plain_key?(key)
+      out << 'mg ' << token
+      out << ' b' if b64
+      out << flags << ' q O' << opaque.to_s << "\r\n"
+    end
+
+    # Appends `ms <key> <len> [b] T<ttl> [C<cas>] q O<opaque>` and the value.
+    def append_ms(out, key, value, ttl, cas, opaque)
+      token = key
+      b64 = false
+      token, b64 = wire_key(key) unless plain_key?(key)
+      value = value.b unless value.encoding == Encoding::BINARY
+      out << 'ms ' << token << ' ' << value.bytesize.to_s
+      out << ' b' if b64
+      out << ' T' << ttl.to_s
+      out << ' C' << cas.to_s if cas&.positive?
+      out << ' q O' << opaque.to_s << "\r\n" << value << "\r\n"
+    end
+
     # One connection to one server: requests are written, then their
     # answers read, in order. Any failure closes it; the next use redials.
     class Connection
@@ -123,6 +156,7 @@ module Kura
         @max_value = max_value
         @sock = nil
         @buf = +''.b
+        @pos = 0
       end
 
       def close
@@ -132,6 +166,7 @@ module Kura
       ensure
         @sock = nil
         @buf = +''.b
+        @pos = 0
       end
 
       def connected?
@@ -150,6 +185,14 @@ module Kura
           reqs.each { |r| out << Memcache.encode(r) }
         end
         write_all(sock, out, deadline)
+      rescue SystemCallError, IOError, SocketError => e
+        close
+        raise StoreError.new(@addr, "#{e.class}: #{e.message}")
+      end
+
+      # Sends a RawBatch's bytes (a quiet pipeline ended by mn).
+      def start_raw(bytes, deadline)
+        write_all(dial(deadline), bytes, deadline)
       rescue SystemCallError, IOError, SocketError => e
         close
         raise StoreError.new(@addr, "#{e.class}: #{e.message}")
@@ -178,6 +221,10 @@ module Kura
         else
           n.times { |i| out[i] = read_response(deadline) }
         end
+        if @pos == @buf.bytesize
+          @buf = +''.b
+          @pos = 0
+        end
         out
       rescue ProtocolError => e
         close
@@ -204,6 +251,7 @@ module Kura
         @sock.setsockopt(Socket::IPPROTO_TCP, Socket::TCP_NODELAY, 1)
         @sock.sync = true
         @buf = +''.b
+        @pos = 0
         @sock
       rescue Errno::ETIMEDOUT
         raise StoreError.new(@addr, 'connect timed out')
@@ -233,7 +281,12 @@ module Kura
         raise StoreError.new(@addr, 'timed out')
       end
 
+      # Reads more bytes; what was parsed (before @pos) is dropped first.
       def fill(deadline)
+        if @pos.positive?
+          @buf = @buf.byteslice(@pos, @buf.bytesize - @pos)
+          @pos = 0
+        end
         chunk = @sock.read_nonblock(65_536, exception: false)
         case chunk
         when :wait_readable then wait(@sock, :wait_readable, deadline)
@@ -242,58 +295,76 @@ module Kura
         end
       end
 
+      # The next line (without CRLF); the buffer is read from @pos on, not
+      # sliced per line (5,000 answers of a batch are one buffer).
       def read_line(deadline)
         loop do
-          nl = @buf.index("\n")
+          nl = @buf.index("\n", @pos)
           if nl
-            raise ProtocolError, 'response line longer than 8 KiB' if nl > MAX_LINE
-            raise ProtocolError, 'response line not ended by CRLF' if nl.zero? || @buf.getbyte(nl - 1) != 13
+            len = nl - @pos
+            raise ProtocolError, 'response line longer than 8 KiB' if len > MAX_LINE
+            raise ProtocolError, 'response line not ended by CRLF' if len.zero? || @buf.getbyte(nl - 1) != 13
 
-            line = @buf.byteslice(0, nl - 1)
-            @buf = @buf.byteslice(nl + 1, @buf.bytesize - nl - 1)
+            line = @buf.byteslice(@pos, len - 1)
+            @pos = nl + 1
             return line
           end
-          raise ProtocolError, 'response line longer than 8 KiB' if @buf.bytesize > MAX_LINE
+          raise ProtocolError, 'response line longer than 8 KiB' if @buf.bytesize - @pos > MAX_LINE
 
           fill(deadline)
         end
       end
 
+      STATUSES = %w[HD VA EN NF NS EX MN].to_h { |c| [c, c.freeze] }.freeze
+      ERRORS = %w[ERROR CLIENT_ERROR SERVER_ERROR].freeze
+      DIGITS = /\A\d{1,20}\z/.freeze
+      private_constant :STATUSES, :ERRORS, :DIGITS
+
       def read_response(deadline)
         line = read_line(deadline)
-        code, *flags = line.split(' ')
-        return ServerError.new(code, flags.join(' ')) if %w[ERROR CLIENT_ERROR SERVER_ERROR].include?(code)
-        raise ProtocolError, "unknown response #{line[0, 64].inspect}" unless %w[HD VA EN NF NS EX MN].include?(code)
+        flags = line.split(' ')
+        code = flags[0]
+        status = STATUSES[code]
+        unless status
+          return ServerError.new(code, flags.drop(1).join(' ')) if ERRORS.include?(code)
 
-        r = Response.new(code, nil, 0, nil, false, false, false)
-        if code == 'VA'
-          len = flags.shift
+          raise ProtocolError, "unknown response #{line[0, 64].inspect}"
+        end
+
+        r = Response.new(status, nil, 0, nil, false, false, false)
+        i = 1
+        if status == 'VA'
+          len = flags[1]
           raise ProtocolError, "bad VA length #{len.inspect}" unless len&.match?(/\A\d{1,10}\z/)
 
           len = len.to_i
           raise ProtocolError, "value of #{len} bytes over the #{@max_value}-byte limit" if len > @max_value
 
-          fill(deadline) while @buf.bytesize < len + 2
-          raise ProtocolError, 'data block not ended by CRLF' unless @buf.byteslice(len, 2) == "\r\n"
+          fill(deadline) while @buf.bytesize - @pos < len + 2
+          raise ProtocolError, 'data block not ended by CRLF' unless @buf.getbyte(@pos + len) == 13 && @buf.getbyte(@pos + len + 1) == 10
 
-          r.value = @buf.byteslice(0, len)
-          @buf = @buf.byteslice(len + 2, @buf.bytesize - len - 2)
+          r.value = @buf.byteslice(@pos, len)
+          @pos += len + 2
+          i = 2
         end
-        flags.each do |f|
-          arg = f[1..]
-          case f[0]
-          when 'O' then r.opaque = digits(f, arg, 0xFFFF_FFFF)
-          when 'c' then r.cas = digits(f, arg, 0xFFFF_FFFF_FFFF_FFFF)
-          when 'W' then r.won = true
-          when 'Z' then r.already_won = true
-          when 'X' then r.stale = true
+        n = flags.length
+        while i < n
+          f = flags[i]
+          i += 1
+          case f.getbyte(0)
+          when 79 then r.opaque = digits(f, 0xFFFF_FFFF) # O
+          when 99 then r.cas = digits(f, 0xFFFF_FFFF_FFFF_FFFF) # c
+          when 87 then r.won = true # W
+          when 90 then r.already_won = true # Z
+          when 88 then r.stale = true # X
           end
         end
         r
       end
 
-      def digits(f, arg, max)
-        raise ProtocolError, "bad flag #{f[0, 64].inspect}" unless arg.match?(/\A\d{1,20}\z/) && arg.to_i <= max
+      def digits(f, max)
+        arg = f.byteslice(1, f.bytesize - 1)
+        raise ProtocolError, "bad flag #{f[0, 64].inspect}" unless arg.match?(DIGITS) && arg.to_i <= max
 
         arg.to_i
       end

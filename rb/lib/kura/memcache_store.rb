@@ -60,7 +60,7 @@ module Kura
 
     # {node => [String|nil]}: lease placeholders and stale items read as absent.
     def get_batch(groups, timeout: @timeout)
-      run(groups, timeout) { |keys| keys.map { |k| { cmd: 'mg', key: k, v: true } } }
+      run(groups, timeout) { |keys| raw_mg(keys, ' v') }
         .transform_values do |out|
           next out if out.is_a?(StoreError)
 
@@ -92,7 +92,8 @@ module Kura
     # round trip. {node => [[:value, bytes] | [:won, cas] | [:held] | [:miss]] | StoreError}
     def read_lease(groups, ttl_ms, timeout: @timeout)
       secs = [1, Memcache.ttl_seconds(ttl_ms)].max
-      run(groups, timeout) { |keys| keys.map { |k| { cmd: 'mg', key: k, v: true, c: true, vivify: secs } } }
+      flags = " v c N#{secs}"
+      run(groups, timeout) { |keys| raw_mg(keys, flags) }
         .transform_values do |out|
           next out if out.is_a?(StoreError)
 
@@ -111,7 +112,11 @@ module Kura
     # groups: {node => [[key, bytes, ttl_ms], ...]} -> {node => nil | StoreError}
     def set_batch(groups, timeout: @timeout)
       now = Time.now.to_i
-      run(groups, timeout) { |items| items.map { |k, v, t| { cmd: 'ms', key: k, value: v, ttl: Memcache.ttl_seconds(t, now) } } }
+      run(groups, timeout) do |items|
+        out = String.new(capacity: items.sum { |it| it[1].bytesize + 64 }, encoding: Encoding::BINARY)
+        items.each_with_index { |(k, v, t), i| Memcache.append_ms(out, k, v, Memcache.ttl_seconds(t, now), nil, i + 1) }
+        Memcache::RawBatch.new(out << "mn\r\n", items.length)
+      end
         .transform_values { |out| out.is_a?(StoreError) ? out : first_error(out, %w[HD]) }
     end
 
@@ -204,11 +209,21 @@ module Kura
     def run_fill(groups, send, cas, now, deadline)
       g = send.reject { |_, idx| idx.empty? }
       run(g, deadline - now_mono) do |idx, n|
-        idx.map do |i|
-          k, v, t, = groups[n][i]
-          { cmd: 'ms', key: k, value: v, ttl: Memcache.ttl_seconds(t, now), cas: cas[n][i] }
+        items = groups[n]
+        out = String.new(capacity: idx.sum { |i| items[i][1].bytesize + 80 }, encoding: Encoding::BINARY)
+        idx.each_with_index do |i, j|
+          k, v, t, = items[i]
+          Memcache.append_ms(out, k, v, Memcache.ttl_seconds(t, now), cas[n][i], j + 1)
         end
+        Memcache::RawBatch.new(out << "mn\r\n", idx.length)
       end
+    end
+
+    # A quiet pipeline of mg requests with flags, as one buffer.
+    def raw_mg(keys, flags)
+      out = String.new(capacity: keys.length * (flags.length + 48), encoding: Encoding::BINARY)
+      keys.each_with_index { |k, i| Memcache.append_mg(out, k, flags, i + 1) }
+      Memcache::RawBatch.new(out << "mn\r\n", keys.length)
     end
 
     def now_mono
@@ -257,13 +272,20 @@ module Kura
       started = {}
       out = {}
       up_groups(groups, out).each do |node, items|
-        reqs = yield(items, node)
         conn = checkout(node)
-        quiet = reqs.length > 1 || reqs.any? { |r| r[:cmd] == 'ms' || r[:cmd] == 'md' }
         begin
-          conn.start(reqs, quiet, deadline)
+          reqs = yield(items, node)
+          if reqs.is_a?(Memcache::RawBatch)
+            conn.start_raw(reqs.bytes, deadline)
+            n = reqs.count
+            quiet = true
+          else
+            quiet = reqs.length > 1 || reqs.any? { |r| r[:cmd] == 'ms' || r[:cmd] == 'md' }
+            conn.start(reqs, quiet, deadline)
+            n = reqs.length
+          end
           @lock.synchronize { @trips[node] += 1 }
-          started[node] = [conn, reqs.length, quiet]
+          started[node] = [conn, n, quiet]
         rescue StoreError, ArgumentError => e
           out[node] = e.is_a?(StoreError) ? e : StoreError.new(node, e.message)
           conn.close

@@ -20,10 +20,25 @@ module Kura
         sorted = pts.each_with_index.sort_by { |(v, _), i| [v, i] }.map(&:first)
         @points = sorted.map(&:first)
         @owners = sorted.map(&:last)
+        # The first point at or above each 2^20-wide bucket of the 32-bit
+        # circle: ceil starts there and steps (a few points at most)
+        # instead of a binary search with a Ruby block per step.
+        n = @points.length
+        @start = Array.new(BUCKETS) { |b| @points.bsearch_index { |p| p >= (b << BUCKET_SHIFT) } || n }
       end
+
+      BUCKETS = 4096
+      BUCKET_SHIFT = 20
 
       # The owner of the first point at or after h, wrapping to the first.
       def ceil(h)
+        if h >= 0 && h <= 0xFFFF_FFFF
+          i = @start[h >> BUCKET_SHIFT]
+          pts = @points
+          n = pts.length
+          i += 1 while i < n && pts[i] < h
+          return @owners[i == n ? 0 : i]
+        end
         i = @points.bsearch_index { |p| p >= h } || 0
         @owners[i]
       end
@@ -78,7 +93,7 @@ module Kura
       end
 
       def index(key)
-        @c.ceil(Digest::MD5.digest(key.to_s.b).unpack1('V'))
+        @c.ceil(Digest::MD5.digest(key.to_s).unpack1('V'))
       end
 
       def server(key)
