@@ -112,7 +112,7 @@ func pricedMoves(res *Result) error {
 		[]string{"price per GB-hour", p.Price(c.From.Row.Quote.PerGBHour), p.Price(c.To.Row.Quote.PerGBHour), c.To.Row.PriceOrigin(cat)},
 		[]string{"per month", p.Money(c.From.MonthlyCost), p.Money(c.To.MonthlyCost), fmt.Sprintf("%s (%s)", p.Signed(c.CostDelta), plan.Pct(c.CostPct))})
 	res.Tables = append(res.Tables, t)
-	res.Charts = append(res.Charts, Chart{Title: "Fewer, bigger instances: monthly cost at the same total memory", Unit: "USD a month",
+	res.Charts = append(res.Charts, Chart{Title: "Fewer, bigger instances: US dollars a month at the same total memory", Unit: "USD",
 		Note: "on-demand prices of the catalog as shipped (" + c.To.Row.PriceOrigin(cat) + "), 730 hours a month",
 		Bars: []Bar{{Label: "24 × M2, 10 GB", Value: c.From.MonthlyCost}, {Label: "6 × M4, 40 GB", Value: c.To.MonthlyCost, Kura: true}}})
 	res.note("kura plan: %s (The 40%% CPU share today is a sample figure.)", c.Why)
