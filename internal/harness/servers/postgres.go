@@ -19,6 +19,10 @@ type PostgresConfig struct {
 	// Args are extra "-c name=value" settings passed through verbatim, as
 	// "name=value" strings.
 	Args []string
+	// Logical turns on logical replication (wal_level=logical, with
+	// replication slots and WAL senders to spare) for the change stream
+	// (cdc/pgsource). It does not change the other settings.
+	Logical bool
 }
 
 // Postgres is a running private PostgreSQL with a superuser "kura" that
@@ -90,6 +94,9 @@ func StartPostgres(ctx context.Context, cfg PostgresConfig) (*Postgres, error) {
 			"-c", "listen_addresses=127.0.0.1",
 			"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
 			"-c", "shared_buffers=32MB", "-c", "max_connections=100"}
+		if cfg.Logical {
+			args = append(args, "-c", "wal_level=logical", "-c", "max_replication_slots=10", "-c", "max_wal_senders=10")
+		}
 		for _, a := range cfg.Args {
 			args = append(args, "-c", a)
 		}
