@@ -29,6 +29,9 @@ type Options struct {
 	// REPLICATION attribute. Give the password through PGPASSWORD or a
 	// passfile (passfile=... or PGPASSFILE), never in the string.
 	ConnString string
+	// Password, when set, is the role's password (read by the caller from
+	// a file or a secret store); it overrides PGPASSWORD and the passfile.
+	Password string
 	// Mapping says which tables and columns matter: the publication
 	// covers its tables and the replica identity check its columns.
 	Mapping *cdc.Mapping
@@ -74,6 +77,9 @@ func New(opts Options) (*Source, error) {
 	cfg, err := pgconn.ParseConfig(opts.ConnString)
 	if err != nil {
 		return nil, fmt.Errorf("pgsource: the connection string does not parse (%s)", redactErr(err, opts.ConnString))
+	}
+	if opts.Password != "" {
+		cfg.Password = opts.Password
 	}
 	if opts.Slot == "" {
 		opts.Slot = "kura_cdc"
@@ -164,6 +170,9 @@ func (s *Source) Close() error {
 
 func (s *Source) connConfig() *pgx.ConnConfig {
 	cfg, _ := pgx.ParseConfig(s.opts.ConnString) // parsed in New
+	if s.opts.Password != "" {
+		cfg.Password = s.opts.Password
+	}
 	return cfg
 }
 
