@@ -46,6 +46,13 @@ type targetMetrics struct {
 	mu            sync.Mutex
 	err           string
 	since         time.Time
+	busySince     time.Time // when the call in flight began (zero: none)
+}
+
+func (t *targetMetrics) busy(since time.Time) {
+	t.mu.Lock()
+	t.busySince = since
+	t.mu.Unlock()
 }
 
 func (t *targetMetrics) setErr(err error, since time.Time) {
@@ -159,6 +166,9 @@ func (m *Metrics) Status() string {
 		if t.err != "" {
 			failing = true
 			parts = append(parts, fmt.Sprintf("%s failing for %s (%s)", t.name, time.Since(t.since).Round(time.Second), t.err))
+		} else if !t.busySince.IsZero() && time.Since(t.busySince) > 250*time.Millisecond {
+			failing = true
+			parts = append(parts, fmt.Sprintf("%s stalled for %s (no answer to an invalidation)", t.name, time.Since(t.busySince).Round(100*time.Millisecond)))
 		} else {
 			parts = append(parts, t.name+" ok")
 		}

@@ -280,7 +280,9 @@ func (r *runner) apply(ctx context.Context, i int, keys, prefixes []string) erro
 	t := &r.opts.Targets[i]
 	tm := r.m.target(i)
 	var since time.Time
+	defer tm.busy(time.Time{})
 	for n := 0; ; n++ {
+		tm.busy(time.Now())
 		err := t.invalidate(ctx, keys)
 		if err == nil && len(prefixes) > 0 {
 			var walked int

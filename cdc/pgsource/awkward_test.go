@@ -183,3 +183,62 @@ func TestIdleMappedTablesStillAdvanceTheSlot(t *testing.T) {
 		t.Fatalf("the slot trailed the WAL by %d bytes (> %d): an idle slot does not advance", maxRetained, bound)
 	}
 }
+
+// TestTargetDownHoldsTheSlotThenHitsTheCeiling: with memcached stopped,
+// the invalidations wait, the slot's confirmed position stays where it
+// was, and once the retained WAL passes the ceiling Run fails loudly.
+func TestTargetDownHoldsTheSlotThenHitsTheCeiling(t *testing.T) {
+	f := newFixture(t, true)
+	m := f.mcProc
+	applied, stop := f.run(t, func(o *cdc.Options) {
+		o.MaxRetainedBytes = 4 << 20
+		o.BacklogEvery = 100 * time.Millisecond
+	})
+	waitApplied(t, applied, func(a cdc.Applied) bool { return len(a.Tables) > 0 })
+	if err := m.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = m.Resume() }()
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, f.pg.DSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	var before string
+	if err := c.QueryRow(ctx, "SELECT pg_current_wal_insert_lsn()::text").Scan(&before); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 40; i++ {
+		exec(t, f.pg.DSN(), fmt.Sprintf("INSERT INTO %s SELECT g, 'c', 0, repeat('w', 300) FROM generate_series(%d, %d) g", f.table, i*1000+1, i*1000+1000))
+		if i == 0 {
+			// At or past the first transaction's commit.
+			if err := c.QueryRow(ctx, "SELECT pg_current_wal_insert_lsn()::text").Scan(&before); err != nil {
+				t.Fatal(err)
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(500 * time.Millisecond)
+	var past bool
+	var after string
+	if err := c.QueryRow(ctx, "SELECT confirmed_flush_lsn > $1::pg_lsn, confirmed_flush_lsn::text FROM pg_replication_slots WHERE slot_name = $2", before, f.slot).Scan(&past, &after); err != nil {
+		t.Fatal(err)
+	}
+	if past {
+		t.Errorf("the slot confirmed %s, past the first commit (%s) while a target was down", after, before)
+	}
+	select {
+	case err := <-f.done:
+		if !errors.Is(err, cdc.ErrRetainedCeiling) {
+			t.Fatalf("Run ended with %v, want ErrRetainedCeiling", err)
+		}
+		if !strings.Contains(err.Error(), "memcached stalled") {
+			t.Errorf("the error does not say which target holds the slot back: %v", err)
+		}
+		t.Logf("%v", err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("Run did not stop at the retained-WAL ceiling within 20s")
+	}
+	_ = stop
+}

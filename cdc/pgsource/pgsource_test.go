@@ -86,6 +86,8 @@ type fixture struct {
 	records *kura.Keyed[int64, string]
 	byCat   *kura.Index[string, int64, string]
 	mapping *cdc.Mapping
+	mcProc  *servers.Memcached
+	done    chan error
 }
 
 func newFixture(t *testing.T, identityFull bool) *fixture {
@@ -110,7 +112,7 @@ func newFixture(t *testing.T, identityFull bool) *fixture {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ms.Close() })
-	f.redis, f.mc = rs, ms
+	f.redis, f.mc, f.mcProc = rs, ms, m
 	c, err := kura.New[string](rs, kura.Options{Name: "items"})
 	if err != nil {
 		t.Fatal(err)
@@ -168,7 +170,12 @@ func (f *fixture) run(t *testing.T, mod func(*cdc.Options)) (applied chan cdc.Ap
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- cdc.Run(ctx, opts) }()
+	f.done = make(chan error, 2)
+	go func() {
+		err := cdc.Run(ctx, opts)
+		f.done <- err
+		done <- err
+	}()
 	var once sync.Once
 	var runErr error
 	stop = func() error {
