@@ -60,7 +60,8 @@ type Value struct {
 }
 
 // Row is a row image: its columns' values by name. A column missing from
-// the map is unknown, as Value.Unknown.
+// the map is unknown, as Value.Unknown; a source may leave out the
+// columns no rule reads.
 type Row map[string]Value
 
 // Change is one row change of a committed transaction.

@@ -87,31 +87,46 @@ func viewRule[K comparable](table, column string, key func(K) string, parse func
 }
 
 // viewPrefix finds the constant part every key of a view starts with:
-// the key of the empty string for string ids, the common start of the
-// keys of 0 and 1 for integer ids.
+// the longest common start of the keys of sample ids spread over the id
+// type's range (so a key function that pads, like %08d, is not taken for
+// a longer prefix than it keeps for every id).
 func viewPrefix[K comparable](key func(K) string) (string, error) {
 	var zero K
 	rv := reflect.ValueOf(&zero).Elem()
-	var a, b string
+	var keys []string
 	switch rv.Kind() {
 	case reflect.String:
-		return key(zero), nil
+		for _, s := range []string{"", "0", "9", "a", "Z", "~", "\x00", "\xff", "key with spaces"} {
+			rv.SetString(s)
+			keys = append(keys, key(zero))
+		}
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		a = key(zero)
-		rv.SetInt(1)
-		b = key(zero)
+		bits := rv.Type().Bits()
+		for _, n := range []int64{0, 1, -1, 9, 10, 99, 12345, 1<<(bits-1) - 1, -1 << (bits - 1)} {
+			rv.SetInt(n)
+			keys = append(keys, key(zero))
+		}
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		a = key(zero)
-		rv.SetUint(1)
-		b = key(zero)
+		bits := rv.Type().Bits()
+		for _, n := range []uint64{0, 1, 9, 10, 99, 12345, 1<<bits - 1} {
+			rv.SetUint(n)
+			keys = append(keys, key(zero))
+		}
 	default:
 		return "", errors.New("cannot tell the key prefix of this id type: build the Rule by hand with its Prefix")
 	}
-	n := 0
-	for n < len(a) && n < len(b) && a[n] == b[n] {
-		n++
+	p := keys[0]
+	for _, k := range keys[1:] {
+		n := 0
+		for n < len(p) && n < len(k) && p[n] == k[n] {
+			n++
+		}
+		p = p[:n]
 	}
-	return a[:n], nil
+	if p == "" {
+		return "", errors.New("the view's keys share no prefix (a TRUNCATE could not find them): give the view a Prefix")
+	}
+	return p, nil
 }
 
 func parserFor[K comparable]() (func(string) (K, error), error) {
@@ -297,7 +312,10 @@ func (m *Mapping) Keys(dst []string, c *Change) ([]string, error) {
 	var vals []string
 	for ri := range rules {
 		r := &rules[ri]
-		vals = append(vals[:0], make([]string, len(r.Columns))...)
+		if cap(vals) < len(r.Columns) {
+			vals = make([]string, len(r.Columns))
+		}
+		vals = vals[:len(r.Columns)]
 		for side, img := range imgs {
 			if img == nil {
 				continue

@@ -418,6 +418,7 @@ type relation struct {
 	table  string
 	mapped bool
 	cols   []string // column names by position
+	want   []bool   // by position: a column the mapping reads
 }
 
 func (s *Source) loop(ctx context.Context, conn *pgconn.PgConn, h cdc.Handler) error {
@@ -493,8 +494,13 @@ func (s *Source) loop(ctx context.Context, conn *pgconn.PgConn, h cdc.Handler) e
 				case *pglogrepl.RelationMessage:
 					r := &relation{table: msg.Namespace + "." + msg.RelationName}
 					r.mapped = s.opts.Mapping.Mapped(r.table)
+					wanted := map[string]bool{}
+					for _, c := range s.opts.Mapping.Columns(r.table) {
+						wanted[c] = true
+					}
 					for _, c := range msg.Columns {
 						r.cols = append(r.cols, c.Name)
+						r.want = append(r.want, wanted[c.Name])
 					}
 					rels[msg.RelationID] = r
 				case *pglogrepl.BeginMessage:
@@ -575,15 +581,19 @@ func rel(rels map[uint32]*relation, id uint32) (*relation, error) {
 	return r, nil
 }
 
-// row decodes a tuple into a cdc.Row of text values.
+// row decodes the columns the mapping reads of a tuple into a cdc.Row of
+// text values.
 func row(r *relation, t *pglogrepl.TupleData) cdc.Row {
 	if t == nil {
 		return nil
 	}
-	out := make(cdc.Row, len(t.Columns))
+	out := make(cdc.Row, 2)
 	for i, c := range t.Columns {
 		if i >= len(r.cols) {
 			break
+		}
+		if !r.want[i] {
+			continue
 		}
 		switch c.DataType {
 		case 'n':
