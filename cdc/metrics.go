@@ -24,6 +24,7 @@ type Metrics struct {
 	// pending are the commit times of transactions received and not yet
 	// applied, oldest first: the lag is the age of the first.
 	pending []time.Time
+	head    int // pending[head:] are pending
 	last    Applied
 
 	streamErrors  atomic.Int64
@@ -93,6 +94,10 @@ func (m *Metrics) target(i int) *targetMetrics {
 
 func (m *Metrics) received(commit time.Time) {
 	m.mu.Lock()
+	if m.head > 0 && m.head >= len(m.pending)/2 {
+		m.pending = append(m.pending[:0], m.pending[m.head:]...)
+		m.head = 0
+	}
 	m.pending = append(m.pending, commit)
 	m.mu.Unlock()
 }
@@ -101,8 +106,7 @@ func (m *Metrics) applied(a Applied) {
 	m.txns.Add(int64(a.Txns))
 	m.batches.Add(1)
 	m.mu.Lock()
-	n := min(a.Txns, len(m.pending))
-	m.pending = append(m.pending[:0], m.pending[n:]...)
+	m.head += min(a.Txns, len(m.pending)-m.head)
 	m.last = a
 	m.mu.Unlock()
 	if a.Txns > 0 {
@@ -137,24 +141,24 @@ func (m *Metrics) setSourceErr(err error) {
 func (m *Metrics) Lag() time.Duration {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if len(m.pending) == 0 {
+	if m.head == len(m.pending) {
 		return 0
 	}
-	return max(0, time.Since(m.pending[0]))
+	return max(0, time.Since(m.pending[m.head]))
 }
 
 // Pending is how many received transactions wait to be applied.
 func (m *Metrics) Pending() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return len(m.pending)
+	return len(m.pending) - m.head
 }
 
 // Status is one line that says whether the cache is caught up: the
 // confirmed position, the lag, the retained log and each target's state.
 func (m *Metrics) Status() string {
 	m.mu.Lock()
-	pending, confirmed, bl, srcErr := len(m.pending), m.confirmed, m.backlog, m.sourceErr
+	pending, confirmed, bl, srcErr := len(m.pending)-m.head, m.confirmed, m.backlog, m.sourceErr
 	ts := append([]*targetMetrics(nil), m.targets...)
 	m.mu.Unlock()
 	lag := m.Lag()

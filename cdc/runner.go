@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"golang.org/x/sync/semaphore"
 )
 
 // Options configure Run. Source, Mapping and at least one Target are
@@ -31,6 +33,12 @@ type Options struct {
 	// fails with ErrRetainedCeiling instead of filling the database's
 	// disk. If zero, no ceiling.
 	MaxRetainedBytes int64
+	// MaxPendingKeys bounds the keys received and not yet applied, all
+	// transactions together: past it, the stream waits for delivery. It
+	// bounds memory while letting many small transactions coalesce into
+	// one batch when a target is slower than the stream. If zero,
+	// 100,000.
+	MaxPendingKeys int
 	// BacklogEvery is how often the upstream's backlog is read for the
 	// metrics and the ceiling. If zero, 1 s.
 	BacklogEvery time.Duration
@@ -80,6 +88,7 @@ type Applied struct {
 
 // txn is a transaction being read, or a batch of them being applied.
 type txn struct {
+	weight    int64 // held of the runner's budget
 	keys      map[string]struct{}
 	perTable  map[string]int
 	whole     map[string]struct{}
@@ -92,7 +101,7 @@ type txn struct {
 }
 
 func newTxn() *txn {
-	return &txn{keys: map[string]struct{}{}, perTable: map[string]int{}, whole: map[string]struct{}{}}
+	return &txn{keys: make(map[string]struct{}, 8), perTable: make(map[string]int, 1), whole: map[string]struct{}{}}
 }
 
 func (t *txn) empty() bool { return len(t.keys) == 0 && len(t.whole) == 0 }
@@ -146,6 +155,9 @@ func Run(ctx context.Context, opts Options) error {
 	if opts.MaxBatchKeys <= 0 {
 		opts.MaxBatchKeys = 5_000
 	}
+	if opts.MaxPendingKeys <= 0 {
+		opts.MaxPendingKeys = 100_000
+	}
 	if opts.BacklogEvery <= 0 {
 		opts.BacklogEvery = time.Second
 	}
@@ -156,7 +168,7 @@ func Run(ctx context.Context, opts Options) error {
 		opts.Metrics = NewMetrics()
 	}
 	opts.Metrics.setTargets(opts.Targets)
-	r := &runner{opts: opts, m: opts.Metrics, ch: make(chan *txn, 64)}
+	r := &runner{opts: opts, m: opts.Metrics, ch: make(chan *txn, 1<<16), budget: semaphore.NewWeighted(int64(opts.MaxPendingKeys))}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	var wg sync.WaitGroup
@@ -175,6 +187,14 @@ type runner struct {
 	opts Options
 	m    *Metrics
 	ch   chan *txn
+	// budget holds a weight per pending transaction (its keys, at least
+	// 1), released once it is applied: MaxPendingKeys in all.
+	budget *semaphore.Weighted
+}
+
+// weight is what a transaction holds of the pending-keys budget.
+func (r *runner) weight(t *txn) int64 {
+	return min(int64(max(1, len(t.keys))), int64(r.opts.MaxPendingKeys))
 }
 
 // stream runs the source, reconnecting after a failure.
@@ -215,11 +235,13 @@ func (r *runner) deliver(ctx context.Context, stop context.CancelCauseFunc) {
 			return
 		case b = <-r.ch:
 		}
+		held := b.weight
 	coalesce:
 		for len(b.keys) < r.opts.MaxBatchKeys {
 			select {
 			case o := <-r.ch:
 				b.merge(o)
+				held += o.weight
 			default:
 				break coalesce
 			}
@@ -257,6 +279,7 @@ func (r *runner) deliver(ctx context.Context, stop context.CancelCauseFunc) {
 		if r.opts.faults.reportEarly == 0 {
 			report()
 		}
+		r.budget.Release(held)
 	}
 }
 
@@ -455,6 +478,10 @@ func (b *builder) Reset(reason string) error {
 }
 
 func (b *builder) push(t *txn) error {
+	t.weight = b.r.weight(t)
+	if err := b.r.budget.Acquire(b.ctx, t.weight); err != nil {
+		return err
+	}
 	select {
 	case b.r.ch <- t:
 		return nil

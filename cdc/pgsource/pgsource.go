@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -432,9 +433,14 @@ func (s *Source) loop(ctx context.Context, conn *pgconn.PgConn, h cdc.Handler) e
 		tick      = min(s.opts.StatusInterval, 100*time.Millisecond)
 		replyNow  bool
 		truncated []string
+		deadline  time.Time
+		netConn   = conn.Conn()
 	)
+	defer func() { _ = netConn.SetReadDeadline(time.Time{}) }()
 	for {
-		if c := s.confirmed.Load(); c > sent || replyNow || time.Since(lastSent) >= s.opts.StatusInterval {
+		// The confirmed position goes out at most every 100 ms (the slot
+		// only needs it to release WAL), or at once when asked.
+		if c := s.confirmed.Load(); replyNow || (c > sent && time.Since(lastSent) >= tick) || time.Since(lastSent) >= s.opts.StatusInterval {
 			if c > sent {
 				sent = c
 			}
@@ -443,14 +449,27 @@ func (s *Source) loop(ctx context.Context, conn *pgconn.PgConn, h cdc.Handler) e
 			}
 			lastSent, replyNow = time.Now(), false
 		}
-		rctx, cancel := context.WithTimeout(ctx, tick)
-		raw, err := conn.ReceiveMessage(rctx)
-		cancel()
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		// A read deadline on the socket, renewed per window rather than
+		// a context per message: pgconn watches a cancellable context
+		// with a callback per call, which cost more than the decoding.
+		// A timeout leaves the connection usable.
+		if now := time.Now(); deadline.Sub(now) < tick/2 {
+			deadline = now.Add(tick)
+			if err := netConn.SetReadDeadline(deadline); err != nil {
+				return fmt.Errorf("pgsource: %w", err)
+			}
+		}
+		raw, err := conn.ReceiveMessage(context.Background())
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			if pgconn.Timeout(err) {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				deadline = time.Time{}
 				continue
 			}
 			return fmt.Errorf("pgsource: receiving: %w", err)
