@@ -88,23 +88,20 @@ type Applied struct {
 
 // txn is a transaction being read, or a batch of them being applied.
 type txn struct {
-	weight    int64 // held of the runner's budget
-	keys      map[string]struct{}
-	perTable  map[string]int
-	whole     map[string]struct{}
-	pos       Position
-	txns      int
-	rows      int
-	commit    time.Time
-	first     time.Time
-	lastFirst time.Time
+	weight   int64 // held of the runner's budget
+	keys     map[string]struct{}
+	perTable map[string]int
+	whole    map[string]struct{}
+	pos      Position
+	txns     int
+	rows     int
+	commit   time.Time
+	first    time.Time
 }
 
 func newTxn() *txn {
 	return &txn{keys: make(map[string]struct{}, 8), perTable: make(map[string]int, 1), whole: map[string]struct{}{}}
 }
-
-func (t *txn) empty() bool { return len(t.keys) == 0 && len(t.whole) == 0 }
 
 // merge folds a later batch into t.
 func (t *txn) merge(o *txn) {
