@@ -19,44 +19,20 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/kuracache/kura/cdc"
+	"github.com/kuracache/kura/cdc/internal/cdctest"
 	"github.com/kuracache/kura/cdc/pgsource"
 	"github.com/kuracache/kura/internal/harness/servers"
-	"github.com/kuracache/kura/internal/harness/servertest"
 	"github.com/kuracache/kura/store"
-	"github.com/kuracache/kura/store/memcache"
-	"github.com/kuracache/kura/store/redisstore"
 )
 
 // benchEnv starts PostgreSQL (logical), Redis and memcached and a table
 // of rows rows, with a mapping of its id column.
 func benchEnv(t *testing.T, rows int) (*servers.Postgres, *pgxpool.Pool, []cdc.Target, *cdc.Mapping) {
-	pg := servertest.Postgres(t, servers.PostgresConfig{Logical: true, Args: []string{"max_wal_size=4GB", "synchronous_commit=on"}})
-	r := servertest.Redis(t, servers.RedisConfig{})
-	m := servertest.Memcached(t, servers.MemcachedConfig{})
-	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, pg.DSN())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	for _, q := range []string{
+	pg, pool := cdctest.StartPostgres(t, []string{"max_wal_size=4GB", "synchronous_commit=on"},
 		"CREATE TABLE items (id bigint PRIMARY KEY, v bigint NOT NULL)",
-		fmt.Sprintf("INSERT INTO items SELECT g, 0 FROM generate_series(1, %d) g", rows),
-	} {
-		if _, err := pool.Exec(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
-	rs, err := redisstore.New(ctx, redisstore.Options{Addrs: []string{r.Addr}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { rs.Close() })
-	ms, err := memcache.New(ctx, memcache.Options{Servers: []string{m.Addr}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ms.Close() })
+		fmt.Sprintf("INSERT INTO items SELECT g, 0 FROM generate_series(1, %d) g", rows))
+	caches := cdctest.StartCaches(t)
+	rs, ms := caches.RS, caches.MS
 	rule, err := cdc.Template("items", "item:{id}")
 	if err != nil {
 		t.Fatal(err)

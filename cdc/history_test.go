@@ -13,16 +13,12 @@ import (
 	"time"
 
 	"github.com/jackc/pglogrepl"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/kuracache/kura"
 	"github.com/kuracache/kura/cdc"
+	"github.com/kuracache/kura/cdc/internal/cdctest"
 	"github.com/kuracache/kura/cdc/pgsource"
-	"github.com/kuracache/kura/internal/harness/servers"
-	"github.com/kuracache/kura/internal/harness/servertest"
 	"github.com/kuracache/kura/store"
-	"github.com/kuracache/kura/store/memcache"
-	"github.com/kuracache/kura/store/redisstore"
 )
 
 type write struct {
@@ -53,35 +49,14 @@ type report struct {
 // before the read's start bind it.
 func history(t *testing.T, dur time.Duration, fault func(*cdc.Options), l1 time.Duration) (violations []string, nreads, nwrites int) {
 	t.Helper()
-	pg := servertest.Postgres(t, servers.PostgresConfig{Logical: true})
-	r := servertest.Redis(t, servers.RedisConfig{})
-	m := servertest.Memcached(t, servers.MemcachedConfig{})
-	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, pg.DSN())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
 	const keys = 40
-	for _, q := range []string{
+	pg, pool := cdctest.StartPostgres(t, nil,
 		"CREATE SEQUENCE ver",
 		"CREATE TABLE hist (id bigint PRIMARY KEY, v bigint NOT NULL)",
-		fmt.Sprintf("INSERT INTO hist SELECT g, nextval('ver') FROM generate_series(1, %d) g", keys),
-	} {
-		if _, err := pool.Exec(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
-	rs, err := redisstore.New(ctx, redisstore.Options{Addrs: []string{r.Addr}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rs.Close()
-	ms, err := memcache.New(ctx, memcache.Options{Servers: []string{m.Addr}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ms.Close()
+		fmt.Sprintf("INSERT INTO hist SELECT g, nextval('ver') FROM generate_series(1, %d) g", keys))
+	caches := cdctest.StartCaches(t)
+	rs, ms := caches.RS, caches.MS
+	ctx := context.Background()
 	views := map[string]*kura.Keyed[int64, int64]{}
 	var rules []cdc.Rule
 	for name, st := range map[string]store.Store{"redis": rs, "memcached": ms} {

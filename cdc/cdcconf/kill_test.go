@@ -24,10 +24,8 @@ import (
 	"github.com/kuracache/kura"
 	"github.com/kuracache/kura/cdc"
 	"github.com/kuracache/kura/cdc/cdcconf"
-	"github.com/kuracache/kura/internal/harness/servers"
-	"github.com/kuracache/kura/internal/harness/servertest"
-	"github.com/kuracache/kura/store/memcache"
-	"github.com/kuracache/kura/store/redisstore"
+	"github.com/kuracache/kura/cdc/internal/cdctest"
+	"github.com/kuracache/kura/store"
 )
 
 // TestMain doubles as the cdc process the kill tests kill: with
@@ -93,26 +91,15 @@ const rows = 200
 // TestKillNineLosesNothing: plain-SQL writers change rows while Go
 // readers fill Redis and memcached through kura (leases on); kura cdc is
 // kill -9'd at random points, a standby takes over when the active one
-// dies, memcached is stopped for 10 s and PostgreSQL restarts. At the end every cached value
-// equals the database's or is absent.
+// dies, memcached is stopped for 10 s and PostgreSQL restarts. At the
+// end every cached value equals the database's or is absent.
 func TestKillNineLosesNothing(t *testing.T) {
-	pg := servertest.Postgres(t, servers.PostgresConfig{Logical: true})
-	r := servertest.Redis(t, servers.RedisConfig{})
-	m := servertest.Memcached(t, servers.MemcachedConfig{})
-	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, pg.DSN())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	for _, q := range []string{
+	pg, pool := cdctest.StartPostgres(t, nil,
 		"CREATE TABLE items (id bigint PRIMARY KEY, v bigint NOT NULL)",
-		fmt.Sprintf("INSERT INTO items SELECT g, 0 FROM generate_series(1, %d) g", rows),
-	} {
-		if _, err := pool.Exec(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
+		fmt.Sprintf("INSERT INTO items SELECT g, 0 FROM generate_series(1, %d) g", rows))
+	caches := cdctest.StartCaches(t)
+	r, m, rs, ms := caches.Redis, caches.Memcached, caches.RS, caches.MS
+	ctx := context.Background()
 	dir := t.TempDir()
 	config := filepath.Join(dir, "cdc.json")
 	conf := fmt.Sprintf(`{"database": {"url": %q},
@@ -122,25 +109,9 @@ func TestKillNineLosesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	rs, err := redisstore.New(ctx, redisstore.Options{Addrs: []string{r.Addr}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rs.Close()
-	ms, err := memcache.New(ctx, memcache.Options{Servers: []string{m.Addr}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ms.Close()
 	var views []*kura.Keyed[int64, int64]
-	for _, st := range []any{rs, ms} {
-		var c *kura.Cache[int64]
-		switch st := st.(type) {
-		case *redisstore.Store:
-			c, err = kura.New[int64](st, kura.Options{Name: "redis", LeaseWait: 200 * time.Millisecond})
-		case *memcache.Store:
-			c, err = kura.New[int64](st, kura.Options{Name: "memcached", LeaseWait: 200 * time.Millisecond})
-		}
+	for name, st := range map[string]store.Store{"redis": rs, "memcached": ms} {
+		c, err := kura.New[int64](st, kura.Options{Name: name, LeaseWait: 200 * time.Millisecond})
 		if err != nil {
 			t.Fatal(err)
 		}

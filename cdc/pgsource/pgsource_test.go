@@ -16,12 +16,11 @@ import (
 
 	"github.com/kuracache/kura"
 	"github.com/kuracache/kura/cdc"
+	"github.com/kuracache/kura/cdc/internal/cdctest"
 	"github.com/kuracache/kura/cdc/pgsource"
 	"github.com/kuracache/kura/internal/harness/servers"
 	"github.com/kuracache/kura/internal/harness/servertest"
 	"github.com/kuracache/kura/store"
-	"github.com/kuracache/kura/store/memcache"
-	"github.com/kuracache/kura/store/redisstore"
 )
 
 var (
@@ -99,19 +98,8 @@ func newFixture(t *testing.T, identityFull bool) *fixture {
 	if identityFull {
 		exec(t, p.DSN(), fmt.Sprintf("ALTER TABLE %s REPLICA IDENTITY FULL", f.table))
 	}
-	r := servertest.Redis(t, servers.RedisConfig{})
-	m := servertest.Memcached(t, servers.MemcachedConfig{})
-	ctx := context.Background()
-	rs, err := redisstore.New(ctx, redisstore.Options{Addrs: []string{r.Addr}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { rs.Close() })
-	ms, err := memcache.New(ctx, memcache.Options{Servers: []string{m.Addr}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ms.Close() })
+	caches := cdctest.StartCaches(t)
+	rs, ms, m := caches.RS, caches.MS, caches.Memcached
 	f.redis, f.mc, f.mcProc = rs, ms, m
 	c, err := kura.New[string](rs, kura.Options{Name: "items"})
 	if err != nil {
