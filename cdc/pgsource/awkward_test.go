@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/kuracache/kura/cdc"
+	"github.com/kuracache/kura/cdc/internal/cdctest"
 )
 
 func TestReplicaIdentityWithoutTheIndexedColumnIsRefused(t *testing.T) {
@@ -241,4 +242,45 @@ func TestTargetDownHoldsTheSlotThenHitsTheCeiling(t *testing.T) {
 		t.Fatal("Run did not stop at the retained-WAL ceiling within 20s")
 	}
 	_ = stop
+}
+
+// TestSlotThatLostWALIsRecreatedAndEverythingInvalidated: a slot whose
+// WAL PostgreSQL removed (max_slot_wal_keep_size) is found "lost" at
+// start; cdc recreates it and invalidates every mapped table whole before
+// streaming (about 100 MB of WAL: 3 s here).
+func TestSlotThatLostWALIsRecreatedAndEverythingInvalidated(t *testing.T) {
+	pg, pool := cdctest.StartPostgres(t, []string{"max_slot_wal_keep_size=16MB", "max_wal_size=64MB", "min_wal_size=32MB"},
+		"CREATE TABLE lost (id bigint PRIMARY KEY, v bigint)", "ALTER TABLE lost REPLICA IDENTITY FULL",
+		"CREATE TABLE filler (id bigserial PRIMARY KEY, pad text)")
+	caches := cdctest.StartCaches(t)
+	rule, err := cdc.Template("lost", "lost:{id}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := cdc.NewMapping(rule)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{pg: pg, table: "lost", slot: "kura_lost", redis: caches.RS, mc: caches.MS, mcProc: caches.Memcached, mapping: m}
+	applied, stop := f.run(t, nil)
+	waitApplied(t, applied, func(a cdc.Applied) bool { return len(a.Tables) > 0 })
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	cdctest.Exec(t, pool, "INSERT INTO lost VALUES (1, 1)")
+	f.put(t, "lost:1", "other:1")
+	for i := 0; i < 10; i++ {
+		cdctest.Exec(t, pool, "INSERT INTO filler (pad) SELECT repeat('x', 1000) FROM generate_series(1, 10000)", "CHECKPOINT")
+	}
+	var status string
+	if err := pool.QueryRow(context.Background(), "SELECT wal_status FROM pg_replication_slots WHERE slot_name = 'kura_lost'").Scan(&status); err != nil {
+		t.Fatal(err)
+	}
+	if status != "lost" {
+		t.Fatalf("wal_status %q after ~100 MB of WAL, want lost", status)
+	}
+	applied, _ = f.run(t, nil)
+	waitApplied(t, applied, func(a cdc.Applied) bool { return len(a.Tables) > 0 && a.Pos == nil })
+	f.waitGone(t, time.Second, "lost:1")
+	f.present(t, "other:1")
 }
