@@ -140,7 +140,11 @@ type Handler interface {
 	Idle(pos Position) error
 	// Reset reports that the history since the last confirmed position
 	// is lost (a new or recreated slot): every mapped table is
-	// invalidated whole before anything after it is confirmed.
+	// invalidated whole before anything after it is confirmed. It
+	// returns once that invalidation has landed on every target, so a
+	// source can record that the reset is done (pgsource publishes its
+	// new slot only then: a crash before leaves no slot, and the next
+	// run resets again).
 	Reset(reason string) error
 }
 

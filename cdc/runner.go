@@ -88,7 +88,8 @@ type Applied struct {
 
 // txn is a transaction being read, or a batch of them being applied.
 type txn struct {
-	weight   int64 // held of the runner's budget
+	weight   int64           // held of the runner's budget
+	waiters  []chan struct{} // closed once the batch is applied and reported
 	keys     map[string]struct{}
 	perTable map[string]int
 	whole    map[string]struct{}
@@ -116,6 +117,7 @@ func (t *txn) merge(o *txn) {
 	}
 	t.txns += o.txns
 	t.rows += o.rows
+	t.waiters = append(t.waiters, o.waiters...)
 	if !o.commit.IsZero() {
 		t.commit = o.commit
 	}
@@ -277,6 +279,9 @@ func (r *runner) deliver(ctx context.Context, stop context.CancelCauseFunc) {
 			report()
 		}
 		r.budget.Release(held)
+		for _, w := range b.waiters {
+			close(w)
+		}
 	}
 }
 
@@ -471,7 +476,17 @@ func (b *builder) Reset(reason string) error {
 		t.whole[tb] = struct{}{}
 	}
 	b.cur = nil
-	return b.push(t)
+	done := make(chan struct{})
+	t.waiters = []chan struct{}{done}
+	if err := b.push(t); err != nil {
+		return err
+	}
+	select {
+	case <-done:
+		return nil
+	case <-b.ctx.Done():
+		return b.ctx.Err()
+	}
 }
 
 func (b *builder) push(t *txn) error {

@@ -107,6 +107,7 @@ func TestLostSlotInvalidatesEverythingMappedBeforeStreaming(t *testing.T) {
 	f := newFixture(t, true)
 	applied, stop := f.run(t, nil)
 	waitApplied(t, applied, func(a cdc.Applied) bool { return len(a.Tables) > 0 })
+	waitSlot(t, f.pg.DSN(), f.slot)
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -264,6 +265,7 @@ func TestSlotThatLostWALIsRecreatedAndEverythingInvalidated(t *testing.T) {
 	f := &fixture{pg: pg, table: "lost", slot: "kura_lost", redis: caches.RS, mc: caches.MS, mcProc: caches.Memcached, mapping: m}
 	applied, stop := f.run(t, nil)
 	waitApplied(t, applied, func(a cdc.Applied) bool { return len(a.Tables) > 0 })
+	waitSlot(t, pg.DSN(), f.slot)
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -283,4 +285,67 @@ func TestSlotThatLostWALIsRecreatedAndEverythingInvalidated(t *testing.T) {
 	waitApplied(t, applied, func(a cdc.Applied) bool { return len(a.Tables) > 0 && a.Pos == nil })
 	f.waitGone(t, time.Second, "lost:1")
 	f.present(t, "other:1")
+}
+
+// waitSlot waits until cdc has published its new slot (after the reset
+// that goes with it landed).
+func waitSlot(t *testing.T, dsn, slot string) {
+	t.Helper()
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		var n int
+		if err := c.QueryRow(ctx, "SELECT count(*) FROM pg_replication_slots WHERE slot_name = $1", slot).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 1 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("slot %s not published within 10s", slot)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestCrashBeforeTheResetLandedResetsAgain: a consumer that dies after
+// creating its slot and before the reset reached every target (here:
+// memcached stopped) leaves no slot under the real name, so the next run
+// resets again instead of streaming as if the cache had been cleared.
+func TestCrashBeforeTheResetLandedResetsAgain(t *testing.T) {
+	f := newFixture(t, true)
+	if err := f.mcProc.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	// Stale: written before cdc ever ran (Redis only: memcached is stopped).
+	if err := f.redis.Set(context.Background(), f.records.Key(5), []byte("old"), time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	_, stop := f.run(t, nil)
+	time.Sleep(time.Second) // the slot is created, the reset waits for memcached
+	_ = stop()              // the crash
+	if err := f.mcProc.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	c, err := pgx.Connect(context.Background(), f.pg.DSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(context.Background())
+	var n int
+	if err := c.QueryRow(context.Background(), "SELECT count(*) FROM pg_replication_slots WHERE slot_name = $1", f.slot).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if n != 0 {
+		t.Fatal("the slot was published before its reset landed on every target")
+	}
+	f.put(t, f.records.Key(5))
+	applied, _ := f.run(t, nil)
+	waitApplied(t, applied, func(a cdc.Applied) bool { return len(a.Tables) > 0 && a.Pos == nil })
+	f.waitGone(t, time.Second, f.records.Key(5))
+	waitSlot(t, f.pg.DSN(), f.slot)
 }

@@ -85,6 +85,9 @@ func New(opts Options) (*Source, error) {
 	if opts.Slot == "" {
 		opts.Slot = "kura_cdc"
 	}
+	if len(opts.Slot) > 59 {
+		return nil, fmt.Errorf("pgsource: slot name %q is longer than 59 characters (PostgreSQL allows 63, and cdc appends _new while it creates the slot)", opts.Slot)
+	}
 	if opts.Publication == "" {
 		opts.Publication = "kura_cdc"
 	}
@@ -391,15 +394,7 @@ func (s *Source) Stream(ctx context.Context, h cdc.Handler) error {
 	}
 	defer conn.Close(context.Background())
 	if fresh {
-		if _, err := pglogrepl.CreateReplicationSlot(ctx, conn, s.opts.Slot, "pgoutput", pglogrepl.CreateReplicationSlotOptions{}); err != nil {
-			if isCode(err, "42710") { // a standby created it first
-				return fmt.Errorf("pgsource: slot %q was created by another consumer meanwhile", s.opts.Slot)
-			}
-			return fmt.Errorf("pgsource: creating replication slot %q: %w", s.opts.Slot, err)
-		}
-		// Everything cached may predate the slot: invalidate it all
-		// before the first change is confirmed.
-		if err := h.Reset(reason); err != nil {
+		if err := s.createSlot(ctx, conn, h, reason); err != nil {
 			return err
 		}
 	}
@@ -413,6 +408,51 @@ func (s *Source) Stream(ctx context.Context, h cdc.Handler) error {
 		return fmt.Errorf("pgsource: starting replication on slot %q: %w", s.opts.Slot, err)
 	}
 	return s.loop(ctx, conn, h)
+}
+
+// pendingSlot is the name a new slot has until the reset that goes with it
+// has been applied.
+func (s *Source) pendingSlot() string { return s.opts.Slot + "_new" }
+
+// createSlot makes a new slot without a window in which a crash loses a
+// reset: the slot is created under a pending name, every mapped table is
+// invalidated (h.Reset returns once that landed on every target), and only
+// then is the slot copied to its real name (same confirmed position) and
+// the pending one dropped. A crash before the copy leaves no slot under
+// the real name, so the next run starts over with a reset; one after it
+// finds the slot and resumes.
+func (s *Source) createSlot(ctx context.Context, rconn *pgconn.PgConn, h cdc.Handler, reason string) error {
+	conn, err := pgx.ConnectConfig(ctx, s.connConfig())
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	pending := s.pendingSlot()
+	// A pending slot left by a consumer that died before its reset
+	// landed: drop it (an active one belongs to a live consumer).
+	if _, err := conn.Exec(ctx, `SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE slot_name = $1 AND NOT active`, pending); err != nil {
+		return fmt.Errorf("pgsource: dropping the leftover slot %q: %w", pending, err)
+	}
+	if _, err := pglogrepl.CreateReplicationSlot(ctx, rconn, pending, "pgoutput", pglogrepl.CreateReplicationSlotOptions{}); err != nil {
+		if isCode(err, "42710") {
+			return fmt.Errorf("pgsource: another consumer is creating slot %q", s.opts.Slot)
+		}
+		return fmt.Errorf("pgsource: creating replication slot %q: %w", pending, err)
+	}
+	// Everything cached may predate the slot: invalidate it all first.
+	if err := h.Reset(reason); err != nil {
+		return err
+	}
+	if _, err := conn.Exec(ctx, "SELECT pg_copy_logical_replication_slot($1, $2)", pending, s.opts.Slot); err != nil {
+		if isCode(err, "42710") {
+			return fmt.Errorf("pgsource: slot %q was created by another consumer meanwhile", s.opts.Slot)
+		}
+		return fmt.Errorf("pgsource: publishing slot %q: %w", s.opts.Slot, err)
+	}
+	if _, err := conn.Exec(ctx, "SELECT pg_drop_replication_slot($1)", pending); err != nil {
+		return fmt.Errorf("pgsource: dropping slot %q: %w", pending, err)
+	}
+	return nil
 }
 
 type relation struct {
