@@ -181,6 +181,8 @@ func (m *Metrics) Status() string {
 	switch {
 	case srcErr != "":
 		b.WriteString("cdc: source down (" + srcErr + ")")
+	case confirmed == "" && m.batches.Load() == 0:
+		b.WriteString("cdc: starting")
 	case pending == 0 && !failing:
 		b.WriteString("cdc: caught up")
 	default:
