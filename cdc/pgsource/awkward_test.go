@@ -113,7 +113,7 @@ func TestLostSlotInvalidatesEverythingMappedBeforeStreaming(t *testing.T) {
 	}
 	// While cdc is down its slot is dropped (an operator, a failover to a
 	// replica without it): the writes in between are lost to the stream.
-	exec(t, f.pg.DSN(), fmt.Sprintf("SELECT pg_drop_replication_slot('%s')", f.slot))
+	dropSlot(t, f.pg.DSN(), f.slot)
 	f.put(t, f.records.Key(7), f.byCat.Lists().Key("z"), "other:1")
 	exec(t, f.pg.DSN(), fmt.Sprintf("INSERT INTO %s VALUES (7, 'z', 1, '')", f.table))
 	applied, _ = f.run(t, nil)
@@ -348,4 +348,26 @@ func TestCrashBeforeTheResetLandedResetsAgain(t *testing.T) {
 	waitApplied(t, applied, func(a cdc.Applied) bool { return len(a.Tables) > 0 && a.Pos == nil })
 	f.waitGone(t, time.Second, f.records.Key(5))
 	waitSlot(t, f.pg.DSN(), f.slot)
+}
+
+// dropSlot drops a slot once its consumer's connection is gone (the
+// walsender outlives a closed client for a moment).
+func dropSlot(t *testing.T, dsn, slot string) {
+	t.Helper()
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	for deadline := time.Now().Add(10 * time.Second); ; {
+		_, err := c.Exec(ctx, "SELECT pg_drop_replication_slot($1) FROM pg_replication_slots WHERE slot_name = $1", slot)
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("dropping slot %s: %v", slot, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

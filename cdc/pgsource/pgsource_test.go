@@ -132,7 +132,12 @@ func newFixture(t *testing.T, identityFull bool) *fixture {
 	return f
 }
 
-func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+func quiet() *slog.Logger {
+	if testing.Verbose() {
+		return slog.New(slog.NewTextHandler(os.Stderr, nil))
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
 
 // run starts cdc.Run in the background; the returned func stops it and
 // returns Run's error.
@@ -178,7 +183,10 @@ func (f *fixture) run(t *testing.T, mod func(*cdc.Options)) (applied chan cdc.Ap
 		})
 		return runErr
 	}
-	t.Cleanup(func() { _ = stop() })
+	t.Cleanup(func() {
+		_ = stop()
+		dropSlot(t, f.pg.DSN(), f.slot) // the shared server has a bounded number of slots
+	})
 	return applied, stop
 }
 

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -94,6 +95,10 @@ one dies.`,
 }
 
 func runCDC(ctx context.Context, out, errOut io.Writer, opts cdc.Options, metricsAddr string, every time.Duration, untilCaught bool) error {
+	// The log (from cdc's goroutines) and the status lines may share one
+	// writer: one line at a time.
+	var mu sync.Mutex
+	out, errOut = &lockedWriter{w: out, mu: &mu}, &lockedWriter{w: errOut, mu: &mu}
 	m := cdc.NewMetrics()
 	opts.Metrics = m
 	opts.Logger = slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: slog.LevelInfo}))
@@ -145,6 +150,17 @@ func runCDC(ctx context.Context, out, errOut io.Writer, opts cdc.Options, metric
 			fmt.Fprintln(out, m.Status())
 		}
 	}
+}
+
+type lockedWriter struct {
+	w  io.Writer
+	mu *sync.Mutex
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // lsnAtLeast compares two PostgreSQL LSNs in their text form (X/Y).

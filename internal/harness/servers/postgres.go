@@ -127,7 +127,7 @@ func StartPostgres(ctx context.Context, cfg PostgresConfig) (*Postgres, error) {
 			"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
 			"-c", "shared_buffers=32MB", "-c", "max_connections=100"}
 		if cfg.Logical {
-			args = append(args, "-c", "wal_level=logical", "-c", "max_replication_slots=10", "-c", "max_wal_senders=10")
+			args = append(args, "-c", "wal_level=logical", "-c", "max_replication_slots=30", "-c", "max_wal_senders=30")
 		}
 		for _, a := range cfg.Args {
 			args = append(args, "-c", a)
