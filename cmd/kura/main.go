@@ -51,6 +51,7 @@ command holds the tools around it.`,
 	root.AddCommand(newScanCmd())
 	root.AddCommand(newUICmd())
 	root.AddCommand(newCodecsCmd())
+	root.AddCommand(newCDCCmd())
 	return root
 }
 

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // PostgresConfig configures a private PostgreSQL. The zero value is a
@@ -19,12 +20,46 @@ type PostgresConfig struct {
 	// Args are extra "-c name=value" settings passed through verbatim, as
 	// "name=value" strings.
 	Args []string
+	// Logical turns on logical replication (wal_level=logical, with
+	// replication slots and WAL senders to spare) for the change stream
+	// (cdc/pgsource). It does not change the other settings.
+	Logical bool
 }
 
 // Postgres is a running private PostgreSQL with a superuser "kura" that
 // needs no password (trust authentication on loopback only).
 type Postgres struct {
 	*Proc
+	ready func(context.Context) error
+}
+
+// Restart stops PostgreSQL with a fast shutdown (SIGINT: clients are
+// disconnected, a checkpoint is written; replication slots survive) and
+// starts it again on the same port and data directory, waiting until it
+// accepts connections. Clients see their connections closed, then
+// connection refused until it is back.
+func (p *Postgres) Restart(ctx context.Context) error {
+	cmd, done := p.current()
+	_ = cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		return fmt.Errorf("servers: postgres on %s did not shut down within 30s", p.Addr)
+	}
+	p.mu.Lock()
+	if p.stopped {
+		p.mu.Unlock()
+		return fmt.Errorf("%w: postgres on %s", ErrStopped, p.Addr)
+	}
+	err := p.launch()
+	if err == nil {
+		p.restarts++
+	}
+	p.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	return p.waitReady(ctx, p.ready)
 }
 
 // DSN returns a connection string for the "postgres" database, usable by
@@ -65,6 +100,7 @@ func StartPostgres(ctx context.Context, cfg PostgresConfig) (*Postgres, error) {
 	if err != nil {
 		return nil, err
 	}
+	var ready func(context.Context) error
 	p, err := retryPort(func(port int) (*Proc, error) {
 		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 		dir, err := os.MkdirTemp("", "kura-postgres-")
@@ -90,6 +126,9 @@ func StartPostgres(ctx context.Context, cfg PostgresConfig) (*Postgres, error) {
 			"-c", "listen_addresses=127.0.0.1",
 			"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
 			"-c", "shared_buffers=32MB", "-c", "max_connections=100"}
+		if cfg.Logical {
+			args = append(args, "-c", "wal_level=logical", "-c", "max_replication_slots=30", "-c", "max_wal_senders=30")
+		}
 		for _, a := range cfg.Args {
 			args = append(args, "-c", a)
 		}
@@ -99,7 +138,7 @@ func StartPostgres(ctx context.Context, cfg PostgresConfig) (*Postgres, error) {
 			return nil, err
 		}
 		isReady, _ := LookPath("pg_isready")
-		if err := proc.waitReady(ctx, func(ctx context.Context) error {
+		ready = func(ctx context.Context) error {
 			if isReady == "" {
 				c, err := net.Dial("tcp", addr)
 				if err == nil {
@@ -112,7 +151,8 @@ func StartPostgres(ctx context.Context, cfg PostgresConfig) (*Postgres, error) {
 				return fmt.Errorf("pg_isready: %v %s", err, strings.TrimSpace(string(out)))
 			}
 			return nil
-		}); err != nil {
+		}
+		if err := proc.waitReady(ctx, ready); err != nil {
 			proc.Stop()
 			return nil, err
 		}
@@ -121,7 +161,7 @@ func StartPostgres(ctx context.Context, cfg PostgresConfig) (*Postgres, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Postgres{Proc: p}, nil
+	return &Postgres{Proc: p, ready: ready}, nil
 }
 
 func lastLines(s string, n int) string {

@@ -1,0 +1,213 @@
+// Package cdcconf reads the configuration file of `kura cdc`: the
+// database, the cache targets and the tables' keys, in JSON (the standard
+// library reads it strictly, so a misspelt field is an error that names
+// it, and it adds no dependency; every field is documented in
+// docs/cdc.md). Keys are the defaults a kura.Keyed view makes (a prefix
+// and the id column in its text form, which is how Keyed formats integer
+// and string ids) or a template; a custom key function needs the Go API.
+package cdcconf
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/kuracache/kura/cdc"
+	"github.com/kuracache/kura/cdc/pgsource"
+	"github.com/kuracache/kura/internal/redact"
+	"github.com/kuracache/kura/store/storeurl"
+)
+
+// Config is the file's content.
+type Config struct {
+	Database Database `json:"database"`
+	Targets  []Target `json:"targets"`
+	Tables   []Table  `json:"tables"`
+	// MaxTxnKeys: cdc.Options.MaxTxnKeys (0: 10,000).
+	MaxTxnKeys int `json:"max_txn_keys"`
+	// MaxBatchKeys: cdc.Options.MaxBatchKeys (0: 5,000).
+	MaxBatchKeys int `json:"max_batch_keys"`
+	// MaxRetainedBytes: cdc.Options.MaxRetainedBytes (0: no ceiling).
+	MaxRetainedBytes int64 `json:"max_retained_bytes"`
+}
+
+// Database names the PostgreSQL primary.
+type Database struct {
+	// URL is a postgres:// URL or libpq string without a password.
+	URL string `json:"url"`
+	// PasswordFile holds the password (one line); else PGPASSWORD or
+	// the passfile.
+	PasswordFile string `json:"password_file"`
+	Slot         string `json:"slot"`
+	Publication  string `json:"publication"`
+}
+
+// Target is one cache fleet, by store URL.
+type Target struct {
+	Name string `json:"name"`
+	URL  string `json:"url"`
+}
+
+// Table maps one table to its keys.
+type Table struct {
+	Table string `json:"table"`
+	Keys  []Key  `json:"keys"`
+}
+
+// Key is one key per row: Prefix + the Column's text form, or Template.
+type Key struct {
+	Prefix   string `json:"prefix"`
+	Column   string `json:"column"`
+	Template string `json:"template"`
+}
+
+// Load reads and checks the file at path.
+func Load(path string) (*Config, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("cdc config: %w", err)
+	}
+	return Parse(b)
+}
+
+// Parse reads and checks a configuration. Errors name the field.
+func Parse(b []byte) (*Config, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var c Config
+	if err := dec.Decode(&c); err != nil {
+		var se *json.SyntaxError
+		var te *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &se):
+			return nil, fmt.Errorf("cdc config: not valid JSON at byte %d: %v", se.Offset, se)
+		case errors.As(err, &te):
+			return nil, fmt.Errorf("cdc config: field %s must be a %s, not a JSON %s", te.Field, te.Type, te.Value)
+		case strings.HasPrefix(err.Error(), "json: unknown field"):
+			return nil, fmt.Errorf("cdc config: %s (the fields are database, targets, tables, max_txn_keys, max_batch_keys, max_retained_bytes)", strings.TrimPrefix(err.Error(), "json: "))
+		}
+		return nil, fmt.Errorf("cdc config: %v", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("cdc config: text after the configuration object")
+	}
+	return &c, c.check()
+}
+
+func (c *Config) check() error {
+	if c.Database.URL == "" {
+		return errors.New("cdc config: database.url is required (postgres://user@127.0.0.1:5432/dbname)")
+	}
+	pc, err := pgconn.ParseConfig(c.Database.URL)
+	if err != nil {
+		return fmt.Errorf("cdc config: database.url does not parse (%s)", redact.URL(c.Database.URL))
+	}
+	if pc.Password != "" && os.Getenv("PGPASSWORD") != pc.Password {
+		return errors.New("cdc config: database.url holds a password: give it in PGPASSWORD or database.password_file instead, so it appears in no file listing or process table")
+	}
+	if len(c.Targets) == 0 {
+		return errors.New("cdc config: targets is empty: give at least one {\"url\": \"redis://127.0.0.1:6379\"}")
+	}
+	for i, t := range c.Targets {
+		if t.URL == "" {
+			return fmt.Errorf("cdc config: targets[%d].url is required", i)
+		}
+		if _, err := storeurl.ParseServer(t.URL); err != nil {
+			return fmt.Errorf("cdc config: targets[%d].url: %w", i, err)
+		}
+	}
+	if len(c.Tables) == 0 {
+		return errors.New("cdc config: tables is empty: map at least one table to its keys")
+	}
+	if _, err := c.Mapping(); err != nil {
+		return err
+	}
+	if c.MaxTxnKeys < 0 || c.MaxBatchKeys < 0 || c.MaxRetainedBytes < 0 {
+		return errors.New("cdc config: max_txn_keys, max_batch_keys and max_retained_bytes must not be negative")
+	}
+	return nil
+}
+
+// Mapping builds the rules of the tables.
+func (c *Config) Mapping() (*cdc.Mapping, error) {
+	var rules []cdc.Rule
+	for i, t := range c.Tables {
+		if t.Table == "" {
+			return nil, fmt.Errorf("cdc config: tables[%d].table is required", i)
+		}
+		if len(t.Keys) == 0 {
+			return nil, fmt.Errorf("cdc config: tables[%d].keys is empty (table %s)", i, t.Table)
+		}
+		for j, k := range t.Keys {
+			field := fmt.Sprintf("tables[%d].keys[%d]", i, j)
+			tmpl := k.Template
+			switch {
+			case tmpl != "" && (k.Prefix != "" || k.Column != ""):
+				return nil, fmt.Errorf("cdc config: %s: give either prefix and column or template, not both", field)
+			case tmpl == "" && (k.Prefix == "" || k.Column == ""):
+				return nil, fmt.Errorf("cdc config: %s: give prefix and column (the Keyed view's prefix and the id column), or template", field)
+			case tmpl == "":
+				if strings.ContainsAny(k.Prefix+k.Column, "{}") {
+					return nil, fmt.Errorf("cdc config: %s: prefix and column must not hold braces", field)
+				}
+				tmpl = k.Prefix + "{" + k.Column + "}"
+			}
+			r, err := cdc.Template(t.Table, tmpl)
+			if err != nil {
+				return nil, fmt.Errorf("cdc config: %s.template: %w", field, err)
+			}
+			rules = append(rules, r)
+		}
+	}
+	return cdc.NewMapping(rules...)
+}
+
+// Open connects the targets and builds the source: what cdc.Run needs.
+// The caller closes the returned stores and the source.
+func (c *Config) Open(ctx context.Context) (cdc.Options, *pgsource.Source, error) {
+	m, err := c.Mapping()
+	if err != nil {
+		return cdc.Options{}, nil, err
+	}
+	var password string
+	if c.Database.PasswordFile != "" {
+		b, err := os.ReadFile(c.Database.PasswordFile)
+		if err != nil {
+			return cdc.Options{}, nil, fmt.Errorf("cdc config: database.password_file: %w", err)
+		}
+		password = strings.TrimRight(string(b), "\r\n")
+	}
+	src, err := pgsource.New(pgsource.Options{ConnString: c.Database.URL, Password: password, Mapping: m, Slot: c.Database.Slot, Publication: c.Database.Publication})
+	if err != nil {
+		return cdc.Options{}, nil, err
+	}
+	opts := cdc.Options{Source: src, Mapping: m, MaxTxnKeys: c.MaxTxnKeys, MaxBatchKeys: c.MaxBatchKeys, MaxRetainedBytes: c.MaxRetainedBytes}
+	for i, t := range c.Targets {
+		s, err := storeurl.Open(ctx, t.URL)
+		if err != nil {
+			CloseTargets(opts.Targets)
+			return cdc.Options{}, nil, fmt.Errorf("cdc config: targets[%d]: %w", i, err)
+		}
+		name := t.Name
+		if name == "" {
+			tg, _ := storeurl.ParseServer(t.URL)
+			name = fmt.Sprintf("%s%d", tg.Kind, i+1)
+		}
+		opts.Targets = append(opts.Targets, cdc.Target{Name: name, Store: s})
+	}
+	return opts, src, nil
+}
+
+// CloseTargets closes the targets' stores.
+func CloseTargets(ts []cdc.Target) {
+	for _, t := range ts {
+		_ = t.Store.Close()
+	}
+}

@@ -1,0 +1,274 @@
+package cdc_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pglogrepl"
+
+	"github.com/kuracache/kura"
+	"github.com/kuracache/kura/cdc"
+	"github.com/kuracache/kura/cdc/internal/cdctest"
+	"github.com/kuracache/kura/cdc/pgsource"
+	"github.com/kuracache/kura/store"
+)
+
+type write struct {
+	version int64
+	lsn     uint64 // pg_current_wal_insert_lsn() after the commit returned: ≥ the commit's end
+}
+
+type read struct {
+	key        int64
+	backend    string
+	start, end time.Time
+	value      int64 // -1: absent
+}
+
+type report struct {
+	at  time.Time
+	pos uint64
+}
+
+// history runs plain-SQL writers and kura readers (Redis and memcached,
+// leases on, no L1) under cdc for dur and returns the reads that broke the
+// guarantee: a read that starts after cdc reported a write's commit
+// applied must return that write's version or a later one.
+//
+// With l1 > 0 the readers have an L1 with MaxStaleness l1 (no tracking),
+// and docs/leases.md's line for it applies: a read may return a value
+// whose store read began up to l1 before it, so only reports from l1
+// before the read's start bind it.
+func history(t *testing.T, dur time.Duration, fault func(*cdc.Options), l1 time.Duration) (violations []string, nreads, nwrites int) {
+	t.Helper()
+	const keys = 40
+	pg, pool := cdctest.StartPostgres(t, nil,
+		"CREATE SEQUENCE ver",
+		"CREATE TABLE hist (id bigint PRIMARY KEY, v bigint NOT NULL)",
+		fmt.Sprintf("INSERT INTO hist SELECT g, nextval('ver') FROM generate_series(1, %d) g", keys))
+	caches := cdctest.StartCaches(t)
+	rs, ms := caches.RS, caches.MS
+	ctx := context.Background()
+	views := map[string]*kura.Keyed[int64, int64]{}
+	var rules []cdc.Rule
+	for name, st := range map[string]store.Store{"redis": rs, "memcached": ms} {
+		o := kura.Options{Name: name, Leases: kura.LeasesRequired, LeaseWait: 500 * time.Millisecond}
+		if l1 > 0 {
+			o.L1 = kura.L1Options{MaxBytes: 1 << 20, MaxStaleness: l1}
+		}
+		c, err := kura.New[int64](st, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := kura.NewKeyed[int64, int64](c, kura.KeyedOptions[int64]{Prefix: "hist:"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		views[name] = v
+		if len(rules) == 0 {
+			rule, err := cdc.Record("hist", "id", v) // both views share the key function
+			if err != nil {
+				t.Fatal(err)
+			}
+			rules = append(rules, rule)
+		}
+	}
+	mapping, err := cdc.NewMapping(rules...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := pgsource.New(pgsource.Options{ConnString: pg.DSN(), Mapping: mapping})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	var (
+		mu      sync.Mutex
+		reports []report
+		ready   = make(chan struct{})
+		once    sync.Once
+	)
+	opts := cdc.Options{
+		Source: src, Mapping: mapping, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Targets: []cdc.Target{{Name: "redis", Store: rs}, {Name: "memcached", Store: ms}},
+		OnApplied: func(a cdc.Applied) {
+			if a.Pos == nil {
+				return
+			}
+			mu.Lock()
+			reports = append(reports, report{at: a.At, pos: uint64(a.Pos.(pgsource.LSN))})
+			mu.Unlock()
+			once.Do(func() { close(ready) })
+		},
+	}
+	if fault != nil {
+		fault(&opts)
+	}
+	rctx, stopRun := context.WithCancel(ctx)
+	runDone := make(chan error, 1)
+	go func() { runDone <- cdc.Run(rctx, opts) }()
+	select {
+	case <-ready:
+	case <-time.After(20 * time.Second):
+		t.Fatal("cdc reported nothing within 20s")
+	}
+
+	load := func(ctx context.Context, id int64) (int64, error) {
+		var v int64
+		err := pool.QueryRow(ctx, "SELECT v FROM hist WHERE id = $1", id).Scan(&v)
+		return v, err
+	}
+	wctx, stop := context.WithTimeout(ctx, dur)
+	defer stop()
+	var wg sync.WaitGroup
+	writes := make([][]write, keys+1)
+	const writers = 2
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for wctx.Err() == nil {
+				id := int64(1 + w + writers*rand.IntN(keys/writers)) // each writer owns its keys
+				var v int64
+				var text string
+				if err := pool.QueryRow(wctx, "UPDATE hist SET v = nextval('ver') WHERE id = $1 RETURNING v", id).Scan(&v); err != nil {
+					continue
+				}
+				if err := pool.QueryRow(wctx, "SELECT pg_current_wal_insert_lsn()::text").Scan(&text); err != nil {
+					continue
+				}
+				lsn, err := pglogrepl.ParseLSN(text)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				writes[id] = append(writes[id], write{version: v, lsn: uint64(lsn)})
+				mu.Unlock()
+				time.Sleep(time.Duration(rand.IntN(3)) * time.Millisecond)
+			}
+		}()
+	}
+	var reads []read
+	for i := 0; i < 4; i++ {
+		backend := "redis"
+		if i%2 == 1 {
+			backend = "memcached"
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var mine []read
+			for wctx.Err() == nil {
+				id := int64(1 + rand.IntN(keys))
+				start := time.Now()
+				v, err := views[backend].Fetch(wctx, id, load)
+				end := time.Now()
+				if err != nil {
+					continue
+				}
+				mine = append(mine, read{key: id, backend: backend, start: start, end: end, value: v})
+			}
+			mu.Lock()
+			reads = append(reads, mine...)
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	stopRun()
+	if err := <-runDone; err != nil {
+		t.Fatal(err)
+	}
+
+	// The checker. reports are in time order; for each read, the
+	// highest position reported before it started.
+	sort.Slice(reports, func(i, j int) bool { return reports[i].at.Before(reports[j].at) })
+	maxPos := make([]uint64, len(reports))
+	for i, r := range reports {
+		maxPos[i] = r.pos
+		if i > 0 {
+			maxPos[i] = max(maxPos[i], maxPos[i-1])
+		}
+	}
+	for _, rd := range reads {
+		bound := rd.start.Add(-l1)
+		i := sort.Search(len(reports), func(i int) bool { return !reports[i].at.Before(bound) }) - 1
+		if i < 0 {
+			continue
+		}
+		applied := maxPos[i]
+		var must int64 = -1
+		for _, w := range writes[rd.key] {
+			if w.lsn <= applied {
+				must = max(must, w.version)
+			}
+		}
+		if rd.value < must {
+			violations = append(violations, fmt.Sprintf("%s hist:%d read at %s returned version %d; cdc had reported version %d's commit applied (LSN %s) before the read began",
+				rd.backend, rd.key, rd.start.Format("15:04:05.000000"), rd.value, must, pgsource.LSN(applied)))
+		}
+	}
+	for _, ws := range writes {
+		nwrites += len(ws)
+	}
+	return violations, len(reads), nwrites
+}
+
+func historyDuration() time.Duration {
+	if os.Getenv("KURA_SOAK") == "1" {
+		return 60 * time.Second
+	}
+	return 4 * time.Second
+}
+
+// TestPerReadGuaranteeWithWritersThatNeverCallKura: with cdc delivering,
+// no read that starts after cdc reported a commit applied returns a
+// value older than that commit (Redis and memcached, leases on, no L1);
+// with an L1 bounded by MaxStaleness, older only within that bound.
+func TestPerReadGuaranteeWithWritersThatNeverCallKura(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		l1   time.Duration
+	}{{"no L1", 0}, {"L1 MaxStaleness 100ms", 100 * time.Millisecond}} {
+		t.Run(tc.name, func(t *testing.T) {
+			v, reads, writes := history(t, historyDuration(), nil, tc.l1)
+			t.Logf("%d reads, %d plain-SQL writes, %d violations", reads, writes, len(v))
+			if len(v) > 0 {
+				t.Fatalf("%d reads broke the guarantee, first: %s", len(v), v[0])
+			}
+			if reads < 1000 || writes < 100 {
+				t.Fatalf("too small a history to mean anything: %d reads, %d writes", reads, writes)
+			}
+		})
+	}
+}
+
+// TestHistoryCheckerCatchesInjectedFaults: the same history with an
+// invalidation dropped, or a position reported (and confirmed) before its
+// invalidation landed, must show violations.
+func TestHistoryCheckerCatchesInjectedFaults(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		fault func(*cdc.Options)
+	}{
+		{"invalidation dropped", func(o *cdc.Options) { cdc.InjectFaults(o, 2, 0) }},
+		{"confirmed before applied", func(o *cdc.Options) { cdc.InjectFaults(o, 0, 30*time.Millisecond) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v, reads, writes := history(t, 2*time.Second, tc.fault, 0)
+			t.Logf("%d reads, %d writes, %d violations", reads, writes, len(v))
+			if len(v) == 0 {
+				t.Fatal("the checker missed the injected fault")
+			}
+			t.Logf("first: %s", v[0])
+		})
+	}
+}
