@@ -34,7 +34,7 @@ type Engine struct {
 	// Dir is the engine's directory (properties, offsets, log), removed by Stop. Restart keeps
 	// it, so the engine resumes from its stored offsets.
 	Dir string
-	// StartTook is how long the last start took, JVM launch to the connector's first poll.
+	// StartTook is how long the last start took, JVM launch to the connector streaming.
 	StartTook time.Duration
 
 	cfg EngineConfig
@@ -94,7 +94,7 @@ func PostgresProps(src PostgresSource) map[string]string {
 }
 
 // StartEngine starts a Debezium engine in a fresh directory and returns once its connector
-// streams (the engine's pollingStarted callback), or with ErrEngineStopped and the connector's
+// streams (its streaming metrics say connected: snapshot done, slot or binlog reader live), or with ErrEngineStopped and the connector's
 // message when the engine ended first.
 func StartEngine(ctx context.Context, cfg EngineConfig) (*Engine, error) {
 	build, err := Compile(ctx)
@@ -155,9 +155,13 @@ func (e *Engine) launch(ctx context.Context) error {
 				<-done
 				return fmt.Errorf("%w before it streamed:\n%s", ErrEngineStopped, e.j.Log())
 			}
-			if line == "polling" {
+			if line == "streaming" {
 				e.StartTook = time.Since(start)
 				return nil
+			}
+			if msg, ok := strings.CutPrefix(line, "streaming-unknown "); ok {
+				e.j.kill()
+				return fmt.Errorf("debezium engine: cannot tell whether it streams: %s", msg)
 			}
 			if msg, ok := strings.CutPrefix(line, "stopped "); ok {
 				e.j.kill()

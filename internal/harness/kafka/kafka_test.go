@@ -201,7 +201,7 @@ func TestDebeziumPostgres(t *testing.T) {
 func readAll(ctx context.Context, t *testing.T, b *Broker, prefix string, want int) []*kgo.Record {
 	t.Helper()
 	cl, err := b.Client(kgo.ConsumeRegex(), kgo.ConsumeTopics("^"+prefix+`\..*`),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.MetadataMaxAge(time.Second))
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.MetadataMinAge(250*time.Millisecond), kgo.MetadataMaxAge(time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,7 +29,8 @@ import org.apache.kafka.common.serialization.StringSerializer;
  * rather than loses.
  *
  * <p>Lines starting with {@code kura-harness:} on stdout tell the Go harness what happened
- * ({@code polling} once the connector streams, {@code stopped ...} when the engine ends).
+ * ({@code polling} when the engine starts polling the connector, {@code streaming} once the
+ * connector streams, {@code stopped ...} when the engine ends).
  */
 public final class DebeziumToKafka {
     private DebeziumToKafka() {}
@@ -68,6 +69,9 @@ public final class DebeziumToKafka {
                     @Override
                     public void pollingStarted() {
                         say("polling");
+                        Thread w = new Thread(DebeziumToKafka::awaitStreaming, "kura-await-streaming");
+                        w.setDaemon(true);
+                        w.start();
                     }
                 })
                 .using((success, message, error) -> {
@@ -111,6 +115,33 @@ public final class DebeziumToKafka {
         done.await();
         producer.close();
         System.exit(exit[0]);
+    }
+
+    /**
+     * Says "streaming" once the connector's streaming metrics report it connected (its slot or
+     * binlog reader is live, the snapshot done): the engine's pollingStarted comes earlier, before
+     * a PostgreSQL connector has even created its slot, so a write made then may be missed.
+     */
+    private static void awaitStreaming() {
+        javax.management.MBeanServer mbs = java.lang.management.ManagementFactory.getPlatformMBeanServer();
+        try {
+            javax.management.ObjectName pattern =
+                    new javax.management.ObjectName("debezium.*:type=connector-metrics,context=streaming,*");
+            while (true) {
+                for (javax.management.ObjectName n : mbs.queryNames(pattern, null)) {
+                    Object connected = mbs.getAttribute(n, "Connected");
+                    if (Boolean.TRUE.equals(connected)) {
+                        say("streaming");
+                        return;
+                    }
+                }
+                Thread.sleep(50);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (Exception e) {
+            say("streaming-unknown " + oneLine(e));
+        }
     }
 
     private static void say(String line) {
