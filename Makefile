@@ -87,6 +87,7 @@ test-node:
 
 ## soak: the full-size race, fault and soak runs (results in BENCHMARKS.md)
 soak: servers
+	@KURA_SOAK=1 bash scripts/install-servers.sh
 	KURA_SOAK=1 KURA_REQUIRE_SERVERS=1 $(GO) test -race -count=1 -timeout 90m ./...
 
 test-short:
