@@ -157,11 +157,12 @@ func FreePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-// jvm is one running Java process of the harness.
+// jvm is one running process of the harness: a JVM, or (bin set) another server.
 type jvm struct {
 	name    string
 	dir     string
-	args    []string // after "java"
+	bin     string   // "" means java
+	args    []string // after the binary
 	logPath string
 
 	mu    sync.Mutex
@@ -178,8 +179,11 @@ func (j *jvm) launch() error {
 		return err
 	}
 	bin, args := "java", j.args
+	if j.bin != "" {
+		bin = j.bin
+	}
 	if nice, err := exec.LookPath("nice"); err == nil {
-		bin, args = nice, append([]string{"-n", "10", "java"}, j.args...)
+		bin, args = nice, append([]string{"-n", "10", bin}, j.args...)
 	}
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = j.dir
