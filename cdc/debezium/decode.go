@@ -216,6 +216,43 @@ func (r Row) Text(col string) (string, bool) {
 	return string(v), true
 }
 
+// Column is one column's value in the form the change stream's row-to-key mapping reads (the
+// cdc package's Value): the text form, SQL NULL, or unknown.
+type Column struct {
+	// Text is the value's text: a JSON string's contents, a number's digits as written, true or
+	// false, or an object's or array's JSON; empty when Null or Unknown.
+	Text string
+	// Null reports JSON null. Careful: in a before image under PostgreSQL's REPLICA IDENTITY
+	// DEFAULT (or MySQL's binlog_row_image=MINIMAL) Debezium writes null for every column it was
+	// not sent, so there null means "not known" unless the table's identity is FULL.
+	Null bool
+	// Unknown reports a column the row does not carry, or Debezium's Unavailable placeholder
+	// (an unchanged TOAST column).
+	Unknown bool
+}
+
+// Column returns col's value as a Column.
+func (r Row) Column(col string) Column {
+	v, ok := r[col]
+	if !ok || len(v) == 0 {
+		return Column{Unknown: true}
+	}
+	switch v[0] {
+	case 'n':
+		return Column{Null: true}
+	case '"':
+		if r.IsUnavailable(col) {
+			return Column{Unknown: true}
+		}
+		var s string
+		if err := json.Unmarshal(v, &s); err != nil {
+			return Column{Unknown: true}
+		}
+		return Column{Text: s}
+	}
+	return Column{Text: string(v)}
+}
+
 // Decode reads one Kafka record that Debezium wrote: a change event (with or without schemas),
 // a tombstone, a transaction BEGIN/END, a heartbeat or a schema change. A value it cannot read is
 // an error wrapping ErrMalformed that names what is wrong and never quotes a column's value.

@@ -217,6 +217,15 @@ func TestRowText(t *testing.T) {
 	if v, ok := r.Text("b"); !ok || v != "true" {
 		t.Errorf("b %q", v)
 	}
+	r["toast"] = json.RawMessage(`"` + Unavailable + `"`)
+	for col, want := range map[string]Column{
+		"id": {Text: "9007199254740993"}, "s": {Text: `a"b`}, "n": {Null: true}, "b": {Text: "true"},
+		"o": {Text: `{"x":1}`}, "missing": {Unknown: true}, "toast": {Unknown: true},
+	} {
+		if got := r.Column(col); got != want {
+			t.Errorf("Column(%q) = %+v, want %+v", col, got, want)
+		}
+	}
 }
 
 // TestBadInput: each malformed record gets an error wrapping ErrMalformed that says what is wrong
