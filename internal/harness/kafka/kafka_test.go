@@ -35,8 +35,9 @@ func TestPropEscape(t *testing.T) {
 	}
 }
 
-// TestBroker starts a broker, writes and reads a record, kills the broker (as a crash would)
-// and restarts it: the record is still there and a consumer group's committed offset too.
+// TestBroker starts a broker, writes and reads a record and commits its offset in a group; under
+// KURA_SOAK (or KURA_DEBEZIUM=1) it then kills the broker (as a crash would) and restarts it: the
+// group's committed offset is still there.
 func TestBroker(t *testing.T) {
 	b := BrokerT(t, BrokerConfig{})
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -70,6 +71,11 @@ func TestBroker(t *testing.T) {
 	}
 	c.Close()
 
+	if !Soak() && os.Getenv("KURA_DEBEZIUM") == "" {
+		// a restart after SIGKILL costs 13-19 s here (6-8 s of it the controller's "caught up"
+		// wait): make soak checks it
+		return
+	}
 	t0 := time.Now()
 	if err := b.Restart(ctx); err != nil {
 		t.Fatal(err)
