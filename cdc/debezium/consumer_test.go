@@ -23,10 +23,18 @@ var (
 	brokerOnce sync.Once
 	shared     *kafka.Broker
 	brokerErr  error
+
+	// one client for the offset checks (a client per check costs a metadata round each)
+	adminOnce sync.Once
+	admin     *kgo.Client
+	adminErr  error
 )
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	if admin != nil {
+		admin.Close()
+	}
 	if shared != nil {
 		shared.Stop()
 	}
@@ -105,11 +113,12 @@ func ensureTopic(t *testing.T, b *kafka.Broker, topic string) {
 // committed returns the group's committed offset per partition of topic.
 func committed(t *testing.T, b *kafka.Broker, group, topic string) map[int32]int64 {
 	t.Helper()
-	cl, err := b.Client()
-	if err != nil {
-		t.Fatal(err)
+	adminOnce.Do(func() { admin, adminErr = b.Client() })
+	if adminErr != nil {
+		t.Fatal(adminErr)
 	}
-	defer cl.Close()
+	cl := admin
+	var err error
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var offs kadm.OffsetResponses
