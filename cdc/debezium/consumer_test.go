@@ -61,29 +61,19 @@ func broker(t *testing.T) *kafka.Broker {
 	return shared
 }
 
-// produceFixtures writes the records of a fixture file to topic (partitions by key hash), in
-// order, and returns how many.
+// produceFixtures writes the records of a fixture file to topic, in order, and returns how many.
 func produceFixtures(t *testing.T, b *kafka.Broker, topic, file string) int {
 	t.Helper()
-	ensureTopic(t, b, topic)
-	cl, err := b.Client(kgo.DefaultProduceTopic(topic))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	n := 0
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	var recs []*kgo.Record
 	for _, fx := range loadFixtures(t, file) {
-		k, v := fx.bytes()
-		if err := cl.ProduceSync(ctx, &kgo.Record{Key: k, Value: v}).FirstErr(); err != nil {
-			t.Fatal(err)
-		}
-		n++
+		k, v := fx.Bytes()
+		recs = append(recs, &kgo.Record{Key: k, Value: v})
 	}
-	return n
+	produce(t, b, topic, recs...)
+	return len(recs)
 }
 
+// produce writes recs to topic (created with one partition if absent), in order.
 func produce(t *testing.T, b *kafka.Broker, topic string, recs ...*kgo.Record) {
 	t.Helper()
 	ensureTopic(t, b, topic)

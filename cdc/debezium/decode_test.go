@@ -1,54 +1,22 @@
 package debezium
 
 import (
-	"bufio"
 	"encoding/json"
 	"errors"
-	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/kuracache/kura/internal/harness/kafka"
 )
 
-// fixture is one record of testdata/*.jsonl, captured from Debezium 3.6.1's PostgreSQL connector
+// loadFixtures reads a capture of testdata/: records of Debezium 3.6.1's PostgreSQL connector
 // writing to Kafka (internal/harness/kafka's TestDebeziumPostgres with KURA_DEBEZIUM_CAPTURE).
-type fixture struct {
-	Topic     string  `json:"topic"`
-	Partition int32   `json:"partition"`
-	Offset    int64   `json:"offset"`
-	Key       *string `json:"key"`
-	Value     *string `json:"value"`
-}
-
-func (f fixture) bytes() (key, value []byte) {
-	if f.Key != nil {
-		key = []byte(*f.Key)
-	}
-	if f.Value != nil {
-		value = []byte(*f.Value)
-	}
-	return key, value
-}
-
-func loadFixtures(t testing.TB, name string) []fixture {
+func loadFixtures(t testing.TB, name string) []kafka.Captured {
 	t.Helper()
-	f, err := os.Open(filepath.Join("testdata", name))
+	out, err := kafka.ReadCapture(filepath.Join("testdata", name))
 	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out []fixture
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	for sc.Scan() {
-		var fx fixture
-		if err := json.Unmarshal(sc.Bytes(), &fx); err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		out = append(out, fx)
-	}
-	if err := sc.Err(); err != nil {
 		t.Fatal(err)
 	}
 	if len(out) == 0 {
@@ -62,7 +30,7 @@ func decodeAll(t *testing.T, name string) map[string]Message {
 	t.Helper()
 	out := map[string]Message{}
 	for _, fx := range loadFixtures(t, name) {
-		k, v := fx.bytes()
+		k, v := fx.Bytes()
 		m, err := Decode(k, v)
 		if err != nil {
 			t.Fatalf("%s %s@%d: %v", name, fx.Topic, fx.Offset, err)
@@ -117,7 +85,7 @@ func TestFixtureEvents(t *testing.T) {
 	var ups, dels, truncs, tombs, begins, ends int
 	var sawFullBefore, sawKeyOnlyBefore, sawNilBefore, sawUnavailable, sawTxBlock bool
 	for _, fx := range loadFixtures(t, "postgres15-json.jsonl") {
-		k, v := fx.bytes()
+		k, v := fx.Bytes()
 		m, err := Decode(k, v)
 		if err != nil {
 			t.Fatal(err)
@@ -288,7 +256,7 @@ func TestHeartbeatAndSchemaChange(t *testing.T) {
 func FuzzDecode(f *testing.F) {
 	for _, name := range []string{"postgres15-json.jsonl", "postgres15-json-schemas.jsonl"} {
 		for _, fx := range loadFixtures(f, name) {
-			k, v := fx.bytes()
+			k, v := fx.Bytes()
 			f.Add(k, v)
 		}
 	}

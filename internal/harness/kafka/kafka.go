@@ -18,7 +18,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,6 +30,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf16"
+
+	"github.com/kuracache/kura/internal/harness/servers"
 )
 
 // ErrNotInstalled reports that java or mvn is not on this machine.
@@ -148,14 +149,7 @@ func fresh(stamp, dir string) bool {
 }
 
 // FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
+func FreePort() (int, error) { return servers.FreePort() }
 
 // jvm is one running process of the harness: a JVM, or (bin set) another server.
 type jvm struct {

@@ -1,11 +1,8 @@
 package kafka
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -197,7 +194,10 @@ func TestDebeziumPostgres(t *testing.T) {
 			if prefix == "pgs" {
 				name = "postgres15-json-schemas.jsonl"
 			}
-			writeCapture(t, filepath.Join(dir, name), recs)
+			if err := WriteCapture(filepath.Join(dir, name), recs); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("wrote %d records to %s", len(recs), filepath.Join(dir, name))
 		}
 	}
 }
@@ -231,46 +231,6 @@ func readAll(ctx context.Context, t *testing.T, b *Broker, prefix string, want i
 		t.Fatalf("%s: %d records, want at least %d", prefix, len(recs), want)
 	}
 	return recs
-}
-
-// captured is one line of a fixture file: a Kafka record as Debezium wrote it, key and value as
-// the exact strings (null for a tombstone's value or TRUNCATE's key).
-type captured struct {
-	Topic     string  `json:"topic"`
-	Partition int32   `json:"partition"`
-	Offset    int64   `json:"offset"`
-	Key       *string `json:"key"`
-	Value     *string `json:"value"`
-}
-
-func writeCapture(t *testing.T, path string, recs []*kgo.Record) {
-	t.Helper()
-	f, err := os.Create(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	w := bufio.NewWriter(f)
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	for _, r := range recs {
-		c := captured{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset}
-		if r.Key != nil {
-			s := string(r.Key)
-			c.Key = &s
-		}
-		if r.Value != nil {
-			s := string(r.Value)
-			c.Value = &s
-		}
-		if err := enc.Encode(c); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Flush(); err != nil {
-		t.Fatal(err)
-	}
-	fmt.Fprintf(os.Stderr, "wrote %d records to %s\n", len(recs), path)
 }
 
 // TestDebeziumMySQLConnectorOnMariaDB pins what docs/cdc-debezium.md says: Debezium 3.6.1's

@@ -25,9 +25,12 @@ func handle(tb testing.TB, err error) {
 }
 
 // BrokerT starts a private broker for the test and stops it when the test ends. A missing java
-// or mvn skips the test, except when Required.
+// or mvn skips the test, except when Required; -short skips it too.
 func BrokerT(tb testing.TB, cfg BrokerConfig) *Broker {
 	tb.Helper()
+	if testing.Short() {
+		tb.Skip("needs a Kafka broker (a JVM); -short skips it")
+	}
 	b, err := StartBroker(context.Background(), cfg)
 	if err != nil {
 		handle(tb, err)
