@@ -271,6 +271,9 @@ GRANT SELECT, RELOAD, SHOW DATABASES, REPLICATION SLAVE, REPLICATION CLIENT, BIN
 		t.Fatal("Debezium's MySQL connector streams from MariaDB now: update docs/cdc-debezium.md and use MariaDB for the Debezium path")
 	}
 	t.Logf("the MySQL connector refused MariaDB after %v: %v", time.Since(t0), err)
+	if strings.Contains(err.Error(), "kura_dbz_pw") {
+		t.Errorf("the engine's error shows the database password: %v", err)
+	}
 	if !errors.Is(err, ErrEngineStopped) || !strings.Contains(err.Error(), "SHOW BINARY LOG STATUS") {
 		t.Fatalf("the connector failed otherwise than docs/cdc-debezium.md says: %v", err)
 	}
