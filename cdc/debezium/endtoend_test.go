@@ -20,8 +20,8 @@ import (
 
 // TestEndToEndPostgres: plain-SQL updates on PostgreSQL 15 travel through Debezium's embedded
 // engine and Kafka to a Consumer; it measures commit → applied (the Applier saw the event) and
-// kills the engine with SIGKILL mid-run: updates made while it was down arrive after its restart,
-// none lost. Runs under KURA_SOAK or KURA_DEBEZIUM=1 (a Debezium JVM start costs 5-20 s here).
+// kills the engine with SIGKILL mid-run, then the broker: updates made while either was down
+// arrive after its restart, none lost. Runs under KURA_SOAK or KURA_DEBEZIUM=1 (a Debezium JVM start costs 5-20 s here).
 func TestEndToEndPostgres(t *testing.T) {
 	if !kafka.Soak() && os.Getenv("KURA_DEBEZIUM") == "" {
 		t.Skip("the Debezium path runs under KURA_SOAK=1 (make soak) or KURA_DEBEZIUM=1")
@@ -158,6 +158,22 @@ func TestEndToEndPostgres(t *testing.T) {
 	}
 	t.Logf("engine restart after SIGKILL: streaming again after %v", time.Since(t0))
 	waitApplied("every update made while the engine was down applied after its restart")
+
+	// Phase 3: the broker dies (SIGKILL) and comes back on the same log directory; updates made
+	// while it is down wait in the engine (its producer retries) and are applied after.
+	b.Kill()
+	for i := 0; i < 50; i++ {
+		update()
+	}
+	t0 = time.Now()
+	if err := b.Restart(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("broker restart after SIGKILL: answering after %v", time.Since(t0))
+	waitApplied("every update made while the broker was down applied after its restart")
+	if eng.Exited() {
+		t.Errorf("the engine exited while the broker was down:\n%s", eng.Log())
+	}
 	st := c.Stats()
 	t.Logf("consumer: %d records in %d batches, %d changes (a killed engine re-sends what it had not stored offsets for)", st.Records, st.Batches, st.Changes)
 }
