@@ -101,6 +101,8 @@ type Stats struct {
 	Changes, BadRecords int64
 	// ApplyErrors counts failed Apply calls.
 	ApplyErrors int64
+	// FetchErrors counts fetch errors the client reported (it retries them).
+	FetchErrors int64
 	// CommitErrors counts failed offset commits (the batch was applied; it is applied again by
 	// whoever reads it next).
 	CommitErrors int64
@@ -212,14 +214,13 @@ func (c *Consumer) Run(ctx context.Context) error {
 		if fs.IsClientClosed() {
 			return errors.New("debezium: kafka client closed")
 		}
-		var fetchErr error
-		fs.EachError(func(topic string, p int32, err error) {
-			if fetchErr == nil && !errors.Is(err, context.Canceled) {
-				fetchErr = fmt.Errorf("debezium: fetch %s/%d: %w", topic, p, err)
-			}
+		// Fetch errors are retried by the client (a broker restarting, a leader moving): they
+		// are counted, not fatal.
+		fs.EachError(func(string, int32, error) {
+			c.mu.Lock()
+			c.stats.FetchErrors++
+			c.mu.Unlock()
 		})
-		// Fetch errors are retried by the client; they show in the lag and the logs, not here.
-		_ = fetchErr
 		c.noteLag(fs)
 		batch, recs, err := c.decode(fs)
 		if err != nil {
