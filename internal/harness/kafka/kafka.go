@@ -73,11 +73,9 @@ func Compile(ctx context.Context) (*Build, error) {
 	if buildDone != nil {
 		return buildDone, nil
 	}
-	java, err := exec.LookPath("java")
-	if err != nil {
+	if _, err := exec.LookPath("java"); err != nil {
 		return nil, fmt.Errorf("%w: java (install it with: apt-get install -y openjdk-17-jdk-headless)", ErrNotInstalled)
 	}
-	_ = java
 	mvn, err := exec.LookPath("mvn")
 	if err != nil {
 		return nil, fmt.Errorf("%w: mvn (install it with: apt-get install -y maven)", ErrNotInstalled)
@@ -129,19 +127,19 @@ func fresh(stamp, dir string) bool {
 		return false
 	}
 	newer := false
-	check := func(path string, info os.FileInfo) {
+	check := func(info os.FileInfo) {
 		if info.ModTime().After(st.ModTime()) {
 			newer = true
 		}
 	}
 	if info, err := os.Stat(filepath.Join(dir, "pom.xml")); err == nil {
-		check("", info)
+		check(info)
 	} else {
 		return false
 	}
 	_ = filepath.Walk(filepath.Join(dir, "src"), func(path string, info os.FileInfo, err error) error {
 		if err == nil && !info.IsDir() {
-			check(path, info)
+			check(info)
 		}
 		return nil
 	})
