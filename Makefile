@@ -97,6 +97,7 @@ test-ruby:
 
 ## soak: the full-size race, fault and soak runs (the results page's full sizes; notebook in docs/benchmarks/)
 soak: servers
+	@KURA_SOAK=1 bash scripts/install-servers.sh
 	KURA_SOAK=1 KURA_REQUIRE_SERVERS=1 $(GO) test -race -count=1 -timeout 90m ./...
 	$(MAKE) bench-report-full
 

@@ -35,6 +35,12 @@ ls /usr/lib/*/libzstd.so.1* >/dev/null 2>&1 || need+=(libzstd1)
 have cc || need+=(gcc)
 [ -f /usr/include/libmemcached/memcached.h ] || need+=(libmemcached-dev)
 have nutcracker || need+=(nutcracker)
+# Kafka and Debezium for the change-event tests (internal/harness/kafka, cdc/debezium): Maven
+# fetches the jars from Maven Central; Java 17 runs them
+have java || need+=(openjdk-17-jdk-headless)
+have mvn || need+=(maven)
+# make soak also checks Debezium's MySQL connector against MariaDB (KURA_SOAK set)
+if [ -n "${KURA_SOAK:-}" ]; then have mariadbd || need+=(mariadb-server); fi
 # headless browser for the HTML tests (internal/harness/browsertest: kura ui, reports)
 have chromium || have chromium-browser || need+=(chromium)
 
@@ -52,6 +58,6 @@ apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 # Debian starts the packaged services; the tests run private instances, so
 # stop the system ones to keep their ports and CPU free.
-for svc in redis-server memcached postgresql nutcracker; do
+for svc in redis-server memcached postgresql nutcracker mariadb; do
   (command -v systemctl >/dev/null && systemctl stop "$svc" 2>/dev/null) || service "$svc" stop >/dev/null 2>&1 || true
 done
