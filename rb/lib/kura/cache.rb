@@ -77,6 +77,7 @@ module Kura
     def fetch(key, ttl: nil, negative_ttl: nil)
       raise ArgumentError, 'kura: fetch needs a block' unless block_given?
 
+      key = key.to_s
       got = fetch_multi(key, ttl: ttl, negative_ttl: negative_ttl) { |missing| { missing[0] => yield(missing[0]) } }
       got[key]
     end
