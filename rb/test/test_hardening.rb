@@ -31,3 +31,16 @@ class TestHardening < Minitest::Test
     assert_equal 2, c.fetch(tag) { flunk 'cached' }
   end
 end
+
+class TestHardening
+  # A block's value the codec cannot encode (an Integer past 64 bits
+  # raised RangeError out of msgpack) is returned, not cached, not raised.
+  def test_unencodable_values_are_returned_not_raised
+    c = cache
+    [2**70, -(2**70), Object.new].each do |v|
+      k = "odd:#{rand(1 << 30)}"
+      assert_equal v, c.fetch(k) { v }
+      assert_nil c.read(k)
+    end
+  end
+end

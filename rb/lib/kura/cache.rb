@@ -424,7 +424,10 @@ module Kura
       end
       @logger&.warn(size_message(key, b.bytesize, 'is large')) if b.bytesize > @o[:warn_value_size]
       b
-    rescue ArgumentError, TypeError, ValueTooLargeError, EncodingError => e
+    rescue StandardError => e
+      # Not a cache error for the caller: the value is returned, not stored
+      # (msgpack raises RangeError past 64 bits, an object's #attributes
+      # may raise anything).
       count(:too_large) if e.is_a?(ValueTooLargeError)
       report(:encode, key, e)
       nil

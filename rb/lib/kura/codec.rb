@@ -143,7 +143,7 @@ module Kura
       ser = @ser_id
       begin
         payload = serialize(value)
-      rescue ArgumentError, NoMethodError, TypeError
+      rescue ArgumentError, NoMethodError, TypeError, RangeError
         raise unless @marshal && @serializer == :msgpack
 
         # A Ruby object the one rule cannot represent: Marshal under user
