@@ -44,3 +44,25 @@ class TestHardening
     end
   end
 end
+
+class TestHardening
+  # A negative per-call TTL was sent as 0, which memcached and Redis read
+  # as "no expiry": the value stayed forever. So did a TTL under 0.5 ms.
+  # NaN raised FloatDomainError after the block ran.
+  def test_per_call_ttls
+    c = cache(ttl_jitter: 0)
+    [-5, Float::NAN, Float::INFINITY, '60'].each do |t|
+      e = assert_raises(ArgumentError) { c.fetch("ttl:#{rand(1 << 30)}", ttl: t) { 1 } }
+      assert_match(/ttl must be a finite number/, e.message)
+      assert_raises(ArgumentError) { c.write("ttl:#{rand(1 << 30)}", 1, ttl: t) }
+      assert_raises(ArgumentError) { c.fetch("ttl:#{rand(1 << 30)}", negative_ttl: t) { nil } }
+    end
+    k = "tiny:#{rand(1 << 30)}"
+    assert_equal 1, c.fetch(k, ttl: 0.0001) { 1 }
+    sleep 1.2
+    assert_nil c.read(k), 'a TTL of 0.1 ms must expire, not live forever'
+    k = "big:#{rand(1 << 30)}"
+    assert_equal 1, c.fetch(k, ttl: 10**9) { 1 }
+    assert_equal 1, c.read(k)
+  end
+end

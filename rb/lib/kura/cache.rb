@@ -88,6 +88,8 @@ module Kura
     def fetch_multi(*keys, ttl: nil, negative_ttl: nil, &block)
       raise ArgumentError, 'kura: fetch_multi needs a block' unless block
 
+      check_ttl(:ttl, ttl)
+      check_ttl(:negative_ttl, negative_ttl)
       keys = keys.flatten.map(&:to_s).uniq
       return {} if keys.empty?
 
@@ -155,6 +157,7 @@ module Kura
     # Writes values ({ key => value }), one batch per server. Returns
     # true when every server took its batch.
     def write_multi(hash, ttl: nil)
+      check_ttl(:ttl, ttl)
       written = now_ms
       items = hash.filter_map do |k, v|
         t = jitter(ttl || @o[:ttl])
@@ -225,9 +228,20 @@ module Kura
       Process.clock_gettime(Process::CLOCK_MONOTONIC)
     end
 
-    # A TTL in ms, shortened by up to ttl_jitter (0 stays 0: no expiry).
+    # A per-call TTL must be a finite number of seconds >= 0, as the
+    # constructor's: a negative one was stored as "no expiry" (0 on the
+    # wire), and NaN raised FloatDomainError after the block ran.
+    def check_ttl(name, secs)
+      return if secs.nil?
+      return if secs.is_a?(Numeric) && secs.to_f.finite? && secs >= 0
+
+      raise ArgumentError, "kura: #{name} must be a finite number of seconds >= 0 (0: no expiry), got #{secs.inspect}"
+    end
+
+    # A TTL in ms, shortened by up to ttl_jitter (0 stays 0: no expiry). A
+    # positive TTL under 1 ms is 1 ms, never 0 (which is "no expiry").
     def jitter(secs)
-      ms = (secs * 1000).round
+      ms = (secs * 1000).ceil
       return 0 unless ms.positive?
       return ms if @o[:ttl_jitter].zero?
 
