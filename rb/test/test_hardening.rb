@@ -66,3 +66,31 @@ class TestHardening
     assert_equal 1, c.read(k)
   end
 end
+
+class TestHardening
+  # Planted Marshal bytes (the Rails store reads serializer 128 with
+  # Marshal) escaped the codec as SystemStackError (deep nesting) or
+  # NoMemoryError (a claimed count), which no `rescue` of a caller catches.
+  def test_hostile_marshal_is_malformed
+    c = Kura::Codec.new(compact: true, marshal_fallback: true, compressor: :none)
+    [
+      "\x04\x08".b + ("[\x06".b * 200_000) + '0'.b,   # nesting
+      "\x04\x08[\x04\xff\xff\xff\x3f".b               # 2^30 elements claimed
+    ].each do |payload|
+      b = marshal_envelope(c, payload)
+      e = assert_raises(Kura::MalformedError) { c.decode(b) }
+      assert_equal :deserialize, e.code
+    end
+  end
+
+  private
+
+  # A serializer-128 envelope around payload, as a Ruby writer frames it.
+  def marshal_envelope(codec, payload)
+    real = Marshal.method(:dump)
+    Marshal.singleton_class.send(:define_method, :dump) { |*_| payload }
+    codec.encode(Object.new)
+  ensure
+    Marshal.singleton_class.send(:define_method, :dump, real)
+  end
+end

@@ -648,7 +648,10 @@ module Kura
       when MARSHAL_ID
         begin
           Marshal.load(raw) # rubocop:disable Security/MarshalLoad -- what Rails' own stores do
-        rescue StandardError => ex
+        rescue StandardError, SystemStackError, NoMemoryError => ex
+          # Marshal recurses per nesting level (200,000 levels in 400 KB:
+          # SystemStackError) and preallocates the count an array or hash
+          # claims (9 bytes: NoMemoryError): neither is a StandardError.
           malformed(:deserialize, "marshal: #{ex.class}")
         end
       when 5
