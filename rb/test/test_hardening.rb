@@ -1,6 +1,8 @@
 # frozen_string_literal: true
 
 require_relative 'helper'
+require 'stringio'
+require 'logger'
 
 # What an attacker or an unlucky caller does to the gem: odd keys, odd
 # values, odd TTLs, hostile bytes, secrets in URLs. Each test fails
@@ -92,5 +94,42 @@ class TestHardening
     codec.encode(Object.new)
   ensure
     Marshal.singleton_class.send(:define_method, :dump, real)
+  end
+end
+
+class TestHardening
+  SECRET = 's3cr3t#word@evil.example.com'
+
+  # A password in a URL never appears in an exception message, #inspect or
+  # a log line: URI's InvalidURIError quoted the whole URL (a '#' or a space
+  # in a password makes it invalid), and Object#inspect printed @urls.
+  def test_redis_url_secrets_stay_secret
+    ["redis://:#{SECRET}@127.0.0.1:6379/0", "redis://user:#{SECRET.tr('#', ' ')}@127.0.0.1:6379/0",
+     "redis://:#{SECRET}@/0"].each do |u|
+      e = assert_raises(ArgumentError) { Kura::RedisStore.new(url: u) }
+      refute_includes e.message, 's3cr3t'
+      refute_includes e.message, 'evil'
+      assert_match(/redis url/i, e.message)
+    end
+    enc = "redis://:#{URI.encode_www_form_component(SECRET)}@127.0.0.1:#{KuraTest::Servers.free_port}/0"
+    log = StringIO.new
+    s = Kura::RedisStore.new(urls: [enc, enc.sub('/0', '/1')], password: 'optsecret', timeout: 0.05, health: false)
+    c = Kura::Cache.new(s, logger: Logger.new(log))
+    assert_equal 1, c.fetch('k') { 1 }
+    [s.inspect, c.inspect, log.string].each do |text|
+      refute_match(/s3cr3t|optsecret/, text)
+    end
+  ensure
+    s&.close
+  end
+
+  # A dalli-style memcached URL with credentials (the meta protocol has
+  # none) was taken as the host name "memcached://u:pw@localhost": looked
+  # up by DNS, and quoted, password and all, in every StoreError.
+  def test_memcached_url_with_credentials_is_refused_without_echoing_it
+    ["memcached://u:#{SECRET}@localhost:11211", "u:#{SECRET}@localhost:11211"].each do |addr|
+      e = assert_raises(ArgumentError) { Kura::MemcacheStore.new([addr]) }
+      refute_match(/s3cr3t|evil/, e.message)
+    end
   end
 end

@@ -55,6 +55,17 @@ module Kura
       @cluster ? @slots.uniq : @ids.dup
     end
 
+    # The nodes only: the URLs and options may hold a password.
+    def inspect
+      "#<#{self.class.name} #{@cluster ? 'cluster' : 'nodes'}=#{nodes.inspect}>"
+    end
+    alias to_s inspect
+
+    # A URL with everything up to its last '@' (the user info) cut out.
+    def self.redact(url)
+      url.sub(%r{\A([a-z][a-z0-9+.-]*://)?.*@}im) { "#{Regexp.last_match(1)}[redacted]@" }
+    end
+
     def node_of(key)
       return @slots[RedisStore.slot(key)] if @cluster
       return @ids[0] unless @ring
@@ -158,9 +169,19 @@ module Kura
 
     private
 
+    # host, port, db of a URL. A URL that does not parse is refused with
+    # its user info cut out: URI's own error quotes it whole, password and
+    # all (a '#', '@' or space in a password makes it invalid).
     def parse(u)
+      raise ArgumentError, "kura: RedisStore: a redis url is a String, got a #{u.class}" unless u.is_a?(String)
+
       uri = URI(u.include?('://') ? u : "redis://#{u}")
+      raise URI::InvalidURIError, 'no host' if uri.host.nil? || uri.host.empty?
+
       [uri.host, uri.port || 6379, (uri.path.to_s.delete_prefix('/').then { |d| d.empty? ? 0 : Integer(d) })]
+    rescue URI::Error, ArgumentError
+      raise ArgumentError, "kura: RedisStore: redis url #{RedisStore.redact(u.to_s)} is not redis://[user:password@]host:port/db " \
+                           '(percent-encode a password holding #, @, / or spaces)'
     end
 
     def reset
@@ -194,7 +215,7 @@ module Kura
         @slots = slots
         return
       rescue Redis::BaseError, SystemCallError => e
-        errs << "#{seed}: #{e.message}"
+        errs << "#{RedisStore.redact(seed)}: #{e.message}"
       end
       raise Kura::Error, "kura: no cluster seed answered CLUSTER SLOTS (#{errs.join('; ')})"
     end
