@@ -173,7 +173,7 @@ module Kura
     # its user info cut out: URI's own error quotes it whole, password and
     # all (a '#', '@' or space in a password makes it invalid).
     def parse(u)
-      raise ArgumentError, "kura: RedisStore: a redis url is a String, got a #{u.class}" unless u.is_a?(String)
+      raise TypeError, "kura: RedisStore: a redis url is a String, got a #{u.class}" unless u.is_a?(String)
 
       uri = URI(u.include?('://') ? u : "redis://#{u}")
       raise URI::InvalidURIError, 'no host' if uri.host.nil? || uri.host.empty?

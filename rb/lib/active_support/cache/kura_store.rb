@@ -47,6 +47,19 @@ module ActiveSupport
         opts = options.dup
         redis = opts.delete(:redis)
         redis_urls = opts.delete(:redis_urls)
+        # RedisCacheStore's url: (a URL, or an Array of URLs for shards);
+        # ignored, it sent a Redis user's cache to memcached on localhost.
+        url = opts.delete(:url)
+        if url && (redis || redis_urls)
+          raise ArgumentError, 'kura_store: give one of url:, redis:, redis_urls:'
+        elsif url.is_a?(Array)
+          redis_urls = url
+        elsif url
+          redis = url
+        end
+        unless redis.nil? || redis.is_a?(String)
+          raise ArgumentError, "kura_store: redis: takes a URL String, not a #{redis.class} (kura opens its own connections)"
+        end
         ring = opts.delete(:ring) || :ketama
         timeout = opts.delete(:timeout) || 0.25
         leases = opts.key?(:leases) ? opts.delete(:leases) : true
@@ -73,8 +86,10 @@ module ActiveSupport
       # version, force or skip_nil is asked for; otherwise Rails' own fetch.
       def fetch(name, options = nil, &block)
         opts = merged_options(options)
-        return super if block.nil? || opts[:force] || opts[:version] || opts[:skip_nil] || name.respond_to?(:cache_version) ||
-                        expired_at_once?(opts)
+        # raw: a counter's digits, which kura's fetch would take for a value
+        # to replace; Rails' fetch reads them through read_entry.
+        return super if block.nil? || opts[:force] || opts[:version] || opts[:skip_nil] || opts[:raw] ||
+                        name.respond_to?(:cache_version) || expired_at_once?(opts)
 
         key = normalize_key(name, opts)
         instrument(:read, name, opts) do |payload|
