@@ -3,6 +3,7 @@
 require_relative 'helper'
 require 'stringio'
 require 'logger'
+require 'timeout'
 
 # What an attacker or an unlucky caller does to the gem: odd keys, odd
 # values, odd TTLs, hostile bytes, secrets in URLs. Each test fails
@@ -130,6 +131,30 @@ class TestHardening
     ["memcached://u:#{SECRET}@localhost:11211", "u:#{SECRET}@localhost:11211"].each do |addr|
       e = assert_raises(ArgumentError) { Kura::MemcacheStore.new([addr]) }
       refute_match(/s3cr3t|evil/, e.message)
+    end
+  end
+end
+
+class TestHardening
+  # Only a StandardError from the block released its leases: after a
+  # throw, Timeout.timeout or Thread#kill the lease stayed, and the next
+  # fetch of the key (in any process) waited lease_wait and then loaded
+  # without writing, for lease_ttl.
+  def test_a_block_left_by_throw_timeout_or_kill_releases_its_lease
+    c = cache(lease_wait: 2.0)
+    exits = {
+      throw: ->(k) { catch(:out) { c.fetch(k) { throw :out } } },
+      timeout: ->(k) { Timeout.timeout(0.05) { c.fetch(k) { sleep 1 } } rescue Timeout::Error }, # rubocop:disable Style/RescueModifier
+      kill: ->(k) { th = Thread.new { c.fetch(k) { sleep 5 } }; sleep 0.2; th.kill; th.join }
+    }
+    exits.each do |how, leave|
+      k = "left:#{how}:#{rand(1 << 30)}"
+      leave.call(k)
+      t0 = Process.clock_gettime(Process::CLOCK_MONOTONIC)
+      assert_equal 'v', c.fetch(k) { 'v' }
+      took = Process.clock_gettime(Process::CLOCK_MONOTONIC) - t0
+      assert_operator took, :<, 1.0, "#{how}: the next fetch waited #{took.round(2)} s on a lease nobody holds"
+      assert_equal 'v', c.read(k), "#{how}: the next fetch's value was not written"
     end
   end
 end

@@ -579,11 +579,15 @@ module Kura
       to_load = won.keys + open
       return res if to_load.empty?
 
+      # A block that leaves by any way but returning (an error, throw,
+      # Timeout.timeout, Thread#kill) gives its leases back, so the next
+      # caller loads at once instead of waiting lease_wait in vain.
+      loaded = false
       begin
         got, cost = call_block(to_load, block)
-      rescue StandardError
-        release_leases(won.reject { |_, h| h.is_a?(Hash) })
-        raise
+        loaded = true
+      ensure
+        release_leases(won.reject { |_, h| h.is_a?(Hash) }) unless loaded
       end
       written = now_ms
       fills = []
