@@ -158,3 +158,31 @@ class TestHardening
     end
   end
 end
+
+class TestHardening
+  Point = Struct.new(:id, :name)
+  KwPoint = Struct.new(:id, :name, keyword_init: true)
+  # A reader's type (as:)
+  class Row
+    attr_reader :id
+
+    def initialize(id:)
+      @id = id
+    end
+  end
+
+  # as: a plain Struct read {"id" => 1, "name" => "x"} as id = the whole
+  # Hash and name = nil on Ruby 3.1 (keyword arguments to a positional
+  # Struct); a class refusing a field another writer added made the value
+  # a decode error, reloaded and overwritten for every reader.
+  def test_as_maps_fields_by_name
+    c = cache
+    k = "as:#{rand(1 << 30)}"
+    c.write(k, { 'id' => 1, 'name' => 'x', 'added_by_go' => true })
+    assert_equal Point.new(1, 'x'), Kura::Cache.new(@store, as: Point).fetch(k) { flunk 'a hit' }
+    assert_equal KwPoint.new(id: 1, name: 'x'), Kura::Cache.new(@store, as: KwPoint).fetch(k) { flunk 'a hit' }
+    row = Kura::Cache.new(@store, as: Row).fetch(k) { flunk 'a hit' }
+    assert_equal 1, row.id
+    assert_equal({ 'id' => 1, 'name' => 'x', 'added_by_go' => true }, c.read(k))
+  end
+end

@@ -419,12 +419,28 @@ module Kura
     def shape(v)
       return v unless @as && v.is_a?(Hash)
 
-      if @as.respond_to?(:members)
-        known = @as.members.map(&:to_s)
-        @as.new(**v.select { |k, _| known.include?(k) }.transform_keys(&:to_sym))
+      if @as.respond_to?(:members) && !@as.keyword_init?
+        # A plain Struct takes its members by position: on Ruby 3.1 keyword
+        # arguments went whole into the first member ({id: 1, name: "x"}
+        # as id, name nil), a wrong value with no error.
+        @as.new(*@as.members.map { |m| v[m.to_s] })
       else
-        @as.new(**v.transform_keys(&:to_sym))
+        @as.new(**v.select { |k, _| as_keys.nil? || as_keys.include?(k) }.transform_keys(&:to_sym))
       end
+    end
+
+    # The keywords @as takes (nil: any). A field another writer added is
+    # left out rather than refused (refused, the value was reloaded and
+    # overwritten for every reader).
+    def as_keys
+      return @as_keys if defined?(@as_keys)
+
+      @as_keys = if @as.respond_to?(:members)
+                   @as.members.map(&:to_s)
+                 else
+                   params = @as.instance_method(:initialize).parameters
+                   params.any? { |t, _| t == :keyrest } ? nil : params.filter_map { |t, n| n.to_s if %i[key keyreq].include?(t) }
+                 end
     end
 
     # The envelope of a loaded value, or nil (too large, not encodable).
