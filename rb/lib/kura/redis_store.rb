@@ -45,6 +45,9 @@ module Kura
               elsif urls then urls
               end
       @ids = @urls&.map { |u| Ring::Distributed.id(*parse(u)) }
+      # The seeds' user info: the slot map's connection and each master's
+      # are opened from "host:port", which dropped a password in the URL.
+      @redis_opts = cluster_auth(cluster).merge(@redis_opts) if cluster
       @ring = Ring::Distributed.new(@ids) if @ids && @ids.length > 1
       reset
       load_slots if @cluster
@@ -182,6 +185,20 @@ module Kura
     rescue URI::Error, ArgumentError
       raise ArgumentError, "kura: RedisStore: redis url #{RedisStore.redact(u.to_s)} is not redis://[user:password@]host:port/db " \
                            '(percent-encode a password holding #, @, / or spaces)'
+    end
+
+    # {username:, password:} of the first seed URL that has them.
+    def cluster_auth(seeds)
+      seeds.each do |seed|
+        parse(seed)
+        uri = URI(seed.include?('://') ? seed : "redis://#{seed}")
+        next unless uri.userinfo
+
+        user = uri.user.to_s.empty? ? nil : URI::DEFAULT_PARSER.unescape(uri.user)
+        pass = uri.password && URI::DEFAULT_PARSER.unescape(uri.password)
+        return { username: user, password: pass }.compact
+      end
+      {}
     end
 
     def reset
