@@ -186,3 +186,25 @@ class TestHardening
     assert_equal({ 'id' => 1, 'name' => 'x', 'added_by_go' => true }, c.read(k))
   end
 end
+
+class TestHardening
+  # The empty key (an id that was nil, "#{prefix}" + "") has no memcached
+  # wire form: sent, it failed its whole server's batch, so every key on
+  # that server went to the block on every call and was never cached.
+  def test_the_empty_key_does_not_spoil_its_batch
+    c = cache
+    keys = Array.new(20) { |i| "ek:#{rand(1 << 30)}:#{i}" }
+    asked = []
+    2.times do
+      got = c.fetch_multi('', *keys) { |m| asked << m.sort; m.to_h { |k| [k, "v#{k}"] } }
+      assert_equal 21, got.length
+      assert_equal 'v', got['']
+    end
+    assert_equal [([''] + keys).sort, ['']], asked
+    assert_equal 'v', c.fetch('') { 'v' }
+    refute c.write_multi({ '' => 1, keys[0] => 2 })
+    assert_equal 2, c.read(keys[0])
+    assert c.invalidate('', keys[0])
+    assert_nil c.read(keys[0])
+  end
+end

@@ -176,7 +176,9 @@ module Kura
     # StoreError when a server did not take it (the invalidation did not
     # happen there).
     def invalidate(*keys)
-      keys = keys.flatten.map(&:to_s)
+      keys = keys.flatten.map(&:to_s).reject(&:empty?) # never stored: nothing to delete
+      return true if keys.empty?
+
       g = group_keys(keys)
       errs = @store.del_batch(g).values.select { |r| r.is_a?(StoreError) }
       raise errs.first unless errs.empty?
@@ -276,10 +278,20 @@ module Kura
       end
     end
 
+    # The empty key has no wire form (memcached keys are 1 to 250 bytes,
+    # Go's store refuses it): read as an unreadable miss the block answers
+    # and nothing writes. Sent, it failed its whole server's batch, so every
+    # key beside it went to the block and was never cached.
+    EMPTY_KEY = StoreError.new('-', 'the empty key is never stored').freeze
+
+    def empty_keys(keys)
+      keys.each_with_object({}) { |k, h| h[k] = EMPTY_KEY if k.empty? }
+    end
+
     # { key => bytes | nil | StoreError }: one read per server.
     def read_raw(keys)
-      out = {}
-      per_node(group_keys(keys), :get, ->(g) { @store.get_batch(g) }) do |ks, r|
+      out = empty_keys(keys)
+      per_node(group_keys(keys.reject(&:empty?)), :get, ->(g) { @store.get_batch(g) }) do |ks, r|
         if r.is_a?(StoreError)
           ks.each { |k| out[k] = r }
         else
@@ -293,8 +305,8 @@ module Kura
     # (memcached's mg N): { key => bytes | nil | StoreError | :held },
     # filling won with the leases taken.
     def read_leased(keys, won)
-      out = {}
-      per_node(group_keys(keys), :get, ->(g) { @store.read_lease(g, (@o[:lease_ttl] * 1000).round) }) do |ks, r|
+      out = empty_keys(keys)
+      per_node(group_keys(keys.reject(&:empty?)), :get, ->(g) { @store.read_lease(g, (@o[:lease_ttl] * 1000).round) }) do |ks, r|
         if r.is_a?(StoreError)
           ks.each { |k| out[k] = r }
           next
@@ -510,7 +522,9 @@ module Kura
     end
 
     def write_items(items)
-      return true if items.empty?
+      given = items.length
+      items = items.reject { |it| it[0].empty? }
+      return items.length == given if items.empty?
 
       g = {}
       items.each { |it| (g[node_of(it[0])] ||= []) << it }
@@ -530,7 +544,7 @@ module Kura
           count(:bytes_written, its.sum { |it| it[1].bytesize })
         end
       end
-      ok
+      ok && items.length == given
     end
 
     # { key => handle | false }, plus the keys whose lease read failed.
