@@ -267,7 +267,7 @@ func (pf *planFlags) input(cmd *cobra.Command) (plan.Input, error) {
 	if cmd.Flags().Changed("reserved-memory") {
 		// A fraction like every other ceiling flag; the catalog keeps a
 		// percent, as the providers publish it.
-		if pf.reserved < 0 || pf.reserved >= 1 {
+		if !(pf.reserved >= 0 && pf.reserved < 1) { // NaN too
 			hint := ""
 			if pf.reserved >= 1 && pf.reserved < 100 {
 				hint = fmt.Sprintf(" (%g%% is %g)", pf.reserved, pf.reserved/100)
@@ -281,6 +281,26 @@ func (pf *planFlags) input(cmd *cobra.Command) (plan.Input, error) {
 	for _, name := range []string{"codec-ratio", "io-threads", "memory-ceiling", "cpu-ceiling", "network-ceiling", "ops-per-thread", "cpu-us-per-op"} {
 		if fl := cmd.Flags().Lookup(name); cmd.Flags().Changed(name) && (fl.Value.String() == "0" || fl.Value.String() == "0.0") {
 			return in, fmt.Errorf("--%s 0 has no meaning; give a positive value or leave the flag out", name)
+		}
+	}
+	// The model checks CPU seconds per op; its message would name neither
+	// the flag nor its unit.
+	if !(pf.cpuMicros >= 0 && pf.cpuMicros <= 1e7) {
+		return in, fmt.Errorf("--cpu-us-per-op %g: give engine CPU microseconds per operation, from 0.001 to 10,000,000 (10 s)", pf.cpuMicros)
+	}
+	if cmd.Flags().Changed("max-value-size") && in.WhatIf.MaxValueBytes == 0 {
+		return in, errors.New("--max-value-size 0 has no meaning; give the largest value to allow, such as 1MB, or leave the flag out")
+	}
+	if cmd.Flags().Changed("cpu-now") {
+		if pf.from == "" && pf.to == "" {
+			return in, errors.New("--cpu-now is the CPU share of the --from fleet today; it goes with --from and --to")
+		}
+		if !(pf.cpuNow > 0 && pf.cpuNow <= 1) {
+			hint := ""
+			if pf.cpuNow > 1 && pf.cpuNow <= 100 {
+				hint = fmt.Sprintf(" (%g%% is %g)", pf.cpuNow, pf.cpuNow/100)
+			}
+			return in, fmt.Errorf("--cpu-now %g: the CPU share today must be 0 to 1 (above 0), such as 0.4%s", pf.cpuNow, hint)
 		}
 	}
 	if pf.opsPerThread > 0 && pf.cpuMicros > 0 {
@@ -443,11 +463,15 @@ func (pf *planFlags) pricing(in *plan.Input) error {
 	return nil
 }
 
+// maxInstanceGB is the largest Memorystore for Redis instance (M5 tops out
+// at 300 GB); 1TB was taken and matched no tier without an error.
+const maxInstanceGB = 300
+
 // wholeGB reads an instance size as the whole GB Memorystore provisions
 // (its GB are GiB: 40GB and 40GiB both name a 40 GB instance).
 func wholeGB(bytes float64) (float64, error) {
 	for _, unit := range []float64{1 << 30, 1e9} {
-		if g := bytes / unit; g >= 1 && math.Abs(g-math.Round(g)) < 1e-9 {
+		if g := bytes / unit; g >= 1 && g <= maxInstanceGB && math.Abs(g-math.Round(g)) < 1e-9 {
 			return math.Round(g), nil
 		}
 	}
@@ -503,7 +527,7 @@ var planFieldFlags = map[string]string{
 	"reads per second": "reads", "writes per second": "writes", "growth": "growth", "replicas": "replicas",
 	"keys": "keys", "large values per second": "large-per-sec", "ops per second per thread": "ops-per-thread",
 	"memory ceiling": "memory-ceiling", "CPU ceiling": "cpu-ceiling", "network ceiling": "network-ceiling",
-	"threads": "io-threads", "region": "region", "engine": "engine", "discount": "discount", "instance size": "instance-size",
+	"codec ratio": "codec-ratio", "threads": "io-threads", "region": "region", "engine": "engine", "discount": "discount", "instance size": "instance-size",
 }
 
 // compare answers --from/--to: the workload (if any) on both fleets, per
@@ -514,6 +538,11 @@ func (pf *planFlags) compare(cmd *cobra.Command, cat *plan.Catalog, in plan.Inpu
 	}
 	if pf.htmlFile != "" {
 		return errors.New("--html: a resize comparison prints text only")
+	}
+	if pf.instanceSize != "" {
+		// Compare sizes each fleet on its own (a 24 × M2 and a 6 × M4 fleet
+		// never share an instance size); the flag was silently ignored.
+		return errors.New("--instance-size sizes the ranked plan; with --from/--to give each fleet's size as COUNT:NODE:SIZE, such as 24:memorystore-redis-M2:5GB")
 	}
 	from, err := parseFleet("--from", pf.from)
 	if err != nil {

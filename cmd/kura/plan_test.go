@@ -304,6 +304,18 @@ func TestPlanArgs(t *testing.T) {
 		{[]string{"plan", "--data", "1GB", "--region", "us-east-1", "--from", "24:M2", "--to", "6:M4"}, "--region us-east-1: node type memorystore-redis-M2"},
 		{[]string{"plan", "--data", "1GB", "--discount", "elasticache=0.3", "--discount", "elasticache=0.2"}, "a second discount"},
 		{[]string{"plan", "--data", "1GB", "--instance-size", "1e9GB"}, "--instance-size"},
+		// hostile or silly flags: each error names its flag
+		{[]string{"plan", "--data", "120GB", "--instance-size", "1TB"}, "--instance-size 1TB: a Memorystore instance is a whole number of GB from 1 to 300"},
+		{[]string{"plan", "--data", "120GiB", "--from", "24:M2", "--to", "6:M4", "--instance-size", "10GB"}, "--instance-size sizes the ranked plan"},
+		{[]string{"plan", "--data", "120GiB", "--from", "24:M2", "--to", "6:M4", "--cpu-now", "NaN"}, "--cpu-now NaN"},
+		{[]string{"plan", "--data", "120GiB", "--from", "24:M2", "--to", "6:M4", "--cpu-now", "40"}, "--cpu-now 40: the CPU share today must be 0 to 1 (above 0), such as 0.4 (40% is 0.4)"},
+		{[]string{"plan", "--data", "120GiB", "--from", "24:M2", "--to", "6:M4", "--cpu-now", "-0.1"}, "--cpu-now -0.1"},
+		{[]string{"plan", "--data", "1GB", "--cpu-now", "0.4"}, "--cpu-now is the CPU share of the --from fleet"},
+		{[]string{"plan", "--data", "1GB", "--codec-ratio", "NaN"}, "--codec-ratio NaN"},
+		{[]string{"plan", "--data", "1GB", "--reserved-memory", "NaN"}, "--reserved-memory NaN"},
+		{[]string{"plan", "--reads", "5", "--cpu-us-per-op", "1e9"}, "--cpu-us-per-op 1e+09"},
+		{[]string{"plan", "--reads", "5", "--cpu-us-per-op", "NaN"}, "--cpu-us-per-op NaN"},
+		{[]string{"plan", "--data", "1GB", "--reads", "10", "--max-value-size", "0"}, "--max-value-size 0 has no meaning"},
 	}
 	for _, c := range cases {
 		_, _, err := kura(t, c.args...)

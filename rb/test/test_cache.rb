@@ -180,7 +180,9 @@ class TestCache < Minitest::Test
     pid = fork do
       rd.close
       down = !s.health.up?(addr) # the child's first use of the store
-      sleep 0.3
+      # two probes at 0.05 s intervals; up to 3 s on a loaded machine
+      deadline = Process.clock_gettime(Process::CLOCK_MONOTONIC) + 3
+      sleep 0.05 until s.health.probes_sent >= 2 || Process.clock_gettime(Process::CLOCK_MONOTONIC) > deadline
       wr.write(JSON.generate({ down: down, probes: s.health.probes_sent }))
       wr.close
       exit!(0)

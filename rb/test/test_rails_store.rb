@@ -99,6 +99,51 @@ module RailsStoreBehavior
     assert_nil @cache.read(key)
   end
 
+  # A negative expires_in was sent as 0 ("no expiry"): the entry stayed
+  # forever; Rails 6.1 (Entry#expired?, memcached's negative exptime)
+  # reads it as expired at once. fetch raised kura's ttl ArgumentError.
+  def test_negative_expires_in_is_expired
+    assert @cache.write(key, 'bar', expires_in: -1)
+    assert_nil @cache.read(key)
+    assert_equal 'new', @cache.fetch("#{key}:f", expires_in: -1.second) { 'new' }
+    assert_nil @cache.read("#{key}:f")
+  end
+
+  def test_fetch_with_a_duration_expires_in
+    assert_equal 'v', @cache.fetch(key, expires_in: 1.second) { 'v' }
+    assert_equal 'v', @cache.read(key)
+    sleep 2.1
+    assert_nil @cache.read(key)
+  end
+
+  # An entry written with a version and fetched without one is its value
+  # (Rails checks a version only when one is asked for); kura's fetch
+  # returned the {"_kura_rails" => 1, ...} wrapper.
+  def test_versioned_entry_fetched_without_a_version
+    @cache.write(key, 'v1', version: 1)
+    assert_equal 'v1', @cache.read(key)
+    assert_equal 'v1', @cache.fetch(key) { 'block' }
+    assert_equal({ key => 'v1' }, @cache.fetch_multi(key) { 'block' })
+  end
+
+  # An Integer past 64 bits (msgpack raised RangeError) round-trips.
+  def test_bignum_round_trips
+    assert @cache.write(key, 2**70)
+    assert_equal 2**70, @cache.read(key)
+    assert_equal(-(2**70), @cache.fetch("#{key}:f") { -(2**70) })
+    assert_equal(-(2**70), @cache.fetch("#{key}:f") { 0 })
+  end
+
+  # fetch(raw: true) of a counter returns its digits; kura's fetch took
+  # them for an unreadable value and replaced the counter with the block's.
+  def test_fetch_raw_counter_keeps_the_counter
+    @cache.increment(key)
+    @cache.increment(key)
+    # MemCacheStore 6.1 does not create a missing counter (docs/ruby.md)
+    assert_equal(kura? ? '2' : 'block', @cache.fetch(key, raw: true) { 'block' })
+    assert_equal 3, @cache.increment(key) if kura?
+  end
+
   def test_namespace
     other = make_store(namespace: 'other')
     @cache.write(key, 'mine')
@@ -248,6 +293,17 @@ class TestKuraStoreRedis < Minitest::Test
 
   def setup
     @cache = make_store(namespace: "ns#{rand(1 << 30)}")
+  end
+
+  # RedisCacheStore's url: option was ignored: the cache went to memcached
+  # on localhost (or nowhere) without a word.
+  def test_url_option_as_redis_cache_store_takes_it
+    c = ActiveSupport::Cache.lookup_store(:kura_store, url: "redis://#{self.class.addr}/0")
+    assert_instance_of Kura::RedisStore, c.kura.store
+    c = ActiveSupport::Cache.lookup_store(:kura_store, url: ["redis://#{self.class.addr}/0", "redis://#{self.class.addr}/1"])
+    assert_equal 2, c.kura.store.nodes.length
+    e = assert_raises(ArgumentError) { ActiveSupport::Cache.lookup_store(:kura_store, redis: Object.new) }
+    assert_match(/takes a URL String/, e.message)
   end
 
   def test_delete_matched

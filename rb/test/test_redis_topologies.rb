@@ -7,24 +7,26 @@ require 'redis/distributed'
 # and a Redis Cluster (3 masters, started here), read back through
 # redis-rb's own clients.
 class TestRedisTopologies < Minitest::Test
-  def cluster
+  def cluster(password: nil)
     KuraTest::Servers.need('redis-server') or skip 'no redis-server'
+    auth = password ? ['--requirepass', password, '--masterauth', password] : []
+    cli = password ? ['-a', password, '--no-auth-warning'] : []
     ports = Array.new(3) { KuraTest::Servers.free_port }
     dir = Dir.mktmpdir('kura-cluster')
     ports.each do |p|
       pid = Process.spawn('redis-server', '--bind', '127.0.0.1', '--port', p.to_s, '--cluster-enabled', 'yes',
                           '--cluster-config-file', "#{dir}/nodes-#{p}.conf", '--save', '', '--appendonly', 'no',
-                          chdir: dir, out: File::NULL, err: File::NULL)
+                          *auth, chdir: dir, out: File::NULL, err: File::NULL)
       KuraTest::Servers.track(pid)
       KuraTest::Servers.wait_port(p)
     end
     seeds = ports.map { |p| "127.0.0.1:#{p}" }
-    out, st = Open3.capture2e('redis-cli', '--cluster', 'create', *seeds, '--cluster-replicas', '0', '--cluster-yes')
+    out, st = Open3.capture2e('redis-cli', *cli, '--cluster', 'create', *seeds, '--cluster-replicas', '0', '--cluster-yes')
     assert st.success?, out
     deadline = Time.now + 20
     until Time.now > deadline
-      info = `redis-cli -p #{ports[0]} cluster info`
-      break if info.include?('cluster_state:ok') && ports.all? { |p| `redis-cli -p #{p} cluster info`.include?('cluster_state:ok') }
+      ok = ports.all? { |p| Open3.capture2('redis-cli', *cli, '-p', p.to_s, 'cluster', 'info')[0].include?('cluster_state:ok') }
+      break if ok
 
       sleep 0.1
     end
@@ -57,6 +59,21 @@ class TestRedisTopologies < Minitest::Test
     c.invalidate(*keys)
     assert_nil rc.get(keys[0])
     rc.close
+    s.close
+  end
+
+  # A password in the seed URLs was dropped: the slot map and the masters
+  # were opened from "host:port", so the store could not start (NOAUTH).
+  def test_cluster_with_a_password_in_the_seed_urls
+    pw = 's3cr#t pw'
+    seeds = cluster(password: pw)
+    s = Kura::RedisStore.new(cluster: seeds.map { |a| "redis://:#{URI.encode_www_form_component(pw).gsub('+', '%20')}@#{a}" }, timeout: 2)
+    refute_includes s.inspect, 's3cr'
+    c = Kura::Cache.new(s, ttl: 60)
+    keys = Array.new(30) { |i| "pw:#{i}" }
+    assert_equal 30, c.fetch_multi(*keys) { |m| m.to_h { |k| [k, k] } }.length
+    assert_equal 30, c.fetch_multi(*keys) { raise 'warm' }.length
+    assert_equal 0, c.stats[:store_errors]
     s.close
   end
 

@@ -77,6 +77,7 @@ module Kura
     def fetch(key, ttl: nil, negative_ttl: nil)
       raise ArgumentError, 'kura: fetch needs a block' unless block_given?
 
+      key = key.to_s
       got = fetch_multi(key, ttl: ttl, negative_ttl: negative_ttl) { |missing| { missing[0] => yield(missing[0]) } }
       got[key]
     end
@@ -87,6 +88,8 @@ module Kura
     def fetch_multi(*keys, ttl: nil, negative_ttl: nil, &block)
       raise ArgumentError, 'kura: fetch_multi needs a block' unless block
 
+      check_ttl(:ttl, ttl)
+      check_ttl(:negative_ttl, negative_ttl)
       keys = keys.flatten.map(&:to_s).uniq
       return {} if keys.empty?
 
@@ -158,6 +161,7 @@ module Kura
     # Writes values ({ key => value }), one batch per server. Returns
     # true when every server took its batch.
     def write_multi(hash, ttl: nil)
+      check_ttl(:ttl, ttl)
       written = now_ms
       items = hash.filter_map do |k, v|
         t = jitter(ttl || @o[:ttl])
@@ -176,7 +180,9 @@ module Kura
     # StoreError when a server did not take it (the invalidation did not
     # happen there).
     def invalidate(*keys)
-      keys = keys.flatten.map(&:to_s)
+      keys = keys.flatten.map(&:to_s).reject(&:empty?) # never stored: nothing to delete
+      return true if keys.empty?
+
       g = group_keys(keys)
       errs = @store.del_batch(g).values.select { |r| r.is_a?(StoreError) }
       raise errs.first unless errs.empty?
@@ -228,9 +234,20 @@ module Kura
       Process.clock_gettime(Process::CLOCK_MONOTONIC)
     end
 
-    # A TTL in ms, shortened by up to ttl_jitter (0 stays 0: no expiry).
+    # A per-call TTL must be a finite number of seconds >= 0, as the
+    # constructor's: a negative one was stored as "no expiry" (0 on the
+    # wire), and NaN raised FloatDomainError after the block ran.
+    def check_ttl(name, secs)
+      return if secs.nil?
+      return if secs.is_a?(Numeric) && secs.to_f.finite? && secs >= 0
+
+      raise ArgumentError, "kura: #{name} must be a finite number of seconds >= 0 (0: no expiry), got #{secs.inspect}"
+    end
+
+    # A TTL in ms, shortened by up to ttl_jitter (0 stays 0: no expiry). A
+    # positive TTL under 1 ms is 1 ms, never 0 (which is "no expiry").
     def jitter(secs)
-      ms = (secs * 1000).round
+      ms = (secs * 1000).ceil
       return 0 unless ms.positive?
       return ms if @o[:ttl_jitter].zero?
 
@@ -265,10 +282,20 @@ module Kura
       end
     end
 
+    # The empty key has no wire form (memcached keys are 1 to 250 bytes,
+    # Go's store refuses it): read as an unreadable miss the block answers
+    # and nothing writes. Sent, it failed its whole server's batch, so every
+    # key beside it went to the block and was never cached.
+    EMPTY_KEY = StoreError.new('-', 'the empty key is never stored').freeze
+
+    def empty_keys(keys)
+      keys.each_with_object({}) { |k, h| h[k] = EMPTY_KEY if k.empty? }
+    end
+
     # { key => bytes | nil | StoreError }: one read per server.
     def read_raw(keys)
-      out = {}
-      per_node(group_keys(keys), :get, ->(g) { @store.get_batch(g) }) do |ks, r|
+      out = empty_keys(keys)
+      per_node(group_keys(keys.reject(&:empty?)), :get, ->(g) { @store.get_batch(g) }) do |ks, r|
         if r.is_a?(StoreError)
           ks.each { |k| out[k] = r }
         else
@@ -282,8 +309,8 @@ module Kura
     # (memcached's mg N): { key => bytes | nil | StoreError | :held },
     # filling won with the leases taken.
     def read_leased(keys, won)
-      out = {}
-      per_node(group_keys(keys), :get, ->(g) { @store.read_lease(g, (@o[:lease_ttl] * 1000).round) }) do |ks, r|
+      out = empty_keys(keys)
+      per_node(group_keys(keys.reject(&:empty?)), :get, ->(g) { @store.read_lease(g, (@o[:lease_ttl] * 1000).round) }) do |ks, r|
         if r.is_a?(StoreError)
           ks.each { |k| out[k] = r }
           next
@@ -408,12 +435,28 @@ module Kura
     def shape(v)
       return v unless @as && v.is_a?(Hash)
 
-      if @as.respond_to?(:members)
-        known = @as.members.map(&:to_s)
-        @as.new(**v.select { |k, _| known.include?(k) }.transform_keys(&:to_sym))
+      if @as.respond_to?(:members) && !@as.keyword_init?
+        # A plain Struct takes its members by position: on Ruby 3.1 keyword
+        # arguments went whole into the first member ({id: 1, name: "x"}
+        # as id, name nil), a wrong value with no error.
+        @as.new(*@as.members.map { |m| v[m.to_s] })
       else
-        @as.new(**v.transform_keys(&:to_sym))
+        @as.new(**v.select { |k, _| as_keys.nil? || as_keys.include?(k) }.transform_keys(&:to_sym))
       end
+    end
+
+    # The keywords @as takes (nil: any). A field another writer added is
+    # left out rather than refused (refused, the value was reloaded and
+    # overwritten for every reader).
+    def as_keys
+      return @as_keys if defined?(@as_keys)
+
+      @as_keys = if @as.respond_to?(:members)
+                   @as.members.map(&:to_s)
+                 else
+                   params = @as.instance_method(:initialize).parameters
+                   params.any? { |t, _| t == :keyrest } ? nil : params.filter_map { |t, n| n.to_s if %i[key keyreq].include?(t) }
+                 end
     end
 
     # The envelope of a loaded value, or nil (too large, not encodable).
@@ -427,7 +470,10 @@ module Kura
       end
       @logger&.warn(size_message(key, b.bytesize, 'is large')) if b.bytesize > @o[:warn_value_size]
       b
-    rescue ArgumentError, TypeError, ValueTooLargeError, EncodingError => e
+    rescue StandardError => e
+      # Not a cache error for the caller: the value is returned, not stored
+      # (msgpack raises RangeError past 64 bits, an object's #attributes
+      # may raise anything).
       count(:too_large) if e.is_a?(ValueTooLargeError)
       report(:encode, key, e)
       nil
@@ -480,7 +526,9 @@ module Kura
     end
 
     def write_items(items)
-      return true if items.empty?
+      given = items.length
+      items = items.reject { |it| it[0].empty? }
+      return items.length == given if items.empty?
 
       g = {}
       items.each { |it| (g[node_of(it[0])] ||= []) << it }
@@ -500,7 +548,7 @@ module Kura
           count(:bytes_written, its.sum { |it| it[1].bytesize })
         end
       end
-      ok
+      ok && items.length == given
     end
 
     # { key => handle | false }, plus the keys whose lease read failed.
@@ -566,11 +614,15 @@ module Kura
       to_load = won.keys + open
       return res if to_load.empty?
 
+      # A block that leaves by any way but returning (an error, throw,
+      # Timeout.timeout, Thread#kill) gives its leases back, so the next
+      # caller loads at once instead of waiting lease_wait in vain.
+      loaded = false
       begin
         got, cost = call_block(to_load, block)
-      rescue StandardError
-        release_leases(won.reject { |_, h| h.is_a?(Hash) })
-        raise
+        loaded = true
+      ensure
+        release_leases(won.reject { |_, h| h.is_a?(Hash) }) unless loaded
       end
       written = now_ms
       fills = []

@@ -156,7 +156,7 @@ module Kura
       ser = @ser_id
       begin
         payload = serialize(value)
-      rescue ArgumentError, NoMethodError, TypeError
+      rescue ArgumentError, NoMethodError, TypeError, RangeError
         raise unless @marshal && @serializer == :msgpack
 
         # A Ruby object the one rule cannot represent: Marshal under user
@@ -688,7 +688,10 @@ module Kura
       when MARSHAL_ID
         begin
           Marshal.load(raw) # rubocop:disable Security/MarshalLoad -- what Rails' own stores do
-        rescue StandardError => ex
+        rescue StandardError, SystemStackError, NoMemoryError => ex
+          # Marshal recurses per nesting level (200,000 levels in 400 KB:
+          # SystemStackError) and preallocates the count an array or hash
+          # claims (9 bytes: NoMemoryError): neither is a StandardError.
           malformed(:deserialize, "marshal: #{ex.class}")
         end
       when 5

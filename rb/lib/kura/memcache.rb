@@ -371,6 +371,12 @@ module Kura
     end
 
     def split_addr(addr)
+      if addr.include?('@') || addr.include?('/')
+        # a dalli-style URL: its password must not reach a host lookup or a message
+        shown = addr.sub(/\A.*@/m, '[redacted]@')
+        raise ArgumentError, "kura: memcache: server #{shown.inspect} is not host:port " \
+                             "(memcached's meta protocol has no credentials)"
+      end
       i = addr.rindex(':')
       raise ArgumentError, "kura: memcache: server #{addr.inspect} is not host:port" if i.nil? || i.zero?
 

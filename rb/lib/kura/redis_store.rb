@@ -45,6 +45,9 @@ module Kura
               elsif urls then urls
               end
       @ids = @urls&.map { |u| Ring::Distributed.id(*parse(u)) }
+      # The seeds' user info: the slot map's connection and each master's
+      # are opened from "host:port", which dropped a password in the URL.
+      @redis_opts = cluster_auth(cluster).merge(@redis_opts) if cluster
       @ring = Ring::Distributed.new(@ids) if @ids && @ids.length > 1
       reset
       load_slots if @cluster
@@ -53,6 +56,17 @@ module Kura
 
     def nodes
       @cluster ? @slots.uniq : @ids.dup
+    end
+
+    # The nodes only: the URLs and options may hold a password.
+    def inspect
+      "#<#{self.class.name} #{@cluster ? 'cluster' : 'nodes'}=#{nodes.inspect}>"
+    end
+    alias to_s inspect
+
+    # A URL with everything up to its last '@' (the user info) cut out.
+    def self.redact(url)
+      url.sub(%r{\A([a-z][a-z0-9+.-]*://)?.*@}im) { "#{Regexp.last_match(1)}[redacted]@" }
     end
 
     def node_of(key)
@@ -158,9 +172,33 @@ module Kura
 
     private
 
+    # host, port, db of a URL. A URL that does not parse is refused with
+    # its user info cut out: URI's own error quotes it whole, password and
+    # all (a '#', '@' or space in a password makes it invalid).
     def parse(u)
+      raise TypeError, "kura: RedisStore: a redis url is a String, got a #{u.class}" unless u.is_a?(String)
+
       uri = URI(u.include?('://') ? u : "redis://#{u}")
+      raise URI::InvalidURIError, 'no host' if uri.host.nil? || uri.host.empty?
+
       [uri.host, uri.port || 6379, (uri.path.to_s.delete_prefix('/').then { |d| d.empty? ? 0 : Integer(d) })]
+    rescue URI::Error, ArgumentError
+      raise ArgumentError, "kura: RedisStore: redis url #{RedisStore.redact(u.to_s)} is not redis://[user:password@]host:port/db " \
+                           '(percent-encode a password holding #, @, / or spaces)'
+    end
+
+    # {username:, password:} of the first seed URL that has them.
+    def cluster_auth(seeds)
+      seeds.each do |seed|
+        parse(seed)
+        uri = URI(seed.include?('://') ? seed : "redis://#{seed}")
+        next unless uri.userinfo
+
+        user = uri.user.to_s.empty? ? nil : URI::DEFAULT_PARSER.unescape(uri.user)
+        pass = uri.password && URI::DEFAULT_PARSER.unescape(uri.password)
+        return { username: user, password: pass }.compact
+      end
+      {}
     end
 
     def reset
@@ -194,7 +232,7 @@ module Kura
         @slots = slots
         return
       rescue Redis::BaseError, SystemCallError => e
-        errs << "#{seed}: #{e.message}"
+        errs << "#{RedisStore.redact(seed)}: #{e.message}"
       end
       raise Kura::Error, "kura: no cluster seed answered CLUSTER SLOTS (#{errs.join('; ')})"
     end

@@ -47,6 +47,19 @@ module ActiveSupport
         opts = options.dup
         redis = opts.delete(:redis)
         redis_urls = opts.delete(:redis_urls)
+        # RedisCacheStore's url: (a URL, or an Array of URLs for shards);
+        # ignored, it sent a Redis user's cache to memcached on localhost.
+        url = opts.delete(:url)
+        if url && (redis || redis_urls)
+          raise ArgumentError, 'kura_store: give one of url:, redis:, redis_urls:'
+        elsif url.is_a?(Array)
+          redis_urls = url
+        elsif url
+          redis = url
+        end
+        unless redis.nil? || redis.is_a?(String)
+          raise ArgumentError, "kura_store: redis: takes a URL String, not a #{redis.class} (kura opens its own connections)"
+        end
         ring = opts.delete(:ring) || :ketama
         timeout = opts.delete(:timeout) || 0.25
         leases = opts.key?(:leases) ? opts.delete(:leases) : true
@@ -73,7 +86,10 @@ module ActiveSupport
       # version, force or skip_nil is asked for; otherwise Rails' own fetch.
       def fetch(name, options = nil, &block)
         opts = merged_options(options)
-        return super if block.nil? || opts[:force] || opts[:version] || opts[:skip_nil] || name.respond_to?(:cache_version)
+        # raw: a counter's digits, which kura's fetch would take for a value
+        # to replace; Rails' fetch reads them through read_entry.
+        return super if block.nil? || opts[:force] || opts[:version] || opts[:skip_nil] || opts[:raw] ||
+                        name.respond_to?(:cache_version) || expired_at_once?(opts)
 
         key = normalize_key(name, opts)
         instrument(:read, name, opts) do |payload|
@@ -86,7 +102,8 @@ module ActiveSupport
           end
           payload[:super_operation] = :fetch
           payload[:hit] = hit
-          v
+          # an entry written with a version, fetched without one: its value
+          hit && v.is_a?(Hash) && v[WRAPPER] == 1 ? v['value'] : v
         end
       end
 
@@ -223,6 +240,13 @@ module ActiveSupport
         end
       end
 
+      # A negative expires_in: Rails 6.1 reads such an entry as expired at
+      # once (Entry#expired?, memcached's negative exptime); on the wire it
+      # would be 0, "no expiry".
+      def expired_at_once?(options)
+        options[:expires_in] && options[:expires_in].to_f.negative?
+      end
+
       def ttl_ms(options)
         ((options[:expires_in] || 0).to_f * 1000).round
       end
@@ -234,6 +258,11 @@ module ActiveSupport
       # One batch per server (Rails' default writes key by key).
       def write_multi_entries(hash, **options)
         return true if hash.empty?
+
+        if expired_at_once?(options)
+          groups = @store.group(hash.keys).transform_values { |idx| idx.map { |i| hash.keys[i] } }
+          return @store.del_batch(groups).values.none? { |r| r.is_a?(Kura::StoreError) }
+        end
 
         t = ttl_ms(options)
         unless_exist = options[:unless_exist]
