@@ -31,6 +31,7 @@ import (
 	"github.com/kuracache/kura/internal/deadline"
 	"github.com/kuracache/kura/internal/flight"
 	"github.com/kuracache/kura/internal/l1"
+	"github.com/kuracache/kura/internal/readthrough/clock"
 	"github.com/kuracache/kura/observe"
 	"github.com/kuracache/kura/store"
 )
@@ -79,7 +80,7 @@ type Pipeline[V any] struct {
 	// leases on: one batched read per tick for the whole process.
 	hub waitHub
 	// clock bounds the first store call of reads (see budget.bound).
-	clock clock
+	clock clock.Clock
 	// batches are the slots of batch reads (*batch[V]), reused.
 	batches sync.Pool
 }
