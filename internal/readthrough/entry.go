@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
-	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -247,25 +245,4 @@ func (p *Pipeline[V]) owned(track bool) bool { return !track || p.tracker == nil
 func IsPlaceholder(data []byte) bool {
 	return len(data) >= 4 && data[0] == codec.Magic0 && data[1] == codec.Magic1 && data[2] == 2 &&
 		(codec.Kind(data[3]) == codec.KindLease || codec.Kind(data[3]) == codec.KindTombstone)
-}
-
-// xfetch decides probabilistic early expiration (Vattani, Chierichetti,
-// Lowenstein, "Optimal Probabilistic Cache Stampede Prevention", VLDB
-// 2015) with beta 1: refresh when now - cost * ln(rand) >= expiry, where
-// cost is how long the last load took, so the chance grows as expiry
-// nears and a slow load starts earlier. Only entries in their last window
-// before expiry are considered; entries without the fields never are.
-func xfetch(due int64, cost time.Duration, now time.Time, window time.Duration) bool {
-	if due == 0 {
-		return false
-	}
-	left := time.Duration(due - now.UnixNano())
-	switch {
-	case left > window:
-		return false
-	case left <= 0:
-		return true
-	}
-	cost = max(cost, time.Millisecond)
-	return float64(cost)*-math.Log(rand.Float64()) >= float64(left)
 }

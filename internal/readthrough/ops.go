@@ -5,7 +5,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/kuracache/kura/internal/l1"
 	"github.com/kuracache/kura/observe"
 	"github.com/kuracache/kura/store"
 )
@@ -145,11 +144,6 @@ func (p *Pipeline[V]) GetMany(ctx context.Context, keys []string) (map[string]V,
 	return out, be.Err()
 }
 
-type l1Token struct {
-	t  l1.Token
-	ok bool
-}
-
 // SetMany writes batch in one round trip per server.
 func (p *Pipeline[V]) SetMany(ctx context.Context, batch []store.Item) error {
 	if len(batch) == 0 {
@@ -205,37 +199,4 @@ func (p *Pipeline[V]) Invalidate(ctx context.Context, keys []string) error {
 	p.st.Since(OpDeleteMany, start)
 	p.countBatchErr(err, len(keys))
 	return err
-}
-
-// DropL1 removes keys from the L1 and stops the reads in flight from
-// filling them: this process never reads its old value after a write.
-func (p *Pipeline[V]) DropL1(keys ...string) {
-	if p.l1 == nil {
-		return
-	}
-	for _, k := range keys {
-		p.l1.Drop(k)
-	}
-}
-
-// l1Split serves from the L1 the keys it holds (a negative entry is left
-// out of out, as a miss of the source) and appends to slots a slot for
-// each other key, in order: the first step of GetMany and FetchMany.
-func (p *Pipeline[V]) l1Split(keys []string, out map[string]V, slots []slot[V]) []slot[V] {
-	if p.l1 == nil {
-		for _, k := range keys {
-			slots = append(slots, slot[V]{key: k})
-		}
-		return slots
-	}
-	for _, k := range keys {
-		if v, neg, ok := p.l1.Get(k); ok {
-			if !neg {
-				out[k] = v
-			}
-			continue
-		}
-		slots = append(slots, slot[V]{key: k})
-	}
-	return slots
 }

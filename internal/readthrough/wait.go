@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -180,6 +181,20 @@ func (p *Pipeline[V]) cancelWait(reg *waitReg) []string {
 	}
 	reg.pending = 0
 	return rest
+}
+
+// maxPoll caps the backoff between two reads of the poller: a fill is
+// seen at most this late, and the poller reads a waited-for key at most
+// 1/maxPoll times a second once nothing new is waited for.
+const maxPoll = 20 * time.Millisecond
+
+// jittered spreads d over [d/2, d) so waiters of many processes do not
+// poll in step.
+func jittered(d time.Duration) time.Duration {
+	if d <= 1 {
+		return d
+	}
+	return d/2 + time.Duration(rand.Int64N(int64(d/2)))
 }
 
 // pollLoop reads every waited-for key in one batch per tick (backing off
