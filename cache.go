@@ -67,7 +67,6 @@ func New[V any](s store.Store, opts Options) (*Cache[V], error) {
 		cfg.OnError = func(op readthrough.Op, key string, err error) { o.OnError(allOps[op], key, err) }
 	}
 	if tier != nil {
-		cfg.L1 = tier
 		if tracker != nil {
 			c.unsub = tracker.Subscribe(tier.OnReport)
 		}
@@ -75,7 +74,7 @@ func New[V any](s store.Store, opts Options) (*Cache[V], error) {
 	if cfg.Leaser != nil {
 		c.coordination = CoordinationLeases
 	}
-	c.p = readthrough.New[V](s, cfg)
+	c.p = readthrough.New[V](s, cfg, tier)
 	return c, nil
 }
 

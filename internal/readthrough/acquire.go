@@ -86,9 +86,9 @@ func (p *Pipeline[V]) acquire(ctx context.Context, b *budget, slots []slot[V], g
 		case len(retry) > 0:
 			slots = retry
 			if round < maxRetries {
-				p.tracedLookup(ctx, b, slots, nil, false)
+				p.tr.tracedLookup(ctx, b, slots, nil, false)
 				if fillOp == OpSet && !b.quiet { // Fetch: its outcome is the last lookup's
-					p.noteLookup(ctx, &slots[0])
+					p.tr.noteLookup(ctx, &slots[0])
 				}
 			} else {
 				for i := range slots {
@@ -157,7 +157,7 @@ func (a *acquisition[V]) claim(ctx context.Context, slots []slot[V], fresh bool)
 				hold.leases = append(hold.leases, s.lease)
 			} else { // only with the fault on: this lease is not needed
 				p.countShared(ctx)
-				p.release(ctx, s.lease)
+				p.leases.release(ctx, s.lease)
 			}
 			claims = append(claims, claimed[V]{key: s.key, call: c, led: led, kind: holder})
 			continue
@@ -172,7 +172,7 @@ func (a *acquisition[V]) claim(ctx context.Context, slots []slot[V], fresh bool)
 			continue
 		}
 		if s.won { // a lease this caller will not fill
-			p.release(ctx, s.lease)
+			p.leases.release(ctx, s.lease)
 		}
 		c, led := p.group.Claim(s.key, fresh)
 		if led {
@@ -181,27 +181,34 @@ func (a *acquisition[V]) claim(ctx context.Context, slots []slot[V], fresh bool)
 				p.st.LeaseFailOpen.Add(1)
 			}
 			proc.add(s.key, c)
-			proc.fill = append(proc.fill, p.leaser == nil) // a kept entry: see budget.keep
-			proc.check = append(proc.check, s.class == miss && !s.failed && p.leaser == nil)
+			proc.fill = append(proc.fill, p.coord == processCoord) // a kept entry: see budget.keep
+			proc.check = append(proc.check, s.class == miss && !s.failed && p.coord == processCoord)
 		} else {
 			p.countShared(ctx)
 		}
 		claims = append(claims, claimed[V]{key: s.key, call: c, led: led, kind: process})
 	}
 	p.refreshLater(ctx, refresh, a.ttl, a.ld, a.fillOp)
+	a.run(ctx, &hold, &proc)
+	a.startWait(waits)
+	return claims
+}
+
+// run starts the loads this caller leads: hold under its leases, proc in
+// the process flight.
+func (a *acquisition[V]) run(ctx context.Context, hold, proc *job[V]) {
+	p := a.p
 	pb := a.b
 	if len(hold.calls) > 0 && len(proc.calls) > 0 {
 		cp := *a.b // the two loads run at once: each its own copy of the budget
 		pb = &cp
 	}
 	if len(hold.calls) > 0 {
-		p.holders.Run(ctx, p.cfg.LoadTimeout, hold.calls, p.loadJob(a.b, &hold, a.gen, a.ttl, a.ld, a.fillOp))
+		p.holders.Run(ctx, p.cfg.LoadTimeout, hold.calls, p.loads.loadJob(a.b, hold, a.gen, a.ttl, a.ld, a.fillOp))
 	}
 	if len(proc.calls) > 0 {
-		p.group.Run(ctx, p.cfg.LoadTimeout, proc.calls, p.loadJob(pb, &proc, a.gen, a.ttl, a.ld, a.fillOp))
+		p.group.Run(ctx, p.cfg.LoadTimeout, proc.calls, p.loads.loadJob(pb, proc, a.gen, a.ttl, a.ld, a.fillOp))
 	}
-	a.startWait(waits)
-	return claims
 }
 
 func (j *job[V]) add(key string, c *flight.Call[vouched[V]]) {
@@ -251,7 +258,7 @@ func (a *acquisition[V]) collect(ctx context.Context, claims []claimed[V]) ([]sl
 			// load read the source after any Invalidate that returned
 			// before it. Its fill was refused, its value stands.
 			err = nil
-		case c.led, c.kind == process && a.p.leaser == nil:
+		case c.led, c.kind == process && a.p.coord == processCoord:
 		case c.kind == joinHolder && (voided || err == nil && !r.takes(a.start)):
 			rewait = append(rewait, c.key)
 			continue
@@ -282,26 +289,26 @@ func (a *acquisition[V]) startWait(keys []string) {
 		a.reg = newWaitReg(a.n)
 		a.waitOn = keys[0]
 	}
-	a.p.startWait(a.reg, keys)
+	a.p.waits.startWait(a.reg, keys)
 }
 
 func (a *acquisition[V]) stopWaiting() {
 	if a.reg != nil {
-		a.p.cancelWait(a.reg)
+		a.p.waits.cancelWait(a.reg)
 	}
 }
 
 // await waits for the hub's results, classified; when Config.LeaseWait
 // has passed, the keys still waited for load without writing back.
 func (a *acquisition[V]) await(ctx context.Context) ([]slot[V], error) {
-	wctx, ws := a.p.waitSpan(ctx, a.b, a.waitOn, a.reg.pending)
-	got, err := a.p.awaitFills(wctx, a.reg, a.start)
-	a.p.endWait(ws, a.start, got, err)
+	wctx, ws := a.p.tr.waitSpan(ctx, a.b, a.waitOn, a.reg.pending)
+	got, err := a.p.waits.awaitFills(wctx, a.reg, a.start)
+	a.p.tr.endWait(ws, a.start, got, err)
 	if err != nil || got != nil {
 		return got, err
 	}
 	a.failedOpen = true
-	keys := a.p.cancelWait(a.reg)
+	keys := a.p.waits.cancelWait(a.reg)
 	slots := make([]slot[V], len(keys))
 	for i, k := range keys {
 		slots[i] = slot[V]{key: k, class: noFill}
@@ -312,5 +319,5 @@ func (a *acquisition[V]) await(ctx context.Context) ([]slot[V], error) {
 // countShared counts a caller that takes another caller's load.
 func (p *Pipeline[V]) countShared(ctx context.Context) {
 	p.st.Shared.Add(1)
-	p.note(ctx, observe.Shared, 0)
+	p.tr.note(ctx, observe.Shared, 0)
 }

@@ -16,7 +16,7 @@ import (
 // bounded context) bounds a dictionary lookup of the decode.
 // A whole batch's failure is reported once by the caller, not per key
 // (reportFail false). owned: see decode.
-func (p *Pipeline[V]) classify(ctx context.Context, b *budget, s *slot[V], data []byte, err error, op Op, reportFail, owned bool) {
+func (p classifyStep[V]) classify(ctx context.Context, b *budget, s *slot[V], data []byte, err error, op Op, reportFail, owned bool) {
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
 			p.st.Misses.Add(1)
@@ -25,13 +25,13 @@ func (p *Pipeline[V]) classify(ctx context.Context, b *budget, s *slot[V], data 
 		p.st.StoreErrs.Add(1)
 		p.st.Misses.Add(1)
 		s.failed = true
-		p.absorbed(ctx, s.key, err)
+		p.tr.absorbed(ctx, s.key, err)
 		if reportFail {
 			p.report(op, s.key, err)
 		}
 		return
 	}
-	e, derr := p.found(ctx, s.key, data, owned, nil)
+	e, derr := p.ent.found(ctx, s.key, data, owned, nil)
 	switch {
 	case derr == nil:
 		s.e, s.class = e, hit
@@ -63,11 +63,11 @@ func lookupEnded(err error) bool {
 
 // classifyLease is classify for a lease read, decoding the value when
 // there is one to serve.
-func (p *Pipeline[V]) classifyLease(ctx context.Context, b *budget, s *slot[V], r store.LeaseResult, early bool, t *tally) {
+func (p classifyStep[V]) classifyLease(ctx context.Context, b *budget, s *slot[V], r store.LeaseResult, early bool, t *tally) {
 	s.lease, s.won, s.stale = r.Lease, r.Won, r.Stale
 	placeholder := r.Value != nil && IsPlaceholder(r.Value)
 	if r.Value != nil && !placeholder && (!r.Stale || p.cfg.StaleWhileRevalidate > 0) {
-		e, err := p.found(ctx, s.key, r.Value, true, t)
+		e, err := p.ent.found(ctx, s.key, r.Value, true, t)
 		switch {
 		case err == nil:
 			if r.Stale {
@@ -141,3 +141,6 @@ func xfetch(due int64, cost time.Duration, now time.Time, window time.Duration) 
 	cost = max(cost, time.Millisecond)
 	return float64(cost)*-math.Log(rand.Float64()) >= float64(left)
 }
+
+// classifyStep is the classify step: methods over the pipeline's state.
+type classifyStep[V any] struct{ *Pipeline[V] }

@@ -13,7 +13,7 @@ import (
 // Fetch runs the pipeline for one key: the one-key case of FetchMany. It
 // is the kura.Fetch span when the Tracer records the call (startCall).
 func (p *Pipeline[V]) Fetch(ctx context.Context, key string, ttl time.Duration, loader Loader[V]) (V, error) {
-	if tctx, sp := p.startCall(ctx, observe.Fetch, key, 1); sp != nil {
+	if tctx, sp := p.tr.startCall(ctx, observe.Fetch, key, 1); sp != nil {
 		return inSpan(sp, func() (V, error) { return p.fetch(tctx, key, ttl, loader, sp) })
 	}
 	return p.fetch(ctx, key, ttl, loader, nil)
@@ -41,9 +41,9 @@ func (p *Pipeline[V]) fetch(ctx context.Context, key string, ttl time.Duration, 
 	gen := p.group.Ended()
 	var one [1]slot[V]
 	one[0].key = key
-	p.tracedLookup(ctx, &b, one[:], nil, true)
+	p.tr.tracedLookup(ctx, &b, one[:], nil, true)
 	if call != nil {
-		p.noteLookup(ctx, &one[0])
+		p.tr.noteLookup(ctx, &one[0])
 	}
 	if s := &one[0]; s.class == hit {
 		if s.refresh {
@@ -87,7 +87,7 @@ func Absent(key string) error {
 // FetchMany runs the pipeline for keys (unique, checked), in a
 // kura.FetchMany span when the Tracer records the call (startCall).
 func (p *Pipeline[V]) FetchMany(ctx context.Context, keys []string, ttl time.Duration, loader ManyLoader[V]) (map[string]V, error) {
-	if tctx, sp := p.startCall(ctx, observe.FetchMany, firstKey(keys), len(keys)); sp != nil {
+	if tctx, sp := p.tr.startCall(ctx, observe.FetchMany, firstKey(keys), len(keys)); sp != nil {
 		return inSpan(sp, func() (map[string]V, error) { return p.fetchMany(tctx, keys, ttl, loader, sp) })
 	}
 	return p.fetchMany(ctx, keys, ttl, loader, nil)
@@ -97,7 +97,7 @@ func (p *Pipeline[V]) FetchMany(ctx context.Context, keys []string, ttl time.Dur
 func (p *Pipeline[V]) fetchMany(ctx context.Context, keys []string, ttl time.Duration, loader ManyLoader[V], call observe.Span) (map[string]V, error) {
 	out := make(map[string]V, len(keys))
 	bt := p.getBatch(len(keys))
-	slots := p.l1Split(keys, out, bt.slots[:0])
+	slots := p.l1f.l1Split(keys, out, bt.slots[:0])
 	if len(slots) == 0 {
 		p.putBatch(bt, slots)
 		if call != nil {
@@ -112,12 +112,12 @@ func (p *Pipeline[V]) fetchMany(ctx context.Context, keys []string, ttl time.Dur
 	if len(slots) != len(keys) {
 		sorted = nil
 	}
-	p.tracedLookup(ctx, &b, slots, sorted, true)
+	p.tr.tracedLookup(ctx, &b, slots, sorted, true)
 	if err := ctx.Err(); err != nil {
 		return out, err
 	}
 	if call != nil {
-		p.noteMany(ctx, slots, len(keys)-len(slots))
+		p.tr.noteMany(ctx, slots, len(keys)-len(slots))
 	}
 	rest, refresh := slots[:0], []store.Lease(nil)
 	for i := range slots {

@@ -13,7 +13,7 @@ import (
 // fillItems encodes the write-back of a load of j's keys at idx (of
 // gives each item's index in j) into buf; the leases of the keys it will
 // not fill go to unfilled.
-func (p *Pipeline[V]) fillItems(buf *EncBuf, j *job[V], idx []int, vals []V, errs []error, ttl time.Duration, op Op, start time.Time, cost time.Duration, unfilled *[]store.Lease) ([]fillItem, []int) {
+func (p fillStep[V]) fillItems(buf *EncBuf, j *job[V], idx []int, vals []V, errs []error, ttl time.Duration, op Op, start time.Time, cost time.Duration, unfilled *[]store.Lease) ([]fillItem, []int) {
 	items, of := make([]fillItem, 0, len(idx)), make([]int, 0, len(idx))
 	for n, i := range idx {
 		f := fillItem{key: j.keys[i]}
@@ -24,11 +24,11 @@ func (p *Pipeline[V]) fillItems(buf *EncBuf, j *job[V], idx []int, vals []V, err
 		case j.fill != nil && !j.fill[i]:
 			continue
 		case errors.Is(errs[n], store.ErrNotFound) && p.cfg.NegativeTTL >= 0:
-			f.data, f.ttl = p.encodeNegative(buf), p.cfg.Jitter(p.cfg.NegativeTTL)
+			f.data, f.ttl = p.ent.encodeNegative(buf), p.cfg.Jitter(p.cfg.NegativeTTL)
 		case errs[n] == nil:
 			f.ttl = p.cfg.Jitter(ttl)
 			var err error
-			if f.data, err = p.EncodeTo(buf, f.key, vals[n], p.refreshFields(start, f.ttl, cost)); err == nil {
+			if f.data, err = p.EncodeTo(buf, f.key, vals[n], p.fills.refreshFields(start, f.ttl, cost)); err == nil {
 				break
 			}
 			p.report(op, f.key, err)
@@ -59,16 +59,16 @@ type fillItem struct {
 // (counted in BudgetSkips). filled reports that every lease was spent
 // (the store took the fill, or refused it); lost holds the keys whose
 // fill the store refused because their lease was lost.
-func (p *Pipeline[V]) fill(ctx context.Context, b *budget, items []fillItem, op Op) (filled bool, lost map[string]bool) {
+func (p fillStep[V]) fill(ctx context.Context, b *budget, items []fillItem, op Op) (filled bool, lost map[string]bool) {
 	if len(items) == 0 {
 		return true, nil
 	}
-	ctx, sp := p.start(ctx, b, observe.Fill, items[0].key, len(items))
+	ctx, sp := p.tr.start(ctx, b, observe.Fill, items[0].key, len(items))
 	defer end(sp, nil)
 	n := len(items)
-	items = p.unkept(b, items)
+	items = p.fills.unkept(b, items)
 	if kept := n - len(items); kept > 0 {
-		p.note(ctx, observe.FillKept, int64(kept))
+		p.tr.note(ctx, observe.FillKept, int64(kept))
 	}
 	if len(items) == 0 {
 		return true, nil
@@ -76,7 +76,7 @@ func (p *Pipeline[V]) fill(ctx context.Context, b *budget, items []fillItem, op 
 	if b.exhausted() {
 		if items[0].lease == nil {
 			p.st.BudgetSkips.Add(uint64(len(items)))
-			p.note(ctx, observe.BudgetSkip, int64(len(items)))
+			p.tr.note(ctx, observe.BudgetSkip, int64(len(items)))
 			return false, nil
 		}
 		// A fill under leases this call holds is not skipped: its
@@ -90,7 +90,7 @@ func (p *Pipeline[V]) fill(ctx context.Context, b *budget, items []fillItem, op 
 	sctx, st := b.bound(ctx, nil, time.Now())
 	defer b.charge(st)
 	if items[0].lease == nil || Faults.FillIgnoresLease.Load() {
-		return p.write(sctx, items, op), nil
+		return p.fills.write(sctx, items, op), nil
 	}
 	fills := make([]store.Fill, len(items))
 	for i, it := range items {
@@ -102,10 +102,17 @@ func (p *Pipeline[V]) fill(ctx context.Context, b *budget, items []fillItem, op 
 	if err == nil {
 		return true, nil
 	}
+	return p.refused(ctx, err, len(fills), op)
+}
+
+// refused is the outcome of a conditional fill of n values that failed
+// with err (see fill): the keys whose lease was lost, counted, and every
+// other failure counted and reported.
+func (p fillStep[V]) refused(ctx context.Context, err error, n int, op Op) (filled bool, lost map[string]bool) {
 	var be *store.BatchError
 	if !errors.As(err, &be) {
-		p.st.StoreErrs.Add(uint64(len(fills)))
-		p.absorbed(ctx, "", err)
+		p.st.StoreErrs.Add(uint64(n))
+		p.tr.absorbed(ctx, "", err)
 		p.report(op, "", err)
 		return false, nil
 	}
@@ -121,17 +128,17 @@ func (p *Pipeline[V]) fill(ctx context.Context, b *budget, items []fillItem, op 
 		}
 		filled = false
 		p.st.StoreErrs.Add(1)
-		p.absorbed(ctx, ke.Key, ke.Err)
+		p.tr.absorbed(ctx, ke.Key, ke.Err)
 		p.report(op, ke.Key, ke.Err)
 	}
 	if len(lost) > 0 {
-		p.note(ctx, observe.FillRefused, int64(len(lost)))
+		p.tr.note(ctx, observe.FillRefused, int64(len(lost)))
 	}
 	return filled, lost
 }
 
 // unkept drops the items whose entry the lookup marked to keep.
-func (p *Pipeline[V]) unkept(b *budget, items []fillItem) []fillItem {
+func (p fillStep[V]) unkept(b *budget, items []fillItem) []fillItem {
 	if b == nil || len(b.keep) == 0 {
 		return items
 	}
@@ -146,7 +153,7 @@ func (p *Pipeline[V]) unkept(b *budget, items []fillItem) []fillItem {
 
 // write is the plain write-back: one Set, or one batch. The L1 drops the
 // keys before and after, so this process never reads its old values.
-func (p *Pipeline[V]) write(ctx context.Context, items []fillItem, op Op) bool {
+func (p fillStep[V]) write(ctx context.Context, items []fillItem, op Op) bool {
 	if len(items) == 1 && op == OpSet {
 		it := items[0]
 		p.DropL1(it.key)
@@ -178,9 +185,12 @@ func (p *Pipeline[V]) write(ctx context.Context, items []fillItem, op Op) bool {
 }
 
 // refreshFields are what XFetch needs to decide an early refresh on Redis.
-func (p *Pipeline[V]) refreshFields(start time.Time, ttl, cost time.Duration) codec.Fields {
+func (p fillStep[V]) refreshFields(start time.Time, ttl, cost time.Duration) codec.Fields {
 	if p.cfg.EarlyRefresh > 0 && ttl > 0 {
 		return codec.Fields{Written: start, TTL: ttl, Cost: cost}
 	}
 	return codec.Fields{}
 }
+
+// fillStep is the fill step: methods over the pipeline's state.
+type fillStep[V any] struct{ *Pipeline[V] }

@@ -8,11 +8,11 @@ import (
 )
 
 // release gives up lease l, best effort: if it fails, the lease expires.
-func (p *Pipeline[V]) release(ctx context.Context, l store.Lease) {
-	p.releaseMany(ctx, []store.Lease{l})
+func (p leaseStep[V]) release(ctx context.Context, l store.Lease) {
+	p.leases.releaseMany(ctx, []store.Lease{l})
 }
 
-func (p *Pipeline[V]) releaseMany(ctx context.Context, leases []store.Lease) {
+func (p leaseStep[V]) releaseMany(ctx context.Context, leases []store.Lease) {
 	if len(leases) == 0 {
 		return
 	}
@@ -28,3 +28,6 @@ func (p *Pipeline[V]) releaseMany(ctx context.Context, leases []store.Lease) {
 		p.report(op, "", err)
 	}
 }
+
+// leaseStep is the releases of leases this process holds: methods over the pipeline's state.
+type leaseStep[V any] struct{ *Pipeline[V] }

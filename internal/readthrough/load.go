@@ -55,7 +55,7 @@ func manyLoader[V any](loader ManyLoader[V]) loadFunc[V] {
 // once more at the keys they may find filled by a load that ended since
 // the lookup (gen), so a plain cold miss costs one read, not two; the
 // rest is loaded with one loader call and filled with one batched write.
-func (p *Pipeline[V]) loadJob(b *budget, j *job[V], gen uint64, ttl time.Duration, ld loadFunc[V], op Op) func(context.Context) ([]vouched[V], []error) {
+func (p loadStep[V]) loadJob(b *budget, j *job[V], gen uint64, ttl time.Duration, ld loadFunc[V], op Op) func(context.Context) ([]vouched[V], []error) {
 	return func(ctx context.Context) ([]vouched[V], []error) {
 		out, errs := make([]vouched[V], len(j.keys)), make([]error, len(j.keys))
 		idx := make([]int, 0, len(j.keys))
@@ -68,7 +68,7 @@ func (p *Pipeline[V]) loadJob(b *budget, j *job[V], gen uint64, ttl time.Duratio
 			idx = append(idx, i)
 		}
 		if len(again) > 0 {
-			p.read(ctx, b, again)
+			p.rd.read(ctx, b, again)
 			for n, i := 0, 0; n < len(again); i++ {
 				if j.keys[i] != again[n].key {
 					continue
@@ -82,7 +82,7 @@ func (p *Pipeline[V]) loadJob(b *budget, j *job[V], gen uint64, ttl time.Duratio
 			}
 		}
 		if len(idx) > 0 {
-			p.loadFill(ctx, b, j, idx, ttl, ld, op, out, errs)
+			p.loads.loadFill(ctx, b, j, idx, ttl, ld, op, out, errs)
 		}
 		return out, errs
 	}
@@ -96,7 +96,7 @@ func (p *Pipeline[V]) loadJob(b *budget, j *job[V], gen uint64, ttl time.Duratio
 // was sent, else when the load began; a fill refused because the lease
 // was lost gives errVoided with the value. A loader error or panic gives
 // the leases up, so waiters need not wait out their TTL.
-func (p *Pipeline[V]) loadFill(ctx context.Context, b *budget, j *job[V], idx []int, ttl time.Duration, ld loadFunc[V], op Op, out []vouched[V], errs []error) {
+func (p loadStep[V]) loadFill(ctx context.Context, b *budget, j *job[V], idx []int, ttl time.Duration, ld loadFunc[V], op Op, out []vouched[V], errs []error) {
 	keys := make([]string, len(idx))
 	for n, i := range idx {
 		keys[n] = j.keys[i]
@@ -110,19 +110,19 @@ func (p *Pipeline[V]) loadFill(ctx context.Context, b *budget, j *job[V], idx []
 					unfilled = append(unfilled, j.leases[i])
 				}
 			}
-			p.releaseMany(ctx, unfilled)
+			p.leases.releaseMany(ctx, unfilled)
 		}()
 	}
 	start := time.Now()
-	vals, lerrs := p.callLoad(ctx, b, keys, ld)
+	vals, lerrs := p.loads.callLoad(ctx, b, keys, ld)
 	buf := GetEncBuf() // the write-back's bytes: reused once p.fill returned
 	defer PutEncBuf(buf)
-	items, of := p.fillItems(buf, j, idx, vals, lerrs, ttl, op, start, time.Since(start), &unfilled)
+	items, of := p.fills.fillItems(buf, j, idx, vals, lerrs, ttl, op, start, time.Since(start), &unfilled)
 	for n, i := range idx {
 		out[i], errs[i] = vouched[V]{v: vals[n], at: start}, lerrs[n]
 	}
 	sent := time.Now()
-	filled, lost := p.fill(ctx, b, items, op)
+	filled, lost := p.fills.fill(ctx, b, items, op)
 	spent = true
 	for n, it := range items {
 		i := of[n]
@@ -140,11 +140,11 @@ func (p *Pipeline[V]) loadFill(ctx context.Context, b *budget, j *job[V], idx []
 // callLoad calls the loader in the caller's goroutine (a flight's),
 // counting the call, its time, a failure or a panic (which goes on).
 // The loader runs in the kura.load span: a driver's spans nest under it.
-func (p *Pipeline[V]) callLoad(ctx context.Context, b *budget, keys []string, ld loadFunc[V]) ([]V, []error) {
-	ctx, sp := p.start(ctx, b, observe.Load, keys[0], len(keys))
+func (p loadStep[V]) callLoad(ctx context.Context, b *budget, keys []string, ld loadFunc[V]) ([]V, []error) {
+	ctx, sp := p.tr.start(ctx, b, observe.Load, keys[0], len(keys))
 	var failed error
 	defer observe.Finish(sp, &failed)
-	defer p.countPanic()
+	defer p.loads.countPanic()
 	p.st.Loads.Add(1)
 	start := time.Now()
 	vals, errs := ld(ctx, keys)
@@ -155,10 +155,13 @@ func (p *Pipeline[V]) callLoad(ctx context.Context, b *budget, keys []string, ld
 	return vals, errs
 }
 
-func (p *Pipeline[V]) countPanic() {
+func (p loadStep[V]) countPanic() {
 	if r := recover(); r != nil {
 		p.st.LoadErrs.Add(1)
 		p.st.Panics.Add(1)
 		panic(r)
 	}
 }
+
+// loadStep is the load step: methods over the pipeline's state.
+type loadStep[V any] struct{ *Pipeline[V] }

@@ -14,7 +14,8 @@ import (
 	"github.com/kuracache/kura/store"
 )
 
-// lookup reads the keys of slots and classifies each one; keys are the
+// lookup reads the keys of slots (with the read strategy chosen in New,
+// readStrategy) and classifies each one; keys are the
 // keys of slots in order when the caller has them in a slice (nil: made
 // from slots). With an L1
 // whose store reports changes the read is tracked (it fills the L1); with
@@ -27,34 +28,66 @@ import (
 // lease read for early refresh. Store errors and undecodable bytes are
 // absorbed (counted, reported to OnError) and look like a miss, so a
 // broken cache never breaks the caller.
-func (p *Pipeline[V]) lookup(ctx context.Context, b *budget, slots []slot[V], keys []string, early bool) {
-	if p.leaser == nil || (p.l1 != nil && p.tracker != nil) {
-		p.read(ctx, b, slots)
-		if p.leaser == nil {
-			return
-		}
-	}
-	var idx []int
-	if p.l1 != nil && p.tracker != nil {
+func (p lookupStep[V]) lookup(ctx context.Context, b *budget, slots []slot[V], keys []string, early bool) {
+	switch p.reads {
+	case plainRead:
+		p.rd.read(ctx, b, slots)
+	case leaseRead:
+		p.lr.leaseRead(ctx, b, slots, nil, keys, early)
+	case trackedThenLease:
+		p.rd.read(ctx, b, slots)
+		var idx []int
 		for i := range slots {
 			if slots[i].class != hit {
 				idx = append(idx, i)
 			}
 		}
-		if len(idx) == 0 {
-			return
+		if len(idx) > 0 {
+			p.lr.leaseRead(ctx, b, slots, idx, nil, early)
 		}
-		keys = nil
 	}
-	p.leaseRead(ctx, b, slots, idx, keys, early)
 }
+
+// readStrategy is how the lookup step reads the store: chosen once, in
+// New, from the coordination and the L1.
+type readStrategy uint8
+
+const (
+	// plainRead: no leases. One Get or one batch, tracked for the keys
+	// an L1 over a store that reports changes may hold (l1Step.beginL1).
+	plainRead readStrategy = iota
+	// leaseRead: leases, and no L1 or one bounded by MaxStaleness,
+	// which the lease read fills (l1Step.beginL1s).
+	leaseRead
+	// trackedThenLease: leases and an L1 over a store that reports
+	// changes: the tracked read fills the L1, then the lease read takes
+	// the leases of what it did not find.
+	trackedThenLease
+)
+
+// chooseReads is the read strategy of a pipeline with coordination c and
+// an L1 (l1: whether there is one; tracked: whether the store reports
+// its changes).
+func chooseReads(c coordination, l1, tracked bool) readStrategy {
+	switch {
+	case c == processCoord:
+		return plainRead
+	case l1 && tracked:
+		return trackedThenLease
+	}
+	return leaseRead
+}
+
+// lookupStep is the lookup step: it reads with the pipeline's read
+// strategy. Methods over the pipeline's state.
+type lookupStep[V any] struct{ *Pipeline[V] }
 
 // read is the plain (or, with an L1, tracked) read of slots: one Get for
 // one key, one batch for more.
-func (p *Pipeline[V]) read(ctx context.Context, b *budget, slots []slot[V]) {
+func (p readStep[V]) read(ctx context.Context, b *budget, slots []slot[V]) {
 	if b.exhausted() {
 		p.st.BudgetSkips.Add(1)
-		p.note(ctx, observe.BudgetSkip, int64(len(slots)))
+		p.tr.note(ctx, observe.BudgetSkip, int64(len(slots)))
 		for i := range slots {
 			p.st.Misses.Add(1)
 			slots[i].failed = true
@@ -66,11 +99,11 @@ func (p *Pipeline[V]) read(ctx context.Context, b *budget, slots []slot[V]) {
 	defer b.charge(st)
 	if len(slots) == 1 {
 		s := &slots[0]
-		tok, track := p.beginL1(s.key)
-		data, err := p.get(sctx, s.key, track)
+		tok, track := p.l1f.beginL1(s.key)
+		data, err := p.rd.get(sctx, s.key, track)
 		p.st.Since(OpGet, start)
-		p.classify(sctx, b, s, data, err, OpGet, true, p.owned(track))
-		p.finishL1(s, tok, track)
+		p.cl.classify(sctx, b, s, data, err, OpGet, true, p.l1f.owned(track))
+		p.l1f.finishL1(s, tok, track)
 		return
 	}
 	keys := make([]string, len(slots))
@@ -78,9 +111,9 @@ func (p *Pipeline[V]) read(ctx context.Context, b *budget, slots []slot[V]) {
 	track := make([]bool, len(slots))
 	for i := range slots {
 		keys[i] = slots[i].key
-		toks[i], track[i] = p.beginL1(keys[i])
+		toks[i], track[i] = p.l1f.beginL1(keys[i])
 	}
-	vals, err := p.getMany(sctx, keys, p.l1 != nil)
+	vals, err := p.rd.getMany(sctx, keys, p.l1 != nil)
 	p.st.Since(OpGetMany, start)
 	failed := batchFailures(err, len(keys), len(vals))
 	for i := range slots {
@@ -95,8 +128,8 @@ func (p *Pipeline[V]) read(ctx context.Context, b *budget, slots []slot[V]) {
 				kerr = store.ErrNotFound
 			}
 		}
-		p.classify(sctx, b, &slots[i], data, kerr, OpGetMany, failed != nil, p.owned(p.l1 != nil))
-		p.finishL1(&slots[i], toks[i], track[i])
+		p.cl.classify(sctx, b, &slots[i], data, kerr, OpGetMany, failed != nil, p.l1f.owned(p.l1 != nil))
+		p.l1f.finishL1(&slots[i], toks[i], track[i])
 	}
 	if err != nil && failed == nil {
 		p.report(OpGetMany, "", err)
@@ -104,14 +137,14 @@ func (p *Pipeline[V]) read(ctx context.Context, b *budget, slots []slot[V]) {
 }
 
 // get is one store read, tracked when the L1 relies on reports.
-func (p *Pipeline[V]) get(ctx context.Context, key string, track bool) ([]byte, error) {
+func (p readStep[V]) get(ctx context.Context, key string, track bool) ([]byte, error) {
 	if track && p.tracker != nil {
 		return p.tracker.GetTracked(ctx, key)
 	}
 	return p.store.Get(ctx, key)
 }
 
-func (p *Pipeline[V]) getMany(ctx context.Context, keys []string, track bool) ([][]byte, error) {
+func (p readStep[V]) getMany(ctx context.Context, keys []string, track bool) ([][]byte, error) {
 	if track && p.tracker != nil {
 		return p.tracker.GetManyTracked(ctx, keys)
 	}
@@ -132,7 +165,7 @@ func batchFailures(err error, nKeys, nVals int) map[string]error {
 // keys of slots at idx (all of them when idx is nil), which reads them and
 // takes a lease on every key that holds nothing, then classify. keys are
 // those keys in order if the caller has them (nil: made here).
-func (p *Pipeline[V]) leaseRead(ctx context.Context, b *budget, slots []slot[V], idx []int, keys []string, early bool) {
+func (p leaseReadStep[V]) leaseRead(ctx context.Context, b *budget, slots []slot[V], idx []int, keys []string, early bool) {
 	sel := picks[V]{slots, idx}
 	n := sel.len()
 	op := OpGetMany
@@ -141,7 +174,7 @@ func (p *Pipeline[V]) leaseRead(ctx context.Context, b *budget, slots []slot[V],
 	}
 	if b.exhausted() {
 		p.st.BudgetSkips.Add(uint64(n))
-		p.note(ctx, observe.BudgetSkip, int64(n))
+		p.tr.note(ctx, observe.BudgetSkip, int64(n))
 		for j := range n {
 			s := sel.at(j)
 			s.failed, s.class = true, noFill
@@ -156,7 +189,7 @@ func (p *Pipeline[V]) leaseRead(ctx context.Context, b *budget, slots []slot[V],
 		}
 	}
 	if p.l1 != nil && p.tracker == nil {
-		defer p.finishL1s(sel, p.beginL1s(keys))
+		defer p.l1f.finishL1s(sel, p.l1f.beginL1s(keys))
 	}
 	ph := placeholders.Get().(*placeholder)
 	opts := store.LeaseOptions{TTL: p.cfg.LeaseTTL, Placeholder: ph.b}
@@ -168,21 +201,21 @@ func (p *Pipeline[V]) leaseRead(ctx context.Context, b *budget, slots []slot[V],
 	res, err := p.leaser.LeaseGet(sctx, keys, opts)
 	p.st.Since(op, start)
 	ph.release(res, err)
-	failed, whole := p.leaseErr(ctx, res, err, n)
+	failed, whole := p.lr.leaseErr(ctx, res, err, n)
 	if whole != nil {
 		b.charge(st)
 		for j := range n {
-			p.leaseFail(ctx, sel.at(j), op, whole)
+			p.lr.leaseFail(ctx, sel.at(j), op, whole)
 		}
 		return
 	}
 	var t tally
 	for j := range n {
 		if ferr, ok := failed[keys[j]]; ok {
-			p.leaseFail(ctx, sel.at(j), op, ferr)
+			p.lr.leaseFail(ctx, sel.at(j), op, ferr)
 			continue
 		}
-		p.classifyLease(sctx, b, sel.at(j), res[j], early, &t)
+		p.cl.classifyLease(sctx, b, sel.at(j), res[j], early, &t)
 	}
 	t.addTo(p.st)
 	b.charge(st) // after the decodes: a dictionary lookup is in the budget too
@@ -212,7 +245,7 @@ func (k picks[V]) at(j int) *slot[V] {
 // leaseErr tells a lease read that failed as a whole (whole, with every
 // key failed) from one whose failed keys are listed (failed; nil when
 // none did).
-func (p *Pipeline[V]) leaseErr(ctx context.Context, res []store.LeaseResult, err error, n int) (failed map[string]error, whole error) {
+func (p leaseReadStep[V]) leaseErr(ctx context.Context, res []store.LeaseResult, err error, n int) (failed map[string]error, whole error) {
 	if err == nil && len(res) != n {
 		err = fmt.Errorf("kura: store returned %d lease results for %d keys", len(res), n)
 	}
@@ -242,11 +275,11 @@ func (p *Pipeline[V]) leaseErr(ctx context.Context, res []store.LeaseResult, err
 
 // leaseFail is the lease read's failure for s: a miss that loads without
 // filling.
-func (p *Pipeline[V]) leaseFail(ctx context.Context, s *slot[V], op Op, err error) {
+func (p leaseReadStep[V]) leaseFail(ctx context.Context, s *slot[V], op Op, err error) {
 	s.failed, s.class = true, noFill
 	p.st.StoreErrs.Add(1)
 	p.st.Misses.Add(1)
-	p.absorbed(ctx, s.key, err)
+	p.tr.absorbed(ctx, s.key, err)
 	p.report(op, s.key, err)
 }
 
@@ -272,3 +305,9 @@ func (ph *placeholder) release(res []store.LeaseResult, err error) {
 	}
 	placeholders.Put(ph)
 }
+
+// readStep is the plain (or tracked) read of the lookup step: methods over the pipeline's state.
+type readStep[V any] struct{ *Pipeline[V] }
+
+// leaseReadStep is the lease read of the lookup step: methods over the pipeline's state.
+type leaseReadStep[V any] struct{ *Pipeline[V] }

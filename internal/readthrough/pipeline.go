@@ -62,13 +62,16 @@ type Config struct {
 	OnError                                func(op Op, key string, err error)
 	Jitter                                 func(time.Duration) time.Duration
 	Leaser                                 store.Leaser   // nil: process coordination
-	L1                                     any            // *l1.Tier[V], nil without an L1
 	Tracker                                store.Tracker  // the L1's reports, nil: TTL-bounded L1
 	Tracer                                 observe.Tracer // nil: no spans
 }
 
 // Pipeline is the read path of one Cache of values of type V.
 type Pipeline[V any] struct {
+	// coord and reads are the coordination of loads and the read
+	// strategy of the lookup step, chosen once in New.
+	coord   coordination
+	reads   readStrategy
 	cfg     Config
 	store   store.Store
 	leaser  store.Leaser
@@ -89,14 +92,44 @@ type Pipeline[V any] struct {
 	clock clock.Clock
 	// batches are the slots of batch reads (*batch[V]), reused.
 	batches sync.Pool
+
+	// The steps, each a view of the pipeline with the methods of its
+	// own file (set once in New).
+	lk     lookupStep[V]
+	ent    entryStep[V]
+	l1f    l1Step[V]
+	rd     readStep[V]
+	lr     leaseReadStep[V]
+	cl     classifyStep[V]
+	tr     traceStep[V]
+	loads  loadStep[V]
+	fills  fillStep[V]
+	leases leaseStep[V]
+	waits  waitStep[V]
 }
 
-// New returns the pipeline over s.
-func New[V any](s store.Store, cfg Config) *Pipeline[V] {
-	p := &Pipeline[V]{cfg: cfg, store: s, leaser: cfg.Leaser, tracker: cfg.Tracker, st: new(Counters), schema: cfg.Schema}
-	if t, ok := cfg.L1.(*l1.Tier[V]); ok {
-		p.l1 = t
+// coordination is who a load of a missing key is shared with, chosen once
+// in New from Config.Leaser.
+type coordination uint8
+
+const (
+	// processCoord: the process flight, one load per key per process.
+	processCoord coordination = iota
+	// leasesCoord: the store's leases, one load per key across every
+	// process that shares the store; fills conditional on the lease.
+	leasesCoord
+)
+
+// New returns the pipeline over s, with tier as its L1 (nil: none).
+func New[V any](s store.Store, cfg Config, tier *l1.Tier[V]) *Pipeline[V] {
+	p := &Pipeline[V]{cfg: cfg, store: s, leaser: cfg.Leaser, tracker: cfg.Tracker, st: new(Counters), schema: cfg.Schema, l1: tier}
+	if cfg.Leaser != nil {
+		p.coord = leasesCoord
 	}
+	p.reads = chooseReads(p.coord, tier != nil, cfg.Tracker != nil)
+	p.lk = lookupStep[V]{p}
+	p.ent, p.l1f, p.rd, p.lr, p.cl = entryStep[V]{p}, l1Step[V]{p}, readStep[V]{p}, leaseReadStep[V]{p}, classifyStep[V]{p}
+	p.tr, p.loads, p.fills, p.leases, p.waits = traceStep[V]{p}, loadStep[V]{p}, fillStep[V]{p}, leaseStep[V]{p}, waitStep[V]{p}
 	if p.cfg.Jitter == nil {
 		p.cfg.Jitter = func(d time.Duration) time.Duration { return d }
 	}

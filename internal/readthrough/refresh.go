@@ -30,7 +30,7 @@ func (p *Pipeline[V]) refreshLater(ctx context.Context, leases []store.Lease, tt
 	// A new root span, linked to the call's: the reload outlives it. It
 	// is asked for whether or not the call was recorded (a new root is
 	// sampled on its own), and its steps are recorded as it is.
-	rctx, sp := p.startCall(ctx, observe.Refresh, j.keys[0], len(j.keys))
+	rctx, sp := p.tr.startCall(ctx, observe.Refresh, j.keys[0], len(j.keys))
 	b.quiet = sp == nil
-	p.holders.Run(rctx, p.cfg.LoadTimeout, j.calls, tracedJob(sp, p.loadJob(&b, &j, 0, ttl, ld, op)))
+	p.holders.Run(rctx, p.cfg.LoadTimeout, j.calls, tracedJob(sp, p.loads.loadJob(&b, &j, 0, ttl, ld, op)))
 }
