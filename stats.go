@@ -73,8 +73,10 @@ type Stats struct {
 	// call had spent its Options.StoreTimeout already (a slow or stalled
 	// server): the value was served from the loader and not written back.
 	BudgetSkips uint64
-	// Shared counts Fetch calls that waited for another caller's load of
-	// the same key instead of calling the loader (singleflight).
+	// Shared counts keys, not calls: each key of a Fetch or FetchMany
+	// that took another caller's load of it (in this process) instead
+	// of calling the loader (singleflight). A FetchMany of 10 keys that
+	// all joined loads in flight adds 10.
 	Shared uint64
 	// LargeValues counts writes above Options.WarnValueSize;
 	// RejectedValues writes refused for exceeding the maximum size.
