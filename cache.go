@@ -3,6 +3,7 @@ package kura
 import (
 	"context"
 	"errors"
+	"fmt"
 	"hash/maphash"
 	"reflect"
 	"time"
@@ -66,7 +67,6 @@ func New[V any](s store.Store, opts Options) (*Cache[V], error) {
 		cfg.OnError = func(op readthrough.Op, key string, err error) { o.OnError(allOps[op], key, err) }
 	}
 	if tier != nil {
-		cfg.L1 = tier
 		if tracker != nil {
 			c.unsub = tracker.Subscribe(tier.OnReport)
 		}
@@ -74,8 +74,48 @@ func New[V any](s store.Store, opts Options) (*Cache[V], error) {
 	if cfg.Leaser != nil {
 		c.coordination = CoordinationLeases
 	}
-	c.p = readthrough.New[V](s, cfg)
+	c.p = readthrough.New[V](s, cfg, tier)
 	return c, nil
+}
+
+// leaserOf returns the store's lease capability when the Cache uses it.
+func leaserOf(s store.Store, o Options) store.Leaser {
+	if o.Leases == LeasesOff {
+		return nil
+	}
+	l, _ := store.FindLeaser(s)
+	return l
+}
+
+// newL1 builds the L1 tier of o (defaults filled in) over s, or nil without one; tracker is
+// the store's change reports it relies on (nil: bounded by MaxStaleness).
+func newL1[V any](s store.Store, o L1Options) (*l1.Tier[V], store.Tracker, error) {
+	if o.MaxBytes == 0 {
+		return nil, nil, nil
+	}
+	if o.MaxBytes < 0 {
+		return nil, nil, fmt.Errorf("kura: Options.L1.MaxBytes must not be negative, got %d", o.MaxBytes)
+	}
+	if o.MaxTTL < 0 || o.MaxStaleness < 0 {
+		return nil, nil, errors.New("kura: Options.L1.MaxTTL and MaxStaleness must not be negative")
+	}
+	ttl := o.MaxTTL // filled in by withDefaults
+	var tracker store.Tracker
+	var maxAge time.Duration
+	if t, ok := store.Find[store.Tracker](s); ok && t.Tracking() {
+		tracker = t
+	} else {
+		maxAge = o.MaxStaleness
+		if o.MaxStaleness == 0 {
+			return nil, nil, errors.New("kura: Options.L1 needs a store whose server reports changes (redisstore with Options.Tracking) or, to accept stale reads, Options.L1.MaxStaleness (memcached and other stores: a value may be served that long after another process changed it)")
+		}
+		ttl = min(ttl, o.MaxStaleness)
+	}
+	t, err := l1.New[V](o.MaxBytes, ttl, maxAge)
+	if err != nil {
+		return nil, nil, fmt.Errorf("kura: L1: %w", err)
+	}
+	return t, tracker, nil
 }
 
 // Store returns the underlying Store.

@@ -77,6 +77,14 @@
 // whose element type is checked at run time. One Store can serve several
 // Caches of different value types.
 //
+// # Where things live
+//
+// This package is the API face; the read path it hands calls to is one
+// pipeline of steps in internal/readthrough, and each mechanism is chosen
+// once in New. docs/ARCHITECTURE.md draws the floors (what may import
+// what), says where a new mechanism, store, adapter, tool or language
+// port goes, and walks a key through Fetch and FetchMany.
+//
 // # Guards and metrics
 //
 // Values larger than Options.MaxValueSize fail with [ErrValueTooLarge]

@@ -1,6 +1,7 @@
 package kura
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"time"
@@ -33,6 +34,8 @@ const (
 	// write the old type, short enough that a key written by a process
 	// that is gone is refilled within a minute.
 	DefaultSchemaGrace = time.Minute
+	// DefaultL1MaxTTL is L1Options.MaxTTL when left at zero.
+	DefaultL1MaxTTL = 5 * time.Minute
 )
 
 // NoExpiry, passed as a TTL, stores a value that never expires, whatever
@@ -249,6 +252,8 @@ const (
 	LeasesRequired
 )
 
+// withDefaults is o with every default filled in (the one place that
+// fills them), checked against the store s.
 func (o Options) withDefaults(s store.Store) (Options, error) {
 	if o.Name == "" {
 		o.Name = "default"
@@ -291,11 +296,20 @@ func (o Options) withDefaults(s store.Store) (Options, error) {
 	if o.LoadTimeout == 0 {
 		o.LoadTimeout = DefaultLoadTimeout
 	}
-	if err := o.leaseDefaults(s); err != nil {
+	if o.LeaseTTL == 0 {
+		o.LeaseTTL = DefaultLeaseTTL
+	}
+	if o.LeaseWait == 0 {
+		o.LeaseWait = DefaultLeaseWait
+	}
+	if err := o.checkLeases(s); err != nil {
 		return o, err
 	}
 	if o.SchemaGrace == 0 {
 		o.SchemaGrace = DefaultSchemaGrace
+	}
+	if o.L1.MaxTTL == 0 {
+		o.L1.MaxTTL = DefaultL1MaxTTL
 	}
 	return o, nil
 }
@@ -322,4 +336,83 @@ func (o *Options) resolveTTL(ttl time.Duration) (time.Duration, error) {
 		return 0, nil
 	}
 	return ttl, store.CheckTTL(ttl)
+}
+
+// L1Options configures the in-process L1 tier of a Cache: decoded values
+// kept in the process, so a hit costs neither a round trip nor a decode.
+// The zero value (MaxBytes 0) turns it off.
+//
+// An L1 must not serve a value another process has changed. Over a store
+// whose server reports changes (store.Tracker: redisstore with
+// Options.Tracking, on Redis or Redis Cluster) a key read into the L1 is
+// dropped when the server reports its change; over any other store
+// (memcached, Redis without tracking) the L1 is refused unless
+// MaxStaleness is set, and then a value is served from it for at most
+// MaxStaleness after it was read, however it changed meanwhile.
+type L1Options struct {
+	// MaxBytes bounds the memory of the L1, as estimated per entry: the
+	// key, the size of V itself, twice the serialized (uncompressed) size
+	// of the value for what it points to (Go strings, slices and maps take
+	// more room than msgpack), and 96 bytes of bookkeeping. Entries beyond
+	// the bound are evicted by W-TinyLFU, which admits a new key only if it
+	// is used more often than the one it would evict, so a scan of one-off
+	// keys does not push out hot ones. Zero turns the L1 off; negative is
+	// invalid.
+	MaxBytes int64
+
+	// MaxTTL bounds how long a value stays in the L1 without being read
+	// from the server again, however long it lives there. It bounds the
+	// harm of a report the server never sent (a cluster slot moved to
+	// another node). It is kept to a coarse clock: a value may go up to
+	// 10 ms before or after MaxTTL (docs/l1.md). If zero,
+	// DefaultL1MaxTTL (5 minutes).
+	MaxTTL time.Duration
+
+	// MaxStaleness allows an L1 over a store with no server-assisted
+	// invalidation (memcached; Redis without redisstore's
+	// Options.Tracking), and is the staleness bound it then has: a value
+	// is served from the L1 for at most MaxStaleness after the store read
+	// that filled it began, even if another process changed or deleted it in
+	// the meantime (writes through this Cache drop the key at once). If
+	// zero, such a store with MaxBytes set is an error. Ignored over a
+	// tracking store.
+	MaxStaleness time.Duration
+}
+
+// Cloner is implemented by value types whose L1 hits should return a copy.
+// A Cache with an L1 returns the value it holds to every caller that hits
+// it: for a struct the struct itself is copied, but the slices, maps and
+// pointers in it are shared, so callers must treat them as read-only. If V
+// implements Cloner, every L1 hit returns v.Clone() instead (BENCHMARKS.md,
+// "L1": shared vs copied hits).
+type Cloner[V any] interface {
+	Clone() V
+}
+
+// checkLeases checks the lease options against the store (withDefaults
+// fills their defaults).
+func (o *Options) checkLeases(s store.Store) error {
+	for _, f := range []struct {
+		name string
+		d    time.Duration
+	}{{"LeaseTTL", o.LeaseTTL}, {"LeaseWait", o.LeaseWait}, {"StaleWhileRevalidate", o.StaleWhileRevalidate}, {"EarlyRefresh", o.EarlyRefresh}} {
+		if f.d < 0 {
+			return fmt.Errorf("kura: Options.%s must not be negative, got %v", f.name, f.d)
+		}
+	}
+	_, has := store.FindLeaser(s)
+	switch o.Leases {
+	case LeasesAuto:
+	case LeasesOff:
+		if o.StaleWhileRevalidate > 0 || o.EarlyRefresh > 0 {
+			return errors.New("kura: Options.StaleWhileRevalidate and Options.EarlyRefresh need leases, but Options.Leases is LeasesOff")
+		}
+	case LeasesRequired:
+		if !has {
+			return fmt.Errorf("kura: Options.Leases is LeasesRequired but the store (%T) has no lease capability (store.Leaser)", s)
+		}
+	default:
+		return fmt.Errorf("kura: Options.Leases has an unknown value %d", o.Leases)
+	}
+	return nil
 }

@@ -73,8 +73,10 @@ type Stats struct {
 	// call had spent its Options.StoreTimeout already (a slow or stalled
 	// server): the value was served from the loader and not written back.
 	BudgetSkips uint64
-	// Shared counts Fetch calls that waited for another caller's load of
-	// the same key instead of calling the loader (singleflight).
+	// Shared counts keys, not calls: each key of a Fetch or FetchMany
+	// that took another caller's load of it (in this process) instead
+	// of calling the loader (singleflight). A FetchMany of 10 keys that
+	// all joined loads in flight adds 10.
 	Shared uint64
 	// LargeValues counts writes above Options.WarnValueSize;
 	// RejectedValues writes refused for exceeding the maximum size.
@@ -192,3 +194,31 @@ func snapshot(c *readthrough.Counters, name, coordination string) Stats {
 	}
 	return s
 }
+
+// L1Stats are the counters of a Cache's L1 tier (all zero without one).
+type L1Stats struct {
+	// Hits counts reads answered by the L1, of a value or of a negative
+	// entry (included in Stats.Hits and Stats.NegativeHits); Misses reads
+	// that went on to the store.
+	Hits, Misses uint64
+	// Entries and Bytes are the L1's current size: entries, and their
+	// estimated memory (L1Options.MaxBytes).
+	Entries, Bytes uint64
+	// Evictions counts entries evicted to stay within MaxBytes.
+	Evictions uint64
+	// Invalidations counts keys the server reported changed;
+	// Flushes counts "drop everything" events (a tracking connection
+	// broke, FLUSHALL).
+	Invalidations, Flushes uint64
+}
+
+// Coordination values of Stats.Coordination: the guarantee a Cache gives.
+const (
+	// CoordinationLeases: loads of a missing key are coordinated through
+	// the store's leases, across every process that shares the store.
+	CoordinationLeases = "leases"
+	// CoordinationProcess: loads are shared within this process only
+	// (singleflight); processes load independently and a fill may race an
+	// invalidation.
+	CoordinationProcess = "process"
+)

@@ -8,10 +8,23 @@
 //
 // Everything beyond those methods is an optional capability, one small
 // interface each, discovered by type assertion the way database/sql
-// discovers driver.ExecerContext: [BatchGetter], [BatchSetter] and
-// [BatchDeleter] (one round trip per server for many keys), [Leaser]
-// (cross-process leases for read-through), [Pinger], [MaxValueSizer] and
-// [MetaReader]. A store that wraps another (a circuit breaker,
+// discovers driver.ExecerContext:
+//
+//   - batches: [BatchGetter], [BatchSetter], [BatchDeleter] ([Batcher]
+//     is all three): one round trip per server for many keys;
+//   - read-through coordination: [Leaser] (cross-process leases, with
+//     [LeaseCapable] for a wrapper whose inner store may lack them) and
+//     [LeaseWaker] (the server wakes lease waiters);
+//   - the L1: [Tracker] (the server reports changed keys);
+//   - limits and liveness: [MaxValueSizer], [Pinger];
+//   - tools: [MetaReader] (TTL and size without the value),
+//     [PrefixReader], [KeyWalker] and [NodeWalker] (scans),
+//     [NodeLocator], [ServerLocator] and [NodeProber] (which node holds a
+//     key; probing one);
+//   - health: [HealthReporter], [ConnReporter], [Resolver].
+//
+// A wrapper that passes only some capabilities on implements [Capable];
+// a context a store may bound by its deadline alone is [DeadlineBound]. A store that wraps another (a circuit breaker,
 // instrumentation) implements [Wrapper]; [Find] looks for a capability
 // down the chain but never around a wrapper that does not implement it, so
 // no capability bypasses a wrapper (database/sql's driver.ErrSkip

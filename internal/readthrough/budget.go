@@ -3,6 +3,8 @@ package readthrough
 import (
 	"context"
 	"time"
+
+	"github.com/kuracache/kura/internal/readthrough/clock"
 )
 
 // budget is the time one Fetch or FetchMany may spend on its own store
@@ -61,9 +63,8 @@ func (b *budget) exhausted() bool { return !b.unlimited && b.left <= 0 }
 type stop struct {
 	start  time.Time
 	cancel context.CancelFunc
-	clk    *clock
-	tc     *tickCtx // pooled: back to the pool in charge
-	cc     *callCtx // watched by clk until charge
+	clk    *clock.Clock
+	call   clock.Call // clk's: released in charge
 }
 
 // bound returns ctx bounded by what is left of the budget, for one store
@@ -74,8 +75,8 @@ type stop struct {
 // allocates nothing, when ctx's own deadline comes first, and for the
 // first store call of a read (all a hit makes), whatever ctx is: a shared
 // tick of clk bounds it, and a caller's context that can end early is
-// watched by clk (see clock). Other calls get a context.WithTimeout.
-func (b *budget) bound(ctx context.Context, clk *clock, now time.Time) (context.Context, stop) {
+// watched by clk (package clock). Other calls get a context.WithTimeout.
+func (b *budget) bound(ctx context.Context, clk *clock.Clock, now time.Time) (context.Context, stop) {
 	if b.unlimited {
 		return ctx, stop{}
 	}
@@ -87,7 +88,7 @@ func (b *budget) bound(ctx context.Context, clk *clock, now time.Time) (context.
 	}
 	if first && clk != nil && b.left > 0 {
 		s.clk = clk
-		ctx, s.tc, s.cc = clk.bind(ctx, s.start, b.left)
+		ctx, s.call = clk.Bind(ctx, s.start, b.left)
 		return ctx, s
 	}
 	ctx, s.cancel = context.WithTimeout(ctx, b.left)
@@ -100,7 +101,7 @@ func (b *budget) charge(s stop) {
 		s.cancel()
 	}
 	if s.clk != nil {
-		s.clk.release(s.tc, s.cc)
+		s.clk.Release(s.call)
 	}
 	if !b.unlimited {
 		b.left -= time.Since(s.start)

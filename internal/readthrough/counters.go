@@ -1,11 +1,27 @@
 package readthrough
 
 import (
+	"errors"
 	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/kuracache/kura/store"
 )
+
+// countBatchErr counts the keys a batch call failed: those named in a
+// *store.BatchError, or all n when the whole call failed.
+func (p *Pipeline[V]) countBatchErr(err error, n int) {
+	if err == nil {
+		return
+	}
+	var be *store.BatchError
+	if errors.As(err, &be) {
+		n = len(be.Errors)
+	}
+	p.st.StoreErrs.Add(uint64(n))
+}
 
 // Op is a timed operation, an index into Counters.Latency.
 type Op int

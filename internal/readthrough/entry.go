@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
-	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -41,7 +39,7 @@ var errNoValue = fmt.Errorf("no value: %w", store.ErrNotFound)
 // and the write time are always set) and enforces the size guards. It
 // never logs or returns the value itself.
 func (p *Pipeline[V]) Encode(key string, v V, f codec.Fields) ([]byte, error) {
-	return p.encode(nil, key, v, f)
+	return p.ent.encode(nil, key, v, f)
 }
 
 // EncodeTo is Encode appending to buf: the result is the bytes it added,
@@ -49,7 +47,7 @@ func (p *Pipeline[V]) Encode(key string, v V, f codec.Fields) ([]byte, error) {
 // They stay valid until buf is put back (PutEncBuf).
 func (p *Pipeline[V]) EncodeTo(buf *EncBuf, key string, v V, f codec.Fields) ([]byte, error) {
 	start := len(buf.b)
-	b, err := p.encode(buf.b, key, v, f)
+	b, err := p.ent.encode(buf.b, key, v, f)
 	if err != nil {
 		return nil, err
 	}
@@ -58,7 +56,7 @@ func (p *Pipeline[V]) EncodeTo(buf *EncBuf, key string, v V, f codec.Fields) ([]
 }
 
 // encode is Encode appending to dst; on error it returns dst as it was.
-func (p *Pipeline[V]) encode(dst []byte, key string, v V, f codec.Fields) ([]byte, error) {
+func (p entryStep[V]) encode(dst []byte, key string, v V, f codec.Fields) ([]byte, error) {
 	f.Schema, f.HasSchema = p.schema, true
 	if f.Written.IsZero() {
 		f.Written = time.Now()
@@ -73,7 +71,7 @@ func (p *Pipeline[V]) encode(dst []byte, key string, v V, f codec.Fields) ([]byt
 		return dst[:start], fmt.Errorf("kura: encode %q: %w", key, err)
 	}
 	n := len(b) - start
-	if err := p.checkSize(key, n); err != nil {
+	if err := p.ent.checkSize(key, n); err != nil {
 		return b[:start], err
 	}
 	p.st.BytesW.Add(uint64(n))
@@ -109,7 +107,7 @@ func PutEncBuf(buf *EncBuf) {
 	encBufs.Put(buf)
 }
 
-func (p *Pipeline[V]) checkSize(key string, n int) error {
+func (p entryStep[V]) checkSize(key string, n int) error {
 	if p.cfg.MaxValueSize > 0 && n > p.cfg.MaxValueSize {
 		p.st.Rejected.Add(1)
 		return fmt.Errorf("%w: key %q encodes to %d bytes, over the limit of %d (Options.MaxValueSize or the server's item size limit); split the value or raise the limit",
@@ -124,7 +122,7 @@ func (p *Pipeline[V]) checkSize(key string, n int) error {
 	return nil
 }
 
-func (p *Pipeline[V]) encodeNegative(buf *EncBuf) []byte {
+func (p entryStep[V]) encodeNegative(buf *EncBuf) []byte {
 	start := len(buf.b)
 	buf.b = p.cfg.Codec.EncodeNegative(buf.b)
 	p.st.BytesW.Add(uint64(len(buf.b) - start))
@@ -136,7 +134,7 @@ func (p *Pipeline[V]) encodeNegative(buf *EncBuf) []byte {
 // may then be a slice of it rather than a copy.
 //
 // The bytes read are counted in t (nil: in the Counters at once).
-func (p *Pipeline[V]) decode(ctx context.Context, key string, data []byte, owned bool, t *tally) (entry[V], error) {
+func (p entryStep[V]) decode(ctx context.Context, key string, data []byte, owned bool, t *tally) (entry[V], error) {
 	var e entry[V]
 	var h codec.Header
 	var err error
@@ -150,7 +148,7 @@ func (p *Pipeline[V]) decode(ctx context.Context, key string, data []byte, owned
 	if err != nil {
 		if errors.Is(err, codec.ErrSchemaMismatch) {
 			p.st.SchemaMismatches.Add(1)
-			e.keep = p.tooYoungToOverwrite(h)
+			e.keep = p.ent.tooYoungToOverwrite(h)
 		} else {
 			p.st.DecodeErrs.Add(1)
 		}
@@ -182,7 +180,7 @@ func (p *Pipeline[V]) decode(ctx context.Context, key string, data []byte, owned
 // header) was written less than Config.SchemaGrace ago. A write time
 // further in the future than the grace is not believed (a skewed clock or
 // a hostile value must not pin a key).
-func (p *Pipeline[V]) tooYoungToOverwrite(h codec.Header) bool {
+func (p entryStep[V]) tooYoungToOverwrite(h codec.Header) bool {
 	written := h.Fields.Written
 	if written.IsZero() || p.cfg.SchemaGrace < 0 {
 		return false
@@ -198,7 +196,7 @@ func (p *Pipeline[V]) tooYoungToOverwrite(h codec.Header) bool {
 // a slow DictionarySource costs no more than a slow store. owned says the
 // read gave data away (see decode). A batch counts in t and adds it to
 // the Counters once (nil: each key at once).
-func (p *Pipeline[V]) found(ctx context.Context, key string, data []byte, owned bool, t *tally) (entry[V], error) {
+func (p entryStep[V]) found(ctx context.Context, key string, data []byte, owned bool, t *tally) (entry[V], error) {
 	var one tally
 	if t == nil {
 		t = &one
@@ -208,7 +206,7 @@ func (p *Pipeline[V]) found(ctx context.Context, key string, data []byte, owned 
 		t.misses++
 		return entry[V]{}, ErrMiss
 	}
-	e, err := p.decode(ctx, key, data, owned, t)
+	e, err := p.ent.decode(ctx, key, data, owned, t)
 	switch {
 	case err != nil:
 		t.misses++
@@ -239,7 +237,7 @@ func (t *tally) addTo(st *Counters) {
 // a tracked read may hand out bytes its client caches and hands out again
 // (rueidis's client-side cache); store.Store's Get, BatchGetter's GetMany
 // and Leaser's LeaseGet give theirs to the caller.
-func (p *Pipeline[V]) owned(track bool) bool { return !track || p.tracker == nil }
+func (p l1Step[V]) owned(track bool) bool { return !track || p.tracker == nil }
 
 // IsPlaceholder reports bytes that hold no value: a lease or a tombstone.
 // Readers count them as a miss, never as a decode error, and never hand
@@ -249,23 +247,5 @@ func IsPlaceholder(data []byte) bool {
 		(codec.Kind(data[3]) == codec.KindLease || codec.Kind(data[3]) == codec.KindTombstone)
 }
 
-// xfetch decides probabilistic early expiration (Vattani, Chierichetti,
-// Lowenstein, "Optimal Probabilistic Cache Stampede Prevention", VLDB
-// 2015) with beta 1: refresh when now - cost * ln(rand) >= expiry, where
-// cost is how long the last load took, so the chance grows as expiry
-// nears and a slow load starts earlier. Only entries in their last window
-// before expiry are considered; entries without the fields never are.
-func xfetch(due int64, cost time.Duration, now time.Time, window time.Duration) bool {
-	if due == 0 {
-		return false
-	}
-	left := time.Duration(due - now.UnixNano())
-	switch {
-	case left > window:
-		return false
-	case left <= 0:
-		return true
-	}
-	cost = max(cost, time.Millisecond)
-	return float64(cost)*-math.Log(rand.Float64()) >= float64(left)
-}
+// entryStep is the envelope of one value: encode, decode and their counts: methods over the pipeline's state.
+type entryStep[V any] struct{ *Pipeline[V] }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/kuracache/kura/internal/l1"
 	"github.com/kuracache/kura/observe"
 	"github.com/kuracache/kura/store"
 )
@@ -20,17 +19,17 @@ func (p *Pipeline[V]) Get(ctx context.Context, key string) (V, error) {
 	var zero V
 	if p.l1 != nil {
 		if v, neg, ok := p.l1.Get(key); ok {
-			p.note(ctx, observe.L1Hit, 0)
+			p.tr.note(ctx, observe.L1Hit, 0)
 			return serve(key, v, neg)
 		}
 	}
-	tok, track := p.beginL1(key)
+	tok, track := p.l1f.beginL1(key)
 	start := time.Now()
-	data, err := p.get(ctx, key, track)
+	data, err := p.rd.get(ctx, key, track)
 	p.st.Since(OpGet, start)
 	var e entry[V]
 	if err == nil {
-		e, err = p.found(ctx, key, data, p.owned(track), nil)
+		e, err = p.ent.found(ctx, key, data, p.l1f.owned(track), nil)
 	} else if errors.Is(err, store.ErrNotFound) {
 		p.st.Misses.Add(1)
 	} else {
@@ -41,14 +40,14 @@ func (p *Pipeline[V]) Get(ctx context.Context, key string) (V, error) {
 	}
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) { // a placeholder too (ErrMiss)
-			p.note(ctx, observe.Miss, 0)
+			p.tr.note(ctx, observe.Miss, 0)
 		}
 		return zero, err
 	}
 	if e.negative {
-		p.note(ctx, observe.NegativeHit, 0)
+		p.tr.note(ctx, observe.NegativeHit, 0)
 	} else {
-		p.note(ctx, observe.Hit, 0)
+		p.tr.note(ctx, observe.Hit, 0)
 	}
 	return serve(key, e.v, e.negative)
 }
@@ -88,29 +87,21 @@ func (p *Pipeline[V]) GetMany(ctx context.Context, keys []string) (map[string]V,
 		return out, nil
 	}
 	bt := p.getBatch(len(keys))
-	slots := p.l1Split(keys, out, bt.slots[:0])
+	slots := p.l1f.l1Split(keys, out, bt.slots[:0])
 	defer p.putBatch(bt, slots) // nothing holds a slot past GetMany
 	if len(slots) == 0 {
 		return out, nil
 	}
-	var toks []l1Token // with an L1: the fills of the keys read
-	if p.l1 != nil {
-		keys = keys[:0:0]
-		toks = make([]l1Token, len(slots))
-		for i := range slots {
-			keys = append(keys, slots[i].key)
-			toks[i].t, toks[i].ok = p.beginL1(slots[i].key)
-		}
-	}
+	keys, toks := p.l1f.beginMany(keys, slots) // with an L1: the fills of the keys read
 	start := time.Now()
-	vals, err := p.getMany(ctx, keys, p.l1 != nil)
+	vals, err := p.rd.getMany(ctx, keys, p.l1 != nil)
 	p.st.Since(OpGetMany, start)
 	failed := batchFailures(err, len(keys), len(vals))
 	if err != nil && failed == nil {
 		p.st.StoreErrs.Add(uint64(len(keys)))
 		p.st.Misses.Add(uint64(len(keys)))
 		for i := range toks {
-			p.finishL1(&slots[i], toks[i].t, toks[i].ok)
+			p.l1f.finishL1(&slots[i], toks[i].t, toks[i].ok)
 		}
 		return out, err
 	}
@@ -127,7 +118,7 @@ func (p *Pipeline[V]) GetMany(ctx context.Context, keys []string) (map[string]V,
 		case i >= len(vals) || vals[i] == nil:
 			t.misses++
 		default:
-			e, derr := p.found(ctx, s.key, vals[i], p.owned(p.l1 != nil), &t)
+			e, derr := p.ent.found(ctx, s.key, vals[i], p.l1f.owned(p.l1 != nil), &t)
 			switch {
 			case derr == nil:
 				s.e, s.class = e, hit
@@ -139,15 +130,10 @@ func (p *Pipeline[V]) GetMany(ctx context.Context, keys []string) (map[string]V,
 			}
 		}
 		if toks != nil {
-			p.finishL1(s, toks[i].t, toks[i].ok)
+			p.l1f.finishL1(s, toks[i].t, toks[i].ok)
 		}
 	}
 	return out, be.Err()
-}
-
-type l1Token struct {
-	t  l1.Token
-	ok bool
 }
 
 // SetMany writes batch in one round trip per server.
@@ -195,7 +181,7 @@ func (p *Pipeline[V]) Invalidate(ctx context.Context, keys []string) error {
 			p.holders.Forget(k)
 		}
 	}
-	if p.leaser == nil {
+	if p.coord == processCoord {
 		return p.DeleteMany(ctx, keys)
 	}
 	p.DropL1(keys...)
@@ -205,37 +191,4 @@ func (p *Pipeline[V]) Invalidate(ctx context.Context, keys []string) error {
 	p.st.Since(OpDeleteMany, start)
 	p.countBatchErr(err, len(keys))
 	return err
-}
-
-// DropL1 removes keys from the L1 and stops the reads in flight from
-// filling them: this process never reads its old value after a write.
-func (p *Pipeline[V]) DropL1(keys ...string) {
-	if p.l1 == nil {
-		return
-	}
-	for _, k := range keys {
-		p.l1.Drop(k)
-	}
-}
-
-// l1Split serves from the L1 the keys it holds (a negative entry is left
-// out of out, as a miss of the source) and appends to slots a slot for
-// each other key, in order: the first step of GetMany and FetchMany.
-func (p *Pipeline[V]) l1Split(keys []string, out map[string]V, slots []slot[V]) []slot[V] {
-	if p.l1 == nil {
-		for _, k := range keys {
-			slots = append(slots, slot[V]{key: k})
-		}
-		return slots
-	}
-	for _, k := range keys {
-		if v, neg, ok := p.l1.Get(k); ok {
-			if !neg {
-				out[k] = v
-			}
-			continue
-		}
-		slots = append(slots, slot[V]{key: k})
-	}
-	return slots
 }

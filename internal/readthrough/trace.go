@@ -26,7 +26,7 @@ import (
 
 // startCall begins the span of a Cache call that the pipeline runs
 // (Fetch, FetchMany); a nil Span: the call is not recorded.
-func (p *Pipeline[V]) startCall(ctx context.Context, step observe.Step, key string, n int) (context.Context, observe.Span) {
+func (p traceStep[V]) startCall(ctx context.Context, step observe.Step, key string, n int) (context.Context, observe.Span) {
 	if p.cfg.Tracer == nil {
 		return ctx, nil
 	}
@@ -52,7 +52,7 @@ func firstKey(keys []string) string {
 // start begins the span of step, a step of the call whose budget is b,
 // under ctx (see observe.Tracer.Start). A step of a call that is not
 // recorded (b.quiet) starts none and does not ask the Tracer.
-func (p *Pipeline[V]) start(ctx context.Context, b *budget, step observe.Step, key string, n int) (context.Context, observe.Span) {
+func (p traceStep[V]) start(ctx context.Context, b *budget, step observe.Step, key string, n int) (context.Context, observe.Span) {
 	if p.cfg.Tracer == nil || b.quiet {
 		return ctx, nil
 	}
@@ -67,22 +67,22 @@ func end(sp observe.Span, err error) {
 }
 
 // note records an outcome on the span ctx carries.
-func (p *Pipeline[V]) note(ctx context.Context, n observe.Note, v int64) {
+func (p traceStep[V]) note(ctx context.Context, n observe.Note, v int64) {
 	if p.cfg.Tracer != nil {
 		p.cfg.Tracer.Note(ctx, n, v)
 	}
 }
 
 // absorbed reports a cache failure the pipeline absorbs.
-func (p *Pipeline[V]) absorbed(ctx context.Context, key string, err error) {
+func (p traceStep[V]) absorbed(ctx context.Context, key string, err error) {
 	if p.cfg.Tracer != nil {
 		p.cfg.Tracer.Absorbed(ctx, key, err)
 	}
 }
 
 // lookupStep is the step a lookup is: with leases, the lease read.
-func (p *Pipeline[V]) lookupStep() observe.Step {
-	if p.leaser != nil {
+func (p traceStep[V]) lookupStep() observe.Step {
+	if p.coord == leasesCoord {
 		return observe.LeaseAcquire
 	}
 	return observe.Lookup
@@ -92,13 +92,13 @@ func (p *Pipeline[V]) lookupStep() observe.Step {
 // kura.lookup, or with leases kura.lease.acquire. When the call's span was
 // not started (b.quiet), the step is not recorded and the Tracer is not
 // asked.
-func (p *Pipeline[V]) tracedLookup(ctx context.Context, b *budget, slots []slot[V], keys []string, early bool) {
+func (p traceStep[V]) tracedLookup(ctx context.Context, b *budget, slots []slot[V], keys []string, early bool) {
 	if b.quiet {
-		p.lookup(ctx, b, slots, keys, early)
+		p.lk.lookup(ctx, b, slots, keys, early)
 		return
 	}
-	lctx, sp := p.start(ctx, b, p.lookupStep(), slots[0].key, len(slots))
-	p.lookup(lctx, b, slots, keys, early)
+	lctx, sp := p.tr.start(ctx, b, p.tr.lookupStep(), slots[0].key, len(slots))
+	p.lk.lookup(lctx, b, slots, keys, early)
 	end(sp, nil)
 }
 
@@ -131,7 +131,7 @@ func firstFailure(errs []error) error {
 }
 
 // noteLookup records what the lookup found for s on the call's span.
-func (p *Pipeline[V]) noteLookup(ctx context.Context, s *slot[V]) {
+func (p traceStep[V]) noteLookup(ctx context.Context, s *slot[V]) {
 	if p.cfg.Tracer == nil {
 		return
 	}
@@ -139,34 +139,34 @@ func (p *Pipeline[V]) noteLookup(ctx context.Context, s *slot[V]) {
 	case hit:
 		switch {
 		case s.e.negative:
-			p.note(ctx, observe.NegativeHit, 0)
+			p.tr.note(ctx, observe.NegativeHit, 0)
 		case s.stale:
-			p.note(ctx, observe.StaleServed, 0)
+			p.tr.note(ctx, observe.StaleServed, 0)
 		default:
-			p.note(ctx, observe.Hit, 0)
+			p.tr.note(ctx, observe.Hit, 0)
 		}
 		if s.refresh {
-			p.note(ctx, observe.Refreshed, 0)
+			p.tr.note(ctx, observe.Refreshed, 0)
 		}
 		return
 	case won:
-		p.note(ctx, observe.LeaseWon, 0)
+		p.tr.note(ctx, observe.LeaseWon, 0)
 	case wait:
-		p.note(ctx, observe.LeaseHeld, 0)
+		p.tr.note(ctx, observe.LeaseHeld, 0)
 	}
-	p.note(ctx, observe.Miss, 0)
+	p.tr.note(ctx, observe.Miss, 0)
 }
 
 // waitSpan begins a LeaseWait span of the call whose budget is b; its end
 // notes how long the caller has waited since start.
-func (p *Pipeline[V]) waitSpan(ctx context.Context, b *budget, key string, n int) (context.Context, observe.Span) {
-	return p.start(ctx, b, observe.LeaseWait, key, n)
+func (p traceStep[V]) waitSpan(ctx context.Context, b *budget, key string, n int) (context.Context, observe.Span) {
+	return p.tr.start(ctx, b, observe.LeaseWait, key, n)
 }
 
 // endWait ends a LeaseWait span: fail_open when the wait ran out (got
 // is nil) or its read failed for a key (the caller loads it without
 // writing back).
-func (p *Pipeline[V]) endWait(sp observe.Span, start time.Time, got []slot[V], err error) {
+func (p traceStep[V]) endWait(sp observe.Span, start time.Time, got []slot[V], err error) {
 	if sp == nil {
 		return
 	}
@@ -183,7 +183,7 @@ func (p *Pipeline[V]) endWait(sp observe.Span, start time.Time, got []slot[V], e
 
 // noteMany records what a FetchMany's lookup found, as counts; l1 keys
 // were served by the L1 before it.
-func (p *Pipeline[V]) noteMany(ctx context.Context, slots []slot[V], l1 int) {
+func (p traceStep[V]) noteMany(ctx context.Context, slots []slot[V], l1 int) {
 	if p.cfg.Tracer == nil {
 		return
 	}
@@ -210,7 +210,10 @@ func (p *Pipeline[V]) noteMany(ctx context.Context, slots []slot[V], l1 int) {
 	}
 	for _, k := range [...]observe.Note{observe.Hits, observe.Misses, observe.StaleServed, observe.Refreshed, observe.LeaseWon, observe.LeaseHeld} {
 		if n[k] > 0 {
-			p.note(ctx, k, n[k])
+			p.tr.note(ctx, k, n[k])
 		}
 	}
 }
+
+// traceStep is the tracing hook: methods over the pipeline's state.
+type traceStep[V any] struct{ *Pipeline[V] }

@@ -46,7 +46,7 @@ func newWarmBatch(tb testing.TB, n int) (*Pipeline[[]byte], []string) {
 	}
 	w := &warmLeaser{vals: map[string][]byte{}}
 	p := New[[]byte](w, Config{Codec: c, Schema: c.Fingerprint(reflect.TypeFor[[]byte]()),
-		StoreTimeout: 250 * time.Millisecond, LeaseTTL: time.Second, LeaseWait: time.Second, Leaser: w})
+		StoreTimeout: 250 * time.Millisecond, LeaseTTL: time.Second, LeaseWait: time.Second, Leaser: w}, nil)
 	keys := make([]string, n)
 	for i := range keys {
 		keys[i] = fmt.Sprintf("bench:%d", i)

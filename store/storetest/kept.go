@@ -12,7 +12,7 @@ import (
 
 // keptCtx is a cancellable context that notes every use after the call
 // it was given to returned. kura's read path hands stores pooled contexts
-// (internal/readthrough/clock.go) that serve another call once this one
+// (internal/readthrough/clock) that serve another call once this one
 // returned: a store that kept one would see that call's values and
 // cancellation (the store.Store contract: a context is valid for its call
 // only).

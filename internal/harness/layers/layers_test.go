@@ -30,7 +30,7 @@ var layers = []struct {
 	{"store/*", []string{"store/memcache/...", "store/redisstore", "store/memstore", "store/health", "store/storeurl", "store/redisring", "store/move",
 		"internal/redial"}},
 	{"dictstore", []string{"dictstore"}},
-	{"root mechanisms", []string{"internal/readthrough", "internal/l1"}},
+	{"root mechanisms", []string{"internal/readthrough/...", "internal/l1"}},
 	{"root", []string{""}},
 	{"kuraprom", []string{"kuraprom"}},
 	{"tools", []string{"inspect", "scan", "codecfit", "plan/...", "loadgen", "ui"}},

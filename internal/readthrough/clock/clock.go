@@ -1,4 +1,9 @@
-package readthrough
+// Package clock hands out the deadlines of the first store call of a
+// read without a timer, a context or a goroutine per call: the read
+// path's StoreTimeout budget (internal/readthrough, budget.bound) binds
+// that call to a shared tick of a Clock, and releases it when the call
+// returns. It knows nothing of stores or values.
+package clock
 
 import (
 	"context"
@@ -107,6 +112,28 @@ func (t *tick) expire() {
 // lane picks one of the tick's Done channels (a per-P random number: no
 // shared counter).
 func lane() uint8 { return uint8(rand.Uint32() % lanes) }
+
+// Clock is the deadline clock of one read path. Its zero value is ready
+// to use; it must not be copied after first use.
+type Clock struct{ c clock }
+
+// Call is what Release needs of a call that Bind bounded.
+type Call struct {
+	tc *tickCtx // pooled: back to the pool in Release
+	cc *callCtx // watched by the clock until Release
+}
+
+// Bind returns ctx bounded by a tick of d from now, for the first store
+// call of a read; pass the Call to Release once that call returned, and
+// do not use the context after that (it may serve another call). It
+// allocates nothing in the steady state (see bind).
+func (c *Clock) Bind(ctx context.Context, now time.Time, d time.Duration) (context.Context, Call) {
+	ctx, tc, cc := c.c.bind(ctx, now, d)
+	return ctx, Call{tc, cc}
+}
+
+// Release ends what Bind handed out for call (see release).
+func (c *Clock) Release(call Call) { c.c.release(call.tc, call.cc) }
 
 // bind returns ctx bounded by a tick of d from now, for the first store
 // call of a read (ctx's own deadline is later than the tick's), and what

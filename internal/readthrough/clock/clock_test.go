@@ -1,4 +1,4 @@
-package readthrough
+package clock
 
 import (
 	"context"

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -115,7 +116,7 @@ type waitReg struct {
 func newWaitReg(n int) *waitReg { return &waitReg{ch: make(chan keyResult, n)} }
 
 // startWait registers keys for reg and starts the poller if it is idle.
-func (p *Pipeline[V]) startWait(reg *waitReg, keys []string) {
+func (p waitStep[V]) startWait(reg *waitReg, keys []string) {
 	h := &p.hub
 	h.mu.Lock()
 	if h.keys == nil {
@@ -136,7 +137,7 @@ func (p *Pipeline[V]) startWait(reg *waitReg, keys []string) {
 	h.running = true
 	h.mu.Unlock()
 	if start {
-		go p.pollLoop()
+		go p.waits.pollLoop()
 	} else if h.wake != nil {
 		h.signal()
 	}
@@ -144,7 +145,7 @@ func (p *Pipeline[V]) startWait(reg *waitReg, keys []string) {
 
 // cancelWait unregisters reg and returns the keys it was still waiting
 // for; leases the poller handed it that it never read are released.
-func (p *Pipeline[V]) cancelWait(reg *waitReg) []string {
+func (p waitStep[V]) cancelWait(reg *waitReg) []string {
 	h := &p.hub
 	var rest []string
 	h.mu.Lock()
@@ -171,7 +172,7 @@ func (p *Pipeline[V]) cancelWait(reg *waitReg) []string {
 		select {
 		case kr := <-reg.ch:
 			if kr.err == nil && kr.r.Won {
-				p.release(context.Background(), kr.r.Lease)
+				p.leases.release(context.Background(), kr.r.Lease)
 			}
 			rest = append(rest, kr.key)
 		default:
@@ -182,6 +183,20 @@ func (p *Pipeline[V]) cancelWait(reg *waitReg) []string {
 	return rest
 }
 
+// maxPoll caps the backoff between two reads of the poller: a fill is
+// seen at most this late, and the poller reads a waited-for key at most
+// 1/maxPoll times a second once nothing new is waited for.
+const maxPoll = 20 * time.Millisecond
+
+// jittered spreads d over [d/2, d) so waiters of many processes do not
+// poll in step.
+func jittered(d time.Duration) time.Duration {
+	if d <= 1 {
+		return d
+	}
+	return d/2 + time.Duration(rand.Int64N(int64(d/2)))
+}
+
 // pollLoop reads every waited-for key in one batch per tick (backing off
 // from 1 ms to maxPoll while nothing new is waited for) and hands out what
 // it finds: a value or a failure to every waiter of the key, a lease to
@@ -190,7 +205,7 @@ func (p *Pipeline[V]) cancelWait(reg *waitReg) []string {
 // With a LeaseWaker the loop reads at once when woken (a caller registered
 // a key, or the server reported a change of one) and otherwise backs off
 // from maxPoll to maxWatchedPoll while its reads are watched.
-func (p *Pipeline[V]) pollLoop() {
+func (p waitStep[V]) pollLoop() {
 	h := &p.hub
 	waker, _ := p.leaser.(store.LeaseWaker)
 	if waker != nil {
@@ -232,9 +247,9 @@ func (p *Pipeline[V]) pollLoop() {
 		round := h.round
 		h.round++
 		h.mu.Unlock()
-		res, watched, err := p.pollRead(waker, keys)
-		orphans := p.handOut(keys, res, failedKeys(keys, err), round, watched)
-		p.releaseMany(context.Background(), orphans)
+		res, watched, err := p.waits.pollRead(waker, keys)
+		orphans := p.waits.handOut(keys, res, failedKeys(keys, err), round, watched)
+		p.leases.releaseMany(context.Background(), orphans)
 		if every {
 			if watched {
 				delay = min(max(2*delay, maxPoll), maxWatchedPoll)
@@ -288,7 +303,7 @@ func failedKeys(keys []string, err error) map[string]error {
 // the waiters that registered after the read was sent (see waitHub). It
 // returns the leases the read won for keys nobody waits for any more, for
 // the caller to release.
-func (p *Pipeline[V]) handOut(keys []string, res []store.LeaseResult, failed map[string]error, round uint64, watched bool) (orphans []store.Lease) {
+func (p waitStep[V]) handOut(keys []string, res []store.LeaseResult, failed map[string]error, round uint64, watched bool) (orphans []store.Lease) {
 	h := &p.hub
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -338,7 +353,7 @@ func (p *Pipeline[V]) handOut(keys []string, res []store.LeaseResult, failed map
 // pollRead is the hub's batched lease read, bounded by Config.StoreTimeout
 // (the hub's own time: no caller's budget is charged); watched through w
 // when there is one.
-func (p *Pipeline[V]) pollRead(w store.LeaseWaker, keys []string) (res []store.LeaseResult, watched bool, err error) {
+func (p waitStep[V]) pollRead(w store.LeaseWaker, keys []string) (res []store.LeaseResult, watched bool, err error) {
 	ctx := context.Background()
 	if p.cfg.StoreTimeout > 0 {
 		var cancel context.CancelFunc
@@ -362,7 +377,7 @@ func (p *Pipeline[V]) pollRead(w store.LeaseWaker, keys []string) (res []store.L
 // awaitFills waits until the hub hands back results for some of reg's
 // keys, within Config.LeaseWait of start, and classifies them. nil slots
 // and a nil error: the wait is over (fail open).
-func (p *Pipeline[V]) awaitFills(ctx context.Context, reg *waitReg, start time.Time) ([]slot[V], error) {
+func (p waitStep[V]) awaitFills(ctx context.Context, reg *waitReg, start time.Time) ([]slot[V], error) {
 	var got []keyResult
 	if left := p.cfg.LeaseWait - time.Since(start); left > 0 {
 		t := time.NewTimer(left)
@@ -397,11 +412,14 @@ func (p *Pipeline[V]) awaitFills(ctx context.Context, reg *waitReg, start time.T
 		if kr.err != nil {
 			p.st.Misses.Add(1)
 			p.report(OpGetMany, kr.key, kr.err)
-			p.absorbed(ctx, kr.key, kr.err)
+			p.tr.absorbed(ctx, kr.key, kr.err)
 			slots[i].class, slots[i].failed = noFill, true
 			continue
 		}
-		p.classifyLease(ctx, &b, &slots[i], kr.r, false, nil)
+		p.cl.classifyLease(ctx, &b, &slots[i], kr.r, false, nil)
 	}
 	return slots, nil
 }
+
+// waitStep is the wait for the keys another caller holds the lease of: methods over the pipeline's state.
+type waitStep[V any] struct{ *Pipeline[V] }
