@@ -21,7 +21,6 @@
 package ui
 
 import (
-	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -358,8 +357,10 @@ type keyView struct {
 	Cut string
 }
 
-// maxShown bounds the JSON text a key page shows.
-func (s *server) maxShown() int { return 4 * s.opts.MaxValueBytes }
+// MaxShownBytes bounds the text of a decoded value a key page shows,
+// whatever the value and Options.MaxValueBytes: with HTML escaping and
+// the escaping of controls, a page's body stays within a few times this.
+const MaxShownBytes = 1 << 20
 
 func (s *server) key(w http.ResponseWriter, r *http.Request) {
 	k := r.URL.Query().Get("k")
@@ -422,16 +423,11 @@ func (s *server) describe(r *http.Request, k string, v *keyView, p *page) {
 	if len(rep.Value) == 0 {
 		return
 	}
-	text := string(rep.Value)
-	if len(rep.Value) <= s.maxShown() {
-		var b bytes.Buffer
-		if json.Indent(&b, rep.Value, "", "  ") == nil {
-			text = b.String()
-		}
-	}
-	if len(text) > s.maxShown() {
-		v.Cut = fmt.Sprintf("the first %d of %d bytes of the decoded value", s.maxShown(), len(text))
-		text = text[:s.maxShown()]
+	// Indentation multiplies a deep value's size (62 levels: about 100
+	// times); the indenter stops at the page's bound, whatever the value.
+	text, cut := inspect.Indent(rep.Value, "", "  ", MaxShownBytes)
+	if cut {
+		v.Cut = fmt.Sprintf("the first %d bytes of the decoded value (%d bytes as compact JSON)", MaxShownBytes, len(rep.Value))
 	}
 	// JSON escapes C0 controls, not C1 or bidirectional ones; escape
 	// line by line to keep the indentation.
