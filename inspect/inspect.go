@@ -451,6 +451,17 @@ func describeForeign(r *Report, raw []byte, opts Options, m *masker, depth int) 
 		if r.Format == "" {
 			r.Format = "json"
 		}
+		if len(m.names) == 0 {
+			// Nothing to mask: the text as stored, compacted, without
+			// building the value (a deep, wide value built as Go values
+			// costs some 80 times its size).
+			var b bytes.Buffer
+			b.Grow(len(raw))
+			if json.Compact(&b, raw) == nil {
+				r.Value = b.Bytes()
+			}
+			return
+		}
 		var v any
 		if err := json.Unmarshal(raw, &v); err == nil {
 			r.Value = toJSON(v, m)
@@ -581,11 +592,12 @@ func jsonable(v any, mask *masker, depth int) any {
 		}
 		return out
 	case []any:
-		out := make([]any, len(x))
+		// In place: the decoded value is this package's own, and a copy
+		// doubled the cost of a wide one.
 		for i, e := range x {
-			out[i] = jsonable(e, mask, depth+1)
+			x[i] = jsonable(e, mask, depth+1)
 		}
-		return out
+		return x
 	case []byte:
 		if utf8.Valid(x) {
 			return string(x)

@@ -36,6 +36,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -133,7 +134,7 @@ type server struct {
 	mux    *http.ServeMux
 	slots  chan struct{}
 	cookie string // the cookie's name
-	// session is the cookie's value: derived from the token, so that a
+	// session keys the cookie's value (sessionFor): derived from the token, so that a
 	// cookie sent to another service on the same host does not give the
 	// token away.
 	session string
@@ -275,6 +276,14 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "unknown Host: open the console by the address kura ui printed (a page on another name may be a DNS rebinding attack; a proxy's name is added with --host)", http.StatusMisdirectedRequest)
 		return
 	}
+	if !sameOrigin(r) {
+		// Any web page the operator opens could otherwise make the
+		// browser request key pages (the CPU and memory of the console,
+		// and the values, through a rebinding or a leak), also on loopback
+		// where there is no token.
+		http.Error(w, "cross-site request refused: open the console by the address kura ui printed, not from another page or site", http.StatusForbidden)
+		return
+	}
 	if s.opts.Token != "" {
 		if q := r.URL.Query(); q.Has("token") {
 			// The token leaves the URL at once (history, screenshots,
@@ -284,7 +293,7 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				http.Error(w, "wrong token", http.StatusUnauthorized)
 				return
 			}
-			http.SetCookie(w, &http.Cookie{Name: s.cookie, Value: s.session, Path: "/", HttpOnly: true, Secure: s.opts.Secure, SameSite: http.SameSiteStrictMode})
+			http.SetCookie(w, &http.Cookie{Name: s.cookie, Value: s.sessionFor(r), Path: "/", HttpOnly: true, Secure: s.opts.Secure, SameSite: http.SameSiteStrictMode})
 			q.Del("token")
 			u := *r.URL
 			u.RawQuery = q.Encode()
@@ -300,10 +309,43 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mux.ServeHTTP(w, r)
 }
 
+// sessionFor returns the cookie's value for a request: derived from the
+// token (a cookie sent to another service on the same host does not give
+// the token away) and from the console's origin as the browser named it
+// (the Host header), so that it is worth nothing to a console on another
+// port or name, even one started with the same token.
+func (s *server) sessionFor(r *http.Request) string {
+	m := hmac.New(sha256.New, []byte(s.opts.Token))
+	m.Write([]byte(s.session))
+	m.Write([]byte{0})
+	m.Write([]byte(strings.ToLower(r.Host)))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// sameOrigin reports whether a request may come from the console's own
+// pages: a browser's Fetch metadata (Sec-Fetch-Site) must say
+// same-origin or none (typed, a bookmark), and an Origin header must name
+// the console's Host. Clients that send neither (curl, scripts) pass: they
+// are not a web page acting in the operator's browser. A page on another
+// port of the same host is same-site, not same-origin: refused too.
+func sameOrigin(r *http.Request) bool {
+	switch r.Header.Get("Sec-Fetch-Site") {
+	case "", "same-origin", "none":
+	default:
+		return false
+	}
+	o := r.Header.Get("Origin")
+	if o == "" {
+		return true
+	}
+	u, err := url.Parse(o)
+	return err == nil && u.Host != "" && strings.EqualFold(u.Host, r.Host) && (u.Scheme == "http" || u.Scheme == "https")
+}
+
 func (s *server) eq(a, b string) bool { return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1 }
 
 func (s *server) authorized(r *http.Request) bool {
-	if c, err := r.Cookie(s.cookie); err == nil && s.eq(c.Value, s.session) {
+	if c, err := r.Cookie(s.cookie); err == nil && s.eq(c.Value, s.sessionFor(r)) {
 		return true
 	}
 	if a, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && s.eq(a, s.opts.Token) {
