@@ -116,6 +116,7 @@ func newBenchCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			cfg.Resolver = resolverOf(cmd.Context())
 			if err := checkWritable(bf.hdrFile); err != nil {
 				return err
 			}

@@ -46,6 +46,7 @@ only while cores are free.`,
 			if err != nil {
 				return err
 			}
+			cfg.Resolver = resolverOf(cmd.Context())
 			sc := loadgen.SweepConfig{Base: cfg}
 			var swept []string
 			for _, p := range []struct{ name, val string }{
@@ -176,12 +177,17 @@ func redactArgs(args []string) []string {
 		switch {
 		case maskNext:
 			out[i], maskNext = redact.Mask, false
-		case a == "-a" || a == "--password":
+		case a == "--password":
 			out[i], maskNext = a, true
 		case strings.HasPrefix(a, "--password="):
 			out[i] = "--password=" + redact.Mask
-		case strings.HasPrefix(a, "-a") && len(a) > 2:
-			out[i] = "-a" + redact.Mask
+		case isShortPassword(a):
+			// -a, -aPW, -qa PW, -qaPW
+			val, next, _ := shortPassword(a)
+			out[i], maskNext = a[:len(a)-len(val)], next
+			if val != "" {
+				out[i] += redact.Mask
+			}
 		default:
 			out[i] = redact.URL(a)
 			if strings.Contains(a, "://") {
@@ -196,3 +202,5 @@ func redactArgs(args []string) []string {
 	}
 	return out
 }
+
+func isShortPassword(a string) bool { _, _, ok := shortPassword(a); return ok }
