@@ -259,9 +259,11 @@ func (bf *benchFlags) output(w io.Writer, res *loadgen.Result) error {
 		}
 	}
 	if bf.jsonOut {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(res)
+		return writeJSON(w, func(w io.Writer) error {
+			enc := json.NewEncoder(w)
+			enc.SetIndent("", "  ")
+			return enc.Encode(res)
+		})
 	}
 	return res.WriteText(w)
 }

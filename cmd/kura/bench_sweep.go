@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -126,9 +127,11 @@ only while cores are free.`,
 func writeSweep(cmd *cobra.Command, bf *benchFlags, res *loadgen.SweepResult, htmlFile string) error {
 	out := cmd.OutOrStdout()
 	if bf.jsonOut {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(res); err != nil {
+		if err := writeJSON(out, func(w io.Writer) error {
+			enc := json.NewEncoder(w)
+			enc.SetIndent("", "  ")
+			return enc.Encode(res)
+		}); err != nil {
 			return err
 		}
 	} else if err := res.WriteText(out); err != nil {

@@ -190,7 +190,7 @@ where readers built with a dictstore.Registry find it.`,
 				progress(fmt.Sprintf("published dictionary %08x under %s on every server of %s", id, reg.Key(id), pt.Redacted()))
 			}
 			if asJSON {
-				return codecfit.WriteJSON(out, rep)
+				return writeJSON(out, func(w io.Writer) error { return codecfit.WriteJSON(w, rep) })
 			}
 			return codecfit.WriteText(out, rep)
 		},

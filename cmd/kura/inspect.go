@@ -115,9 +115,11 @@ redis://host1:port1,host2:port2 (Cluster), redis+ring://host1:port1,host2:port2
 				reports = append(reports, r)
 			}
 			if asJSON {
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(reports); err != nil {
+				if err := writeJSON(out, func(w io.Writer) error {
+					enc := json.NewEncoder(w)
+					enc.SetIndent("", "  ")
+					return enc.Encode(reports)
+				}); err != nil {
 					return err
 				}
 			} else {

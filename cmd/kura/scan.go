@@ -101,9 +101,11 @@ else $XDG_STATE_HOME/kura/results, else ~/.local/state/kura/results) unless
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				if werr := enc.Encode(rep); werr != nil {
+				if werr := writeJSON(out, func(w io.Writer) error {
+					enc := json.NewEncoder(w)
+					enc.SetIndent("", "  ")
+					return enc.Encode(rep)
+				}); werr != nil {
 					return werr
 				}
 			} else if werr := scan.WriteText(out, rep); werr != nil {

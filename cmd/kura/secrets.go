@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kuracache/kura/internal/redact"
+	"github.com/kuracache/kura/internal/vis"
 )
 
 // mainErrorLine is the line main prints for err: errorLine with every
@@ -18,7 +19,10 @@ import (
 // (redact.SplitUserinfo), so what a client would be given as a password
 // is what is hidden.
 func mainErrorLine(cmd *cobra.Command, err error, args []string) string {
-	return scrubSecrets(errorLine(cmd, err), args)
+	// A server's error text (a Lua error_reply, a proxy's message) may
+	// carry screen-clear, hyperlink and bell sequences: escaped, never
+	// obeyed.
+	return vis.Escape(scrubSecrets(errorLine(cmd, err), args))
 }
 
 // schemeish matches the start of a mistyped URL: a scheme and the
