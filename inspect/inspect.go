@@ -343,9 +343,14 @@ func describeKura(r *Report, raw []byte, h codec.Header, perr error, opts Option
 		}
 		return
 	}
+	if h.Dict != 0 && f.DictDigest.IsZero() {
+		r.Note = join(r.Note, fmt.Sprintf("compressed with dictionary %d but carries no digest (written before digests existed): the dictionary was matched by its 28-bit id only, which a forged dictionary can match in minutes; rewrite such values, then set codec.Options.RequireDictionaryDigest", h.Dict))
+	}
 	if h.Serializer == codec.IDMsgPackArray {
 		var named bool
-		v, r.Note, named = nameFields(v, h, opts)
+		var note string
+		v, note, named = nameFields(v, h, opts)
+		r.Note = join(r.Note, note)
 		if !named && len(opts.Mask) > 0 {
 			// No names to match the mask against: a field it names may be
 			// anywhere, so no field value is shown.
@@ -614,4 +619,15 @@ func maskOr(k string, e any, mask *masker, depth int) any {
 		return "***"
 	}
 	return jsonable(e, mask, depth+1)
+}
+
+// join joins two notes with "; ".
+func join(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + "; " + b
 }
