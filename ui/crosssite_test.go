@@ -76,3 +76,13 @@ func TestCookieTiedToConsole(t *testing.T) {
 		}
 	}
 }
+
+// TestTitleNotDoubled: the console's home page was titled "kura · kura".
+func TestTitleNotDoubled(t *testing.T) {
+	srv := serveAt(t, ui.Options{})
+	_, body := get(t, nil, srv.URL+"/", nil)
+	if strings.Contains(body, "<title>kura · kura</title>") || !strings.Contains(body, "<title>console · kura</title>") {
+		i := strings.Index(body, "<title>")
+		t.Errorf("title: %.60s", body[max(i, 0):])
+	}
+}

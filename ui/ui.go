@@ -374,7 +374,7 @@ func (s *server) render(w http.ResponseWriter, name string, p page) {
 
 func (s *server) home(w http.ResponseWriter, r *http.Request) {
 	list, err := results.List(s.opts.ResultsDir)
-	p := page{Title: "kura", Nav: "home", Data: struct {
+	p := page{Title: "console", Nav: "home", Data: struct {
 		HaveStore bool
 		Results   []results.Entry
 	}{s.opts.Store != nil, first(list, 10)}}
@@ -619,7 +619,7 @@ var funcs = template.FuncMap{
 		}
 		for _, e := range p.Savings.Estimates {
 			if e.Codec == codec {
-				return fmt.Sprintf("%s (%.0f%%)", scan.Bytes(e.SavedBytes), 100*e.SavedFraction)
+				return scan.FormatSaving(e.SavedBytes, e.SavedFraction)
 			}
 		}
 		return "-"

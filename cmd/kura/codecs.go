@@ -14,6 +14,7 @@ import (
 	"github.com/kuracache/kura/codecfit"
 	"github.com/kuracache/kura/dictstore"
 	"github.com/kuracache/kura/internal/redact"
+	"github.com/kuracache/kura/store/storeurl"
 )
 
 func newCodecsCmd() *cobra.Command {
@@ -83,6 +84,16 @@ where readers built with a dictstore.Registry find it.`,
 			}
 			if publish && url == "" && publishURL == "" {
 				return errors.New("--publish needs --url or --publish-url (where to publish)")
+			}
+			if publishURL != "" {
+				// Checked before the work: a bad target used to pass
+				// unnoticed (exit 0) when no dictionary was recommended.
+				if !publish {
+					return errors.New("--publish-url names where --publish puts the dictionary; add --publish")
+				}
+				if _, err := storeurl.ParseServer(publishURL); err != nil {
+					return fmt.Errorf("--publish-url: %w", err)
+				}
 			}
 			switch {
 			case samples < 1 || samples > 10_000_000:

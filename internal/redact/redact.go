@@ -122,7 +122,9 @@ func HostList(rest string) string {
 		end := i + strings.IndexAny(rest[i:]+",", ",/?#")
 		h := rest[i:end]
 		colon := strings.IndexByte(h, ':')
-		if strings.HasPrefix(h, "[") {
+		if strings.HasPrefix(h, "[") && !strings.Contains(h, "]") && ipv6(h[1:]) {
+			colon = -1 // an IPv6 address whose bracket is not closed: no secret
+		} else if strings.HasPrefix(h, "[") {
 			if b := strings.IndexByte(h, ']'); b >= 0 {
 				colon = -1 // the port's colon is after the bracket
 				if c := strings.IndexByte(h[b+1:], ':'); c >= 0 {

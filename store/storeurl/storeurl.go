@@ -122,7 +122,7 @@ func shown(raw string) string {
 		if a = strings.TrimSpace(a); a == "" {
 			continue
 		}
-		if _, err := hostPort(a, "1"); err != nil {
+		if _, err := hostPort(a, "1"); err != nil && !ipv6Attempt(a) {
 			safe = false
 		}
 	}
@@ -133,6 +133,15 @@ func shown(raw string) string {
 		return scheme + "://" + redact.Mask + "@" + redact.Mask
 	}
 	return scheme + "://" + redact.Mask
+}
+
+// ipv6Attempt reports a host that reads as a mistyped IPv6 address
+// ("[::1", "[::1]x"): brackets, hex digits, colons and dots only, nothing
+// a password would be hidden in beyond what HostList masks.
+func ipv6Attempt(a string) bool {
+	return strings.HasPrefix(a, "[") && redact.HostList(a) == a && strings.IndexFunc(a, func(r rune) bool {
+		return !strings.ContainsRune("[]:.0123456789abcdefABCDEF", r)
+	}) < 0
 }
 
 // lostHost reports a URL's hosts part (after "://" and any user info)
