@@ -374,7 +374,7 @@ const maxValueSize = 64 << 20
 func parseSize(s string) (int, error) {
 	n, err := strconv.Atoi(strings.TrimSpace(s))
 	if err != nil || n < 0 || n > maxValueSize {
-		return 0, cfgErr("--data-size %q is not a byte count between 0 and %d", s, maxValueSize)
+		return 0, cfgErr("--data-size %q: want a byte count from 0 to %d", s, maxValueSize)
 	}
 	return n, nil
 }

@@ -98,9 +98,9 @@ where readers built with a dictstore.Registry find it.`,
 			switch {
 			case samples < 1 || samples > 10_000_000:
 				// 0 and negative numbers used to sample the default 1000.
-				return fmt.Errorf("--samples %d: give the number of values to sample, from 1 to 10,000,000", samples)
+				return fmt.Errorf("--samples \"%d\": want the number of values to sample, from 1 to 10,000,000", samples)
 			case minTime < 0 || minTime > time.Hour:
-				return fmt.Errorf("--min-time %s: give a duration from 0 to 1h, such as 200ms", minTime)
+				return fmt.Errorf("--min-time \"%s\": want a duration from 0 to 1h, such as 200ms", minTime)
 			}
 			sizes, err := parseSizes(dictSizes)
 			if err != nil {
@@ -226,7 +226,7 @@ func parseSizes(ss []string) ([]int, error) {
 	for _, s := range ss {
 		n, err := parseSize(s)
 		if err != nil || n < 8 || n > 16<<20 { // the trainers refuse a dictionary under 8 bytes
-			return nil, fmt.Errorf("--dict-sizes: %q is not a size from 8B to 16MiB, such as 16KiB", s)
+			return nil, fmt.Errorf("--dict-sizes %q: want sizes from 8B to 16MiB, such as 16KiB", s)
 		}
 		out = append(out, int(n))
 	}
