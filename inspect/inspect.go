@@ -86,8 +86,19 @@ const PrefixLen = 4 << 10
 type Report struct {
 	Key   string `json:"key"`
 	Found bool   `json:"found"`
+	// Type is the key's type on a Redis server ("string", "hash",
+	// "list", "set", "zset", "stream"), Encoding the server's encoding of
+	// it (OBJECT ENCODING), and Length a collection's number of elements;
+	// empty when the store cannot tell (memcached holds strings only).
+	Type     string `json:"type,omitempty"`
+	Encoding string `json:"encoding,omitempty"`
+	Length   int64  `json:"length,omitempty"`
+	// Error is why the key could not be read (a caller describing many
+	// keys reports it and goes on; Key itself returns it as its error).
+	Error string `json:"error,omitempty"`
 	// Format is "kura", "json", "text", "snappy", "zlib", "gzip",
-	// "go-redis/cache" or "unknown".
+	// "go-redis/cache", "redis-collection" (a hash, list, set, sorted set
+	// or stream: Value holds its first elements) or "unknown".
 	Format string `json:"format,omitempty"`
 	// Kura is the envelope header of a kura value.
 	Kura *Header `json:"kura,omitempty"`
@@ -154,6 +165,16 @@ func Key(ctx context.Context, st store.Store, key string, opts Options) (Report,
 	if errors.Is(err, store.ErrNotFound) {
 		return Report{Key: key}, nil
 	}
+	if wrongType(err) {
+		// A hash, list, set, sorted set or stream: GET cannot read it,
+		// but what it is, how long, and its first elements can be shown.
+		if r, ok := collection(ctx, st, key); ok {
+			addMeta(ctx, st, &r)
+			return r, nil
+		}
+		return Report{Key: key, Found: true, Format: "redis-collection",
+			Note: "the key holds a Redis collection (a hash, list, set, sorted set or stream), which GET cannot read"}, nil
+	}
 	if err != nil {
 		return Report{Key: key}, err
 	}
@@ -164,8 +185,16 @@ func Key(ctx context.Context, st store.Store, key string, opts Options) (Report,
 	} else {
 		r = Bytes(key, raw, opts)
 	}
+	r.Type, r.Encoding = keyType(ctx, st, key)
+	addMeta(ctx, st, &r)
+	return r, nil
+}
+
+// addMeta adds the TTL, the server's size and the node from a store that
+// can tell.
+func addMeta(ctx context.Context, st store.Store, r *Report) {
 	if mr, ok := store.Find[store.MetaReader](st); ok {
-		if m, err := mr.KeyMeta(ctx, key); err == nil {
+		if m, err := mr.KeyMeta(ctx, r.Key); err == nil {
 			if m.NoTTL {
 				r.NoTTL = true
 			} else {
@@ -175,7 +204,6 @@ func Key(ctx context.Context, st store.Store, key string, opts Options) (Report,
 			r.ServerBytes, r.Node = m.ServerBytes, m.Node
 		}
 	}
-	return r, nil
 }
 
 // truncated describes a value too long to decode from its first bytes.
@@ -315,9 +343,14 @@ func describeKura(r *Report, raw []byte, h codec.Header, perr error, opts Option
 		}
 		return
 	}
+	if h.Dict != 0 && f.DictDigest.IsZero() {
+		r.Note = join(r.Note, fmt.Sprintf("compressed with dictionary %d but carries no digest (written before digests existed): the dictionary was matched by its 28-bit id only, which a forged dictionary can match in minutes; rewrite such values, then set codec.Options.RequireDictionaryDigest", h.Dict))
+	}
 	if h.Serializer == codec.IDMsgPackArray {
 		var named bool
-		v, r.Note, named = nameFields(v, h, opts)
+		var note string
+		v, note, named = nameFields(v, h, opts)
+		r.Note = join(r.Note, note)
 		if !named && len(opts.Mask) > 0 {
 			// No names to match the mask against: a field it names may be
 			// anywhere, so no field value is shown.
@@ -422,6 +455,17 @@ func describeForeign(r *Report, raw []byte, opts Options, m *masker, depth int) 
 	case json.Valid(raw):
 		if r.Format == "" {
 			r.Format = "json"
+		}
+		if len(m.names) == 0 {
+			// Nothing to mask: the text as stored, compacted, without
+			// building the value (a deep, wide value built as Go values
+			// costs some 80 times its size).
+			var b bytes.Buffer
+			b.Grow(len(raw))
+			if json.Compact(&b, raw) == nil {
+				r.Value = b.Bytes()
+			}
+			return
 		}
 		var v any
 		if err := json.Unmarshal(raw, &v); err == nil {
@@ -553,11 +597,12 @@ func jsonable(v any, mask *masker, depth int) any {
 		}
 		return out
 	case []any:
-		out := make([]any, len(x))
+		// In place: the decoded value is this package's own, and a copy
+		// doubled the cost of a wide one.
 		for i, e := range x {
-			out[i] = jsonable(e, mask, depth+1)
+			x[i] = jsonable(e, mask, depth+1)
 		}
-		return out
+		return x
 	case []byte:
 		if utf8.Valid(x) {
 			return string(x)
@@ -574,4 +619,15 @@ func maskOr(k string, e any, mask *masker, depth int) any {
 		return "***"
 	}
 	return jsonable(e, mask, depth+1)
+}
+
+// join joins two notes with "; ".
+func join(a, b string) string {
+	switch {
+	case a == "":
+		return b
+	case b == "":
+		return a
+	}
+	return a + "; " + b
 }

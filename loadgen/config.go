@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/kuracache/kura/store"
 )
 
 // ErrConfig is wrapped by every error about a Config value that cannot work;
@@ -54,6 +56,9 @@ type Config struct {
 	Cluster bool
 	// InsecureTLS skips TLS certificate verification for rediss://.
 	InsecureTLS bool
+	// Resolver, if set, looks up the servers' host names instead of the
+	// system's resolver (tests record every lookup with one).
+	Resolver store.Resolver
 	// TLSCAFile is a PEM file of CA certificates to trust for rediss://,
 	// in addition to the system's.
 	TLSCAFile string
@@ -369,7 +374,7 @@ const maxValueSize = 64 << 20
 func parseSize(s string) (int, error) {
 	n, err := strconv.Atoi(strings.TrimSpace(s))
 	if err != nil || n < 0 || n > maxValueSize {
-		return 0, cfgErr("--data-size %q is not a byte count between 0 and %d", s, maxValueSize)
+		return 0, cfgErr("--data-size %q: want a byte count from 0 to %d", s, maxValueSize)
 	}
 	return n, nil
 }

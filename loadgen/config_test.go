@@ -92,7 +92,7 @@ func TestParseTarget(t *testing.T) {
 		want Target
 	}{
 		{"", Target{Kind: KindRedis, Addrs: []string{"127.0.0.1:6379"}}},
-		{"redis://h", Target{Kind: KindRedis, Addrs: []string{"h:6379"}}},
+		{"redis://h.internal", Target{Kind: KindRedis, Addrs: []string{"h.internal:6379"}}},
 		{"h:7000", Target{Kind: KindRedis, Addrs: []string{"h:7000"}}},
 		{"redis://u:p%40ss@h:1/2", Target{Kind: KindRedis, Addrs: []string{"h:1"}, User: "u", Password: "p@ss", DB: 2}},
 		{"redis://secret@h:1", Target{Kind: KindRedis, Addrs: []string{"h:1"}, Password: "secret"}},

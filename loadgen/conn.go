@@ -49,12 +49,25 @@ func dial(ctx context.Context, s *settings, addr string) (*conn, error) {
 	d := net.Dialer{Timeout: timeout, KeepAlive: 30 * time.Second}
 	var nc net.Conn
 	var err error
+	dialAddr := addr
+	if s.Resolver != nil {
+		if host, port, e := net.SplitHostPort(addr); e == nil && net.ParseIP(host) == nil {
+			ips, e := s.Resolver.LookupHost(ctx, host)
+			if e == nil && len(ips) == 0 {
+				e = fmt.Errorf("no address for %s", host)
+			}
+			if e != nil {
+				return nil, dialError(t, addr, e)
+			}
+			dialAddr = net.JoinHostPort(ips[0], port)
+		}
+	}
 	if t.TLS {
 		host, _, _ := net.SplitHostPort(addr)
 		td := tls.Dialer{NetDialer: &d, Config: &tls.Config{ServerName: host, RootCAs: s.rootCAs, InsecureSkipVerify: s.InsecureTLS}}
-		nc, err = td.DialContext(ctx, "tcp", addr)
+		nc, err = td.DialContext(ctx, "tcp", dialAddr)
 	} else {
-		nc, err = d.DialContext(ctx, "tcp", addr)
+		nc, err = d.DialContext(ctx, "tcp", dialAddr)
 	}
 	if err != nil {
 		var recErr tls.RecordHeaderError

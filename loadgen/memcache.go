@@ -10,6 +10,7 @@ import (
 
 	"github.com/kuracache/kura/internal/redial"
 	"github.com/kuracache/kura/internal/wire"
+	"github.com/kuracache/kura/store/storeurl"
 )
 
 // mcProto speaks memcached's meta protocol (mg/ms, multi-key requests in
@@ -253,6 +254,9 @@ func (c *conn) memcachedHello(meta bool) error {
 		return fmt.Errorf("memcached at %s does not answer `version`: %v (is it a memcached server?)", c.addr, redial.Cause(err))
 	}
 	if !bytes.HasPrefix(line, []byte("VERSION ")) {
+		if bytes.HasPrefix(line, []byte("-ERR")) {
+			return errors.New(storeurl.RedisAtMemcachedURL(c.addr))
+		}
 		return fmt.Errorf("memcached at %s answered `version` with %q; is it a memcached server?", c.addr, line)
 	}
 	if meta {

@@ -207,7 +207,7 @@ func TestBadTargets(t *testing.T) {
 		{"wrong password", "redis://:wrong@" + srv.Addr, Config{}, "password"},
 		{"no password", "redis://" + srv.Addr, Config{}, "needs a password"},
 		{"not a cluster", srv.URL(), Config{Cluster: true}, "not a cluster"},
-		{"redis as memcached", "memcached://" + srv.Addr, Config{}, "memcached server"},
+		{"redis as memcached", "memcached://" + srv.Addr, Config{}, "answered like Redis"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

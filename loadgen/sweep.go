@@ -75,7 +75,7 @@ func SetParam(c *Config, param, v string) error {
 	case SweepConnections, SweepPipeline, SweepIOThreads:
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
-			return cfgErr("--%s values must be whole numbers from 1, got %q", param, v)
+			return cfgErr("--%s %q: want whole numbers from 1, comma-separated", param, v)
 		}
 		switch param {
 		case SweepConnections:

@@ -95,7 +95,7 @@ func writeText(w io.Writer, r *Report) {
 		if b.Keys == 0 {
 			bar = ""
 		}
-		fmt.Fprintf(tw, "  %s\t%s keys\t%s\t %s\n", label, count(b.Keys), Bytes(b.ValueBytes), bar)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t %s\n", label, keysWord(b.Keys), Bytes(b.ValueBytes), bar)
 	}
 	tw.Flush()
 
@@ -106,7 +106,7 @@ func writeText(w io.Writer, r *Report) {
 		s2, zs := "-", "-"
 		if p.Savings != nil {
 			for _, e := range p.Savings.Estimates {
-				v := fmt.Sprintf("%s (%.0f%%)", Bytes(e.SavedBytes), 100*e.SavedFraction)
+				v := FormatSaving(e.SavedBytes, e.SavedFraction)
 				switch e.Codec {
 				case "s2":
 					s2 = v
@@ -259,4 +259,21 @@ func round(d time.Duration) string {
 		return d.Round(time.Second).String()
 	}
 	return strings.TrimSuffix(d.Round(time.Minute).String(), "0s")
+}
+
+// FormatSaving formats an estimated saving: a codec that stores more than it
+// was given costs, and says so, rather than saving "-90000 B (-9%)".
+func FormatSaving(bytes int64, frac float64) string {
+	if bytes < 0 {
+		return fmt.Sprintf("costs %s (+%.0f%%)", Bytes(-bytes), -100*frac)
+	}
+	return fmt.Sprintf("%s (%.0f%%)", Bytes(bytes), 100*frac)
+}
+
+// keysWord is "1 key", "2 keys".
+func keysWord(n int64) string {
+	if n == 1 {
+		return "1 key"
+	}
+	return count(n) + " keys"
 }

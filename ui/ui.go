@@ -21,7 +21,6 @@
 package ui
 
 import (
-	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -37,6 +36,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -134,7 +134,7 @@ type server struct {
 	mux    *http.ServeMux
 	slots  chan struct{}
 	cookie string // the cookie's name
-	// session is the cookie's value: derived from the token, so that a
+	// session keys the cookie's value (sessionFor): derived from the token, so that a
 	// cookie sent to another service on the same host does not give the
 	// token away.
 	session string
@@ -276,6 +276,14 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "unknown Host: open the console by the address kura ui printed (a page on another name may be a DNS rebinding attack; a proxy's name is added with --host)", http.StatusMisdirectedRequest)
 		return
 	}
+	if !sameOrigin(r) {
+		// Any web page the operator opens could otherwise make the
+		// browser request key pages (the CPU and memory of the console,
+		// and the values, through a rebinding or a leak), also on loopback
+		// where there is no token.
+		http.Error(w, "cross-site request refused: open the console by the address kura ui printed, not from another page or site", http.StatusForbidden)
+		return
+	}
 	if s.opts.Token != "" {
 		if q := r.URL.Query(); q.Has("token") {
 			// The token leaves the URL at once (history, screenshots,
@@ -285,7 +293,7 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				http.Error(w, "wrong token", http.StatusUnauthorized)
 				return
 			}
-			http.SetCookie(w, &http.Cookie{Name: s.cookie, Value: s.session, Path: "/", HttpOnly: true, Secure: s.opts.Secure, SameSite: http.SameSiteStrictMode})
+			http.SetCookie(w, &http.Cookie{Name: s.cookie, Value: s.sessionFor(r), Path: "/", HttpOnly: true, Secure: s.opts.Secure, SameSite: http.SameSiteStrictMode})
 			q.Del("token")
 			u := *r.URL
 			u.RawQuery = q.Encode()
@@ -301,10 +309,43 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mux.ServeHTTP(w, r)
 }
 
+// sessionFor returns the cookie's value for a request: derived from the
+// token (a cookie sent to another service on the same host does not give
+// the token away) and from the console's origin as the browser named it
+// (the Host header), so that it is worth nothing to a console on another
+// port or name, even one started with the same token.
+func (s *server) sessionFor(r *http.Request) string {
+	m := hmac.New(sha256.New, []byte(s.opts.Token))
+	m.Write([]byte(s.session))
+	m.Write([]byte{0})
+	m.Write([]byte(strings.ToLower(r.Host)))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// sameOrigin reports whether a request may come from the console's own
+// pages: a browser's Fetch metadata (Sec-Fetch-Site) must say
+// same-origin or none (typed, a bookmark), and an Origin header must name
+// the console's Host. Clients that send neither (curl, scripts) pass: they
+// are not a web page acting in the operator's browser. A page on another
+// port of the same host is same-site, not same-origin: refused too.
+func sameOrigin(r *http.Request) bool {
+	switch r.Header.Get("Sec-Fetch-Site") {
+	case "", "same-origin", "none":
+	default:
+		return false
+	}
+	o := r.Header.Get("Origin")
+	if o == "" {
+		return true
+	}
+	u, err := url.Parse(o)
+	return err == nil && u.Host != "" && strings.EqualFold(u.Host, r.Host) && (u.Scheme == "http" || u.Scheme == "https")
+}
+
 func (s *server) eq(a, b string) bool { return subtle.ConstantTimeCompare([]byte(a), []byte(b)) == 1 }
 
 func (s *server) authorized(r *http.Request) bool {
-	if c, err := r.Cookie(s.cookie); err == nil && s.eq(c.Value, s.session) {
+	if c, err := r.Cookie(s.cookie); err == nil && s.eq(c.Value, s.sessionFor(r)) {
 		return true
 	}
 	if a, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok && s.eq(a, s.opts.Token) {
@@ -333,7 +374,7 @@ func (s *server) render(w http.ResponseWriter, name string, p page) {
 
 func (s *server) home(w http.ResponseWriter, r *http.Request) {
 	list, err := results.List(s.opts.ResultsDir)
-	p := page{Title: "kura", Nav: "home", Data: struct {
+	p := page{Title: "console", Nav: "home", Data: struct {
 		HaveStore bool
 		Results   []results.Entry
 	}{s.opts.Store != nil, first(list, 10)}}
@@ -358,8 +399,10 @@ type keyView struct {
 	Cut string
 }
 
-// maxShown bounds the JSON text a key page shows.
-func (s *server) maxShown() int { return 4 * s.opts.MaxValueBytes }
+// MaxShownBytes bounds the text of a decoded value a key page shows,
+// whatever the value and Options.MaxValueBytes: with HTML escaping and
+// the escaping of controls, a page's body stays within a few times this.
+const MaxShownBytes = 1 << 20
 
 func (s *server) key(w http.ResponseWriter, r *http.Request) {
 	k := r.URL.Query().Get("k")
@@ -422,16 +465,11 @@ func (s *server) describe(r *http.Request, k string, v *keyView, p *page) {
 	if len(rep.Value) == 0 {
 		return
 	}
-	text := string(rep.Value)
-	if len(rep.Value) <= s.maxShown() {
-		var b bytes.Buffer
-		if json.Indent(&b, rep.Value, "", "  ") == nil {
-			text = b.String()
-		}
-	}
-	if len(text) > s.maxShown() {
-		v.Cut = fmt.Sprintf("the first %d of %d bytes of the decoded value", s.maxShown(), len(text))
-		text = text[:s.maxShown()]
+	// Indentation multiplies a deep value's size (62 levels: about 100
+	// times); the indenter stops at the page's bound, whatever the value.
+	text, cut := inspect.Indent(rep.Value, "", "  ", MaxShownBytes)
+	if cut {
+		v.Cut = fmt.Sprintf("the first %d bytes of the decoded value (%d bytes as compact JSON)", MaxShownBytes, len(rep.Value))
 	}
 	// JSON escapes C0 controls, not C1 or bidirectional ones; escape
 	// line by line to keep the indentation.
@@ -581,7 +619,7 @@ var funcs = template.FuncMap{
 		}
 		for _, e := range p.Savings.Estimates {
 			if e.Codec == codec {
-				return fmt.Sprintf("%s (%.0f%%)", scan.Bytes(e.SavedBytes), 100*e.SavedFraction)
+				return scan.FormatSaving(e.SavedBytes, e.SavedFraction)
 			}
 		}
 		return "-"

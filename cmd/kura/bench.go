@@ -116,6 +116,7 @@ func newBenchCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			cfg.Resolver = resolverOf(cmd.Context())
 			if err := checkWritable(bf.hdrFile); err != nil {
 				return err
 			}
@@ -258,9 +259,11 @@ func (bf *benchFlags) output(w io.Writer, res *loadgen.Result) error {
 		}
 	}
 	if bf.jsonOut {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(res)
+		return writeJSON(w, func(w io.Writer) error {
+			enc := json.NewEncoder(w)
+			enc.SetIndent("", "  ")
+			return enc.Encode(res)
+		})
 	}
 	return res.WriteText(w)
 }
@@ -284,8 +287,36 @@ func flagError(cmd *cobra.Command, err error) error {
 			}
 		}
 		msg = fmt.Sprintf("%s %q: want %s", m[2], m[1], want)
+	} else if m := needsArg.FindStringSubmatch(msg); m != nil {
+		// pflag: "flag needs an argument: 'u' in -u" or "... --listen".
+		msg = flagName(cmd, m[1], m[2]) + ": needs a value"
+	} else if m := unknownFlag.FindStringSubmatch(msg); m != nil {
+		msg = "unknown flag " + m[1] + m[2]
+		if m[1] != "" {
+			msg = "unknown flag -" + m[1]
+		}
 	}
 	return fmt.Errorf("%s (see %s --help)", msg, cmd.CommandPath())
+}
+
+// needsArg and unknownFlag match pflag's messages for a flag given
+// without its value and for a flag no command has: the shorthand letter,
+// or the long name.
+var (
+	needsArg    = regexp.MustCompile(`^flag needs an argument: (?:'(.)' in -.*|(--\S+))$`)
+	unknownFlag = regexp.MustCompile(`^unknown (?:shorthand )?flag: (?:'(.)' in -.*|(--\S+))$`)
+)
+
+// flagName names a flag as every message does: --name, or -x (--name)
+// for a shorthand.
+func flagName(cmd *cobra.Command, short, long string) string {
+	if short == "" {
+		return long
+	}
+	if fl := cmd.Flags().ShorthandLookup(short); fl != nil {
+		return "-" + short + " (--" + fl.Name + ")"
+	}
+	return "-" + short
 }
 
 // badFlagValue matches pflag's message for a value its type cannot parse.
@@ -349,7 +380,7 @@ const maxThreads = 1024
 func (bf *benchFlags) checkBounds(cmd *cobra.Command) error {
 	f, c := cmd.Flags(), bf.cfg
 	zero := func(name string) error {
-		return fmt.Errorf("--%s 0 has no meaning here; give a positive value or leave the flag out for the default", name)
+		return fmt.Errorf("--%s \"0\": want a positive value (0 has no meaning here), or leave the flag out for the default", name)
 	}
 	// In a sweep, --connections, --pipeline and --data-size are lists the
 	// sweep checks itself.
@@ -373,7 +404,7 @@ func (bf *benchFlags) checkBounds(cmd *cobra.Command) error {
 	}
 	if changed("rate") && c.Rate == 0 {
 		// It used to run a closed loop, the opposite of what --rate asks.
-		return fmt.Errorf("--rate 0 has no meaning here; give the target ops/s, or leave --rate out for a closed loop")
+		return fmt.Errorf("--rate \"0\": want the target ops/s (0 has no meaning here), or leave --rate out for a closed loop")
 	}
 	if changed("zipf-exponent") && c.ZipfExponent == 0 {
 		return fmt.Errorf("--zipf-exponent 0 is a uniform distribution; use --distribution uniform")

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -46,6 +47,7 @@ only while cores are free.`,
 			if err != nil {
 				return err
 			}
+			cfg.Resolver = resolverOf(cmd.Context())
 			sc := loadgen.SweepConfig{Base: cfg}
 			var swept []string
 			for _, p := range []struct{ name, val string }{
@@ -125,9 +127,11 @@ only while cores are free.`,
 func writeSweep(cmd *cobra.Command, bf *benchFlags, res *loadgen.SweepResult, htmlFile string) error {
 	out := cmd.OutOrStdout()
 	if bf.jsonOut {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(res); err != nil {
+		if err := writeJSON(out, func(w io.Writer) error {
+			enc := json.NewEncoder(w)
+			enc.SetIndent("", "  ")
+			return enc.Encode(res)
+		}); err != nil {
 			return err
 		}
 	} else if err := res.WriteText(out); err != nil {
@@ -176,12 +180,17 @@ func redactArgs(args []string) []string {
 		switch {
 		case maskNext:
 			out[i], maskNext = redact.Mask, false
-		case a == "-a" || a == "--password":
+		case a == "--password":
 			out[i], maskNext = a, true
 		case strings.HasPrefix(a, "--password="):
 			out[i] = "--password=" + redact.Mask
-		case strings.HasPrefix(a, "-a") && len(a) > 2:
-			out[i] = "-a" + redact.Mask
+		case isShortPassword(a):
+			// -a, -aPW, -qa PW, -qaPW
+			val, next, _ := shortPassword(a)
+			out[i], maskNext = a[:len(a)-len(val)], next
+			if val != "" {
+				out[i] += redact.Mask
+			}
 		default:
 			out[i] = redact.URL(a)
 			if strings.Contains(a, "://") {
@@ -196,3 +205,5 @@ func redactArgs(args []string) []string {
 	}
 	return out
 }
+
+func isShortPassword(a string) bool { _, _, ok := shortPassword(a); return ok }

@@ -14,6 +14,7 @@ import (
 	"github.com/kuracache/kura/codecfit"
 	"github.com/kuracache/kura/dictstore"
 	"github.com/kuracache/kura/internal/redact"
+	"github.com/kuracache/kura/store/storeurl"
 )
 
 func newCodecsCmd() *cobra.Command {
@@ -84,12 +85,22 @@ where readers built with a dictstore.Registry find it.`,
 			if publish && url == "" && publishURL == "" {
 				return errors.New("--publish needs --url or --publish-url (where to publish)")
 			}
+			if publishURL != "" {
+				// Checked before the work: a bad target used to pass
+				// unnoticed (exit 0) when no dictionary was recommended.
+				if !publish {
+					return errors.New("--publish-url names where --publish puts the dictionary; add --publish")
+				}
+				if _, err := storeurl.ParseServer(publishURL); err != nil {
+					return fmt.Errorf("--publish-url: %w", err)
+				}
+			}
 			switch {
 			case samples < 1 || samples > 10_000_000:
 				// 0 and negative numbers used to sample the default 1000.
-				return fmt.Errorf("--samples %d: give the number of values to sample, from 1 to 10,000,000", samples)
+				return fmt.Errorf("--samples \"%d\": want the number of values to sample, from 1 to 10,000,000", samples)
 			case minTime < 0 || minTime > time.Hour:
-				return fmt.Errorf("--min-time %s: give a duration from 0 to 1h, such as 200ms", minTime)
+				return fmt.Errorf("--min-time \"%s\": want a duration from 0 to 1h, such as 200ms", minTime)
 			}
 			sizes, err := parseSizes(dictSizes)
 			if err != nil {
@@ -190,7 +201,7 @@ where readers built with a dictstore.Registry find it.`,
 				progress(fmt.Sprintf("published dictionary %08x under %s on every server of %s", id, reg.Key(id), pt.Redacted()))
 			}
 			if asJSON {
-				return codecfit.WriteJSON(out, rep)
+				return writeJSON(out, func(w io.Writer) error { return codecfit.WriteJSON(w, rep) })
 			}
 			return codecfit.WriteText(out, rep)
 		},
@@ -215,7 +226,7 @@ func parseSizes(ss []string) ([]int, error) {
 	for _, s := range ss {
 		n, err := parseSize(s)
 		if err != nil || n < 8 || n > 16<<20 { // the trainers refuse a dictionary under 8 bytes
-			return nil, fmt.Errorf("--dict-sizes: %q is not a size from 8B to 16MiB, such as 16KiB", s)
+			return nil, fmt.Errorf("--dict-sizes %q: want sizes from 8B to 16MiB, such as 16KiB", s)
 		}
 		out = append(out, int(n))
 	}

@@ -83,6 +83,7 @@ func openStore(ctx context.Context, raw string) (store.Store, storeurl.Target, e
 	if err != nil {
 		return nil, t, err
 	}
+	t.Resolver = resolverOf(ctx)
 	st, err := storeurl.OpenTarget(ctx, t)
 	if err != nil {
 		return nil, t, err
@@ -147,3 +148,17 @@ func commandPath(cmd *cobra.Command) string {
 // unknownCommand matches cobra's error for a mistyped command: the word,
 // the command it was given to, and the suggestions, if any.
 var unknownCommand = regexp.MustCompile(`(?s)^unknown command "(.*)" for "([^"]*)"(?:\s*Did you mean this\?(.*))?$`)
+
+type resolverKey struct{}
+
+// withResolver returns ctx with the resolver every command looks host
+// names up with (tests record lookups with one; nil is the system's).
+func withResolver(ctx context.Context, r store.Resolver) context.Context {
+	return context.WithValue(ctx, resolverKey{}, r)
+}
+
+// resolverOf returns the resolver withResolver put in ctx, or nil.
+func resolverOf(ctx context.Context) store.Resolver {
+	r, _ := ctx.Value(resolverKey{}).(store.Resolver)
+	return r
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -24,6 +25,7 @@ func newInspectCmd() *cobra.Command {
 		rawValue bool
 		mask     []string
 		url      string
+		full     bool
 	)
 	cmd := &cobra.Command{
 		Use:   "inspect URL KEY...",
@@ -36,7 +38,12 @@ A value compressed with a dictionary is decoded with the dictionary its writer
 published in the cache (checked against the digest the value carries); a
 missing or forged one is named, never guessed. Values kura did not write are
 recognised where possible (JSON, text, Snappy, zlib, gzip, go-redis/cache) or
-described as unknown bytes.
+described as unknown bytes. A key holding a Redis hash, list, set, sorted set
+or stream is shown with its type, encoding, length and first elements; a key
+that cannot be read is reported and the others are still shown.
+
+inspect reads at most 1MiB of a value (a longer one shows its first bytes)
+and prints at most 64KiB of a decoded value; --full reads and prints it whole.
 
 URL is redis://[user:password@]host:port[/db], rediss://... (TLS),
 redis://host1:port1,host2:port2 (Cluster), redis+ring://host1:port1,host2:port2
@@ -70,6 +77,9 @@ redis://host1:port1,host2:port2 (Cluster), redis+ring://host1:port1,host2:port2
 			}
 			defer st.Close()
 			opts := inspect.Options{Mask: mask}
+			if !full {
+				opts.MaxStored, opts.MaxDecoded = inspectMaxStored, 4*inspectMaxStored
+			}
 			// Structs stored as arrays (the compact envelope) are shown
 			// with the field names of their published schemas, and values
 			// compressed with a dictionary are decoded with the one their
@@ -78,22 +88,38 @@ redis://host1:port1,host2:port2 (Cluster), redis+ring://host1:port1,host2:port2
 				opts.Schemas, opts.Dictionaries = reg, reg
 			}
 			out := cmd.OutOrStdout()
+			printMax := inspectMaxPrint
+			if full {
+				printMax = math.MaxInt
+			}
 			var reports []inspect.Report
-			var missing []string
+			var missing, failed []string
+			var firstErr error
 			for _, key := range keys {
 				r, err := inspect.Key(ctx, st, key, opts)
 				if err != nil {
-					return fmt.Errorf("key %q: %w", key, err)
-				}
-				reports = append(reports, r)
-				if !r.Found {
+					if ctx.Err() != nil {
+						return ctx.Err()
+					}
+					// One key that cannot be read never hides the others:
+					// it is reported with its error, and the command fails
+					// at the end.
+					r = inspect.Report{Key: key, Error: err.Error()}
+					failed = append(failed, strconv.Quote(key))
+					if firstErr == nil {
+						firstErr = err
+					}
+				} else if !r.Found {
 					missing = append(missing, strconv.Quote(key))
 				}
+				reports = append(reports, r)
 			}
 			if asJSON {
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(reports); err != nil {
+				if err := writeJSON(out, func(w io.Writer) error {
+					enc := json.NewEncoder(w)
+					enc.SetIndent("", "  ")
+					return enc.Encode(reports)
+				}); err != nil {
 					return err
 				}
 			} else {
@@ -101,8 +127,14 @@ redis://host1:port1,host2:port2 (Cluster), redis+ring://host1:port1,host2:port2
 					if i > 0 {
 						fmt.Fprintln(out)
 					}
-					printReport(out, r, rawValue)
+					printReport(out, r, rawValue, printMax)
 				}
+			}
+			if len(failed) > 0 {
+				if len(keys) == 1 {
+					return fmt.Errorf("key %s: %w", failed[0], firstErr)
+				}
+				return fmt.Errorf("%d of %d keys could not be read (%s): %w", len(failed), len(keys), strings.Join(failed, ", "), firstErr)
 			}
 			if len(missing) > 0 {
 				// Like ls or grep: a key that is not there is a failure a
@@ -118,17 +150,38 @@ redis://host1:port1,host2:port2 (Cluster), redis+ring://host1:port1,host2:port2
 	addURLFlag(cmd.Flags(), &url, urlHelp)
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the reports as JSON")
 	cmd.Flags().BoolVar(&rawValue, "raw", false, "print the decoded value compact, on one line, instead of indented")
+	cmd.Flags().BoolVar(&full, "full", false, "read and print whole values (default: the first 1MiB read, 64KiB of decoded text printed)")
 	cmd.Flags().StringSliceVar(&mask, "mask", nil, "field names whose values are shown as *** (personal data)")
 	return cmd
 }
 
-func printReport(w io.Writer, r inspect.Report, raw bool) {
+// What kura inspect reads and prints of a value without --full.
+const (
+	inspectMaxStored = 1 << 20
+	inspectMaxPrint  = 64 << 10
+)
+
+func printReport(w io.Writer, r inspect.Report, raw bool, max int) {
 	// Keys, notes and values are whatever the cache holds: shown with
 	// controls and bidirectional characters escaped, never obeyed.
 	fmt.Fprintf(w, "key      %s\n", vis.Escape(r.Key))
+	if r.Error != "" {
+		fmt.Fprintf(w, "error    %s\n", vis.Escape(r.Error))
+		return
+	}
 	if !r.Found {
 		fmt.Fprintln(w, "         (no such key)")
 		return
+	}
+	if r.Type != "" {
+		t := r.Type
+		if r.Encoding != "" {
+			t += ", encoding " + r.Encoding
+		}
+		if r.Type != "string" {
+			t += fmt.Sprintf(", %d %s", r.Length, plural(r.Length, "element"))
+		}
+		fmt.Fprintf(w, "type     %s\n", vis.Escape(t))
 	}
 	if h := r.Kura; h != nil {
 		fmt.Fprintf(w, "format   kura v%d, %s", h.Version, h.Kind)
@@ -161,7 +214,7 @@ func printReport(w io.Writer, r inspect.Report, raw bool) {
 		if len(fields) > 0 {
 			fmt.Fprintf(w, "fields   %s\n", strings.Join(fields, ", "))
 		}
-	} else {
+	} else if r.Format != "redis-collection" {
 		fmt.Fprintf(w, "format   %s\n", r.Format)
 	}
 	size := fmt.Sprintf("%d B stored", r.StoredBytes)
@@ -187,21 +240,33 @@ func printReport(w io.Writer, r inspect.Report, raw bool) {
 	if len(r.MaskUnmatched) > 0 {
 		fmt.Fprintf(w, "mask     no field named %s in this value (names match case-insensitively)\n", vis.Escape(strings.Join(r.MaskUnmatched, ", ")))
 	}
+	if r.Truncated && len(r.Prefix) > 0 {
+		fmt.Fprintf(w, "prefix   %s\n", vis.EscapeBytes(r.Prefix))
+	}
 	if len(r.Value) > 0 {
-		v := string(r.Value)
-		if !raw {
-			var buf strings.Builder
-			var x any
-			if json.Unmarshal(r.Value, &x) == nil {
-				b, _ := json.MarshalIndent(x, "         ", "  ")
-				buf.Write(b)
-				v = buf.String()
-			}
+		var v string
+		var cut bool
+		if raw {
+			v = string(r.Value[:min(len(r.Value), max)])
+			cut = len(r.Value) > max
+		} else {
+			v, cut = inspect.Indent(r.Value, "         ", "  ", max)
 		}
 		lines := strings.Split(v, "\n")
 		for i, l := range lines {
 			lines[i] = vis.Escape(l)
 		}
 		fmt.Fprintf(w, "value    %s\n", strings.Join(lines, "\n"))
+		if cut {
+			fmt.Fprintf(w, "         ... cut at %d bytes of text (--full prints it all)\n", max)
+		}
 	}
+}
+
+// plural returns word, with an s unless n is 1.
+func plural[N int | int64](n N, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
 }

@@ -58,28 +58,28 @@ else $XDG_STATE_HOME/kura/results, else ~/.local/state/kura/results) unless
 				return fmt.Errorf("scan takes one URL; %q is one argument too many", rest[0])
 			}
 			if opts.Big, err = parseSize(big); err != nil {
-				return fmt.Errorf("--big: %w", err)
+				return fmt.Errorf("--big %q: want a size such as 1.3MB, 120GB, 512KiB or 4096", big)
 			}
 			if opts.Big <= 0 {
-				return errors.New("--big: must be above zero")
+				return fmt.Errorf("--big %q: want a size above zero", big)
 			}
 			if opts.Bandwidth, err = parseBandwidth(bandwidth); err != nil {
-				return fmt.Errorf("--bandwidth: %w", err)
+				return fmt.Errorf("--bandwidth %q: want a link speed in bits per second, such as 1Gbit, 250Mbit or 100mbps", bandwidth)
 			}
 			if opts.Count <= 0 {
-				return fmt.Errorf("--count: must be above zero (got %d)", opts.Count)
+				return fmt.Errorf("--count \"%d\": want a whole number above zero", opts.Count)
 			}
 			if opts.Top <= 0 {
-				return fmt.Errorf("--top: must be above zero (got %d)", opts.Top)
+				return fmt.Errorf("--top \"%d\": want a whole number above zero", opts.Top)
 			}
 			if opts.Rate < 0 {
-				return fmt.Errorf("--rate: must be 0 (no limit) or above (got %d)", opts.Rate)
+				return fmt.Errorf("--rate \"%d\": want 0 (no limit) or above", opts.Rate)
 			}
 			if opts.Rate == 0 {
 				opts.Rate = -1
 			}
 			if opts.Samples == 0 || opts.Samples < -1 {
-				return errors.New("--samples: must be above zero, or -1 for every value")
+				return fmt.Errorf("--samples \"%d\": want a whole number above zero, or -1 for every value", opts.Samples)
 			}
 			ctx := cmd.Context()
 			st, target, err := openStore(ctx, raw)
@@ -101,9 +101,11 @@ else $XDG_STATE_HOME/kura/results, else ~/.local/state/kura/results) unless
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				if werr := enc.Encode(rep); werr != nil {
+				if werr := writeJSON(out, func(w io.Writer) error {
+					enc := json.NewEncoder(w)
+					enc.SetIndent("", "  ")
+					return enc.Encode(rep)
+				}); werr != nil {
 					return werr
 				}
 			} else if werr := scan.WriteText(out, rep); werr != nil {

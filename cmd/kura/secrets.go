@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kuracache/kura/internal/redact"
+	"github.com/kuracache/kura/internal/vis"
 )
 
 // mainErrorLine is the line main prints for err: errorLine with every
@@ -18,7 +19,10 @@ import (
 // (redact.SplitUserinfo), so what a client would be given as a password
 // is what is hidden.
 func mainErrorLine(cmd *cobra.Command, err error, args []string) string {
-	return scrubSecrets(errorLine(cmd, err), args)
+	// A server's error text (a Lua error_reply, a proxy's message) may
+	// carry screen-clear, hyperlink and bell sequences: escaped, never
+	// obeyed.
+	return vis.Escape(scrubSecrets(errorLine(cmd, err), args))
 }
 
 // schemeish matches the start of a mistyped URL: a scheme and the
@@ -41,6 +45,13 @@ func secretsIn(args []string) []string {
 	for i, a := range args {
 		if secretFlags[a] && i+1 < len(args) {
 			add(args[i+1])
+			continue
+		}
+		if val, next, ok := shortPassword(a); ok {
+			if next && i+1 < len(args) {
+				add(args[i+1])
+			}
+			add(val)
 			continue
 		}
 		v := a
@@ -93,3 +104,29 @@ func scrubSecrets(line string, args []string) string {
 	}
 	return line
 }
+
+// shortPassword reads -a (the password, as redis-benchmark spells it) in
+// a cluster of short flags: "-qa PW", "-qaPW", "-aPW". It returns the
+// password in the argument (empty when it is the next one: next), and ok
+// when the argument holds -a. The flags before "a" are letters (boolean
+// flags such as -q); a flag that takes a value ends a cluster, so "-ua"
+// is -u's value, not -a.
+func shortPassword(a string) (val string, next, ok bool) {
+	if len(a) < 2 || a[0] != '-' || a[1] == '-' {
+		return "", false, false
+	}
+	for i := 1; i < len(a); i++ {
+		c := a[i]
+		switch {
+		case c == 'a':
+			return a[i+1:], i+1 == len(a), true
+		case strings.IndexByte(boolShorthands, c) < 0:
+			return "", false, false
+		}
+	}
+	return "", false, false
+}
+
+// boolShorthands are the one-letter flags of kura's commands that take no
+// value, so that they may stand before -a in a cluster.
+const boolShorthands = "qh"

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -103,6 +104,13 @@ else ~/.local/state/kura/results (kura scan writes there).`,
 			}
 			if (tlsCert == "") != (tlsKey == "") {
 				return errors.New("--tls-cert and --tls-key go together")
+			}
+			if tlsCert != "" {
+				// Checked before the URL is printed: a console that cannot
+				// serve TLS must not announce an address.
+				if _, err := tls.LoadX509KeyPair(tlsCert, tlsKey); err != nil {
+					return fmt.Errorf("--tls-cert %s, --tls-key %s: %v", tlsCert, tlsKey, err)
+				}
 			}
 			maxBytes := int64(0)
 			if maxValue != "" {

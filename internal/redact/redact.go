@@ -12,12 +12,36 @@ const Mask = "xxxxx"
 // and spaces included) and the hosts after it. It is the one rule both
 // the store URL parser (storeurl) and URL use, so what the client is
 // given as a password is exactly what redaction hides.
+//
+// An "@" in the query of a URL without user info (a
+// sentinel_password= that holds one) is not the user info's end: the
+// search stops at the first "?" or "&" that starts a parameter a store
+// URL takes.
 func SplitUserinfo(rest string) (userinfo, hosts string, ok bool) {
-	at := strings.LastIndexByte(rest, '@')
+	at := strings.LastIndexByte(rest[:queryStart(rest)], '@')
 	if at < 0 {
 		return "", rest, false
 	}
 	return rest[:at], rest[at+1:], true
+}
+
+// params are the query parameters store URLs take.
+var params = []string{"sentinel_password=", "sentinel_user=", "addr=", "ring=", "weights=", "names=", "hashtag="}
+
+// queryStart returns the index of the first "?" or "&" followed by a
+// parameter a store URL takes, or len(s).
+func queryStart(s string) int {
+	for i := 0; i < len(s); i++ {
+		if s[i] != '?' && s[i] != '&' {
+			continue
+		}
+		for _, p := range params {
+			if strings.HasPrefix(s[i+1:], p) {
+				return i
+			}
+		}
+	}
+	return len(s)
 }
 
 // URL returns s with the secret of its user info replaced by Mask:
@@ -40,21 +64,28 @@ func URL(s string) string { return query(userinfo(s)) }
 func query(s string) string {
 	var b strings.Builder
 	start := 0 // start of the current parameter
-	flush := func(end int) {
-		p := s[start:end]
+	for i := 0; i <= len(s); i++ {
+		if i < len(s) && s[i] != '?' && s[i] != '&' {
+			continue
+		}
+		p := s[start:i]
 		if k, _, ok := strings.Cut(p, "="); ok && strings.Contains(strings.ToLower(k), "password") {
-			p = k + "=" + Mask
+			// The value runs to the next parameter a store URL takes: a
+			// password may hold "?" and "&" unescaped.
+			end := len(s)
+			if j := queryStart(s[i:]); j < len(s)-i {
+				end = i + j
+			}
+			b.WriteString(k + "=" + Mask)
+			i = end
+		} else {
+			b.WriteString(p)
 		}
-		b.WriteString(p)
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] == '?' || s[i] == '&' {
-			flush(i)
+		if i < len(s) {
 			b.WriteByte(s[i])
-			start = i + 1
 		}
+		start = i + 1
 	}
-	flush(len(s))
 	return b.String()
 }
 
@@ -91,7 +122,9 @@ func HostList(rest string) string {
 		end := i + strings.IndexAny(rest[i:]+",", ",/?#")
 		h := rest[i:end]
 		colon := strings.IndexByte(h, ':')
-		if strings.HasPrefix(h, "[") {
+		if strings.HasPrefix(h, "[") && !strings.Contains(h, "]") && ipv6(h[1:]) {
+			colon = -1 // an IPv6 address whose bracket is not closed: no secret
+		} else if strings.HasPrefix(h, "[") {
 			if b := strings.IndexByte(h, ']'); b >= 0 {
 				colon = -1 // the port's colon is after the bracket
 				if c := strings.IndexByte(h[b+1:], ':'); c >= 0 {

@@ -7,7 +7,9 @@
 // lines), DEL, C1 controls (U+0080–U+009F, CSI and OSC on some
 // terminals), the Unicode bidirectional controls (U+202A–U+202E,
 // U+2066–U+2069, U+200E, U+200F, U+061C: an RTL override shows
-// "rtl:gnp.exe" as "rtl:exe.png"), the line and paragraph separators and
+// "rtl:gnp.exe" as "rtl:exe.png"), the line and paragraph separators,
+// characters that show nothing (zero-width space and joiners, the byte
+// order mark, tag characters: "admin" and "adm\u200bin" look the same) and
 // bytes that are not UTF-8. Each becomes a visible escape: \e for ESC, \n,
 // \r, \t, \xNN for other bytes below U+0100, \u{NNNN} above. A backslash
 // becomes \\ so that an escape cannot be forged.
@@ -100,6 +102,23 @@ func isBidiOrSeparator(r rune) bool {
 	case r >= 0x2066 && r <= 0x2069:
 		return true
 	case r == 0x2028, r == 0x2029:
+		return true
+	}
+	return invisible(r)
+}
+
+// invisible reports characters that show nothing, so that two key names
+// that differ only by them look the same: zero-width space, joiners and
+// non-joiners, word joiner and invisible operators, the byte order mark,
+// the Mongolian vowel separator, the combining grapheme joiner, Hangul
+// fillers, soft hyphen and the tag characters.
+func invisible(r rune) bool {
+	switch {
+	case r >= 0x200b && r <= 0x200d, r >= 0x2060 && r <= 0x2064:
+		return true
+	case r == 0xfeff, r == 0x180e, r == 0x034f, r == 0x00ad, r == 0x115f, r == 0x1160, r == 0x3164, r == 0xffa0:
+		return true
+	case r >= 0xe0000 && r <= 0xe007f:
 		return true
 	}
 	return false

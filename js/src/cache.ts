@@ -23,6 +23,7 @@ export const cacheDefaults = {
   storeTimeout: 250,
   loadTimeout: 30_000,
   schemaGrace: 60_000,
+  dictionaryRecheck: 60_000,
   leaseTtl: 10_000,
   leaseWait: 2_000,
 } as const;
@@ -69,6 +70,14 @@ export interface CacheOptions<V> {
   validate?: (v: unknown) => boolean;
   /** A mismatched entry younger than this is not overwritten (ms; rolling deploys). Default 60 000; negative: off. */
   schemaGrace?: number;
+  /**
+   * How long a dictionary read from the store is used for values that carry
+   * no digest (written before digests existed) before the store is asked
+   * again (ms), as Go's codec.Options.DictionaryRecheck: a forged copy
+   * published under the same 28-bit id stops being used once the real one
+   * is back. Default 60 000.
+   */
+  dictionaryRecheck?: number;
   /**
    * Gives structs that a Go writer stored as arrays (the compact envelope,
    * serializer msgpack-array) their field names, from the schema the writer
@@ -151,7 +160,7 @@ type Read<V> =
   | { kind: 'hit'; value: V }
   | { kind: 'negative' }
   | { kind: 'miss'; write: boolean; held?: boolean; prev?: Buffer }
-  | { kind: 'dict'; id: number; digest?: Uint8Array }
+  | { kind: 'dict'; id: number; digest?: Uint8Array; recheck?: boolean }
   | { kind: 'schema'; fp: number };
 
 /** The keys of one node waiting for this tick's read, and their callers. */
@@ -211,10 +220,12 @@ function abortable<T>(p: Promise<T>, signal?: AbortSignal): Promise<T> {
 export class Cache<V> {
   readonly name: string;
   private readonly codec: Codec;
-  private readonly o: Required<Pick<CacheOptions<V>, 'ttl' | 'negativeTtl' | 'ttlJitter' | 'maxValueSize' | 'warnValueSize' | 'storeTimeout' | 'loadTimeout' | 'schemaGrace' | 'leaseTtl' | 'leaseWait'>>;
+  private readonly o: Required<Pick<CacheOptions<V>, 'ttl' | 'negativeTtl' | 'ttlJitter' | 'maxValueSize' | 'warnValueSize' | 'storeTimeout' | 'loadTimeout' | 'schemaGrace' | 'dictionaryRecheck' | 'leaseTtl' | 'leaseWait'>>;
   private readonly leaser?: Leaser;
   private readonly dictReader?: { readDictionary(id: number, maxSize: number): Promise<Buffer[]> };
   private readonly deadDicts = new Set<number>();
+  /** When the store last vouched for each dictionary read from it (ms). */
+  private readonly dictVouched = new Map<number, number>();
   private dictLookups = 0;
   private readonly schemaReader?: { readSchema(fingerprint: number, maxSize: number): Promise<Buffer[]> };
   private readonly schemas = new Map<number, SchemaNode>();
@@ -249,6 +260,7 @@ export class Cache<V> {
       storeTimeout: num('storeTimeout', opts.storeTimeout, cacheDefaults.storeTimeout),
       loadTimeout: num('loadTimeout', opts.loadTimeout, cacheDefaults.loadTimeout),
       schemaGrace: num('schemaGrace', opts.schemaGrace, cacheDefaults.schemaGrace, true),
+      dictionaryRecheck: num('dictionaryRecheck', opts.dictionaryRecheck, cacheDefaults.dictionaryRecheck),
       leaseTtl: num('leaseTtl', opts.leaseTtl, cacheDefaults.leaseTtl),
       leaseWait: num('leaseWait', opts.leaseWait, cacheDefaults.leaseWait),
     };
@@ -371,6 +383,12 @@ export class Cache<V> {
       return { kind: 'miss', write: true };
     }
     this.c.bytesRead += b.length;
+    if (this.dictVouched.size > 0 && this.dictLookups === 0) {
+      // A value without a digest is decoded with a dictionary from the store
+      // only while the store vouched for it within dictionaryRecheck.
+      const id = this.staleDictionary(b);
+      if (id !== undefined) return { kind: 'dict', id, recheck: true };
+    }
     let h: Header;
     let value: unknown;
     try {
@@ -699,11 +717,15 @@ export class Cache<V> {
    * one, its digest is the value's. An id not found is not asked for again
    * for 10 s.
    */
-  private async loadDictionaries(wanted: { id: number; digest?: Uint8Array }[]): Promise<void> {
+  private async loadDictionaries(wanted: { id: number; digest?: Uint8Array; recheck?: boolean }[]): Promise<void> {
     const reader = this.dictReader!;
+    const asked = new Set<string>();
     await Promise.all(
-      wanted.map(async ({ id, digest }) => {
-        if (this.codec.hasDictionary(id, digest)) return;
+      wanted.map(async ({ id, digest, recheck }) => {
+        const k = `${id}:${digest ? Buffer.from(digest).toString('hex') : ''}:${recheck ? 1 : 0}`;
+        if (asked.has(k)) return;
+        asked.add(k);
+        if (!recheck && this.codec.hasDictionary(id, digest)) return;
         let found = false;
         try {
           const copies = await withTimeout(reader.readDictionary(id, 1 << 20), this.o.storeTimeout);
@@ -711,11 +733,22 @@ export class Cache<V> {
             if (dictionaryID(d) !== id) continue;
             if (digest && !Buffer.from(dictDigest(d)).equals(Buffer.from(digest))) continue;
             this.codec.addDictionary(id, d);
+            this.dictVouched.set(id, Date.now());
             found = true;
             break;
           }
         } catch (err) {
           this.report('get', `dictionary ${id}`, err);
+          if (recheck) {
+            // The store did not answer: the copy held stays until the next recheck.
+            this.dictVouched.set(id, Date.now());
+            return;
+          }
+        }
+        if (!found && recheck) {
+          // The store no longer holds it: values without a digest are misses.
+          this.codec.removeDictionary(id);
+          this.dictVouched.delete(id);
         }
         if (!found) {
           this.deadDicts.add(id);
@@ -723,6 +756,23 @@ export class Cache<V> {
         }
       }),
     );
+  }
+
+  /**
+   * Returns the id of the dictionary a value without a digest names when it
+   * was read from the store longer than dictionaryRecheck ago, else undefined.
+   */
+  private staleDictionary(b: Buffer): number | undefined {
+    let h: Header;
+    try {
+      h = parseHeader(b);
+    } catch {
+      return undefined;
+    }
+    if (h.dict === 0 || h.fields.dictDigest) return undefined;
+    const t = this.dictVouched.get(h.dict);
+    if (t === undefined || Date.now() - t < this.o.dictionaryRecheck) return undefined;
+    return h.dict;
   }
 
   /** Tries to take leases on keys: which were won, which are held by another caller, which failed. */

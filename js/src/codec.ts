@@ -597,6 +597,11 @@ export class Codec {
     this.dicts.set(id, { bytes });
   }
 
+  /** Forgets dictionary id (one read from a store that no longer holds it); the one this codec writes with stays. */
+  removeDictionary(id: number): void {
+    if (id !== this.dictId) this.dicts.delete(id);
+  }
+
   /** Reports whether the codec holds dictionary id (with the given digest, when one is given). */
   hasDictionary(id: number, digest?: Uint8Array): boolean {
     const e = this.dicts.get(id);

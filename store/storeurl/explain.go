@@ -122,6 +122,10 @@ func Explain(t Target, err error) error {
 	if errors.As(err, &ne) && ne.Addr != "" {
 		addr = ne.Addr
 	}
+	if t.Kind == Memcached && strings.Contains(err.Error(), `"-ERR `) {
+		// A RESP error reply to a memcached command: the port is Redis's.
+		return &explained{msg: RedisAtMemcachedURL(addr), err: err}
+	}
 	if errors.Is(err, redisstore.ErrAuth) {
 		reply := ""
 		var re *rueidis.RedisError
@@ -165,4 +169,10 @@ func Explain(t Target, err error) error {
 // no TLS handshake: most often a server that does not speak TLS there.
 func TLSError(kind Kind, addr string, err error) error {
 	return &explained{fmt.Sprintf("cannot connect to %s at %s: no TLS handshake (does the server speak TLS there? use redis:// for a plain server)", kind, addr), err}
+}
+
+// RedisAtMemcachedURL is the message for a memcached:// URL whose server
+// answered as Redis does (a "-ERR" reply).
+func RedisAtMemcachedURL(addr string) string {
+	return fmt.Sprintf("the server at %s answered like Redis (\"-ERR unknown command\"), not memcached: for Redis write redis://%s; for memcached, fix the port (11211 by default)", addr, addr)
 }

@@ -147,3 +147,27 @@ func TestLostHostPasswordInPathOrQuery(t *testing.T) {
 		}
 	}
 }
+
+// TestNameThatMayBeAPasswordIsNotLookedUp: redis://PASSWORD (the
+// shorthand without "@host") and the end of a password with an unescaped
+// "@" stand where a host name goes; looked up, they went to the name
+// servers, off the machine. A lone bare name is refused before any
+// lookup, with nothing of it in the message; names with a port, a dot, or
+// localhost are servers.
+func TestNameThatMayBeAPasswordIsNotLookedUp(t *testing.T) {
+	for _, in := range []string{"redis://Xq9vKzW2pL", "redis://xq9vkzw2pl", "rediss://Xq9vKzW2pL/0", "memcached://Xq9vKzW2pL",
+		"redis://:Xq9v@Kzw2pL", "redis+ring://Xq9vKzW2pL", "redis://Xq9v.KZW2pL", "redis://Xq9vKzW2pL?addr=127.0.0.1:1"} {
+		_, err := storeurl.Parse(in)
+		if !errors.Is(err, storeurl.ErrBadURL) || !strings.Contains(err.Error(), "not looked up") {
+			t.Errorf("Parse(%q) = %v; want it refused unresolved", in, err)
+		}
+		if err != nil && (strings.Contains(err.Error(), "Xq9v") || strings.Contains(strings.ToLower(err.Error()), "w2pl")) {
+			t.Errorf("Parse(%q) shows the password: %v", in, err)
+		}
+	}
+	for _, in := range []string{"redis://cache:6379", "redis://localhost", "redis://cache.internal", "redis://10.0.0.1", "redis://[::1]", "redis://:pw@cache.svc.local"} {
+		if _, err := storeurl.Parse(in); err != nil {
+			t.Errorf("Parse(%q): %v", in, err)
+		}
+	}
+}

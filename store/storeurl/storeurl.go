@@ -85,6 +85,10 @@ type Target struct {
 	// and Password, which authenticate to the data servers.
 	MasterSet                  string
 	SentinelUser, SentinelPass string
+	// Resolver, if set, looks up the servers' host names instead of
+	// net.DefaultResolver (it is not part of the URL: the caller sets
+	// it, as tests do to record every lookup).
+	Resolver store.Resolver
 }
 
 // Redacted returns the URL with its password masked.
@@ -99,6 +103,70 @@ func Redact(raw string) string { return hide(raw) }
 // precedes the last "@" of the authority is masked unless it is a plain
 // user:password pair already masked.
 func hide(raw string) string { return redact.URL(raw) }
+
+// shown is what an error shows of a URL that did not parse: the URL
+// redacted (hide) when its host list reads as servers, else only its
+// scheme and masks. In a URL that lost its "@host" ("redis://PASSWORD",
+// "redis://:a/b@c%d", whose host part is the end of a password), the
+// host part, path and query may be a secret.
+func shown(raw string) string {
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok || rest == "" {
+		return hide(raw)
+	}
+	userinfo, hosts, hasUser := redact.SplitUserinfo(rest)
+	list, _, _ := strings.Cut(hosts, "?")
+	list, _, _ = strings.Cut(list, "/")
+	safe := strings.Trim(list, ", ") != "" && !lostHost(hosts)
+	for _, a := range strings.Split(list, ",") {
+		if a = strings.TrimSpace(a); a == "" {
+			continue
+		}
+		if _, err := hostPort(a, "1"); err != nil && !ipv6Attempt(a) {
+			safe = false
+		}
+	}
+	if safe {
+		return hide(raw)
+	}
+	if hasUser && userinfo != "" {
+		return scheme + "://" + redact.Mask + "@" + redact.Mask
+	}
+	return scheme + "://" + redact.Mask
+}
+
+// ipv6Attempt reports a host that reads as a mistyped IPv6 address
+// ("[::1", "[::1]x"): brackets, hex digits, colons and dots only, nothing
+// a password would be hidden in beyond what HostList masks.
+func ipv6Attempt(a string) bool {
+	return strings.HasPrefix(a, "[") && redact.HostList(a) == a && strings.IndexFunc(a, func(r rune) bool {
+		return !strings.ContainsRune("[]:.0123456789abcdefABCDEF", r)
+	}) < 0
+}
+
+// lostHost reports a URL's hosts part (after "://" and any user info)
+// that may be a password that lost its "@host", or the end of one that
+// holds an unescaped "@": one server written as a bare name that could be
+// a password (mayBeSecret).
+func lostHost(hosts string) bool {
+	list, _, _ := strings.Cut(hosts, "?")
+	list, _, _ = strings.Cut(list, "/")
+	return !strings.Contains(list, ",") && mayBeSecret(strings.TrimSpace(list))
+}
+
+// mayBeSecret reports a server written as a bare name that could be a
+// password: no port, not an IP address, not localhost, and no dot or a
+// capital letter (host names are written in lower case; a random
+// password has capitals and no dot).
+func mayBeSecret(a string) bool {
+	if a == "" || strings.HasPrefix(a, "[") || strings.Contains(a, ":") {
+		return false
+	}
+	if net.ParseIP(a) != nil || strings.EqualFold(a, "localhost") {
+		return false
+	}
+	return !strings.Contains(a, ".") || strings.ToLower(a) != a
+}
 
 // describeChar names a character for an error message without showing
 // the secret around it.
@@ -131,8 +199,14 @@ func Parse(raw string) (Target, error) { return parse(raw, true) }
 func ParseServer(raw string) (Target, error) { return parse(raw, false) }
 
 func parse(raw string, allowMem bool) (Target, error) {
+	// hideTail: the URL's servers did not read as servers, so its path
+	// and query may be the rest of a password; messages do not quote them.
+	hideTail := false
 	bad := func(format string, a ...any) error {
-		return fmt.Errorf("%w %q: %s", ErrBadURL, hide(raw), fmt.Sprintf(format, a...))
+		if hideTail {
+			return fmt.Errorf("%w %q: no server before the path or query (they are not shown: in a URL that lost its @host, they are the end of the password); write redis://[user:password@]host:port", ErrBadURL, shown(raw))
+		}
+		return fmt.Errorf("%w %q: %s", ErrBadURL, shown(raw), fmt.Sprintf(format, a...))
 	}
 	schemes := "redis://, rediss://, redis+ring://, redis+sentinel:// or memcached://"
 	if allowMem {
@@ -209,16 +283,26 @@ func parse(raw string, allowMem bool) (Target, error) {
 	}
 	hosts, query, _ := strings.Cut(rest, "?")
 	hosts, path, _ := strings.Cut(hosts, "/")
-	if redact.HostList(hosts) != hosts {
-		// A URL that lost its host: the rest of its password may stand
-		// in the path or the query, which the messages below quote, so
-		// the host's own error comes first.
-		for _, a := range strings.Split(hosts, ",") {
-			if _, err := hostPort(strings.TrimSpace(a), defPort); err != nil {
-				return Target{}, bad("%v", err)
-			}
+	// A URL that lost its host: the rest of its password may stand in
+	// the path or the query, which the messages below quote, so the
+	// host's own error comes first.
+	for _, a := range strings.Split(hosts, ",") {
+		if a = strings.TrimSpace(a); a == "" {
+			continue
+		}
+		if _, err := hostPort(a, defPort); err != nil {
+			return Target{}, bad("%v", err)
 		}
 	}
+	if lostHost(hosts) {
+		// redis://PASSWORD (the shorthand without "@host"), or the end
+		// of a password holding an unescaped "@", would be sent to the
+		// name servers, off the machine: a name that could be one is
+		// refused before anything looks it up.
+		s := strings.ToLower(scheme)
+		return Target{}, bad("a lone server named without a port and without a dot may be (part of) a password that lost its @host, so it is not looked up: write the server with its port (%s://NAME:%s), or the password URL-escaped as %s://:PASSWORD@host:port (@ as %%40)", s, defPort, s)
+	}
+	hideTail = shown(raw) != hide(raw)
 	if t.Kind == RedisSentinel {
 		name, db, _ := strings.Cut(path, "/")
 		if name == "" {
@@ -286,11 +370,13 @@ func parse(raw string, allowMem bool) (Target, error) {
 		if err != nil {
 			return Target{}, bad("%v", err)
 		}
+
 		t.Addrs = append(t.Addrs, addr)
 	}
 	if len(t.Addrs) == 0 {
 		return Target{}, bad("no host")
 	}
+
 	if t.Kind == RedisSentinel {
 		return t, nil
 	}
@@ -324,6 +410,7 @@ func (t Target) RedisOptions() redisstore.Options {
 		Username: t.User,
 		Password: t.Password,
 		DB:       t.DB,
+		Resolver: t.Resolver,
 	}
 	if t.TLS && len(t.Addrs) > 0 {
 		host, _, _ := net.SplitHostPort(t.Addrs[0])
@@ -393,7 +480,7 @@ func (t Target) RedisRingOptions() redisring.Options {
 
 // MemcacheOptions returns the memcache options a memcached Target names.
 func (t Target) MemcacheOptions() memcache.Options {
-	return memcache.Options{Servers: append([]string(nil), t.Addrs...)}
+	return memcache.Options{Servers: append([]string(nil), t.Addrs...), Resolver: t.Resolver}
 }
 
 // Open parses raw and connects to the store it names. The caller closes
@@ -482,7 +569,9 @@ func hostPort(a, defPort string) (string, error) {
 			return "", fmt.Errorf("%q has no host before the port; such as 127.0.0.1:6379", shown)
 		}
 		if i := strings.IndexFunc(host, func(r rune) bool { return !hostChar(r) }); i >= 0 {
-			return "", fmt.Errorf("the host %q holds %s, which no host name holds", host, describeChar([]rune(host[i:])[0]))
+			// Not quoted: a host with a character no host has may be
+			// the end of a password (redis://PASSWORD, redis://:a@b%c).
+			return "", fmt.Errorf("the host holds %s, which no host name holds", describeChar([]rune(host[i:])[0]))
 		}
 	}
 	if p, err := strconv.Atoi(port); err != nil || !allDigits(port) || p < 1 || p > 65535 {

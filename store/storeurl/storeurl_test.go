@@ -32,7 +32,7 @@ func TestParse(t *testing.T) {
 	for in, want := range map[string][]string{
 		"redis://127.0.0.1:6379":                                   {"127.0.0.1:6379"},
 		"redis://:pw@h1:1,h2:2/0":                                  {"h1:1", "h2:2"},
-		"rediss://u:pw@h1":                                         {"h1:6379"},
+		"rediss://u:pw@h1.internal":                                {"h1.internal:6379"},
 		"memcached://a:11211,b:11212, c":                           {"a:11211", "b:11212", "c:11211"},
 		"memcached://[::1]:11211":                                  {"[::1]:11211"},
 		"redis+ring://h1:1,h2:2,h3":                                {"h1:1", "h2:2", "h3:6379"},
