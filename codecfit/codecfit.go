@@ -467,11 +467,17 @@ func markPareto(rs []Result) {
 //  2. if the best dictionary candidate stores DictGain less than the best
 //     candidate without a dictionary: among the dictionary candidates
 //     that do, those at no more encode+decode CPU than msgpack+snappy
-//     (all of them if none is), the fewest bytes, and the smallest
-//     dictionary within 2% of those bytes;
-//  3. otherwise the smallest candidate without a dictionary whose encode
-//     plus decode CPU is no more than msgpack+snappy's (the common
-//     speed), falling back to S2 (kura's default).
+//     (all of them if none is), and of those the ones no other beats in
+//     both bytes and CPU, the fewest bytes, and the smallest dictionary
+//     within 2% of those bytes;
+//  3. otherwise the smallest candidate without a dictionary (of those no
+//     other beats in both) whose encode plus decode CPU is no more than
+//     msgpack+snappy's (the common speed) or, if none is that fast, no
+//     more than S2's (kura's default).
+//
+// The pick is on the Pareto frontier (markPareto) unless a reference or
+// a dictionary that does not earn its keep beats it; the reason then
+// names that candidate and why it is not the pick.
 func recommend(rep *Report) (string, string) {
 	none, _ := rep.Result("none")
 	s2, _ := rep.Result("s2")
@@ -511,17 +517,21 @@ func recommend(rep *Report) (string, string) {
 			bestDict = r
 		}
 	}
-	seedCPU := seed.EncodeNs + seed.DecodeNs
+	seedCPU := cpuOf(&seed)
 	if bestDict != nil && float64(bestDict.Bytes) <= (1-DictGain)*float64(bestPlain.Bytes) {
 		// Dictionaries earn their keep. Among those that do, prefer the
-		// ones at no more CPU than msgpack+snappy; then the fewest bytes,
+		// ones at no more CPU than msgpack+snappy; of those, the ones no
+		// other such candidate beats in both bytes and CPU (so the pick
+		// lies on the frontier the chart draws); then the fewest bytes,
 		// and the smallest dictionary within 2% of them.
 		var pool []*Result
-		for _, fast := range []bool{true, false} {
+		fast := true
+		for _, f := range []bool{true, false} {
+			fast = f
 			for i := range rep.Results {
 				r := &rep.Results[i]
 				if r.DictSize > 0 && float64(r.Bytes) <= (1-DictGain)*float64(bestPlain.Bytes) &&
-					(!fast || r.EncodeNs+r.DecodeNs <= seedCPU) {
+					(!f || cpuOf(r) <= seedCPU) {
 					pool = append(pool, r)
 				}
 			}
@@ -529,52 +539,141 @@ func recommend(rep *Report) (string, string) {
 				break
 			}
 		}
-		pick := pool[0]
+		pool = undominated(pool)
+		fewest := pool[0]
 		for _, r := range pool {
-			if r.Bytes < pick.Bytes {
+			if r.Bytes < fewest.Bytes {
+				fewest = r
+			}
+		}
+		pick := fewest
+		for _, r := range pool {
+			if r.DictSize < pick.DictSize && float64(r.Bytes) <= 1.02*float64(fewest.Bytes) {
 				pick = r
 			}
 		}
-		least := pick.Bytes
-		for _, r := range pool {
-			if r.DictSize < pick.DictSize && float64(r.Bytes) <= 1.02*float64(least) {
-				pick = r
-			}
-		}
-		speed := "at no more CPU than msgpack+snappy"
-		if pick.EncodeNs+pick.DecodeNs > seedCPU {
-			speed = "no dictionary candidate is as fast as msgpack+snappy here, this is the smallest"
+		var speed string
+		switch {
+		case fast && pick == fewest:
+			speed = "the fewest bytes of the dictionary candidates at no more CPU than msgpack+snappy"
+		case fast:
+			speed = fmt.Sprintf("at no more CPU than msgpack+snappy, and within 2%% of the fewest bytes (%s) with a smaller dictionary", fewest.Name)
+		case pick == fewest:
+			speed = "no dictionary candidate is as fast as msgpack+snappy here; this one stores the fewest bytes"
+		default:
+			speed = fmt.Sprintf("no dictionary candidate is as fast as msgpack+snappy here; this one is within 2%% of the fewest bytes (%s) with a smaller dictionary", fewest.Name)
 		}
 		note := ""
 		if bestDict.Bytes < pick.Bytes {
-			note = fmt.Sprintf("; %s stores %.0f%% less at %.1fx the CPU", bestDict.Name,
-				100*(1-float64(bestDict.Bytes)/float64(pick.Bytes)), (bestDict.EncodeNs+bestDict.DecodeNs)/(pick.EncodeNs+pick.DecodeNs))
+			note = fmt.Sprintf("; %s stores %.0f%% less at %.2fx the CPU", bestDict.Name,
+				100*(1-float64(bestDict.Bytes)/float64(pick.Bytes)), cpuOf(bestDict)/cpuOf(pick))
 		}
-		return pick.Name, fmt.Sprintf("a %s dictionary trained on %d of your values stores the other %d in %.2fx the bytes of msgpack+snappy (%.0f%% less than the best codec without a dictionary, %s), %s: encode %.1fx, decode %.1fx its CPU per value%s",
+		return pick.Name, fmt.Sprintf("a %s dictionary trained on %d of your values stores the other %d in %.2fx the bytes of msgpack+snappy (%.0f%% less than the best codec without a dictionary, %s), %s: encode %.1fx, decode %.1fx its CPU per value%s%s",
 			sizeName(pick.DictSize), rep.TrainValues, rep.TestValues, pick.VsSeed,
 			100*(1-float64(pick.Bytes)/float64(bestPlain.Bytes)), bestPlain.Name, speed,
-			pick.EncodeNs/seed.EncodeNs, pick.DecodeNs/seed.DecodeNs, note)
+			pick.EncodeNs/seed.EncodeNs, pick.DecodeNs/seed.DecodeNs, note, offFrontier(rep, pick))
 	}
 	dictNote := "no dictionary was trained"
 	if bestDict != nil {
 		dictNote = fmt.Sprintf("the best dictionary (%s) saves only %.0f%% over %s, under the %.0f%% a dictionary must earn", bestDict.Name,
 			100*(1-float64(bestDict.Bytes)/float64(bestPlain.Bytes)), bestPlain.Name, 100*DictGain)
 	}
-	var pick *Result
-	for i := range rep.Results {
-		r := &rep.Results[i]
-		if r.Reference || r.DictSize > 0 || r.Name == "none" {
-			continue
+	// Without a dictionary: the fewest bytes at no more CPU than
+	// msgpack+snappy or, when no such candidate is that fast, at no more
+	// CPU than S2 (kura's default); among candidates no other of them
+	// beats in both bytes and CPU.
+	bound, boundName := seedCPU, "msgpack+snappy"
+	var pool []*Result
+	for pass := 0; pass < 2 && len(pool) == 0; pass++ {
+		if pass == 1 {
+			bound, boundName = cpuOf(&s2), "s2"
 		}
-		if r.EncodeNs+r.DecodeNs <= seed.EncodeNs+seed.DecodeNs && (pick == nil || r.Bytes < pick.Bytes) {
+		for i := range rep.Results {
+			r := &rep.Results[i]
+			if !r.Reference && r.DictSize == 0 && r.Name != "none" && cpuOf(r) <= bound {
+				pool = append(pool, r)
+			}
+		}
+	}
+	if len(pool) == 0 {
+		return "s2", fmt.Sprintf("s2 is kura's default; %s", dictNote)
+	}
+	pool = undominated(pool)
+	pick := pool[0]
+	for _, r := range pool {
+		if r.Bytes < pick.Bytes {
 			pick = r
 		}
 	}
-	if pick == nil {
-		pick = &s2
+	lead := fmt.Sprintf("%s is the smallest codec at no more CPU than msgpack+snappy", pick.Name)
+	if boundName != "msgpack+snappy" {
+		lead = fmt.Sprintf("no codec without a dictionary is as fast as msgpack+snappy here; %s is the smallest at no more CPU than s2 (kura's default)", pick.Name)
 	}
-	return pick.Name, fmt.Sprintf("%s is the smallest codec at no more CPU than msgpack+snappy (%.2fx its bytes, %.1fx its encode+decode CPU); %s",
-		pick.Name, pick.VsSeed, (pick.EncodeNs+pick.DecodeNs)/(seed.EncodeNs+seed.DecodeNs), dictNote)
+	return pick.Name, fmt.Sprintf("%s (%.2fx msgpack+snappy's bytes, %.1fx its encode+decode CPU); %s%s",
+		lead, pick.VsSeed, cpuOf(pick)/seedCPU, dictNote, offFrontier(rep, pick))
+}
+
+// cpuOf is a result's encode plus decode CPU per value.
+func cpuOf(r *Result) float64 { return r.EncodeNs + r.DecodeNs }
+
+// dominates reports whether a beats b: no more bytes and no more CPU,
+// and less of one.
+func dominates(a, b *Result) bool {
+	return a.Bytes <= b.Bytes && cpuOf(a) <= cpuOf(b) && (a.Bytes < b.Bytes || cpuOf(a) < cpuOf(b))
+}
+
+// undominated returns the members of rs no other member dominates (never
+// empty when rs is not).
+func undominated(rs []*Result) []*Result {
+	var out []*Result
+	for _, a := range rs {
+		beaten := false
+		for _, b := range rs {
+			if b != a && dominates(b, a) {
+				beaten = true
+				break
+			}
+		}
+		if !beaten {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// offFrontier says, for a pick off the Pareto frontier (see markPareto),
+// which candidate on it beats the pick and why that one is not
+// recommended; "" for a pick on the frontier. The recommendation only
+// leaves the frontier for a reference (never recommended: kura does not
+// write it) or for a dictionary that does not earn its keep.
+func offFrontier(rep *Report, pick *Result) string {
+	if pick.Pareto {
+		return ""
+	}
+	var by *Result
+	for i := range rep.Results {
+		r := &rep.Results[i]
+		if r.Pareto && dominates(r, pick) && (by == nil || r.Bytes < by.Bytes) {
+			by = r
+		}
+	}
+	if by == nil {
+		return ""
+	}
+	why := "the rules above set it aside"
+	switch {
+	case by.Reference:
+		why = "it is a reference kura does not write"
+	case by.DictSize > 0 && pick.DictSize == 0:
+		why = fmt.Sprintf("a dictionary must save %.0f%% to pay for training, shipping and rotating it", 100*DictGain)
+	}
+	less := 100 * (1 - float64(by.Bytes)/float64(pick.Bytes))
+	prec := 0
+	if less < 1 {
+		prec = 1
+	}
+	return fmt.Sprintf("; off the Pareto frontier because %s stores %.*f%% less at %.2fx the CPU, but %s",
+		by.Name, prec, less, cpuOf(by)/cpuOf(pick), why)
 }
 
 // sortByBytes orders results by stored bytes, smallest first.

@@ -70,6 +70,9 @@ func TestRecommendDictionaryOnArticles(t *testing.T) {
 	if got.Bytes >= seed.Bytes || !got.Pareto && got.EncodeNs+got.DecodeNs > seed.EncodeNs+seed.DecodeNs {
 		t.Fatalf("recommended %+v against the seed's %+v", got, seed)
 	}
+	if !got.Pareto && !strings.Contains(rep.Reason, "off the Pareto frontier because") {
+		t.Errorf("%s is starred off its own Pareto frontier without a word why: %s", got.Name, rep.Reason)
+	}
 	// The compact envelope is a candidate, with and without a dictionary,
 	// and stores the same payload in a smaller header than version 2. The
 	// payloads differ by the order msgpack writes a map's keys in (Go's

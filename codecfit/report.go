@@ -152,9 +152,10 @@ func WriteHTML(w io.Writer, r *Report) error {
 		XTicks, YTicks []tick
 		W, H, Pad      float64
 		Go             string
+		OffFrontier    bool
 	}{R: r, Rows: sortByBytes(r.Results), Points: pts, Frontier: line.String(), XTicks: xt, YTicks: yt, W: width, H: height, Pad: pad}
 	if x, ok := r.Result(r.Recommended); ok {
-		data.Go = x.Go
+		data.Go, data.OffFrontier = x.Go, !x.Pareto
 	}
 	return htmlReport.Execute(w, data)
 }
@@ -242,7 +243,7 @@ td:first-child,th:first-child{text-align:left}tr.chosen{background:#e8f4e8;font-
 <circle cx="{{.X}}" cy="{{.Y}}" r="{{if .Chosen}}7{{else}}5{{end}}" fill="{{if .Chosen}}#3a3{{else if .Reference}}#999{{else if .Pareto}}#36c{{else}}#bbb{{end}}"/>
 {{with .Text}}{{if $p.Leader}}<line class="leader" x1="{{$p.X}}" y1="{{$p.Y}}" x2="{{f1 (lx .)}}" y2="{{f1 (ly .)}}" stroke="#999" stroke-width="0.8"/>{{end}}<text class="label" x="{{f1 .X}}" y="{{f1 .Y}}">{{$p.Name}}</text>{{end}}</g>
 {{end}}</svg>
-<p>Dashed line: the Pareto frontier (no other candidate is both smaller and cheaper). Grey: references (JSON, and msgpack+snappy as Go services commonly write cache values). Labels name the frontier, the recommendation and the references; hover any point for its figures.</p>
+<p>Dashed line: the Pareto frontier (no other candidate is both smaller and cheaper). Green: the recommendation{{if .OffFrontier}}, <span id="off-frontier">off the frontier for the reason above (the candidate that beats it is a reference or a dictionary that does not earn its keep)</span>{{end}}. Grey: references (JSON, and msgpack+snappy as Go services commonly write cache values). Labels name the frontier, the recommendation and the references; hover any point for its figures.</p>
 <h2>All candidates</h2>
 <table id="results"><tr><th>candidate</th><th>bytes</th><th>vs JSON</th><th>vs msgpack+snappy</th><th>p50 B</th><th>p90 B</th><th>p99 B</th>
 <th>encode µs</th><th>decode µs</th><th>encode MB/s</th><th>decode MB/s</th><th>allocs enc/dec</th><th>network per 1,000 reads</th><th>memory per 1M values</th><th>Pareto</th></tr>

@@ -1,8 +1,9 @@
 // Package ui is the web console behind `kura ui`: for the people who used
 // to read cached values in Redis and cannot since they are compressed, a
 // key page that decodes a value and its envelope header (package
-// inspect), the last `kura scan` report with charts, and the saved
-// results of `kura scan` and `kura bench` (package internal/results).
+// inspect), the last `kura scan` report with charts, a saved `kura
+// bench` result as a page of its figures, and the list of saved results
+// (package internal/results), each with its raw JSON a link away.
 //
 // It is read-only (GET and HEAD only; it never writes to the cache), its
 // templates and styles are embedded (no build step, no script), values are
@@ -21,6 +22,7 @@
 package ui
 
 import (
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -39,8 +41,10 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/kuracache/kura/codec"
 	"github.com/kuracache/kura/inspect"
@@ -48,6 +52,7 @@ import (
 	"github.com/kuracache/kura/internal/redact"
 	"github.com/kuracache/kura/internal/results"
 	"github.com/kuracache/kura/internal/vis"
+	"github.com/kuracache/kura/loadgen"
 	"github.com/kuracache/kura/scan"
 	"github.com/kuracache/kura/store"
 )
@@ -207,6 +212,7 @@ func New(opts Options) (http.Handler, error) {
 	s.mux.HandleFunc("GET /scan", s.scanPage)
 	s.mux.HandleFunc("GET /results", s.resultsPage)
 	s.mux.HandleFunc("GET /results/file", s.resultFile)
+	s.mux.HandleFunc("GET /bench", s.benchPage)
 	return s, nil
 }
 
@@ -556,6 +562,108 @@ func (s *server) resultFile(w http.ResponseWriter, r *http.Request) {
 	w.Write(b)
 }
 
+// Bounds of a bench page (a saved result is input like any other: a
+// hand-edited or planted file must not make a page of any size): files
+// over MaxBenchFileBytes are not drawn (the raw JSON link still serves
+// them), tables show at most MaxBenchRows rows with a count of the rest,
+// and each text at most MaxBenchText bytes.
+const (
+	MaxBenchFileBytes = 4 << 20
+	MaxBenchRows      = 50
+	MaxBenchText      = 400
+)
+
+type benchView struct {
+	Entry       results.Entry
+	R           *loadgen.Result
+	Target      string
+	Commands    []benchCount
+	MoreCmds    int
+	Nodes       []loadgen.NodeReport
+	MoreNodes   int
+	Errors      []string
+	HitRatio    float64
+	HaveLookups bool
+}
+
+type benchCount struct {
+	Name  string
+	Count int64
+}
+
+// benchPage draws a saved `kura bench` result: its figures in tables,
+// every text escaped and clipped, the raw JSON a link away.
+func (s *server) benchPage(w http.ResponseWriter, r *http.Request) {
+	p := page{Title: "bench", Nav: "results"}
+	e, b, err := s.loadResult(r.URL.Query().Get("f"), "bench")
+	if err != nil {
+		if errors.Is(err, errNoSuchResult) {
+			w.WriteHeader(http.StatusNotFound)
+		}
+		p.Error = err.Error()
+		s.render(w, "bench.html", p)
+		return
+	}
+	if len(b) > MaxBenchFileBytes {
+		p.Error = fmt.Sprintf("%s holds %d bytes, more than a bench result this page draws (%d); its raw JSON: /results/file?f=%s", e.Name, len(b), MaxBenchFileBytes, e.Name)
+		s.render(w, "bench.html", p)
+		return
+	}
+	var res loadgen.Result
+	if err := json.Unmarshal(b, &res); err != nil || (res.Protocol == "" && res.Command == "" && res.Ops == 0) {
+		p.Error = fmt.Sprintf("%s is not a result kura bench wrote", e.Name)
+		s.render(w, "bench.html", p)
+		return
+	}
+	v := benchView{Entry: e, R: &res, Target: clip(redact.URL(res.Target))}
+	res.Workload, res.Command, res.Topology, res.Protocol = clip(res.Workload), clip(res.Command), clip(res.Topology), clip(res.Protocol)
+	for i, m := range res.ErrorSamples {
+		if i == 5 {
+			break
+		}
+		v.Errors = append(v.Errors, clip(m))
+	}
+	if n := res.Hits + res.Misses; n > 0 {
+		v.HaveLookups, v.HitRatio = true, float64(res.Hits)/float64(n)
+	}
+	if res.Server != nil {
+		for k, n := range res.Server.Commands {
+			v.Commands = append(v.Commands, benchCount{clip(k), n})
+		}
+		slices.SortFunc(v.Commands, func(a, b benchCount) int {
+			if c := cmp.Compare(b.Count, a.Count); c != 0 {
+				return c
+			}
+			return strings.Compare(a.Name, b.Name)
+		})
+		if len(v.Commands) > MaxBenchRows {
+			v.MoreCmds, v.Commands = len(v.Commands)-MaxBenchRows, v.Commands[:MaxBenchRows]
+		}
+		v.Nodes = res.Server.PerNode
+		if len(v.Nodes) > MaxBenchRows {
+			v.MoreNodes, v.Nodes = len(v.Nodes)-MaxBenchRows, v.Nodes[:MaxBenchRows]
+		}
+		for i := range v.Nodes {
+			v.Nodes[i].Addr = clip(v.Nodes[i].Addr)
+		}
+	}
+	p.Data = v
+	s.render(w, "bench.html", p)
+}
+
+// clip escapes every control and bidirectional character of s and keeps
+// at most MaxBenchText bytes of it (whole characters), marking the cut.
+func clip(s string) string {
+	if len(s) > MaxBenchText {
+		cut := MaxBenchText
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		return vis.Escape(s[:cut]) + fmt.Sprintf("… (%d bytes in all)", len(s))
+	}
+	return vis.Escape(s)
+}
+
 // checkReport refuses a saved scan report the pages cannot draw (a file
 // in the results directory is input like any other): a histogram must be
 // kura scan's, ascending sizes ending in the overflow bucket, counts and
@@ -597,6 +705,8 @@ var funcs = template.FuncMap{
 	"vis":   vis.Escape,
 	"bytes": scan.Bytes,
 	"pct":   func(f float64) string { return fmt.Sprintf("%.1f%%", 100*f) },
+	"num":   func(f float64) string { return fmt.Sprintf("%.0f", f) },
+	"f3":    func(f float64) string { return fmt.Sprintf("%.3f", f) },
 	"secs":  scan.FormatTTL,
 	"ms":    func(f float64) string { return fmt.Sprintf("%.1f ms", 1000*f) },
 	"bits":  scan.Bits,
