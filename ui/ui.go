@@ -486,23 +486,46 @@ func (s *server) describe(r *http.Request, k string, v *keyView, p *page) {
 	v.Value = strings.Join(lines, "\n")
 }
 
-// loadResult reads a saved result by name; only names that List returns
-// are opened (no path from the request reaches the file system).
-func (s *server) loadResult(name, kind string) (results.Entry, []byte, error) {
+// MaxResultFileBytes bounds what a scan or bench page reads of a saved
+// result: a larger file (hand-edited or planted) is refused before it is
+// read, so a request costs at most this much memory; its raw JSON link
+// streams it instead.
+const MaxResultFileBytes = 16 << 20
+
+// findResult names a saved result; only names that List returns are
+// opened (no path from the request reaches the file system).
+func (s *server) findResult(name, kind string) (results.Entry, error) {
 	list, err := results.List(s.opts.ResultsDir)
 	if err != nil {
-		return results.Entry{}, nil, err
+		return results.Entry{}, err
 	}
 	for _, e := range list {
 		if (name == "" && e.Kind == kind) || (name != "" && e.Name == name) {
-			b, err := os.ReadFile(filepath.Join(s.opts.ResultsDir, e.Name))
-			return e, b, err
+			return e, nil
 		}
 	}
 	if name == "" {
-		return results.Entry{}, nil, fmt.Errorf("no saved %s in %s: run kura %s first", kind, s.opts.ResultsDir, kind)
+		return results.Entry{}, fmt.Errorf("no saved %s in %s: run kura %s first", kind, s.opts.ResultsDir, kind)
 	}
-	return results.Entry{}, nil, errNoSuchResult
+	return results.Entry{}, errNoSuchResult
+}
+
+// loadResult reads a saved result of at most MaxResultFileBytes.
+func (s *server) loadResult(name, kind string) (results.Entry, []byte, error) {
+	e, err := s.findResult(name, kind)
+	if err != nil {
+		return e, nil, err
+	}
+	f, err := os.Open(filepath.Join(s.opts.ResultsDir, e.Name))
+	if err != nil {
+		return e, nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, MaxResultFileBytes+1))
+	if err == nil && len(b) > MaxResultFileBytes {
+		return e, nil, fmt.Errorf("%s is over %d MiB: not drawn here (its raw JSON link serves it)", e.Name, MaxResultFileBytes>>20)
+	}
+	return e, b, err
 }
 
 var errNoSuchResult = errors.New("no such result")
@@ -553,13 +576,19 @@ func (s *server) resultsPage(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *server) resultFile(w http.ResponseWriter, r *http.Request) {
-	_, b, err := s.loadResult(r.URL.Query().Get("f"), "")
+	e, err := s.findResult(r.URL.Query().Get("f"), "")
 	if err != nil {
 		http.Error(w, "no such result", http.StatusNotFound)
 		return
 	}
+	f, err := os.Open(filepath.Join(s.opts.ResultsDir, e.Name))
+	if err != nil {
+		http.Error(w, "no such result", http.StatusNotFound)
+		return
+	}
+	defer f.Close()
 	w.Header().Set("Content-Type", "application/json")
-	w.Write(b)
+	io.Copy(w, f) // streamed: a file of any size costs a buffer, not its size
 }
 
 // Bounds of a bench page (a saved result is input like any other: a
