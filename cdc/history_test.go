@@ -30,7 +30,8 @@ type read struct {
 	key        int64
 	backend    string
 	start, end time.Time
-	value      int64 // -1: absent
+	value      int64         // -1: absent
+	clock      time.Duration // how far start may be off the Go clock (another process's)
 }
 
 type report struct {
@@ -47,8 +48,16 @@ type report struct {
 // and docs/leases.md's line for it applies: a read may return a value
 // whose store read began up to l1 before it, so only reports from l1
 // before the read's start bind it.
-func history(t *testing.T, dur time.Duration, fault func(*cdc.Options), l1 time.Duration) (violations []string, nreads, nwrites int) {
+//
+// With node, the readers are Node processes (js/test/fixtures/cdc-reader.mjs,
+// one per backend, kura's Node package with leases on) fetching the keys
+// the Go views spell; their loader reads PostgreSQL through a loopback
+// endpoint of this test. The checker is the same.
+func history(t *testing.T, dur time.Duration, fault func(*cdc.Options), l1 time.Duration, node bool) (violations []string, nreads, nwrites int) {
 	t.Helper()
+	if node {
+		nodeReadersReady(t)
+	}
 	const keys = 40
 	pg, pool := cdctest.StartPostgres(t, nil,
 		"CREATE SEQUENCE ver",
@@ -126,10 +135,15 @@ func history(t *testing.T, dur time.Duration, fault func(*cdc.Options), l1 time.
 		err := pool.QueryRow(ctx, "SELECT v FROM hist WHERE id = $1", id).Scan(&v)
 		return v, err
 	}
+	writes := make([][]write, keys+1)
+	var reads []read
+	var nodeReads func() []read
+	if node {
+		nodeReads = startNodeReaders(t, views, caches, keys, func(ctx context.Context, i int) (int64, error) { return load(ctx, int64(i+1)) })
+	}
 	wctx, stop := context.WithTimeout(ctx, dur)
 	defer stop()
 	var wg sync.WaitGroup
-	writes := make([][]write, keys+1)
 	const writers = 2
 	for w := 0; w < writers; w++ {
 		wg.Add(1)
@@ -157,8 +171,7 @@ func history(t *testing.T, dur time.Duration, fault func(*cdc.Options), l1 time.
 			}
 		}()
 	}
-	var reads []read
-	for i := 0; i < 4; i++ {
+	for i := 0; i < 4 && !node; i++ {
 		backend := "redis"
 		if i%2 == 1 {
 			backend = "memcached"
@@ -183,6 +196,9 @@ func history(t *testing.T, dur time.Duration, fault func(*cdc.Options), l1 time.
 		}()
 	}
 	wg.Wait()
+	if node {
+		reads = nodeReads()
+	}
 	stopRun()
 	if err := <-runDone; err != nil {
 		t.Fatal(err)
@@ -199,7 +215,7 @@ func history(t *testing.T, dur time.Duration, fault func(*cdc.Options), l1 time.
 		}
 	}
 	for _, rd := range reads {
-		bound := rd.start.Add(-l1)
+		bound := rd.start.Add(-l1 - rd.clock)
 		i := sort.Search(len(reports), func(i int) bool { return !reports[i].at.Before(bound) }) - 1
 		if i < 0 {
 			continue
@@ -239,7 +255,7 @@ func TestPerReadGuaranteeWithWritersThatNeverCallKura(t *testing.T) {
 		l1   time.Duration
 	}{{"no L1", 0}, {"L1 MaxStaleness 100ms", 100 * time.Millisecond}} {
 		t.Run(tc.name, func(t *testing.T) {
-			v, reads, writes := history(t, historyDuration(), nil, tc.l1)
+			v, reads, writes := history(t, historyDuration(), nil, tc.l1, false)
 			t.Logf("%d reads, %d plain-SQL writes, %d violations", reads, writes, len(v))
 			if len(v) > 0 {
 				t.Fatalf("%d reads broke the guarantee, first: %s", len(v), v[0])
@@ -263,7 +279,7 @@ func TestHistoryCheckerCatchesInjectedFaults(t *testing.T) {
 		{"confirmed before applied", func(o *cdc.Options) { cdc.InjectFaults(o, 0, 30*time.Millisecond) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			v, reads, writes := history(t, 2*time.Second, tc.fault, 0)
+			v, reads, writes := history(t, 2*time.Second, tc.fault, 0, false)
 			t.Logf("%d reads, %d writes, %d violations", reads, writes, len(v))
 			if len(v) == 0 {
 				t.Fatal("the checker missed the injected fault")
