@@ -59,10 +59,13 @@ func history(t *testing.T, dur time.Duration, fault func(*cdc.Options), l1 time.
 		nodeReadersReady(t)
 	}
 	const keys = 40
-	pg, pool := cdctest.StartPostgres(t, nil,
-		"CREATE SEQUENCE ver",
-		"CREATE TABLE hist (id bigint PRIMARY KEY, v bigint NOT NULL)",
-		fmt.Sprintf("INSERT INTO hist SELECT g, nextval('ver') FROM generate_series(1, %d) g", keys))
+	// One PostgreSQL for the package; each history has its own table,
+	// sequence, slot and publication in it.
+	pg, pool, table := sharedPG(t)
+	cdctest.Exec(t, pool,
+		fmt.Sprintf("CREATE SEQUENCE %s_ver", table),
+		fmt.Sprintf("CREATE TABLE %s (id bigint PRIMARY KEY, v bigint NOT NULL)", table),
+		fmt.Sprintf("INSERT INTO %s SELECT g, nextval('%[1]s_ver') FROM generate_series(1, %d) g", table, keys))
 	caches := cdctest.StartCaches(t)
 	rs, ms := caches.RS, caches.MS
 	ctx := context.Background()
@@ -77,13 +80,13 @@ func history(t *testing.T, dur time.Duration, fault func(*cdc.Options), l1 time.
 		if err != nil {
 			t.Fatal(err)
 		}
-		v, err := kura.NewKeyed[int64, int64](c, kura.KeyedOptions[int64]{Prefix: "hist:"})
+		v, err := kura.NewKeyed[int64, int64](c, kura.KeyedOptions[int64]{Prefix: table + ":"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		views[name] = v
 		if len(rules) == 0 {
-			rule, err := cdc.Record("hist", "id", v) // both views share the key function
+			rule, err := cdc.Record(table, "id", v) // both views share the key function
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -94,7 +97,7 @@ func history(t *testing.T, dur time.Duration, fault func(*cdc.Options), l1 time.
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, err := pgsource.New(pgsource.Options{ConnString: pg.DSN(), Mapping: mapping})
+	src, err := pgsource.New(pgsource.Options{ConnString: pg.DSN(), Mapping: mapping, Slot: table, Publication: table})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +135,7 @@ func history(t *testing.T, dur time.Duration, fault func(*cdc.Options), l1 time.
 
 	load := func(ctx context.Context, id int64) (int64, error) {
 		var v int64
-		err := pool.QueryRow(ctx, "SELECT v FROM hist WHERE id = $1", id).Scan(&v)
+		err := pool.QueryRow(ctx, "SELECT v FROM "+table+" WHERE id = $1", id).Scan(&v)
 		return v, err
 	}
 	writes := make([][]write, keys+1)
@@ -153,7 +156,7 @@ func history(t *testing.T, dur time.Duration, fault func(*cdc.Options), l1 time.
 				id := int64(1 + w + writers*rand.IntN(keys/writers)) // each writer owns its keys
 				var v int64
 				var text string
-				if err := pool.QueryRow(wctx, "UPDATE hist SET v = nextval('ver') WHERE id = $1 RETURNING v", id).Scan(&v); err != nil {
+				if err := pool.QueryRow(wctx, "UPDATE "+table+" SET v = nextval('"+table+"_ver') WHERE id = $1 RETURNING v", id).Scan(&v); err != nil {
 					continue
 				}
 				if err := pool.QueryRow(wctx, "SELECT pg_current_wal_insert_lsn()::text").Scan(&text); err != nil {
@@ -228,8 +231,8 @@ func history(t *testing.T, dur time.Duration, fault func(*cdc.Options), l1 time.
 			}
 		}
 		if rd.value < must {
-			violations = append(violations, fmt.Sprintf("%s hist:%d read at %s returned version %d; cdc had reported version %d's commit applied (LSN %s) before the read began",
-				rd.backend, rd.key, rd.start.Format("15:04:05.000000"), rd.value, must, pgsource.LSN(applied)))
+			violations = append(violations, fmt.Sprintf("%s %s:%d read at %s returned version %d; cdc had reported version %d's commit applied (LSN %s) before the read began",
+				rd.backend, table, rd.key, rd.start.Format("15:04:05.000000"), rd.value, must, pgsource.LSN(applied)))
 		}
 	}
 	for _, ws := range writes {
