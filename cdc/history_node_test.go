@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/kuracache/kura"
-	"github.com/kuracache/kura/cdc"
 	"github.com/kuracache/kura/cdc/internal/cdctest"
 )
 
@@ -145,34 +144,10 @@ func startNodeReaders(t *testing.T, views map[string]*kura.Keyed[int64, int64], 
 // with Node readers (kura's Node package, leases on, Redis and memcached):
 // plain-SQL writers, cdc invalidating, the same checker.
 func TestPerReadGuaranteeNodeReaders(t *testing.T) {
-	v, reads, writes := history(t, 3*time.Second, nil, 0, true)
-	t.Logf("%d Node reads, %d plain-SQL writes, %d violations", reads, writes, len(v))
-	if len(v) > 0 {
-		t.Fatalf("%d reads broke the guarantee, first: %s", len(v), v[0])
-	}
-	if reads < 200 || writes < 100 {
-		t.Fatalf("too small a history to mean anything: %d reads, %d writes", reads, writes)
-	}
+	guaranteeHolds(t, 3*time.Second, 0, true, 200)
 }
 
 // TestHistoryCheckerCatchesInjectedFaultsNodeReaders: with Node readers
 // too, a dropped invalidation and a position confirmed before its
 // invalidation landed show as violations.
-func TestHistoryCheckerCatchesInjectedFaultsNodeReaders(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		fault func(*cdc.Options)
-	}{
-		{"invalidation dropped", func(o *cdc.Options) { cdc.InjectFaults(o, 2, 0) }},
-		{"confirmed before applied", func(o *cdc.Options) { cdc.InjectFaults(o, 0, 30*time.Millisecond) }},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			v, reads, writes := history(t, 2*time.Second, tc.fault, 0, true)
-			t.Logf("%d Node reads, %d writes, %d violations", reads, writes, len(v))
-			if len(v) == 0 {
-				t.Fatal("the checker missed the injected fault")
-			}
-			t.Logf("first: %s", v[0])
-		})
-	}
-}
+func TestHistoryCheckerCatchesInjectedFaultsNodeReaders(t *testing.T) { checkerCatchesFaults(t, true) }
