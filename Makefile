@@ -79,12 +79,13 @@ test-allocs:
 
 ## test-node: the Node package (js/): npm ci from the committed lockfile (skipped when node_modules
 ## was installed by npm ci from this very lockfile), then the Node test runner on private servers,
-## with Go <-> Node checks
+## with Go <-> Node checks, and the change stream's per-read history with Node readers (./cdc/)
 test-node:
 	$(GO) build -o js/.build/nodeinterop ./internal/harness/nodeinterop
 	cd js && if cmp -s package-lock.json node_modules/.kura-npm-ci-lock; then npm run build; \
 		else npm ci --no-audit --no-fund && cp package-lock.json node_modules/.kura-npm-ci-lock; fi
 	cd js && KURA_REQUIRE_SERVERS=1 npm test
+	KURA_REQUIRE_SERVERS=1 KURA_CDC_NODE=1 $(GO) test -race -count=1 -run 'NodeReaders' ./cdc/
 
 ## test-ruby: the Ruby gem (rb/): its minitest suites on private servers, with Go <-> Ruby <->
 ## Node checks (the Go helpers built first; js/dist from test-node, built here when missing), and

@@ -30,7 +30,8 @@ type read struct {
 	key        int64
 	backend    string
 	start, end time.Time
-	value      int64 // -1: absent
+	value      int64         // -1: absent
+	clock      time.Duration // how far start may be off the Go clock (another process's)
 }
 
 type report struct {
@@ -47,13 +48,24 @@ type report struct {
 // and docs/leases.md's line for it applies: a read may return a value
 // whose store read began up to l1 before it, so only reports from l1
 // before the read's start bind it.
-func history(t *testing.T, dur time.Duration, fault func(*cdc.Options), l1 time.Duration) (violations []string, nreads, nwrites int) {
+//
+// With node, the readers are Node processes (js/test/fixtures/cdc-reader.mjs,
+// one per backend, kura's Node package with leases on) fetching the keys
+// the Go views spell; their loader reads PostgreSQL through a loopback
+// endpoint of this test. The checker is the same.
+func history(t *testing.T, dur time.Duration, fault func(*cdc.Options), l1 time.Duration, node bool) (violations []string, nreads, nwrites int) {
 	t.Helper()
+	if node {
+		nodeReadersReady(t)
+	}
 	const keys = 40
-	pg, pool := cdctest.StartPostgres(t, nil,
-		"CREATE SEQUENCE ver",
-		"CREATE TABLE hist (id bigint PRIMARY KEY, v bigint NOT NULL)",
-		fmt.Sprintf("INSERT INTO hist SELECT g, nextval('ver') FROM generate_series(1, %d) g", keys))
+	// One PostgreSQL for the package; each history has its own table,
+	// sequence, slot and publication in it.
+	pg, pool, table := sharedPG(t)
+	cdctest.Exec(t, pool,
+		fmt.Sprintf("CREATE SEQUENCE %s_ver", table),
+		fmt.Sprintf("CREATE TABLE %s (id bigint PRIMARY KEY, v bigint NOT NULL)", table),
+		fmt.Sprintf("INSERT INTO %s SELECT g, nextval('%[1]s_ver') FROM generate_series(1, %d) g", table, keys))
 	caches := cdctest.StartCaches(t)
 	rs, ms := caches.RS, caches.MS
 	ctx := context.Background()
@@ -68,13 +80,13 @@ func history(t *testing.T, dur time.Duration, fault func(*cdc.Options), l1 time.
 		if err != nil {
 			t.Fatal(err)
 		}
-		v, err := kura.NewKeyed[int64, int64](c, kura.KeyedOptions[int64]{Prefix: "hist:"})
+		v, err := kura.NewKeyed[int64, int64](c, kura.KeyedOptions[int64]{Prefix: table + ":"})
 		if err != nil {
 			t.Fatal(err)
 		}
 		views[name] = v
 		if len(rules) == 0 {
-			rule, err := cdc.Record("hist", "id", v) // both views share the key function
+			rule, err := cdc.Record(table, "id", v) // both views share the key function
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -85,7 +97,7 @@ func history(t *testing.T, dur time.Duration, fault func(*cdc.Options), l1 time.
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, err := pgsource.New(pgsource.Options{ConnString: pg.DSN(), Mapping: mapping})
+	src, err := pgsource.New(pgsource.Options{ConnString: pg.DSN(), Mapping: mapping, Slot: table, Publication: table})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,13 +135,18 @@ func history(t *testing.T, dur time.Duration, fault func(*cdc.Options), l1 time.
 
 	load := func(ctx context.Context, id int64) (int64, error) {
 		var v int64
-		err := pool.QueryRow(ctx, "SELECT v FROM hist WHERE id = $1", id).Scan(&v)
+		err := pool.QueryRow(ctx, "SELECT v FROM "+table+" WHERE id = $1", id).Scan(&v)
 		return v, err
+	}
+	writes := make([][]write, keys+1)
+	var reads []read
+	var nodeReads func() []read
+	if node {
+		nodeReads = startNodeReaders(t, views, caches, keys, func(ctx context.Context, i int) (int64, error) { return load(ctx, int64(i+1)) })
 	}
 	wctx, stop := context.WithTimeout(ctx, dur)
 	defer stop()
 	var wg sync.WaitGroup
-	writes := make([][]write, keys+1)
 	const writers = 2
 	for w := 0; w < writers; w++ {
 		wg.Add(1)
@@ -139,7 +156,7 @@ func history(t *testing.T, dur time.Duration, fault func(*cdc.Options), l1 time.
 				id := int64(1 + w + writers*rand.IntN(keys/writers)) // each writer owns its keys
 				var v int64
 				var text string
-				if err := pool.QueryRow(wctx, "UPDATE hist SET v = nextval('ver') WHERE id = $1 RETURNING v", id).Scan(&v); err != nil {
+				if err := pool.QueryRow(wctx, "UPDATE "+table+" SET v = nextval('"+table+"_ver') WHERE id = $1 RETURNING v", id).Scan(&v); err != nil {
 					continue
 				}
 				if err := pool.QueryRow(wctx, "SELECT pg_current_wal_insert_lsn()::text").Scan(&text); err != nil {
@@ -157,8 +174,7 @@ func history(t *testing.T, dur time.Duration, fault func(*cdc.Options), l1 time.
 			}
 		}()
 	}
-	var reads []read
-	for i := 0; i < 4; i++ {
+	for i := 0; i < 4 && !node; i++ {
 		backend := "redis"
 		if i%2 == 1 {
 			backend = "memcached"
@@ -183,6 +199,9 @@ func history(t *testing.T, dur time.Duration, fault func(*cdc.Options), l1 time.
 		}()
 	}
 	wg.Wait()
+	if node {
+		reads = nodeReads()
+	}
 	stopRun()
 	if err := <-runDone; err != nil {
 		t.Fatal(err)
@@ -199,7 +218,7 @@ func history(t *testing.T, dur time.Duration, fault func(*cdc.Options), l1 time.
 		}
 	}
 	for _, rd := range reads {
-		bound := rd.start.Add(-l1)
+		bound := rd.start.Add(-l1 - rd.clock)
 		i := sort.Search(len(reports), func(i int) bool { return !reports[i].at.Before(bound) }) - 1
 		if i < 0 {
 			continue
@@ -212,8 +231,8 @@ func history(t *testing.T, dur time.Duration, fault func(*cdc.Options), l1 time.
 			}
 		}
 		if rd.value < must {
-			violations = append(violations, fmt.Sprintf("%s hist:%d read at %s returned version %d; cdc had reported version %d's commit applied (LSN %s) before the read began",
-				rd.backend, rd.key, rd.start.Format("15:04:05.000000"), rd.value, must, pgsource.LSN(applied)))
+			violations = append(violations, fmt.Sprintf("%s %s:%d read at %s returned version %d; cdc had reported version %d's commit applied (LSN %s) before the read began",
+				rd.backend, table, rd.key, rd.start.Format("15:04:05.000000"), rd.value, must, pgsource.LSN(applied)))
 		}
 	}
 	for _, ws := range writes {
@@ -238,23 +257,30 @@ func TestPerReadGuaranteeWithWritersThatNeverCallKura(t *testing.T) {
 		name string
 		l1   time.Duration
 	}{{"no L1", 0}, {"L1 MaxStaleness 100ms", 100 * time.Millisecond}} {
-		t.Run(tc.name, func(t *testing.T) {
-			v, reads, writes := history(t, historyDuration(), nil, tc.l1)
-			t.Logf("%d reads, %d plain-SQL writes, %d violations", reads, writes, len(v))
-			if len(v) > 0 {
-				t.Fatalf("%d reads broke the guarantee, first: %s", len(v), v[0])
-			}
-			if reads < 1000 || writes < 100 {
-				t.Fatalf("too small a history to mean anything: %d reads, %d writes", reads, writes)
-			}
-		})
+		t.Run(tc.name, func(t *testing.T) { guaranteeHolds(t, historyDuration(), tc.l1, false, 1000) })
+	}
+}
+
+// guaranteeHolds runs a history without faults and fails on any violation
+// or on fewer than minReads reads (or 100 writes).
+func guaranteeHolds(t *testing.T, dur, l1 time.Duration, node bool, minReads int) {
+	t.Helper()
+	v, reads, writes := history(t, dur, nil, l1, node)
+	t.Logf("%d reads, %d plain-SQL writes, %d violations", reads, writes, len(v))
+	if len(v) > 0 {
+		t.Fatalf("%d reads broke the guarantee, first: %s", len(v), v[0])
+	}
+	if reads < minReads || writes < 100 {
+		t.Fatalf("too small a history to mean anything: %d reads, %d writes", reads, writes)
 	}
 }
 
 // TestHistoryCheckerCatchesInjectedFaults: the same history with an
 // invalidation dropped, or a position reported (and confirmed) before its
 // invalidation landed, must show violations.
-func TestHistoryCheckerCatchesInjectedFaults(t *testing.T) {
+func TestHistoryCheckerCatchesInjectedFaults(t *testing.T) { checkerCatchesFaults(t, false) }
+
+func checkerCatchesFaults(t *testing.T, node bool) {
 	for _, tc := range []struct {
 		name  string
 		fault func(*cdc.Options)
@@ -263,7 +289,7 @@ func TestHistoryCheckerCatchesInjectedFaults(t *testing.T) {
 		{"confirmed before applied", func(o *cdc.Options) { cdc.InjectFaults(o, 0, 30*time.Millisecond) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			v, reads, writes := history(t, 2*time.Second, tc.fault, 0)
+			v, reads, writes := history(t, 2*time.Second, tc.fault, 0, node)
 			t.Logf("%d reads, %d writes, %d violations", reads, writes, len(v))
 			if len(v) == 0 {
 				t.Fatal("the checker missed the injected fault")
