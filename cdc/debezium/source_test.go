@@ -1,0 +1,190 @@
+package debezium
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/kuracache/kura/cdc"
+	"github.com/kuracache/kura/cdc/internal/cdctest"
+	"github.com/kuracache/kura/store"
+)
+
+// fixtureMapping maps the captured fixtures' tables: products to a record key and an index id
+// list by category, orders and notes to record keys.
+func fixtureMapping(t *testing.T, withOrders bool) *cdc.Mapping {
+	t.Helper()
+	var rules []cdc.Rule
+	for _, tm := range []struct{ table, tmpl string }{
+		{"public.products", "product:{id}"},
+		{"public.products", "products_by_category:{category}"},
+		{"public.notes", "note:{id}"},
+		{"public.orders", "order:{id}"},
+	} {
+		if tm.table == "public.orders" && !withOrders {
+			continue
+		}
+		r, err := cdc.Template(tm.table, tm.tmpl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rules = append(rules, r)
+	}
+	m, err := cdc.NewMapping(rules...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// the keys the fixtures' changes invalidate, and one they must leave alone
+var (
+	fixtureKeys = []string{"product:1", "product:2", "product:3", "product:10",
+		"products_by_category:tea", "products_by_category:coffee", "note:1"}
+	orderKeys = []string{"order:1", "order:2", "order:7"} // order:7 only by the TRUNCATE
+	otherKey  = "product_stats:1"
+)
+
+func seed(t *testing.T, stores []store.Store, keys ...string) {
+	t.Helper()
+	for _, s := range stores {
+		for _, k := range keys {
+			if err := s.Set(context.Background(), k, []byte("cached"), time.Hour); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+func present(t *testing.T, s store.Store, key string) bool {
+	t.Helper()
+	_, err := s.Get(context.Background(), key)
+	if errors.Is(err, store.ErrNotFound) {
+		return false
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return true
+}
+
+
+// runSource streams a KafkaSource through cdc.Run until the returned stop is called.
+func runSource(t *testing.T, cfg Config, m *cdc.Mapping, targets []cdc.Target) (stop func()) {
+	t.Helper()
+	src, err := NewSource(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- cdc.Run(ctx, cdc.Options{Source: src, Mapping: m, Targets: targets, BacklogEvery: 100 * time.Millisecond}) }()
+	return func() {
+		cancel()
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("cdc.Run: %v", err)
+		}
+	}
+}
+
+func testConfig(addr, group, topic string) Config {
+	return Config{Brokers: []string{addr}, Group: group, Topics: []string{topic},
+		SessionTimeout: 1500 * time.Millisecond, HeartbeatInterval: 300 * time.Millisecond,
+		RebalanceTimeout: 10 * time.Second, RetryBackoff: 10 * time.Millisecond, MaxRetryBackoff: 50 * time.Millisecond}
+}
+
+// TestSourceInvalidates: the captured fixtures, produced into a topic, invalidate through cdc's
+// delivery on a real Redis and memcached: record keys, both index id lists of the row that moved
+// from tea to coffee (Debezium's before image), the TRUNCATEd table whole; nothing else. The
+// offsets are all committed once that landed.
+func TestSourceInvalidates(t *testing.T) {
+	b := broker(t)
+	topic, group := "source-invalidates", "g-source"
+	n := produceFixtures(t, b, topic, "postgres15-json.jsonl")
+	c := cdctest.StartCaches(t)
+	stores := []store.Store{c.RS, c.MS}
+	seed(t, stores, append(append(fixtureKeys, orderKeys...), otherKey)...)
+	stop := runSource(t, testConfig(b.Addr, group, topic), fixtureMapping(t, true),
+		[]cdc.Target{{Name: "redis", Store: c.RS}, {Name: "memcached", Store: c.MS}})
+	waitFor(t, 60*time.Second, "all offsets committed", func() bool { return total(committed(t, b, group, topic)) == int64(n) })
+	stop()
+	for _, s := range stores {
+		for _, k := range append(append([]string{}, fixtureKeys...), orderKeys...) {
+			if present(t, s, k) {
+				t.Errorf("%T: %s still cached after its change's offset was committed", s, k)
+			}
+		}
+		if !present(t, s, otherKey) {
+			t.Errorf("%T: %s (no rule maps it) was invalidated", s, otherKey)
+		}
+	}
+}
+
+// downStore fails every delete while down is set: a target that is down.
+type downStore struct {
+	store.Store
+	down *atomic.Bool
+}
+
+func (d downStore) Delete(ctx context.Context, key string) error {
+	if d.down.Load() {
+		return errors.New("target down")
+	}
+	return d.Store.Delete(ctx, key)
+}
+
+// commitWhileDown runs the source against a target that is down for a while and reports
+// whether any offset was committed before the target came back; it then checks that the
+// invalidations landed and everything was committed.
+func commitWhileDown(t *testing.T, group string, fault bool) bool {
+	b := broker(t)
+	topic := "source-" + group
+	n := produceFixtures(t, b, topic, "postgres15-json.jsonl")
+	c := cdctest.StartCaches(t)
+	seed(t, []store.Store{c.RS}, fixtureKeys...)
+	var down atomic.Bool
+	down.Store(true)
+	cfg := testConfig(b.Addr, group, topic)
+	cfg.commitBeforeApply = fault
+	// orders are unmapped here: the down target cannot walk keys for the TRUNCATE
+	stop := runSource(t, cfg, fixtureMapping(t, false), []cdc.Target{{Name: "down", Store: downStore{Store: c.RS, down: &down}}})
+	defer stop()
+	early := false
+	deadline := time.Now().Add(2 * time.Second)
+	for time.Now().Before(deadline) && !early {
+		early = total(committed(t, b, group, topic)) > 0
+		time.Sleep(100 * time.Millisecond)
+	}
+	down.Store(false)
+	if !fault {
+		waitFor(t, 60*time.Second, "all offsets committed", func() bool { return total(committed(t, b, group, topic)) == int64(n) })
+		for _, k := range fixtureKeys {
+			if present(t, c.RS, k) {
+				t.Errorf("%s still cached after its offset was committed", k)
+			}
+		}
+	}
+	return early
+}
+
+// TestSourceCommitsOnlyAfterApplied: while the target is down nothing is committed; the
+// checker catches the injected fault (offsets committed before the invalidation landed).
+func TestSourceCommitsOnlyAfterApplied(t *testing.T) {
+	if commitWhileDown(t, "src-down", false) {
+		t.Error("an offset was committed while the target was down")
+	}
+	if !commitWhileDown(t, "src-down-fault", true) {
+		t.Error("the checker missed the injected fault: offsets committed before Apply")
+	}
+}
+
+func TestSourceConfigErrors(t *testing.T) {
+	if _, err := NewSource(Config{Group: "g", Topics: []string{"t"}}); err == nil {
+		t.Error("no brokers: no error")
+	}
+	if _, err := NewSource(Config{Brokers: []string{"127.0.0.1:1"}, Group: "g", Topics: []string{"t"}, Applier: ApplierFunc(nil)}); err == nil {
+		t.Error("an Applier: no error")
+	}
+}
