@@ -16,10 +16,12 @@ import (
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/kuracache/kura/cdc"
+	"github.com/kuracache/kura/cdc/debezium"
 	"github.com/kuracache/kura/cdc/pgsource"
 	"github.com/kuracache/kura/internal/redact"
 	"github.com/kuracache/kura/store/storeurl"
@@ -27,6 +29,10 @@ import (
 
 // Config is the file's content.
 type Config struct {
+	// Source selects where changes come from: absent or kind "postgres"
+	// reads Database's logical replication; kind "debezium" reads
+	// Debezium's change events from Kafka (Database is then unused).
+	Source   *Source  `json:"source"`
 	Database Database `json:"database"`
 	Targets  []Target `json:"targets"`
 	Tables   []Table  `json:"tables"`
@@ -47,6 +53,63 @@ type Database struct {
 	PasswordFile string `json:"password_file"`
 	Slot         string `json:"slot"`
 	Publication  string `json:"publication"`
+}
+
+// Source is the change stream: PostgreSQL (the default) or Debezium on
+// Kafka (debezium.Config's fields).
+type Source struct {
+	// Kind is "postgres" (the default) or "debezium".
+	Kind string `json:"kind"`
+	// Brokers are the Kafka seed brokers' host:port (debezium).
+	Brokers []string `json:"brokers"`
+	// Group is the consumer group; each cache fleet is a group of its
+	// own (debezium).
+	Group string `json:"group"`
+	// Topics are Debezium's topics (debezium); with TopicRegex, regular
+	// expressions.
+	Topics     []string `json:"topics"`
+	TopicRegex bool     `json:"topic_regex"`
+	// SessionTimeoutMs is Kafka's session.timeout.ms (0: 10,000).
+	SessionTimeoutMs int `json:"session_timeout_ms"`
+}
+
+func (s *Source) debezium() bool { return s != nil && s.Kind == "debezium" }
+
+func (s *Source) check() error {
+	if s == nil {
+		return nil
+	}
+	switch s.Kind {
+	case "", "postgres":
+		if len(s.Brokers) > 0 || s.Group != "" || len(s.Topics) > 0 || s.TopicRegex || s.SessionTimeoutMs != 0 {
+			return errors.New("cdc config: source.brokers, group, topics, topic_regex and session_timeout_ms are for source.kind \"debezium\"")
+		}
+		return nil
+	case "debezium":
+	default:
+		return fmt.Errorf("cdc config: source.kind must be \"postgres\" or \"debezium\", not %q", s.Kind)
+	}
+	switch {
+	case len(s.Brokers) == 0:
+		return errors.New("cdc config: source.brokers is empty: give the Kafka brokers, e.g. [\"127.0.0.1:9092\"]")
+	case s.Group == "":
+		return errors.New("cdc config: source.group is required: the consumer group whose offsets cdc commits")
+	case len(s.Topics) == 0:
+		return errors.New("cdc config: source.topics is empty: give Debezium's topics, e.g. [\"dbserver1.public.items\"]")
+	case s.SessionTimeoutMs < 0:
+		return errors.New("cdc config: source.session_timeout_ms must not be negative")
+	}
+	for i, b := range s.Brokers {
+		if b == "" {
+			return fmt.Errorf("cdc config: source.brokers[%d] is empty", i)
+		}
+	}
+	for i, tp := range s.Topics {
+		if tp == "" {
+			return fmt.Errorf("cdc config: source.topics[%d] is empty", i)
+		}
+	}
+	return nil
 }
 
 // Target is one cache fleet, by store URL.
@@ -91,7 +154,7 @@ func Parse(b []byte) (*Config, error) {
 		case errors.As(err, &te):
 			return nil, fmt.Errorf("cdc config: field %s must be a %s, not a JSON %s", te.Field, te.Type, te.Value)
 		case strings.HasPrefix(err.Error(), "json: unknown field"):
-			return nil, fmt.Errorf("cdc config: %s (the fields are database, targets, tables, max_txn_keys, max_batch_keys, max_retained_bytes)", strings.TrimPrefix(err.Error(), "json: "))
+			return nil, fmt.Errorf("cdc config: %s (the fields are source, database, targets, tables, max_txn_keys, max_batch_keys, max_retained_bytes)", strings.TrimPrefix(err.Error(), "json: "))
 		}
 		return nil, fmt.Errorf("cdc config: %v", err)
 	}
@@ -102,6 +165,15 @@ func Parse(b []byte) (*Config, error) {
 }
 
 func (c *Config) check() error {
+	if err := c.Source.check(); err != nil {
+		return err
+	}
+	if c.Source.debezium() {
+		if c.Database != (Database{}) {
+			return errors.New("cdc config: database is for the PostgreSQL source; with source.kind \"debezium\" leave it out")
+		}
+		return c.checkRest()
+	}
 	if c.Database.URL == "" {
 		return errors.New("cdc config: database.url is required (postgres://user@127.0.0.1:5432/dbname)")
 	}
@@ -112,6 +184,10 @@ func (c *Config) check() error {
 	if pc.Password != "" && os.Getenv("PGPASSWORD") != pc.Password {
 		return errors.New("cdc config: database.url holds a password: give it in PGPASSWORD or database.password_file instead, so it appears in no file listing or process table")
 	}
+	return c.checkRest()
+}
+
+func (c *Config) checkRest() error {
 	if len(c.Targets) == 0 {
 		return errors.New("cdc config: targets is empty: give at least one {\"url\": \"redis://127.0.0.1:6379\"}")
 	}
@@ -171,28 +247,36 @@ func (c *Config) Mapping() (*cdc.Mapping, error) {
 
 // Open connects the targets and builds the source: what cdc.Run needs.
 // The caller closes the returned stores and the source.
-func (c *Config) Open(ctx context.Context) (cdc.Options, *pgsource.Source, error) {
+func (c *Config) Open(ctx context.Context) (cdc.Options, io.Closer, error) {
 	m, err := c.Mapping()
 	if err != nil {
 		return cdc.Options{}, nil, err
 	}
-	var password string
-	if c.Database.PasswordFile != "" {
-		b, err := os.ReadFile(c.Database.PasswordFile)
+	var (
+		src    cdc.Source
+		closer io.Closer
+	)
+	if c.Source.debezium() {
+		ks, err := debezium.NewSource(debezium.Config{Brokers: c.Source.Brokers, Group: c.Source.Group,
+			Topics: c.Source.Topics, TopicRegex: c.Source.TopicRegex,
+			SessionTimeout: time.Duration(c.Source.SessionTimeoutMs) * time.Millisecond})
 		if err != nil {
-			return cdc.Options{}, nil, fmt.Errorf("cdc config: database.password_file: %w", err)
+			return cdc.Options{}, nil, fmt.Errorf("cdc config: source: %w", err)
 		}
-		password = strings.TrimRight(string(b), "\r\n")
-	}
-	src, err := pgsource.New(pgsource.Options{ConnString: c.Database.URL, Password: password, Mapping: m, Slot: c.Database.Slot, Publication: c.Database.Publication})
-	if err != nil {
-		return cdc.Options{}, nil, err
+		src, closer = ks, ks
+	} else {
+		ps, err := c.openPostgres(m)
+		if err != nil {
+			return cdc.Options{}, nil, err
+		}
+		src, closer = ps, ps
 	}
 	opts := cdc.Options{Source: src, Mapping: m, MaxTxnKeys: c.MaxTxnKeys, MaxBatchKeys: c.MaxBatchKeys, MaxRetainedBytes: c.MaxRetainedBytes}
 	for i, t := range c.Targets {
 		s, err := storeurl.Open(ctx, t.URL)
 		if err != nil {
 			CloseTargets(opts.Targets)
+			_ = closer.Close()
 			return cdc.Options{}, nil, fmt.Errorf("cdc config: targets[%d]: %w", i, err)
 		}
 		name := t.Name
@@ -202,7 +286,19 @@ func (c *Config) Open(ctx context.Context) (cdc.Options, *pgsource.Source, error
 		}
 		opts.Targets = append(opts.Targets, cdc.Target{Name: name, Store: s})
 	}
-	return opts, src, nil
+	return opts, closer, nil
+}
+
+func (c *Config) openPostgres(m *cdc.Mapping) (*pgsource.Source, error) {
+	var password string
+	if c.Database.PasswordFile != "" {
+		b, err := os.ReadFile(c.Database.PasswordFile)
+		if err != nil {
+			return nil, fmt.Errorf("cdc config: database.password_file: %w", err)
+		}
+		password = strings.TrimRight(string(b), "\r\n")
+	}
+	return pgsource.New(pgsource.Options{ConnString: c.Database.URL, Password: password, Mapping: m, Slot: c.Database.Slot, Publication: c.Database.Publication})
 }
 
 // CloseTargets closes the targets' stores.

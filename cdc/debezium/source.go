@@ -222,3 +222,7 @@ func posText(last map[string]int64) string {
 	sort.Strings(parts)
 	return strings.Join(parts, ",")
 }
+
+// Close implements io.Closer; the group is left when Stream returns, so there is nothing to
+// release.
+func (s *KafkaSource) Close() error { return nil }

@@ -70,7 +70,6 @@ func present(t *testing.T, s store.Store, key string) bool {
 	return true
 }
 
-
 // runSource streams a KafkaSource through cdc.Run until the returned stop is called.
 func runSource(t *testing.T, cfg Config, m *cdc.Mapping, targets []cdc.Target) (stop func()) {
 	t.Helper()
@@ -80,7 +79,9 @@ func runSource(t *testing.T, cfg Config, m *cdc.Mapping, targets []cdc.Target) (
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- cdc.Run(ctx, cdc.Options{Source: src, Mapping: m, Targets: targets, BacklogEvery: 100 * time.Millisecond}) }()
+	go func() {
+		done <- cdc.Run(ctx, cdc.Options{Source: src, Mapping: m, Targets: targets, BacklogEvery: 100 * time.Millisecond})
+	}()
 	return func() {
 		cancel()
 		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {

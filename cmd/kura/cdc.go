@@ -17,6 +17,7 @@ import (
 
 	"github.com/kuracache/kura/cdc"
 	"github.com/kuracache/kura/cdc/cdcconf"
+	"github.com/kuracache/kura/cdc/debezium"
 )
 
 func newCDCCmd() *cobra.Command {
@@ -51,7 +52,12 @@ what a kura.Keyed view with that Prefix reads; a template spells the key with
 A status line goes to stdout every --status-every; --metrics serves
 Prometheus metrics (prefix kura_cdc_) on /metrics and the line on /status.
 Run a second cdc on the same slot as a standby: it takes over when the active
-one dies.`,
+one dies.
+
+Fleets that run Debezium on Kafka give "source": {"kind": "debezium",
+"brokers": ["127.0.0.1:9092"], "group": "kura", "topics": [...]} instead of
+database: the same keys and delivery, with the group's offsets committed only
+after the invalidations landed (--until-caught-up is for PostgreSQL only).`,
 		Example: `  # PostgreSQL (wal_level=logical) on 127.0.0.1:5432, Redis on 6379, memcached on 11211
   cat > cdc.json <<'EOF'
   {"database": {"url": "postgres://kura@127.0.0.1:5432/postgres?sslmode=disable"},
@@ -87,7 +93,7 @@ one dies.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&config, "config", "", "the JSON config file (database, targets, tables)")
+	f.StringVar(&config, "config", "", "the JSON config file (database or source, targets, tables)")
 	f.StringVar(&metricsAddr, "metrics", "", "serve Prometheus metrics on /metrics and the status line on /status at this address (e.g. 127.0.0.1:9187)")
 	f.DurationVar(&every, "status-every", 10*time.Second, "how often to print the status line")
 	f.BoolVar(&untilCaught, "until-caught-up", false, "exit 0 once every change committed before the start is applied on every target")
@@ -120,6 +126,9 @@ func runCDC(ctx context.Context, out, errOut io.Writer, opts cdc.Options, metric
 		fmt.Fprintf(out, "cdc: metrics on http://%s/metrics, status on /status\n", ln.Addr())
 	}
 	if untilCaught {
+		if _, ok := opts.Source.(*debezium.KafkaSource); ok {
+			return errors.New("--until-caught-up: the Debezium source has no database position to catch up to; watch the lag in the status line or on --metrics")
+		}
 		// Caught up: the first batch confirmed after the start whose
 		// position is at or past the WAL head read at the start.
 		bl, err := opts.Source.Backlog(ctx)
