@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/kuracache/kura/cdc"
 	"github.com/kuracache/kura/cdc/internal/cdctest"
 	"github.com/kuracache/kura/store"
@@ -187,5 +189,27 @@ func TestSourceConfigErrors(t *testing.T) {
 	}
 	if _, err := NewSource(Config{Brokers: []string{"127.0.0.1:1"}, Group: "g", Topics: []string{"t"}, Applier: ApplierFunc(nil)}); err == nil {
 		t.Error("an Applier: no error")
+	}
+}
+
+// TestSourceBadRecordIsFatal: a record that is not Debezium's stops cdc.Run with cdc.ErrFatal
+// (retrying cannot fix it) and commits nothing at or after it.
+func TestSourceBadRecordIsFatal(t *testing.T) {
+	b := broker(t)
+	topic, group := "source-bad", "g-source-bad"
+	produce(t, b, topic, &kgo.Record{Key: []byte(`{"id":1}`), Value: []byte(`{"op":"c","after":{"id":1}`)})
+	src, err := NewSource(testConfig(b.Addr, group, topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c := cdctest.StartCaches(t)
+	err = cdc.Run(ctx, cdc.Options{Source: src, Mapping: fixtureMapping(t, false), Targets: []cdc.Target{{Name: "redis", Store: c.RS}}})
+	if !errors.Is(err, cdc.ErrFatal) || !errors.Is(err, ErrBadRecord) {
+		t.Fatalf("cdc.Run: %v, want ErrFatal and ErrBadRecord", err)
+	}
+	if got := total(committed(t, b, group, topic)); got != 0 {
+		t.Errorf("committed %d records past a bad one", got)
 	}
 }
