@@ -17,7 +17,7 @@ const module = "github.com/kuracache/kura"
 //
 //	internal helpers -> codec, store -> store/* -> dictstore
 //	-> the root's mechanisms (internal/readthrough, internal/l1) -> root
-//	-> kuraprom -> tools -> cmd/kura, the demo and the examples
+//	-> kuraprom -> tools (and the change stream, cdc) -> cmd/kura, the demo and the examples
 //
 // Paths are relative to the module; a trailing "/..." covers a subtree.
 var layers = []struct {
@@ -33,7 +33,7 @@ var layers = []struct {
 	{"root mechanisms", []string{"internal/readthrough/...", "internal/l1"}},
 	{"root", []string{""}},
 	{"kuraprom", []string{"kuraprom"}},
-	{"tools", []string{"inspect", "scan", "codecfit", "plan/...", "loadgen", "ui"}},
+	{"tools", []string{"inspect", "scan", "codecfit", "plan/...", "loadgen", "ui", "cdc", "cdc/cdcconf", "cdc/debezium", "cdc/pgsource"}},
 	{"cmd, demo, examples", []string{"cmd/...", "internal/demo", "examples/..."}},
 }
 
@@ -43,7 +43,7 @@ var layers = []struct {
 // helpers, corpora, history checkers, the cross-language and rolling-upgrade
 // helpers, this test), so that internal/ itself holds only the leaf helpers
 // the library needs.
-var harness = []string{"internal/harness/...", "store/storetest"}
+var harness = []string{"internal/harness/...", "store/storetest", "cdc/internal/cdctest"}
 
 // harnessUsers may import harness packages outside tests.
 var harnessUsers = []string{"cmd/...", "internal/demo"}
