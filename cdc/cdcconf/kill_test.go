@@ -197,7 +197,18 @@ func TestKillNineLosesNothing(t *testing.T) {
 	for i := 0; i < kills; i++ {
 		time.Sleep(time.Duration(200+rand.IntN(800)) * time.Millisecond)
 		resume(false)
-		pid := slotPid(t, pool)
+		// The victim is whichever child holds the slot: wait until one
+		// does (after PostgreSQL's restart both reconnect).
+		pid := 0
+		for deadline := time.Now().Add(30 * time.Second); ; {
+			if pid = slotPid(t, pool); pid == active.cmd.Process.Pid || pid == standby.cmd.Process.Pid {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("kill %d: no cdc process held the slot within 30s (client pid %d)", i+1, pid)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
 		victim := active
 		if pid == standby.cmd.Process.Pid {
 			victim, standby = standby, active
@@ -213,7 +224,7 @@ func TestKillNineLosesNothing(t *testing.T) {
 			}
 			if time.Now().After(deadline) {
 				var state string
-				_ = pool.QueryRow(ctx, "SELECT coalesce(active_pid::text, 'none') || ' ' || active::text FROM pg_replication_slots WHERE slot_name = 'kura_cdc'").Scan(&state)
+				_ = pool.QueryRow(ctx, "SELECT coalesce(s.active_pid::text, 'none') || ' ' || s.active::text || ' client port ' || coalesce(r.client_port::text, 'none') || ' ' || coalesce(r.state, '') FROM pg_replication_slots s LEFT JOIN pg_stat_replication r ON r.pid = s.active_pid WHERE s.slot_name = 'kura_cdc'").Scan(&state)
 				t.Fatalf("kill %d: the standby (pid %d) did not take the slot over within 15s (slot walsender/active: %s, client pid %d)", i+1, standby.cmd.Process.Pid, state, slotPid(t, pool))
 			}
 			time.Sleep(20 * time.Millisecond)
@@ -325,7 +336,10 @@ func waitCaughtUp(t *testing.T, pool *pgxpool.Pool) {
 // pidOfLocalPort finds the process holding a local TCP port (the
 // replication client), through /proc.
 func pidOfLocalPort(port int) int {
-	inode := ""
+	// Only an established socket with an inode: on loopback Linux reuses
+	// a port still in TIME_WAIT (inode 0) for a new connection at once,
+	// and the old entry may be listed after the live one.
+	inodes := map[string]bool{}
 	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
 		b, err := os.ReadFile(f)
 		if err != nil {
@@ -334,7 +348,7 @@ func pidOfLocalPort(port int) int {
 		lines := strings.Split(string(b), "\n")
 		for _, l := range lines[1:] {
 			fields := strings.Fields(l)
-			if len(fields) < 10 {
+			if len(fields) < 10 || fields[3] != "01" || fields[9] == "0" {
 				continue
 			}
 			local := fields[1]
@@ -344,16 +358,16 @@ func pidOfLocalPort(port int) int {
 			}
 			p, err := strconv.ParseInt(local[i:], 16, 32)
 			if err == nil && int(p) == port {
-				inode = fields[9]
+				inodes["socket:["+fields[9]+"]"] = true
 			}
 		}
 	}
-	if inode == "" {
+	if len(inodes) == 0 {
 		return 0
 	}
 	procs, _ := filepath.Glob("/proc/[0-9]*/fd/*")
 	for _, fd := range procs {
-		if l, err := os.Readlink(fd); err == nil && l == "socket:["+inode+"]" {
+		if l, err := os.Readlink(fd); err == nil && inodes[l] {
 			pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(filepath.Dir(fd))))
 			return pid
 		}
