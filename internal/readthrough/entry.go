@@ -57,7 +57,7 @@ func (p *Pipeline[V]) EncodeTo(buf *EncBuf, key string, v V, f codec.Fields) ([]
 
 // encode is Encode appending to dst; on error it returns dst as it was.
 func (p entryStep[V]) encode(dst []byte, key string, v V, f codec.Fields) ([]byte, error) {
-	f.Schema, f.HasSchema = p.schema, true
+	f.Schema, f.HasSchema = p.cfg.Schema, true
 	if f.Written.IsZero() {
 		f.Written = time.Now()
 	}
@@ -139,10 +139,10 @@ func (p entryStep[V]) decode(ctx context.Context, key string, data []byte, owned
 	var h codec.Header
 	var err error
 	if bp, ok := any(&e.v).(*[]byte); ok && owned {
-		*bp, h, err = p.cfg.Codec.DecodeBytesOwned(ctx, data, p.schema)
+		*bp, h, err = p.cfg.Codec.DecodeBytesOwned(ctx, data, p.cfg.Schema)
 	} else {
 		v := new(V) // what the decoder fills escapes; e need not
-		h, err = p.cfg.Codec.DecodeSchemaContext(ctx, data, v, p.schema)
+		h, err = p.cfg.Codec.DecodeSchemaContext(ctx, data, v, p.cfg.Schema)
 		e.v = *v
 	}
 	if err != nil {

@@ -115,7 +115,7 @@ func (p readStep[V]) read(ctx context.Context, b *budget, slots []slot[V]) {
 	}
 	vals, err := p.rd.getMany(sctx, keys, p.l1 != nil)
 	p.st.Since(OpGetMany, start)
-	failed := batchFailures(err, len(keys), len(vals))
+	failed := batchFailures(err)
 	for i := range slots {
 		kerr := failed[keys[i]]
 		if failed == nil && err != nil {
@@ -153,7 +153,7 @@ func (p readStep[V]) getMany(ctx context.Context, keys []string, track bool) ([]
 
 // batchFailures returns the per-key failures of a batch call (nil if
 // none, or if the whole call failed).
-func batchFailures(err error, nKeys, nVals int) map[string]error {
+func batchFailures(err error) map[string]error {
 	var be *store.BatchError
 	if err != nil && errors.As(err, &be) {
 		return be.Failed()

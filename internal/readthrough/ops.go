@@ -96,7 +96,7 @@ func (p *Pipeline[V]) GetMany(ctx context.Context, keys []string) (map[string]V,
 	start := time.Now()
 	vals, err := p.rd.getMany(ctx, keys, p.l1 != nil)
 	p.st.Since(OpGetMany, start)
-	failed := batchFailures(err, len(keys), len(vals))
+	failed := batchFailures(err)
 	if err != nil && failed == nil {
 		p.st.StoreErrs.Add(uint64(len(keys)))
 		p.st.Misses.Add(uint64(len(keys)))

@@ -78,7 +78,6 @@ type Pipeline[V any] struct {
 	l1      *l1.Tier[V]
 	tracker store.Tracker
 	st      *Counters
-	schema  uint32
 	// group runs the process flights (one load per key per process)
 	// and, with leases, the loads that write nothing back.
 	group flight.Group[vouched[V]]
@@ -122,7 +121,7 @@ const (
 
 // New returns the pipeline over s, with tier as its L1 (nil: none).
 func New[V any](s store.Store, cfg Config, tier *l1.Tier[V]) *Pipeline[V] {
-	p := &Pipeline[V]{cfg: cfg, store: s, leaser: cfg.Leaser, tracker: cfg.Tracker, st: new(Counters), schema: cfg.Schema, l1: tier}
+	p := &Pipeline[V]{cfg: cfg, store: s, leaser: cfg.Leaser, tracker: cfg.Tracker, st: new(Counters), l1: tier}
 	if cfg.Leaser != nil {
 		p.coord = leasesCoord
 	}
