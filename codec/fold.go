@@ -1,10 +1,13 @@
 package codec
 
 import (
-	"encoding/binary"
+	"bytes"
 	"reflect"
 	"strings"
 	"sync"
+
+	"github.com/vmihailenco/msgpack/v5"
+	"github.com/vmihailenco/msgpack/v5/msgpcode"
 )
 
 // Field names that differ only in case (docs/FORMAT.md, "Field names"): a
@@ -86,8 +89,12 @@ func foldInfo(t reflect.Type) *foldStruct {
 // anything changed. data has passed checkMsgPack; anything unexpected
 // leaves it as it is (the decode reports it).
 func foldKeys(data []byte, t reflect.Type) ([]byte, bool) {
-	w := folder{p: data}
-	if _, ok := w.value(0, t, 0); !ok || len(w.edits) == 0 {
+	w := folder{n: len(data)}
+	w.r.Reset(data)
+	// A bytes.Reader is an io.ByteScanner, so the decoder reads it
+	// without buffering and w.off() is where the decoder stands.
+	w.d = msgpack.NewDecoder(&w.r)
+	if !w.value(t, 0) || len(w.edits) == 0 {
 		return data, false
 	}
 	out := make([]byte, 0, len(data)+8*len(w.edits))
@@ -105,186 +112,88 @@ type foldEdit struct {
 	name       string
 }
 
+// folder walks msgpack with msgpack/v5's Decoder, noting the keys to
+// rewrite.
 type folder struct {
-	p     []byte
+	r     bytes.Reader
+	d     *msgpack.Decoder
+	n     int // len(data)
 	edits []foldEdit
 }
 
-// value walks the value at off as type t (nil: skip it) and returns the
-// offset after it.
-func (w *folder) value(off int, t reflect.Type, depth int) (int, bool) {
+// off is the offset of the next byte the decoder reads.
+func (w *folder) off() int { return w.n - w.r.Len() }
+
+// value walks the next value as type t (nil: skips it).
+func (w *folder) value(t reflect.Type, depth int) bool {
 	if depth > DefaultMaxDepth {
-		return 0, false
+		return false
 	}
 	for t != nil && t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	kind, n, next, ok := msgpackHead(w.p, off)
-	if !ok {
-		return 0, false
+	c, err := w.d.PeekCode()
+	if err != nil {
+		return false
 	}
-	var elem reflect.Type
+	isMap := msgpcode.IsFixedMap(c) || c == msgpcode.Map16 || c == msgpcode.Map32
+	isArr := msgpcode.IsFixedArray(c) || c == msgpcode.Array16 || c == msgpcode.Array32
 	switch {
 	case t == nil || encodesItself(t):
-	case t.Kind() == reflect.Struct && kind == 'm':
+	case t.Kind() == reflect.Struct && isMap:
+		n, err := w.d.DecodeMapLen()
+		if err != nil {
+			return false
+		}
 		fs := foldInfo(t)
 		for range n {
-			kk, kn, kv, ok := msgpackHead(w.p, next)
-			if !ok {
-				return 0, false
+			start := w.off()
+			kc, err := w.d.PeekCode()
+			if err != nil {
+				return false
 			}
 			var ft reflect.Type
-			if kk == 's' {
-				key := string(w.p[kv : kv+kn])
+			if msgpcode.IsString(kc) {
+				key, err := w.d.DecodeString()
+				if err != nil {
+					return false
+				}
 				if typ, hit := fs.exact[key]; hit {
 					ft = typ
 				} else if f, hit := fs.lower[strings.ToLower(key)]; hit && strings.EqualFold(f.name, key) {
-					w.edits = append(w.edits, foldEdit{next, kv + kn, f.name})
+					w.edits = append(w.edits, foldEdit{start, w.off(), f.name})
 					ft = f.typ
 				}
-				next = kv + kn
-			} else if next, ok = w.value(next, nil, depth+1); !ok {
-				return 0, false
+			} else if w.d.Skip() != nil {
+				return false
 			}
-			if next, ok = w.value(next, ft, depth+1); !ok {
-				return 0, false
+			if !w.value(ft, depth+1) {
+				return false
 			}
 		}
-		return next, true
-	case (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) && kind == 'a':
-		elem = t.Elem()
+		return true
+	case (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) && isArr:
+		n, err := w.d.DecodeArrayLen()
+		if err != nil {
+			return false
+		}
 		for range n {
-			if next, ok = w.value(next, elem, depth+1); !ok {
-				return 0, false
+			if !w.value(t.Elem(), depth+1) {
+				return false
 			}
 		}
-		return next, true
-	case t.Kind() == reflect.Map && kind == 'm':
-		elem = t.Elem()
+		return true
+	case t.Kind() == reflect.Map && isMap:
+		n, err := w.d.DecodeMapLen()
+		if err != nil {
+			return false
+		}
 		for range n {
-			if next, ok = w.value(next, nil, depth+1); !ok {
-				return 0, false
-			}
-			if next, ok = w.value(next, elem, depth+1); !ok {
-				return 0, false
+			if w.d.Skip() != nil || !w.value(t.Elem(), depth+1) {
+				return false
 			}
 		}
-		return next, true
+		return true
 	}
-	// Skip: a container's members, or the value itself.
-	switch kind {
-	case 'm':
-		n *= 2
-		fallthrough
-	case 'a':
-		for range n {
-			if next, ok = w.value(next, nil, depth+1); !ok {
-				return 0, false
-			}
-		}
-		return next, true
-	case 's':
-		return next + n, true
-	}
-	return next, true
-}
-
-// msgpackHead reads the header of the msgpack value at p[off]: kind 'm'
-// (map, n pairs), 'a' (array, n elements) or 's' (string, n bytes) with
-// next the offset after the header, or 'x' with next the offset after the
-// whole value.
-func msgpackHead(p []byte, off int) (kind byte, n, next int, ok bool) {
-	if off >= len(p) {
-		return 0, 0, 0, false
-	}
-	c := p[off]
-	off++
-	size := func(w int) (int, bool) {
-		if off+w > len(p) {
-			return 0, false
-		}
-		var v uint64
-		switch w {
-		case 1:
-			v = uint64(p[off])
-		case 2:
-			v = uint64(binary.BigEndian.Uint16(p[off:]))
-		case 4:
-			v = uint64(binary.BigEndian.Uint32(p[off:]))
-		}
-		off += w
-		return int(v), v <= uint64(len(p))
-	}
-	fixed := func(w int) (byte, int, int, bool) { return 'x', 0, off + w, off+w <= len(p) }
-	ext := func(w int) (byte, int, int, bool) {
-		l, ok := size(w)
-		return 'x', 0, off + 1 + l, ok && off+1+l <= len(p)
-	}
-	sized := func(kind byte, w int) (byte, int, int, bool) {
-		l, ok := size(w)
-		if kind == 'x' {
-			return 'x', 0, off + l, ok && off+l <= len(p)
-		}
-		return kind, l, off, ok && (kind != 's' || off+l <= len(p))
-	}
-	switch {
-	case c <= 0x7f || c >= 0xe0:
-		return 'x', 0, off, true
-	case c <= 0x8f:
-		return 'm', int(c & 0x0f), off, true
-	case c <= 0x9f:
-		return 'a', int(c & 0x0f), off, true
-	case c <= 0xbf:
-		l := int(c & 0x1f)
-		return 's', l, off, off+l <= len(p)
-	}
-	switch c {
-	case 0xc0, 0xc2, 0xc3:
-		return 'x', 0, off, true
-	case 0xcc, 0xd0:
-		return fixed(1)
-	case 0xcd, 0xd1:
-		return fixed(2)
-	case 0xca, 0xce, 0xd2:
-		return fixed(4)
-	case 0xcb, 0xcf, 0xd3:
-		return fixed(8)
-	case 0xd4:
-		return fixed(2)
-	case 0xd5:
-		return fixed(3)
-	case 0xd6:
-		return fixed(5)
-	case 0xd7:
-		return fixed(9)
-	case 0xd8:
-		return fixed(17)
-	case 0xc7:
-		return ext(1)
-	case 0xc8:
-		return ext(2)
-	case 0xc9:
-		return ext(4)
-	case 0xc4:
-		return sized('x', 1)
-	case 0xc5:
-		return sized('x', 2)
-	case 0xc6:
-		return sized('x', 4)
-	case 0xd9:
-		return sized('s', 1)
-	case 0xda:
-		return sized('s', 2)
-	case 0xdb:
-		return sized('s', 4)
-	case 0xdc:
-		return sized('a', 2)
-	case 0xdd:
-		return sized('a', 4)
-	case 0xde:
-		return sized('m', 2)
-	case 0xdf:
-		return sized('m', 4)
-	}
-	return 0, 0, 0, false // 0xc1
+	return w.d.Skip() == nil
 }

@@ -43,6 +43,7 @@ import (
 	"github.com/kuracache/kura"
 	"github.com/kuracache/kura/codec"
 	"github.com/kuracache/kura/dictstore"
+	"github.com/kuracache/kura/internal/harness/interop"
 	"github.com/kuracache/kura/store"
 	"github.com/kuracache/kura/store/memcache"
 	"github.com/kuracache/kura/store/memcache/meta"
@@ -105,62 +106,13 @@ func main() {
 	}
 }
 
-// emit prints out as JSON, or err and exits 1.
-func emit[T any](out T, err error) {
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "nodeinterop:", err)
-		os.Exit(1)
-	}
-	if err := json.NewEncoder(os.Stdout).Encode(out); err != nil {
-		os.Exit(1)
-	}
-}
+func emit[T any](out T, err error) { interop.Emit("nodeinterop", out, err) }
 
-// kind is one value kind: how to write it and how to read it, with Go types.
-type kind struct {
-	name  string
-	write func(ctx context.Context, s store.Store, key string) (any, error)
-	read  func(ctx context.Context, s store.Store, key string) (any, error)
-}
-
-func typed[V any](name string, opts kura.Options, v V) kind {
-	mk := func(s store.Store) (*kura.Cache[V], error) { return kura.New[V](s, opts) }
-	return kind{
-		name: name,
-		write: func(ctx context.Context, s store.Store, key string) (any, error) {
-			c, err := mk(s)
-			if err != nil {
-				return nil, err
-			}
-			return v, c.Set(ctx, key, v, time.Minute)
-		},
-		read: func(ctx context.Context, s store.Store, key string) (any, error) {
-			c, err := mk(s)
-			if err != nil {
-				return nil, err
-			}
-			return c.Get(ctx, key)
-		},
-	}
-}
-
-func kinds() ([]kind, error) {
+func kinds() ([]interop.Kind, error) {
 	at := time.Date(2026, 11, 24, 22, 0, 0, 123e6, time.UTC)
 	art := Article{ID: 42, Name: "記事 article", Tags: []string{"金利", "yen"}, At: at,
 		Body: "The yen weakened as the central bank held rates. 日銀は金利を据え置いた。 The yen weakened as the central bank held rates."}
-	jsonCodec, err := codec.New(codec.Options{Serializer: codec.JSON()})
-	if err != nil {
-		return nil, err
-	}
-	zstdCodec, err := codec.New(codec.Options{Compressor: codec.Zstd(3), MinCompressSize: -1})
-	if err != nil {
-		return nil, err
-	}
-	rawCodec, err := codec.New(codec.Options{Serializer: codec.Raw()})
-	if err != nil {
-		return nil, err
-	}
-	idCodec, err := codec.New(codec.Options{Serializer: codec.IDList()})
+	cs, err := interop.NewCodecs()
 	if err != nil {
 		return nil, err
 	}
@@ -168,49 +120,24 @@ func kinds() ([]kind, error) {
 	for i := 0; i < 20; i++ {
 		big.Body += " The yen weakened as the central bank held rates."
 	}
-	neg := kind{
-		name: "negative",
-		write: func(ctx context.Context, s store.Store, key string) (any, error) {
-			c, err := kura.New[Article](s, kura.Options{})
-			if err != nil {
-				return nil, err
-			}
-			_, err = c.Fetch(ctx, key, time.Minute, func(context.Context, string) (Article, error) { return Article{}, kura.ErrNotFound })
-			if !errors.Is(err, kura.ErrNotFound) {
-				return nil, fmt.Errorf("negative fetch: %v", err)
-			}
-			return nil, nil
-		},
-		read: func(ctx context.Context, s store.Store, key string) (any, error) {
-			c, err := kura.New[Article](s, kura.Options{})
-			if err != nil {
-				return nil, err
-			}
-			_, err = c.Get(ctx, key)
-			if errors.Is(err, kura.ErrNotFound) {
-				return "not found", nil
-			}
-			return nil, fmt.Errorf("want ErrNotFound, got %v", err)
-		},
-	}
-	return []kind{
-		typed("record", kura.Options{}, art),
-		typed("product-json", kura.Options{}, ProductJSON{1, "lamp", 9.5}),
-		typed("product-msgpack", kura.Options{}, ProductMsgPack{1, "lamp", 9.5}),
-		typed("product-untagged", kura.Options{}, ProductUntagged{1, "lamp", 9.5}),
-		typed("record-s2", kura.Options{}, big),
-		typed("record-json", kura.Options{Codec: jsonCodec}, big),
-		typed("record-zstd", kura.Options{Codec: zstdCodec}, big),
-		typed("string", kura.Options{}, "héllo, 世界"),
-		typed("int", kura.Options{}, int64(-1234567890123)),
-		typed("float", kura.Options{}, 3.25),
-		typed("bool", kura.Options{}, true),
-		typed("list", kura.Options{}, []int{1, 2, 3}),
-		typed("map", kura.Options{}, map[string]int{"a": 1, "b": 2}),
-		typed("time", kura.Options{}, at),
-		typed("raw", kura.Options{Codec: rawCodec}, []byte("raw bytes \x00\x01\x02")),
-		typed("idlist", kura.Options{Codec: idCodec}, []int64{1, 2, 3, 100, 7, -5}),
-		neg,
+	return []interop.Kind{
+		interop.Typed("record", kura.Options{}, art),
+		interop.Typed("product-json", kura.Options{}, ProductJSON{1, "lamp", 9.5}),
+		interop.Typed("product-msgpack", kura.Options{}, ProductMsgPack{1, "lamp", 9.5}),
+		interop.Typed("product-untagged", kura.Options{}, ProductUntagged{1, "lamp", 9.5}),
+		interop.Typed("record-s2", kura.Options{}, big),
+		interop.Typed("record-json", kura.Options{Codec: cs.JSON}, big),
+		interop.Typed("record-zstd", kura.Options{Codec: cs.Zstd}, big),
+		interop.Typed("string", kura.Options{}, "héllo, 世界"),
+		interop.Typed("int", kura.Options{}, int64(-1234567890123)),
+		interop.Typed("float", kura.Options{}, 3.25),
+		interop.Typed("bool", kura.Options{}, true),
+		interop.Typed("list", kura.Options{}, []int{1, 2, 3}),
+		interop.Typed("map", kura.Options{}, map[string]int{"a": 1, "b": 2}),
+		interop.Typed("time", kura.Options{}, at),
+		interop.Typed("raw", kura.Options{Codec: cs.Raw}, []byte("raw bytes \x00\x01\x02")),
+		interop.Typed("idlist", kura.Options{Codec: cs.IDList}, []int64{1, 2, 3, 100, 7, -5}),
+		interop.Negative[Article](),
 	}, nil
 }
 
@@ -226,11 +153,11 @@ type opened struct {
 // open connects to a redis-server ("host:port") or a memcached pool
 // ("memcache://host:port,...").
 func open(ctx context.Context, addr string) (*opened, error) {
-	if servers, ok := strings.CutPrefix(addr, "memcache://"); ok {
-		s, err := memcache.New(ctx, memcache.Options{Servers: strings.Split(servers, ",")})
-		if err != nil {
-			return nil, err
-		}
+	st, err := interop.Open(ctx, addr)
+	if err != nil {
+		return nil, err
+	}
+	if s, ok := st.(*memcache.Store); ok {
 		arith := func(ctx context.Context, key string, delta uint64) (int64, error) {
 			var res meta.Response
 			req := meta.Request{Cmd: meta.Arith, Key: key, ReturnValue: true, Vivify: 3600, Initial: delta, Delta: delta}
@@ -253,12 +180,8 @@ func open(ctx context.Context, addr string) (*opened, error) {
 			get:  func(ctx context.Context, key string) (int64, error) { return arith(ctx, key, 0) },
 		}, nil
 	}
-	s, err := redisstore.New(ctx, redisstore.Options{Addrs: []string{addr}})
-	if err != nil {
-		return nil, err
-	}
-	cl := s.Client()
-	return &opened{Store: s,
+	cl := st.(*redisstore.Store).Client()
+	return &opened{Store: st,
 		incr: func(ctx context.Context, key string) error { return cl.Do(ctx, cl.B().Incr().Key(key).Build()).Error() },
 		get: func(ctx context.Context, key string) (int64, error) {
 			v, err := cl.Do(ctx, cl.B().Get().Key(key).Build()).AsInt64()
@@ -322,28 +245,7 @@ func run(ctx context.Context, cmd, addr, prefix string) (map[string]any, error) 
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]any{}
-	for _, k := range ks {
-		key := prefix + k.name
-		var v any
-		switch cmd {
-		case "write":
-			v, err = k.write(ctx, s.Store, key)
-		case "read":
-			v, err = k.read(ctx, s.Store, key)
-		default:
-			return nil, fmt.Errorf("unknown command %q", cmd)
-		}
-		if err != nil {
-			out[key] = map[string]string{"error": err.Error()}
-			continue
-		}
-		if b, ok := v.([]byte); ok {
-			v = map[string]string{"bytes": fmt.Sprintf("%x", b)}
-		}
-		out[key] = v
-	}
-	return out, nil
+	return interop.Run(ctx, s.Store, cmd, prefix, ks)
 }
 
 // lease runs the lease commands: a stampede of Go callers on one key, or an

@@ -20,7 +20,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -29,12 +28,10 @@ import (
 	"time"
 
 	"github.com/kuracache/kura"
-	"github.com/kuracache/kura/codec"
 	"github.com/kuracache/kura/internal/harness/faults"
+	"github.com/kuracache/kura/internal/harness/interop"
 	"github.com/kuracache/kura/ring"
-	"github.com/kuracache/kura/store"
 	"github.com/kuracache/kura/store/memcache"
-	"github.com/kuracache/kura/store/redisstore"
 )
 
 // Item is the seed's user-item row as a Go service declares it; Ruby
@@ -82,122 +79,44 @@ func main() {
 	}
 }
 
-func emit[T any](out T, err error) {
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "rbinterop:", err)
-		os.Exit(1)
-	}
-	if err := json.NewEncoder(os.Stdout).Encode(out); err != nil {
-		os.Exit(1)
-	}
-}
+func emit[T any](out T, err error) { interop.Emit("rbinterop", out, err) }
 
-type kind struct {
-	name  string
-	write func(ctx context.Context, s store.Store, key string) (any, error)
-	read  func(ctx context.Context, s store.Store, key string) (any, error)
-}
-
-func typed[V any](name string, opts kura.Options, v V) kind {
-	return kind{
-		name: name,
-		write: func(ctx context.Context, s store.Store, key string) (any, error) {
-			c, err := kura.New[V](s, opts)
-			if err != nil {
-				return nil, err
-			}
-			return v, c.Set(ctx, key, v, time.Minute)
-		},
-		read: func(ctx context.Context, s store.Store, key string) (any, error) {
-			c, err := kura.New[V](s, opts)
-			if err != nil {
-				return nil, err
-			}
-			return c.Get(ctx, key)
-		},
-	}
-}
-
-func kinds() ([]kind, error) {
+func kinds() ([]interop.Kind, error) {
 	at := time.Date(2026, 11, 24, 22, 0, 0, 123e6, time.UTC)
 	item := Item{ID: 90210, UserID: 42, Name: "記事 ruby item", Tags: []string{"金利", "yen"}, Qty: 3, Price: 12.5, Active: true, Acquired: at}
 	big := item
 	for i := 0; i < 20; i++ {
 		big.Name += " the yen weakened as the central bank held rates"
 	}
-	mk := codec.New
-	jsonCodec, err := mk(codec.Options{Serializer: codec.JSON()})
+	cs, err := interop.NewCodecs()
 	if err != nil {
 		return nil, err
 	}
-	zstdCodec, err := mk(codec.Options{Compressor: codec.Zstd(3), MinCompressSize: -1})
-	if err != nil {
-		return nil, err
-	}
-	rawCodec, err := mk(codec.Options{Serializer: codec.Raw()})
-	if err != nil {
-		return nil, err
-	}
-	idCodec, err := mk(codec.Options{Serializer: codec.IDList()})
-	if err != nil {
-		return nil, err
-	}
-	neg := kind{
-		name: "negative",
-		write: func(ctx context.Context, s store.Store, key string) (any, error) {
-			c, err := kura.New[Item](s, kura.Options{})
-			if err != nil {
-				return nil, err
-			}
-			_, err = c.Fetch(ctx, key, time.Minute, func(context.Context, string) (Item, error) { return Item{}, kura.ErrNotFound })
-			if !errors.Is(err, kura.ErrNotFound) {
-				return nil, fmt.Errorf("negative fetch: %v", err)
-			}
-			return nil, nil
-		},
-		read: func(ctx context.Context, s store.Store, key string) (any, error) {
-			c, err := kura.New[Item](s, kura.Options{})
-			if err != nil {
-				return nil, err
-			}
-			if _, err = c.Get(ctx, key); errors.Is(err, kura.ErrNotFound) {
-				return "not found", nil
-			}
-			return nil, fmt.Errorf("want ErrNotFound, got %v", err)
-		},
-	}
-	return []kind{
-		typed("item", kura.Options{}, item),
-		typed("item-v2", kura.Options{Envelope: kura.EnvelopeV2}, item),
-		typed("item-jsontags", kura.Options{}, ItemJSON(item)),
-		typed("item-s2", kura.Options{}, big),
-		typed("item-json", kura.Options{Codec: jsonCodec}, big),
-		typed("item-zstd", kura.Options{Codec: zstdCodec}, big),
-		typed("items", kura.Options{}, []Item{item, item}),
-		typed("string", kura.Options{}, "héllo, 世界"),
-		typed("string-v2", kura.Options{Envelope: kura.EnvelopeV2}, "user:42 logged in"),
-		typed("map-v2", kura.Options{Envelope: kura.EnvelopeV2}, map[string]int{"a": 1, "b": 2}),
-		typed("int", kura.Options{}, int64(-1234567890123)),
-		typed("float", kura.Options{}, 3.25),
-		typed("bool", kura.Options{}, true),
-		typed("list", kura.Options{}, []int{1, 2, 3}),
-		typed("map", kura.Options{}, map[string]int{"a": 1, "b": 2}),
-		typed("time", kura.Options{}, at),
-		typed("raw", kura.Options{Codec: rawCodec}, []byte("raw bytes \x00\x01\x02")),
-		typed("idlist", kura.Options{Codec: idCodec}, []int64{1, 2, 3, 100, 7, -5}),
-		neg,
+	return []interop.Kind{
+		interop.Typed("item", kura.Options{}, item),
+		interop.Typed("item-v2", kura.Options{Envelope: kura.EnvelopeV2}, item),
+		interop.Typed("item-jsontags", kura.Options{}, ItemJSON(item)),
+		interop.Typed("item-s2", kura.Options{}, big),
+		interop.Typed("item-json", kura.Options{Codec: cs.JSON}, big),
+		interop.Typed("item-zstd", kura.Options{Codec: cs.Zstd}, big),
+		interop.Typed("items", kura.Options{}, []Item{item, item}),
+		interop.Typed("string", kura.Options{}, "héllo, 世界"),
+		interop.Typed("string-v2", kura.Options{Envelope: kura.EnvelopeV2}, "user:42 logged in"),
+		interop.Typed("map-v2", kura.Options{Envelope: kura.EnvelopeV2}, map[string]int{"a": 1, "b": 2}),
+		interop.Typed("int", kura.Options{}, int64(-1234567890123)),
+		interop.Typed("float", kura.Options{}, 3.25),
+		interop.Typed("bool", kura.Options{}, true),
+		interop.Typed("list", kura.Options{}, []int{1, 2, 3}),
+		interop.Typed("map", kura.Options{}, map[string]int{"a": 1, "b": 2}),
+		interop.Typed("time", kura.Options{}, at),
+		interop.Typed("raw", kura.Options{Codec: cs.Raw}, []byte("raw bytes \x00\x01\x02")),
+		interop.Typed("idlist", kura.Options{Codec: cs.IDList}, []int64{1, 2, 3, 100, 7, -5}),
+		interop.Negative[Item](),
 	}, nil
 }
 
-func open(ctx context.Context, addr string) (store.Store, error) {
-	if servers, ok := strings.CutPrefix(addr, "memcache://"); ok {
-		return memcache.New(ctx, memcache.Options{Servers: strings.Split(servers, ",")})
-	}
-	return redisstore.New(ctx, redisstore.Options{Addrs: []string{addr}})
-}
-
 func run(ctx context.Context, cmd, addr, prefix string) (map[string]any, error) {
-	s, err := open(ctx, addr)
+	s, err := interop.Open(ctx, addr)
 	if err != nil {
 		return nil, err
 	}
@@ -206,25 +125,7 @@ func run(ctx context.Context, cmd, addr, prefix string) (map[string]any, error) 
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]any{}
-	for _, k := range ks {
-		key := prefix + k.name
-		var v any
-		if cmd == "write" {
-			v, err = k.write(ctx, s, key)
-		} else {
-			v, err = k.read(ctx, s, key)
-		}
-		if err != nil {
-			out[key] = map[string]string{"error": err.Error()}
-			continue
-		}
-		if b, ok := v.([]byte); ok {
-			v = map[string]string{"bytes": fmt.Sprintf("%x", b)}
-		}
-		out[key] = v
-	}
-	return out, nil
+	return interop.Run(ctx, s, cmd, prefix, ks)
 }
 
 // placement answers where the Go rings put keys read from stdin.
