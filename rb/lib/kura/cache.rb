@@ -57,6 +57,7 @@ module Kura
       @logger = logger
       @on_error = on_error
       @leases = @o[:leases] && store.respond_to?(:leases?) && store.leases?
+      @lease_ttl_ms = (@o[:lease_ttl] * 1000).round
       @stats = Hash.new(0)
       @stats_lock = Mutex.new
       @dead_dicts = {}
@@ -259,15 +260,11 @@ module Kura
     def group_keys(keys)
       memo = Thread.current[:kura_owner_memo]
       out = {}
-      keys.each do |k|
-        n = memo ? (memo[k] ||= @store.node_of(k)) : @store.node_of(k)
-        (out[n] ||= []) << k
-      end
+      keys.each { |k| (out[node_of(k, memo)] ||= []) << k }
       out
     end
 
-    def node_of(key)
-      memo = Thread.current[:kura_owner_memo]
+    def node_of(key, memo = Thread.current[:kura_owner_memo])
       memo ? (memo[key] ||= @store.node_of(key)) : @store.node_of(key)
     end
 
@@ -310,7 +307,7 @@ module Kura
     # filling won with the leases taken.
     def read_leased(keys, won)
       out = empty_keys(keys)
-      per_node(group_keys(keys.reject(&:empty?)), :get, ->(g) { @store.read_lease(g, (@o[:lease_ttl] * 1000).round) }) do |ks, r|
+      per_node(group_keys(keys.reject(&:empty?)), :get, ->(g) { @store.read_lease(g, @lease_ttl_ms) }) do |ks, r|
         if r.is_a?(StoreError)
           ks.each { |k| out[k] = r }
           next
@@ -557,7 +554,7 @@ module Kura
       failed = []
       return [won, failed] if keys.empty?
 
-      per_node(group_keys(keys), :lease, ->(g) { @store.try_lease(g, placeholder, (@o[:lease_ttl] * 1000).round) }) do |ks, r|
+      per_node(group_keys(keys), :lease, ->(g) { @store.try_lease(g, placeholder, @lease_ttl_ms) }) do |ks, r|
         if r.is_a?(StoreError)
           failed.concat(ks)
         else
