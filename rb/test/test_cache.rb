@@ -124,6 +124,32 @@ class TestCache < Minitest::Test
     assert_equal 'ok', Kura::Cache.new(s).fetch(k) { 'reloaded' }
   end
 
+  # "No cache error ever reaches a fetch caller" (docs/ruby.md), per
+  # operation, on each store a dead address can stand for: memcached,
+  # Redis, and Redis shards. (A Cluster needs a seed that answers to start.)
+  def test_dead_servers_are_misses_for_every_read
+    port = KuraTest::Servers.free_port
+    {
+      'memcached' => -> { Kura::MemcacheStore.new(["127.0.0.1:#{port}"], timeout: 0.1) },
+      'redis' => -> { Kura::RedisStore.new(url: "redis://127.0.0.1:#{port}/0", timeout: 0.1) },
+      'redis shards' => -> { Kura::RedisStore.new(urls: ["redis://127.0.0.1:#{port}/0", "redis://127.0.0.1:#{port}/1"], timeout: 0.1) }
+    }.each do |name, open|
+      s = open.call
+      c = Kura::Cache.new(s, ttl: 60)
+      assert_equal 1, c.fetch('k') { 1 }, name
+      assert_equal({ 'a' => 'a', 'b' => 'b' }, c.fetch_multi('a', 'b') { |m| m.to_h { |k| [k, k] } }, name)
+      recs = c.fetch_by_index('idx', record_key: ->(i) { "r:#{i}" }, ids: -> { [1, 2] },
+                                     records: ->(ids) { ids.to_h { |i| [i, { 'id' => i }] } })
+      assert_equal [{ 'id' => 1 }, { 'id' => 2 }], recs, name
+      assert_nil c.read('k'), name
+      assert_equal({}, c.read_multi('a', 'b'), name)
+      refute c.write('k', 1), name
+      assert_operator c.stats[:store_errors], :>=, 1, name
+    ensure
+      s&.close
+    end
+  end
+
   def test_thread_safety
     c = Kura::Cache.new(memcache_store, ttl: 60)
     keys = Array.new(200) { |i| "ts:#{rand(1 << 30)}:#{i}" }
