@@ -202,4 +202,21 @@ class TestCodecVectors < Minitest::Test
     assert_operator memo.size, :<=, 1024
     assert_equal %w[a shape1999], Kura::Codec.to_wire({ 'shape1999' => 1, 'a' => 2 }).keys
   end
+
+  # The thread's packer is reused for small values, and dropped after a
+  # large one: Packer#clear keeps its buffer, so a thread that once wrote
+  # 100 MB held 100 MB until it ended.
+  def test_the_threads_packer_does_not_keep_a_large_buffer
+    Thread.new do
+      c = Kura::Codec.new(compressor: :none)
+      c.encode({ 'a' => 1 })
+      pk = Thread.current[:kura_packer]
+      refute_nil pk
+      c.encode({ 'b' => 2 })
+      assert_same pk, Thread.current[:kura_packer]
+      assert_equal 'x' * (2 << 20), c.decode(c.encode('x' * (2 << 20))).value
+      assert_nil Thread.current[:kura_packer], 'a packer that wrote 2 MiB is not kept'
+      assert_equal({ 'c' => 3 }, c.decode(c.encode({ 'c' => 3 })).value)
+    end.join
+  end
 end

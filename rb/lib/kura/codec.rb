@@ -235,16 +235,23 @@ module Kura
 
     # msgpack bytes of a wire value through the thread's packer (one per
     # thread and reused: a batch of 5,000 records allocates no packer).
+    # Packer#clear keeps the buffer's memory: a packer that wrote more than
+    # PACKER_KEEP bytes is dropped, or each Puma thread would hold the
+    # largest value it ever wrote (up to max_decoded_size) until it ends.
     def pack(wire)
       pk = (Thread.current[:kura_packer] ||= FACTORY.packer)
       pk.clear
       begin
         pk.write(wire)
-        pk.to_s
+        out = pk.to_s
+        Thread.current[:kura_packer] = nil if out.bytesize > PACKER_KEEP
+        out
       ensure
         pk.clear
       end
     end
+
+    PACKER_KEEP = 1 << 20
 
     # The msgpack/JSON form of a Ruby value (the one rule of docs/ruby.md).
     #
