@@ -106,28 +106,21 @@ module KuraTest
     end
   end
 
-  # The Go side of the cross-language tests (internal/harness/rbinterop),
-  # built once per run into rb/.build.
+  # The Go side of the cross-language tests (internal/harness/rbinterop).
+  def self.go_helper = go_binary('rbinterop')
+
   # The Go side of the lease commands shared with the Node tests
   # (internal/harness/nodeinterop: stampede, invalidate, history).
-  def self.node_interop
-    bin = File.join(ROOT, 'rb', '.build', 'nodeinterop')
+  def self.node_interop = go_binary('nodeinterop')
+
+  # internal/harness/<name>, built once per run into rb/.build (make
+  # test-ruby builds both first and sets KURA_RB_PREBUILT=1).
+  def self.go_binary(name)
+    bin = File.join(ROOT, 'rb', '.build', name)
     return bin if ENV['KURA_RB_PREBUILT'] == '1' && File.exist?(bin)
 
-    @node_interop ||= begin
-      raise 'go build ./internal/harness/nodeinterop failed' unless system('go', 'build', '-o', bin, './internal/harness/nodeinterop', chdir: ROOT)
-
-      bin
-    end
-  end
-
-  def self.go_helper
-    bin = File.join(ROOT, 'rb', '.build', 'rbinterop')
-    return bin if ENV['KURA_RB_PREBUILT'] == '1' && File.exist?(bin)
-
-    @go_helper ||= begin
-      ok = system('go', 'build', '-o', bin, './internal/harness/rbinterop', chdir: ROOT)
-      raise 'go build ./internal/harness/rbinterop failed' unless ok
+    (@go_binaries ||= {})[name] ||= begin
+      raise "go build ./internal/harness/#{name} failed" unless system('go', 'build', '-o', bin, "./internal/harness/#{name}", chdir: ROOT)
 
       bin
     end

@@ -190,4 +190,33 @@ class TestCodecVectors < Minitest::Test
     assert_equal rec['id'], c.decode(c.encode(rec, written: w)).value['id']
     assert_equal Kura::Codec.new(compact: true).encode(rec, written: w, schema: 9), c.encode(rec, written: w, schema: 9)
   end
+
+  # The key-order memo is bounded: a Hash past MEMO_KEYS keys is sorted,
+  # not kept, and a stream of new shapes never holds more than 1,024.
+  def test_key_order_memo_is_bounded
+    memo = Kura::Codec.instance_variable_get(:@key_orders)
+    big = Array.new(10_000) { |i| ["k#{i}", i] }.to_h
+    assert_equal big.keys.sort, Kura::Codec.to_wire(big).keys
+    refute memo.key?(big.keys), 'a 10,000-key shape is not memoized'
+    2_000.times { |i| Kura::Codec.to_wire({ "shape#{i}" => 1, 'a' => 2 }) }
+    assert_operator memo.size, :<=, 1024
+    assert_equal %w[a shape1999], Kura::Codec.to_wire({ 'shape1999' => 1, 'a' => 2 }).keys
+  end
+
+  # The thread's packer is reused for small values, and dropped after a
+  # large one: Packer#clear keeps its buffer, so a thread that once wrote
+  # 100 MB held 100 MB until it ended.
+  def test_the_threads_packer_does_not_keep_a_large_buffer
+    Thread.new do
+      c = Kura::Codec.new(compressor: :none)
+      c.encode({ 'a' => 1 })
+      pk = Thread.current[:kura_packer]
+      refute_nil pk
+      c.encode({ 'b' => 2 })
+      assert_same pk, Thread.current[:kura_packer]
+      assert_equal 'x' * (2 << 20), c.decode(c.encode('x' * (2 << 20))).value
+      assert_nil Thread.current[:kura_packer], 'a packer that wrote 2 MiB is not kept'
+      assert_equal({ 'c' => 3 }, c.decode(c.encode({ 'c' => 3 })).value)
+    end.join
+  end
 end

@@ -60,6 +60,14 @@ class TestHardening
       assert_raises(ArgumentError) { c.write("ttl:#{rand(1 << 30)}", 1, ttl: t) }
       assert_raises(ArgumentError) { c.fetch("ttl:#{rand(1 << 30)}", negative_ttl: t) { nil } }
     end
+    # the constructor's TTLs by the same rule: ttl: Infinity raised
+    # FloatDomainError out of every fetch that wrote
+    %i[ttl negative_ttl lease_ttl].each do |name|
+      [-5, Float::NAN, Float::INFINITY, '60', nil].each do |t|
+        e = assert_raises(ArgumentError) { Kura::Cache.new(@store, name => t) }
+        assert_match(/#{name} must be a finite number/, e.message)
+      end
+    end
     k = "tiny:#{rand(1 << 30)}"
     assert_equal 1, c.fetch(k, ttl: 0.0001) { 1 }
     sleep 1.2
@@ -99,7 +107,9 @@ class TestHardening
 end
 
 class TestHardening
-  SECRET = 's3cr3t#word@evil.example.com'
+  # '@' and '#' in a password, with a tail a parser that cuts at the first
+  # '@' would keep ('evil'); what could parse as its host is localhost.
+  SECRET = 's3cr3t#word@localhost#evil'
 
   # A password in a URL never appears in an exception message, #inspect or
   # a log line: URI's InvalidURIError quoted the whole URL (a '#' or a space

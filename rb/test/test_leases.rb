@@ -20,6 +20,19 @@ class TestLeases < Minitest::Test
 
   def node_helper = KuraTest.node_interop
 
+  # Each backend: its name, address, a KuraBackend and a Cache over its
+  # store (closed after).
+  def each_cache
+    self.class.backends.each do |be, addr|
+      b = KuraBackend.open(addr)
+      begin
+        yield be, addr, b, Kura::Cache.new(b.store, ttl: 60)
+      ensure
+        b.store.close
+      end
+    end
+  end
+
   def node_stampede_cmd(addr, key, callers, sleep_ms, value, procs)
     dist = File.join(KuraTest::ROOT, 'js', 'dist', 'index.js')
     unless File.exist?(dist)
@@ -59,9 +72,7 @@ class TestLeases < Minitest::Test
 
   # Ruby's fill is voided by a Go invalidation, and Go's by a Ruby one.
   def test_invalidation_voids_fills_across_languages
-    self.class.backends.each do |be, addr|
-      b = KuraBackend.open(addr)
-      c = Kura::Cache.new(b.store, ttl: 60)
+    each_cache do |be, addr, b, c|
       key = "void:#{be}:#{rand(1 << 30)}"
       loading = Queue.new
       invalidated = Queue.new
@@ -92,21 +103,17 @@ class TestLeases < Minitest::Test
       assert st.success?, err
       assert_equal 1, JSON.parse(out)['fillsLost'], "#{be}: Go's fill after a Ruby invalidation"
       assert_equal 'fresh2', c.fetch(key2) { 'fresh2' }
-      b.store.close
     end
   end
 
   # One process, many threads: one load per key, the rest wait on the lease.
   def test_threads_share_one_load
-    self.class.backends.each do |be, addr|
-      b = KuraBackend.open(addr)
-      c = Kura::Cache.new(b.store, ttl: 60)
+    each_cache do |be, _addr, _b, c|
       key = "threads:#{be}:#{rand(1 << 30)}"
       loads = Queue.new
       vals = Array.new(16) { Thread.new { c.fetch(key) { loads << 1; sleep 0.1; 'one' } } }.map(&:value)
       assert_equal ['one'] * 16, vals
       assert_equal 1, loads.size, be
-      b.store.close
     end
   end
 end

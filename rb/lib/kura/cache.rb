@@ -45,9 +45,10 @@ module Kura
       @store = store
       @codec = codec
       @o = DEFAULTS.merge(opts)
-      %i[ttl negative_ttl lease_ttl lease_wait].each do |k|
-        raise ArgumentError, "kura: #{k} must be a number of seconds >= 0" unless @o[k].is_a?(Numeric) && @o[k] >= 0
-      end
+      # an infinite ttl passed here and raised FloatDomainError out of every
+      # fetch that wrote; an infinite lease_ttl made every lease a store error
+      %i[ttl negative_ttl lease_ttl].each { |k| check_ttl(k, @o[k]) }
+      raise ArgumentError, 'kura: lease_wait must be a number of seconds >= 0' unless @o[:lease_wait].is_a?(Numeric) && @o[:lease_wait] >= 0
       raise ArgumentError, 'kura: ttl_jitter must be in 0...1' unless @o[:ttl_jitter].between?(0, 0.999)
       raise ArgumentError, 'kura: lease_ttl must be positive' if @o[:leases] && !@o[:lease_ttl].positive?
 
@@ -56,6 +57,7 @@ module Kura
       @logger = logger
       @on_error = on_error
       @leases = @o[:leases] && store.respond_to?(:leases?) && store.leases?
+      @lease_ttl_ms = (@o[:lease_ttl] * 1000).round
       @stats = Hash.new(0)
       @stats_lock = Mutex.new
       @dead_dicts = {}
@@ -88,8 +90,8 @@ module Kura
     def fetch_multi(*keys, ttl: nil, negative_ttl: nil, &block)
       raise ArgumentError, 'kura: fetch_multi needs a block' unless block
 
-      check_ttl(:ttl, ttl)
-      check_ttl(:negative_ttl, negative_ttl)
+      check_ttl(:ttl, ttl) unless ttl.nil?
+      check_ttl(:negative_ttl, negative_ttl) unless negative_ttl.nil?
       keys = keys.flatten.map(&:to_s).uniq
       return {} if keys.empty?
 
@@ -161,7 +163,7 @@ module Kura
     # Writes values ({ key => value }), one batch per server. Returns
     # true when every server took its batch.
     def write_multi(hash, ttl: nil)
-      check_ttl(:ttl, ttl)
+      check_ttl(:ttl, ttl) unless ttl.nil?
       written = now_ms
       items = hash.filter_map do |k, v|
         t = jitter(ttl || @o[:ttl])
@@ -234,11 +236,10 @@ module Kura
       Process.clock_gettime(Process::CLOCK_MONOTONIC)
     end
 
-    # A per-call TTL must be a finite number of seconds >= 0, as the
-    # constructor's: a negative one was stored as "no expiry" (0 on the
+    # A TTL (the constructor's or a call's) must be a finite number of
+    # seconds >= 0: a negative one was stored as "no expiry" (0 on the
     # wire), and NaN raised FloatDomainError after the block ran.
     def check_ttl(name, secs)
-      return if secs.nil?
       return if secs.is_a?(Numeric) && secs.to_f.finite? && secs >= 0
 
       raise ArgumentError, "kura: #{name} must be a finite number of seconds >= 0 (0: no expiry), got #{secs.inspect}"
@@ -259,15 +260,11 @@ module Kura
     def group_keys(keys)
       memo = Thread.current[:kura_owner_memo]
       out = {}
-      keys.each do |k|
-        n = memo ? (memo[k] ||= @store.node_of(k)) : @store.node_of(k)
-        (out[n] ||= []) << k
-      end
+      keys.each { |k| (out[node_of(k, memo)] ||= []) << k }
       out
     end
 
-    def node_of(key)
-      memo = Thread.current[:kura_owner_memo]
+    def node_of(key, memo = Thread.current[:kura_owner_memo])
       memo ? (memo[key] ||= @store.node_of(key)) : @store.node_of(key)
     end
 
@@ -310,7 +307,7 @@ module Kura
     # filling won with the leases taken.
     def read_leased(keys, won)
       out = empty_keys(keys)
-      per_node(group_keys(keys.reject(&:empty?)), :get, ->(g) { @store.read_lease(g, (@o[:lease_ttl] * 1000).round) }) do |ks, r|
+      per_node(group_keys(keys.reject(&:empty?)), :get, ->(g) { @store.read_lease(g, @lease_ttl_ms) }) do |ks, r|
         if r.is_a?(StoreError)
           ks.each { |k| out[k] = r }
           next
@@ -557,7 +554,7 @@ module Kura
       failed = []
       return [won, failed] if keys.empty?
 
-      per_node(group_keys(keys), :lease, ->(g) { @store.try_lease(g, placeholder, (@o[:lease_ttl] * 1000).round) }) do |ks, r|
+      per_node(group_keys(keys), :lease, ->(g) { @store.try_lease(g, placeholder, @lease_ttl_ms) }) do |ks, r|
         if r.is_a?(StoreError)
           failed.concat(ks)
         else

@@ -21,8 +21,9 @@ module Kura
   end
 
   # The kura envelope (docs/FORMAT.md), versions 1, 2 and 3, over
-  # msgpack-ruby, libsnappy and libzstd. A Codec is immutable after
-  # construction and safe to share between threads.
+  # msgpack-ruby, libsnappy and libzstd. A Codec is safe to share between
+  # threads: its settings do not change after construction, and its one
+  # memo (the last compact header it built) is replaced whole.
   #
   #   codec = Kura::Codec.new                       # msgpack, Snappy above 256 B, version 2
   #   bytes = codec.encode({ 'id' => 1, 'name' => 'lamp' })
@@ -234,16 +235,23 @@ module Kura
 
     # msgpack bytes of a wire value through the thread's packer (one per
     # thread and reused: a batch of 5,000 records allocates no packer).
+    # Packer#clear keeps the buffer's memory: a packer that wrote more than
+    # PACKER_KEEP bytes is dropped, or each Puma thread would hold the
+    # largest value it ever wrote (up to max_decoded_size) until it ends.
     def pack(wire)
       pk = (Thread.current[:kura_packer] ||= FACTORY.packer)
       pk.clear
       begin
         pk.write(wire)
-        pk.to_s
+        out = pk.to_s
+        Thread.current[:kura_packer] = nil if out.bytesize > PACKER_KEEP
+        out
       ensure
         pk.clear
       end
     end
+
+    PACKER_KEEP = 1 << 20
 
     # The msgpack/JSON form of a Ruby value (the one rule of docs/ruby.md).
     #
@@ -284,7 +292,10 @@ module Kura
     end
 
     # Key orders by key list: records of one shape share one sort. The
-    # cached entry is [order, every key a String].
+    # cached entry is [order, every key a String]. At most 1,024 shapes
+    # of at most MEMO_KEYS keys are kept: a Hash with a million keys (or a
+    # stream of new shapes) is sorted each time, not held.
+    MEMO_KEYS = 256
     @key_orders = {}
     @key_orders_lock = Mutex.new
     # Values msgpack writes as they are (a Time as the timestamp extension).
@@ -296,9 +307,11 @@ module Kura
       unless order
         order = keys.sort_by { |k| (k.is_a?(String) ? k : k.to_s).b }.freeze
         strings = keys.all?(String)
-        @key_orders_lock.synchronize do
-          @key_orders.clear if @key_orders.size >= 1024
-          @key_orders[keys.freeze] = [order, strings].freeze
+        if keys.length <= MEMO_KEYS
+          @key_orders_lock.synchronize do
+            @key_orders.clear if @key_orders.size >= 1024
+            @key_orders[keys.freeze] = [order, strings].freeze
+          end
         end
       end
       # String keys and values msgpack writes as they are (most records):

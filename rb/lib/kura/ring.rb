@@ -70,14 +70,31 @@ module Kura
       end
     end
 
-    # libketama over "host:port" (Go store/memcache's default ring, Node's KetamaRing).
-    class Ketama
+    # What every ring shares: its servers (checked, as Strings) and the
+    # owner of a key; a ring defines #index(key).
+    class Base
       attr_reader :servers
 
-      def initialize(servers, weights: nil)
+      def server(key)
+        @servers[index(key)]
+      end
+
+      private
+
+      # Checks servers and weights (each 1 when nil), keeps the servers;
+      # returns the weights.
+      def take(servers, weights)
         weights ||= [1] * servers.length
         Ring.check(servers, weights)
         @servers = servers.map(&:to_s).freeze
+        weights
+      end
+    end
+
+    # libketama over "host:port" (Go store/memcache's default ring, Node's KetamaRing).
+    class Ketama < Base
+      def initialize(servers, weights: nil)
+        weights = take(servers, weights)
         total = weights.sum
         n = Ring.f32(servers.length.to_f)
         pts = []
@@ -95,21 +112,13 @@ module Kura
       def index(key)
         @c.ceil(Digest::MD5.digest(key.to_s).unpack1('V'))
       end
-
-      def server(key)
-        @servers[index(key)]
-      end
     end
 
     # dalli 3.x's ring: floor(n*160*w/W) points SHA1("host:port:k")[0,4]
     # big-endian per server, CRC-32 of the key, last point at or before it.
-    class Dalli
-      attr_reader :servers
-
+    class Dalli < Base
       def initialize(servers, weights: nil)
-        weights ||= [1] * servers.length
-        Ring.check(servers, weights)
-        @servers = servers.map(&:to_s).freeze
+        weights = take(servers, weights)
         return if servers.length == 1
 
         total = weights.sum
@@ -129,10 +138,6 @@ module Kura
         @c.floor(Zlib.crc32(key.b))
       end
 
-      def server(key)
-        @servers[index(key)]
-      end
-
       # The key dalli's KeyManager sends for a key over 250 characters.
       def self.dalli_key(key)
         chars = key.valid_encoding? ? key.length : key.bytesize
@@ -147,12 +152,9 @@ module Kura
     # redis-rb 4.x's Redis::HashRing: 160 points CRC-32("id:k") per node,
     # the node added later owning collisions; the key's {tag} when it opens
     # the key (or a line of it).
-    class Distributed
-      attr_reader :servers
-
+    class Distributed < Base
       def initialize(ids)
-        Ring.check(ids, [1] * ids.length)
-        @servers = ids.map(&:to_s).freeze
+        take(ids, nil)
         pts = []
         @servers.each_with_index do |id, owner|
           160.times { |k| pts << [Zlib.crc32("#{id}:#{k}"), owner] }
@@ -166,10 +168,6 @@ module Kura
           key = m[1]
         end
         @c.floor(Zlib.crc32(key.b))
-      end
-
-      def server(key)
-        @servers[index(key)]
       end
 
       # redis-rb's default node id: "redis://host:port/db".

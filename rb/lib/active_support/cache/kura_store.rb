@@ -189,7 +189,7 @@ module ActiveSupport
       # absent (decrement floors at 0, as memcached does).
       def memcached_counter(key, amount, opts)
         node = @store.node_of(key)
-        ttl = Kura::Memcache.ttl_seconds(((opts[:expires_in] || 0).to_f * 1000).round)
+        ttl = Kura::Memcache.ttl_seconds(ttl_ms(opts))
         req = { cmd: 'ma', key: key, v: true, mode: amount.negative? ? 'D' : 'I', delta: amount.abs,
                 vivify: ttl.positive? ? ttl : 0, initial: amount.negative? ? 0 : amount }
         req[:vivify] = 2_592_000 if req[:vivify].zero?
