@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kuracache/kura/internal/units"
 	"github.com/kuracache/kura/internal/vis"
 )
 
@@ -191,15 +192,7 @@ func Format(v float64, metric string) string {
 }
 
 func thousands(v float64) string {
-	s := strconv.FormatFloat(math.Round(v), 'f', 0, 64)
-	var out []byte
-	for i := range len(s) {
-		if i > 0 && (len(s)-i)%3 == 0 && s[i-1] != '-' {
-			out = append(out, ',')
-		}
-		out = append(out, s[i])
-	}
-	return string(out)
+	return units.Group(strconv.FormatFloat(math.Round(v), 'f', 0, 64))
 }
 
 // Glance is the page's table of headline ratios.
