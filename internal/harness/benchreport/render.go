@@ -107,8 +107,8 @@ func Block(r *Results, s *Section) string {
 	}
 	l := s.Load
 	fmt.Fprintf(&b, "Run %s (%s s), commit `%s`, %d cores (%s), load average %.1f at the start and %.1f at the end "+
-		"(1 min; the cores were shared with other engineers' jobs, so absolute figures are noisy: compare within the table). "+
-		"Reproduce: `%s`.\n", day(s.Started), strconv.FormatFloat(s.Seconds, 'f', 0, 64), s.Commit, r.Machine.CPUs, r.Machine.CPU, l[0][0], l[1][0], s.Command)
+		"(1 min, on %d cores: above that the run waited for CPU, so read the ratios, measured within the table, before absolute figures). "+
+		"Reproduce: `%s`.\n", day(s.Started), strconv.FormatFloat(s.Seconds, 'f', 0, 64), s.Commit, r.Machine.CPUs, r.Machine.CPU, l[0][0], l[1][0], r.Machine.CPUs, s.Command)
 	return b.String()
 }
 
