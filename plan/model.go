@@ -5,6 +5,8 @@ import (
 	"math"
 	"sort"
 	"strings"
+
+	"github.com/kuracache/kura/internal/units"
 )
 
 // HoursPerMonth is the month the monthly costs are computed over (the
@@ -1134,24 +1136,7 @@ func money(currency string, v float64) string {
 }
 
 // commas prints v with two decimals and thousands separators.
-func commas(v float64) string {
-	s := fmt.Sprintf("%.2f", v)
-	intPart, frac, _ := strings.Cut(s, ".")
-	neg := strings.HasPrefix(intPart, "-")
-	intPart = strings.TrimPrefix(intPart, "-")
-	var b strings.Builder
-	for i, c := range intPart {
-		if i > 0 && (len(intPart)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	out := b.String() + "." + frac
-	if neg {
-		out = "-" + out
-	}
-	return out
-}
+func commas(v float64) string { return units.Group(fmt.Sprintf("%.2f", v)) }
 
 // Money formats an amount in the catalog's currency, as the reports do.
 func (p *Plan) Money(v float64) string { return money(p.Catalog.Currency, v) }

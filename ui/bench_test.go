@@ -44,22 +44,7 @@ func TestBenchResultIsAPage(t *testing.T) {
 	bigName := save(t, dir, "bench", at.Add(time.Second), &big)
 	bogus := save(t, dir, "bench", at.Add(2*time.Second), map[string]any{"hello": "world"})
 
-	h, err := ui.New(ui.Options{ResultsDir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	defer srv.Close()
-	get := func(path string) (int, string, string) {
-		t.Helper()
-		r, err := http.Get(srv.URL + path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer r.Body.Close()
-		b, _ := io.ReadAll(r.Body)
-		return r.StatusCode, r.Header.Get("Content-Type"), string(b)
-	}
+	url, get := serveResults(t, dir)
 
 	// The list links the page, and the JSON beside it.
 	if _, _, body := get("/results"); !strings.Contains(body, `href="/bench?f=`+name+`"`) || !strings.Contains(body, `href="/results/file?f=`+name+`"`) {
@@ -101,11 +86,34 @@ func TestBenchResultIsAPage(t *testing.T) {
 	if testing.Short() {
 		return
 	}
-	dom := browsertest.New(t).DOM(t, srv.URL+"/bench?f="+name)
+	dom := browsertest.New(t).DOM(t, url+"/bench?f="+name)
 	for _, want := range []string{`id="figures"`, "123457", "0.123", "get", "Bench of redis://127.0.0.1:6379"} {
 		if !strings.Contains(dom, want) {
 			t.Errorf("bench page in the browser lacks %q", want)
 		}
+	}
+}
+
+// serveResults serves a console over the results in dir for the test's
+// life and returns its URL and a GET of one of its paths: status, content
+// type, body.
+func serveResults(t *testing.T, dir string) (string, func(path string) (int, string, string)) {
+	t.Helper()
+	h, err := ui.New(ui.Options{ResultsDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv.URL, func(path string) (int, string, string) {
+		t.Helper()
+		r, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Body.Close()
+		b, _ := io.ReadAll(r.Body)
+		return r.StatusCode, r.Header.Get("Content-Type"), string(b)
 	}
 }
 

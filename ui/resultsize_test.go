@@ -1,9 +1,6 @@
 package ui_test
 
 import (
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -20,25 +17,17 @@ func TestOversizedResultIsNotReadIntoAPage(t *testing.T) {
 	at := time.Date(2026, 11, 29, 5, 0, 0, 0, time.UTC)
 	huge := map[string]string{"pad": strings.Repeat("x", ui.MaxResultFileBytes+1024)}
 	name := save(t, dir, "scan", at, huge)
-	h, err := ui.New(ui.Options{ResultsDir: dir})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(h)
-	defer srv.Close()
+	_, serve := serveResults(t, dir)
+	// get returns the status, the body's size and its head (all of it
+	// when it names the bound), for the messages.
 	get := func(path string) (int, int, string) {
 		t.Helper()
-		r, err := http.Get(srv.URL + path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer r.Body.Close()
-		b, _ := io.ReadAll(r.Body)
-		head := string(b)
-		if len(head) > 4096 && !strings.Contains(head, "over 16 MiB") {
+		code, _, head := serve(path)
+		n := len(head)
+		if n > 4096 && !strings.Contains(head, "over 16 MiB") {
 			head = head[:4096]
 		}
-		return r.StatusCode, len(b), head
+		return code, n, head
 	}
 	for _, p := range []string{"/scan?f=" + name, "/bench?f=" + name} {
 		if _, n, body := get(p); !strings.Contains(body, "over 16 MiB") || n > 1<<20 {

@@ -593,13 +593,12 @@ func (s *server) resultFile(w http.ResponseWriter, r *http.Request) {
 
 // Bounds of a bench page (a saved result is input like any other: a
 // hand-edited or planted file must not make a page of any size): files
-// over MaxBenchFileBytes are not drawn (the raw JSON link still serves
-// them), tables show at most MaxBenchRows rows with a count of the rest,
-// and each text at most MaxBenchText bytes.
+// over MaxResultFileBytes are not read (loadResult; the raw JSON link
+// still serves them), tables show at most MaxBenchRows rows with a count
+// of the rest, and each text at most MaxBenchText bytes.
 const (
-	MaxBenchFileBytes = 4 << 20
-	MaxBenchRows      = 50
-	MaxBenchText      = 400
+	MaxBenchRows = 50
+	MaxBenchText = 400
 )
 
 type benchView struct {
@@ -630,11 +629,6 @@ func (s *server) benchPage(w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(http.StatusNotFound)
 		}
 		p.Error = err.Error()
-		s.render(w, "bench.html", p)
-		return
-	}
-	if len(b) > MaxBenchFileBytes {
-		p.Error = fmt.Sprintf("%s holds %d bytes, more than a bench result this page draws (%d); its raw JSON: /results/file?f=%s", e.Name, len(b), MaxBenchFileBytes, e.Name)
 		s.render(w, "bench.html", p)
 		return
 	}

@@ -23,20 +23,7 @@ func TestCDCHelpGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join("testdata", "golden", "cdc.help.txt")
-	if *update {
-		if err := os.WriteFile(path, []byte(out), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if string(want) != out {
-		t.Errorf("%s changed; review and run with -update:\n%s", path, out)
-	}
+	checkGolden(t, "cdc.help.txt", out)
 }
 
 func runCDCArgs(t *testing.T, timeout time.Duration, args ...string) string {

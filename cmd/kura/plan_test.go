@@ -51,22 +51,9 @@ func TestPlanHelpGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join("testdata", "golden", "plan.help.txt")
-	if *update {
-		if err := os.WriteFile(path, []byte(out), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if string(want) != out {
-		t.Errorf("%s changed; review and run with -update:\n%s", path, out)
-	}
+	checkGolden(t, "plan.help.txt", out)
 	if strings.Contains(strings.ToLower(out), "seed 0") {
-		t.Errorf("%s names a field report instead of the problem", path)
+		t.Errorf("plan.help.txt names a field report instead of the problem")
 	}
 }
 
@@ -76,22 +63,10 @@ func TestPlanGolden(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v\n%s", sc.name, err, stderr)
 		}
-		path := filepath.Join("testdata", "golden", "plan-"+sc.name+".txt")
-		if *update {
-			if err := os.WriteFile(path, []byte(out), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		want, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatalf("%v (run with -update to create it)", err)
-		}
-		if string(want) != out {
-			t.Errorf("%s changed; review and run with -update:\n%s", path, out)
-		}
+		name := "plan-" + sc.name + ".txt"
+		checkGolden(t, name, out)
 		if strings.Contains(strings.ToLower(out), "seed 0") {
-			t.Errorf("%s names a field report instead of the problem", path)
+			t.Errorf("%s names a field report instead of the problem", name)
 		}
 	}
 }

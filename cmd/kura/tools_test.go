@@ -87,24 +87,6 @@ func normalise(s string) string {
 	return elapsedRE.ReplaceAllString(s, " in ELAPSED$2")
 }
 
-func golden(t *testing.T, name, got string) {
-	t.Helper()
-	path := filepath.Join("testdata", "golden", name)
-	if *update {
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if string(want) != got {
-		t.Errorf("%s changed; review and run with -update:\n%s", path, got)
-	}
-}
-
 // TestInspectScanGolden: what a person reads from kura inspect and kura
 // scan on a fixed data set is a reviewed text (refresh with -update).
 func TestInspectScanGolden(t *testing.T) {
@@ -127,14 +109,14 @@ func TestInspectScanGolden(t *testing.T) {
 	if strings.Contains(out, "someone@example.com") {
 		t.Error("inspect shows a masked field")
 	}
-	golden(t, "inspect.txt", normalise(out))
+	checkGolden(t, "inspect.txt", normalise(out))
 
 	t.Setenv("KURA_RESULTS_DIR", t.TempDir())
 	out, _, err = kura(t, "scan", r.URL(), "-q", "--top", "5")
 	if err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "scan.txt", normalise(out))
+	checkGolden(t, "scan.txt", normalise(out))
 	files, _ := os.ReadDir(os.Getenv("KURA_RESULTS_DIR"))
 	if len(files) != 1 || !strings.HasPrefix(files[0].Name(), "scan-") {
 		t.Errorf("saved results: %v", files)

@@ -1,7 +1,8 @@
 // Package units reads and prints byte sizes the one way every kura
 // command and report does: K, KB = 1,000 bytes and KiB = 1,024 in input;
 // decimal units with three significant digits in output (1.3 MB), as the
-// cloud providers print them. It is a leaf: it imports nothing of kura.
+// cloud providers print them; and it groups the digits of large figures
+// (1,234,567). It is a leaf: it imports nothing of kura.
 package units
 
 import (
@@ -97,4 +98,29 @@ func trimZeros(s string) string {
 	}
 	s = strings.TrimRight(s, "0")
 	return strings.TrimSuffix(s, ".")
+}
+
+// Group writes a comma between each three digits of the integer part of
+// a formatted decimal number: "-1234567.50" becomes "-1,234,567.50". The
+// caller chooses the rounding (fmt's %.2f for money, math.Round for a
+// count); Group only groups.
+func Group(num string) string {
+	sign, rest := "", num
+	if strings.HasPrefix(rest, "-") || strings.HasPrefix(rest, "+") {
+		sign, rest = rest[:1], rest[1:]
+	}
+	intPart, frac, hasFrac := strings.Cut(rest, ".")
+	var b strings.Builder
+	b.WriteString(sign)
+	for i := range len(intPart) {
+		if i > 0 && (len(intPart)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteByte(intPart[i])
+	}
+	if hasFrac {
+		b.WriteByte('.')
+		b.WriteString(frac)
+	}
+	return b.String()
 }

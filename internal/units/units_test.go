@@ -26,6 +26,14 @@ func TestFormatBytes(t *testing.T) {
 	}
 }
 
+func TestGroup(t *testing.T) {
+	for in, want := range map[string]string{"0": "0", "999": "999", "1000": "1,000", "-123456": "-123,456", "1234567.50": "1,234,567.50", "-0.25": "-0.25", "100000.00": "100,000.00"} {
+		if got := Group(in); got != want {
+			t.Errorf("Group(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
 // FuzzParseBytes: any string is a size within bounds or ErrSize.
 func FuzzParseBytes(f *testing.F) {
 	for _, s := range []string{"1.3MB", "512KiB", "4096", "-1", "1e400", "KB"} {

@@ -302,7 +302,8 @@ func clip(s string, w, px float64) string {
 	return "…"
 }
 
-// niceCeil rounds v up to 1, 2 or 5 times a power of ten.
+// niceCeil rounds v up to 1, 1.5, 2, 2.5 or 5 times a power of ten,
+// leaving at least 2 % above v (a bar never touches the axis's end).
 func niceCeil(v float64) float64 {
 	if v <= 0 {
 		return 1

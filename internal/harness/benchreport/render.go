@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kuracache/kura/internal/units"
 	"github.com/kuracache/kura/internal/vis"
 )
 
@@ -106,8 +107,8 @@ func Block(r *Results, s *Section) string {
 	}
 	l := s.Load
 	fmt.Fprintf(&b, "Run %s (%s s), commit `%s`, %d cores (%s), load average %.1f at the start and %.1f at the end "+
-		"(1 min; the cores were shared with other engineers' jobs, so absolute figures are noisy: compare within the table). "+
-		"Reproduce: `%s`.\n", day(s.Started), strconv.FormatFloat(s.Seconds, 'f', 0, 64), s.Commit, r.Machine.CPUs, r.Machine.CPU, l[0][0], l[1][0], s.Command)
+		"(1 min, on %d cores: above that the run waited for CPU, so read the ratios, measured within the table, before absolute figures). "+
+		"Reproduce: `%s`.\n", day(s.Started), strconv.FormatFloat(s.Seconds, 'f', 0, 64), s.Commit, r.Machine.CPUs, r.Machine.CPU, l[0][0], l[1][0], r.Machine.CPUs, s.Command)
 	return b.String()
 }
 
@@ -191,15 +192,7 @@ func Format(v float64, metric string) string {
 }
 
 func thousands(v float64) string {
-	s := strconv.FormatFloat(math.Round(v), 'f', 0, 64)
-	var out []byte
-	for i := range len(s) {
-		if i > 0 && (len(s)-i)%3 == 0 && s[i-1] != '-' {
-			out = append(out, ',')
-		}
-		out = append(out, s[i])
-	}
-	return string(out)
+	return units.Group(strconv.FormatFloat(math.Round(v), 'f', 0, 64))
 }
 
 // Glance is the page's table of headline ratios.
