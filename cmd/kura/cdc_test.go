@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"os/exec"
@@ -23,35 +22,7 @@ func TestCDCHelpGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join("testdata", "golden", "cdc.help.txt")
-	if *update {
-		if err := os.WriteFile(path, []byte(out), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run with -update to create it)", err)
-	}
-	if string(want) != out {
-		t.Errorf("%s changed; review and run with -update:\n%s", path, out)
-	}
-}
-
-func runCDCArgs(t *testing.T, timeout time.Duration, args ...string) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	root := newRootCmd()
-	var out bytes.Buffer
-	root.SetOut(&out)
-	root.SetErr(&out)
-	root.SetArgs(args)
-	if cmd, err := root.ExecuteContextC(ctx); err != nil {
-		out.WriteString(mainErrorLine(cmd, err, args) + "\n")
-	}
-	return out.String()
+	checkGolden(t, "cdc.help.txt", out)
 }
 
 // TestCDCHelpExampleRuns runs the help's example as written, with only
@@ -99,7 +70,7 @@ func TestCDCHelpExampleRuns(t *testing.T) {
 		t.Fatal("the example no longer runs --until-caught-up")
 	}
 	start := time.Now()
-	out := runCDCArgs(t, 60*time.Second, "cdc", "--config", path, "--until-caught-up", "--status-every", "1s")
+	out := runAllWithin(t, 60*time.Second, "cdc", "--config", path, "--until-caught-up", "--status-every", "1s")
 	if !strings.Contains(out, "cdc: caught up") {
 		t.Fatalf("after %v the example did not report caught up:\n%s", time.Since(start), out)
 	}
@@ -121,7 +92,7 @@ func TestCDCBadConfigNamesTheField(t *testing.T) {
 		if err := os.WriteFile(path, []byte(tc.conf), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		out := runCDCArgs(t, 10*time.Second, "cdc", "--config", path)
+		out := runAllWithin(t, 10*time.Second, "cdc", "--config", path)
 		if !strings.Contains(out, tc.want) {
 			t.Errorf("config %s:\ngot  %q\nwant it to name %q", tc.conf, out, tc.want)
 		}
@@ -148,7 +119,7 @@ func TestCDCNoSecretInOutput(t *testing.T) {
 		if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		out := runCDCArgs(t, 2*time.Second, "cdc", "--config", path, "--status-every", "1s")
+		out := runAllWithin(t, 2*time.Second, "cdc", "--config", path, "--status-every", "1s")
 		for _, s := range []string{secret, "S3cr%2Fet", "S3cr"} {
 			if strings.Contains(out, s) {
 				t.Errorf("kura cdc printed the password (%q):\n%s", s, out)
