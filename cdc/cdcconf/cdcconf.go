@@ -23,7 +23,6 @@ import (
 	"github.com/kuracache/kura/cdc"
 	"github.com/kuracache/kura/cdc/debezium"
 	"github.com/kuracache/kura/cdc/pgsource"
-	"github.com/kuracache/kura/internal/redact"
 	"github.com/kuracache/kura/store/storeurl"
 )
 
@@ -179,7 +178,7 @@ func (c *Config) check() error {
 	}
 	pc, err := pgconn.ParseConfig(c.Database.URL)
 	if err != nil {
-		return fmt.Errorf("cdc config: database.url does not parse (%s)", redact.URL(c.Database.URL))
+		return fmt.Errorf("cdc config: database.url does not parse (%s)", pgsource.RedactConnString(c.Database.URL))
 	}
 	if pc.Password != "" && os.Getenv("PGPASSWORD") != pc.Password {
 		return errors.New("cdc config: database.url holds a password: give it in PGPASSWORD or database.password_file instead, so it appears in no file listing or process table")

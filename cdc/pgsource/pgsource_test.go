@@ -332,3 +332,34 @@ func TestInvalidatesAtCommitNeverBeforeNorOnRollback(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestUnparsableConnStringHidesThePassword: pgsource.New's error for a
+// connection string that does not parse holds no part of its password,
+// whether a URL (a password with "#" or "?" that pgconn's own message
+// would show the tail of) or a keyword/value string.
+func TestUnparsableConnStringHidesThePassword(t *testing.T) {
+	r, err := cdc.Template("t", "t:{id}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := cdc.NewMapping(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, conn := range []string{
+		"postgres://kura:S3cr/et#?pw@127.0.0.1:1/x",
+		"postgres://kura:S3cr%zzpw@127.0.0.1:1/x",
+		"host=127.0.0.1 port=abc password=S3cr/et#?pw",
+		"host=127.0.0.1 port=abc password='S3cr et#?pw",
+	} {
+		_, err := pgsource.New(pgsource.Options{ConnString: conn, Mapping: m})
+		if err == nil {
+			t.Fatalf("%s: no error", conn)
+		}
+		for _, s := range []string{"S3cr", "et#", "pw@", "zzpw"} {
+			if strings.Contains(err.Error(), s) {
+				t.Errorf("the error shows %q of the password: %v", s, err)
+			}
+		}
+	}
+}

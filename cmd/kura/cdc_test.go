@@ -114,6 +114,9 @@ func TestCDCNoSecretInOutput(t *testing.T) {
 		`{"database": {"url": "postgres://kura:S3cr/et#?pw@127.0.0.1:1/x"}, "targets": [{"url": "redis://127.0.0.1:1"}], "tables": [{"table": "t", "keys": [{"template": "t:{id}"}]}]}`,
 		`{"database": {"url": "postgres://kura@127.0.0.1:1/x", "password_file": "` + pwFile + `"}, "targets": [{"url": "redis://127.0.0.1:1"}], "tables": [{"table": "t", "keys": [{"template": "t:{id}"}]}]}`,
 		`{"database": {"url": "postgres://kura@127.0.0.1:1/x"}, "targets": [{"url": "redis://:S3cr%2Fet%23%3Fpw@127.0.0.1:1"}], "tables": [{"table": "t", "keys": [{"template": "t:{id}"}]}]}`,
+		// A keyword/value string that does not parse (the port) is not echoed.
+		`{"database": {"url": "host=127.0.0.1 port=abc password=S3cr/et#?pw"}, "targets": [{"url": "redis://127.0.0.1:1"}], "tables": [{"table": "t", "keys": [{"template": "t:{id}"}]}]}`,
+		`{"database": {"url": "host=127.0.0.1 port=abc password='S3cr/et#?pw"}, "targets": [{"url": "redis://127.0.0.1:1"}], "tables": [{"table": "t", "keys": [{"template": "t:{id}"}]}]}`,
 	} {
 		path := filepath.Join(dir, "c.json")
 		if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
