@@ -14,7 +14,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
+	"regexp"
 	"strings"
 	"time"
 
@@ -23,7 +25,6 @@ import (
 	"github.com/kuracache/kura/cdc"
 	"github.com/kuracache/kura/cdc/debezium"
 	"github.com/kuracache/kura/cdc/pgsource"
-	"github.com/kuracache/kura/internal/redact"
 	"github.com/kuracache/kura/store/storeurl"
 )
 
@@ -179,13 +180,30 @@ func (c *Config) check() error {
 	}
 	pc, err := pgconn.ParseConfig(c.Database.URL)
 	if err != nil {
-		return fmt.Errorf("cdc config: database.url does not parse (%s)", redact.URL(c.Database.URL))
+		return fmt.Errorf("cdc config: database.url does not parse (%s)", pgsource.RedactConnString(c.Database.URL))
 	}
-	if pc.Password != "" && os.Getenv("PGPASSWORD") != pc.Password {
+	if pc.Password != "" && passwordInString(c.Database.URL) {
 		return errors.New("cdc config: database.url holds a password: give it in PGPASSWORD or database.password_file instead, so it appears in no file listing or process table")
 	}
 	return c.checkRest()
 }
+
+// passwordInString reports whether a connection string spells a password
+// itself. pgconn.ParseConfig's Password does not tell: it also comes from
+// PGPASSWORD or the passfile, where the password belongs.
+func passwordInString(s string) bool {
+	if strings.Contains(s, "://") {
+		u, err := url.Parse(s)
+		if err != nil {
+			return true // pgconn read it and found a password; take no chance
+		}
+		_, has := u.User.Password()
+		return has || u.Query().Has("password")
+	}
+	return keywordPassword.MatchString(s)
+}
+
+var keywordPassword = regexp.MustCompile(`(^|\s)password\s*=`)
 
 func (c *Config) checkRest() error {
 	if len(c.Targets) == 0 {

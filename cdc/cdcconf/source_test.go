@@ -1,6 +1,8 @@
 package cdcconf
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -45,5 +47,33 @@ func TestDebeziumSource(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.field) {
 			t.Errorf("%s: error %v, want one naming %s", tc.conf, err, tc.field)
 		}
+	}
+}
+
+// TestPasswordFromEnvOrPassfileIsAccepted: docs/cdc.md gives the password
+// through PGPASSWORD, a passfile or database.password_file; only one
+// spelt in database.url itself is refused.
+func TestPasswordFromEnvOrPassfileIsAccepted(t *testing.T) {
+	pass := filepath.Join(t.TempDir(), "pgpass")
+	if err := os.WriteFile(pass, []byte("*:*:*:*:from-the-passfile\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	conf := func(url string) []byte {
+		return []byte(`{"database": {"url": "` + url + `"}, ` + tablesJSON + `}`)
+	}
+	for _, env := range []struct{ name, value string }{{"PGPASSFILE", pass}, {"PGPASSWORD", "from-the-env"}} {
+		t.Run(env.name, func(t *testing.T) {
+			t.Setenv(env.name, env.value)
+			for _, ok := range []string{"postgres://kura@127.0.0.1:5432/app", "host=127.0.0.1 user=kura dbname=app"} {
+				if _, err := Parse(conf(ok)); err != nil {
+					t.Errorf("%s with %s set: %v", ok, env.name, err)
+				}
+			}
+			for _, bad := range []string{"postgres://kura:pw@127.0.0.1:5432/app", "postgres://kura@127.0.0.1:5432/app?password=pw", "host=127.0.0.1 password=pw", "host=127.0.0.1 password = pw"} {
+				if _, err := Parse(conf(bad)); err == nil || !strings.Contains(err.Error(), "holds a password") {
+					t.Errorf("%s: want the password refused, got %v", bad, err)
+				}
+			}
+		})
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/jackc/pgx/v5/pgproto3"
 
 	"github.com/kuracache/kura/cdc"
+	"github.com/kuracache/kura/internal/redact"
 )
 
 // Options configure a Source. ConnString and Mapping are required.
@@ -76,8 +77,8 @@ func New(opts Options) (*Source, error) {
 		return nil, errors.New("pgsource: Options.ConnString is required")
 	}
 	cfg, err := pgconn.ParseConfig(opts.ConnString)
-	if err != nil {
-		return nil, fmt.Errorf("pgsource: the connection string does not parse (%s)", redactErr(err, opts.ConnString))
+	if err != nil { // pgconn's message can hold the tail of a password with "#" or "?" in it
+		return nil, fmt.Errorf("pgsource: the connection string does not parse (%s)", RedactConnString(opts.ConnString))
 	}
 	if opts.Password != "" {
 		cfg.Password = opts.Password
@@ -97,14 +98,16 @@ func New(opts Options) (*Source, error) {
 	return &Source{opts: opts, cfg: cfg, kick: make(chan struct{}, 1)}, nil
 }
 
-// redactErr returns err's text with the connection string's password
-// (if any) masked.
-func redactErr(err error, conn string) string {
-	s := err.Error()
-	if cfg, perr := pgconn.ParseConfig(conn); perr == nil && cfg.Password != "" {
-		s = strings.ReplaceAll(s, cfg.Password, "xxxxx")
+// RedactConnString returns a connection string fit for a message: a URL
+// with its password masked (redact.URL, whose user info ends at the last
+// "@", so a password holding "#" or "?" is masked whole), or, for a
+// keyword/value string, a placeholder: when such a string does not parse,
+// its quoting leaves a password's end uncertain, so none of it is shown.
+func RedactConnString(s string) string {
+	if strings.Contains(s, "://") {
+		return redact.URL(s)
 	}
-	return s
+	return "a keyword/value string, not shown"
 }
 
 // Confirm implements cdc.Source.

@@ -289,3 +289,77 @@ func TestRowChangesInvalidateRecordAndBothIndexLists(t *testing.T) {
 func newSource(f *fixture, dsn string) (*pgsource.Source, error) {
 	return pgsource.New(pgsource.Options{ConnString: dsn, Mapping: f.mapping, Slot: f.slot, Publication: f.slot})
 }
+
+// TestInvalidatesAtCommitNeverBeforeNorOnRollback checks docs/cdc.md's
+// "invalidate at commit, never before; a rolled-back transaction is never
+// sent" per transaction: while one transaction is open and another rolled
+// back, a later committed one is applied (so cdc has read past both), and
+// neither touched the cache; the open one's keys go once it commits.
+func TestInvalidatesAtCommitNeverBeforeNorOnRollback(t *testing.T) {
+	f := newFixture(t, true)
+	applied, stop := f.run(t, nil)
+	waitApplied(t, applied, func(a cdc.Applied) bool { return len(a.Tables) > 0 }) // the new slot's reset
+	rec := f.records.Key
+	lists := f.byCat.Lists().Key
+	f.put(t, rec(1), rec(2), rec(3), lists("a"), lists("b"), lists("c"))
+
+	ctx := context.Background()
+	open, err := pgx.Connect(ctx, f.pg.DSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer open.Close(ctx)
+	tx, err := open.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, fmt.Sprintf("INSERT INTO %s VALUES (1, 'a', 1, 'x')", f.table)); err != nil {
+		t.Fatal(err)
+	}
+	exec(t, f.pg.DSN(), "BEGIN", fmt.Sprintf("INSERT INTO %s VALUES (2, 'b', 1, 'x')", f.table), "ROLLBACK")
+	// A later commit: once its keys are gone, cdc has read past the open
+	// transaction's changes and the rolled-back one.
+	exec(t, f.pg.DSN(), fmt.Sprintf("INSERT INTO %s VALUES (3, 'c', 1, 'x')", f.table))
+	f.waitGone(t, 10*time.Second, rec(3), lists("c"))
+	f.present(t, rec(1), lists("a"), rec(2), lists("b"))
+
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	f.waitGone(t, 10*time.Second, rec(1), lists("a"))
+	f.present(t, rec(2), lists("b"))
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestUnparsableConnStringHidesThePassword: pgsource.New's error for a
+// connection string that does not parse holds no part of its password,
+// whether a URL (a password with "#" or "?" that pgconn's own message
+// would show the tail of) or a keyword/value string.
+func TestUnparsableConnStringHidesThePassword(t *testing.T) {
+	r, err := cdc.Template("t", "t:{id}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := cdc.NewMapping(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, conn := range []string{
+		"postgres://kura:S3cr/et#?pw@127.0.0.1:1/x",
+		"postgres://kura:S3cr%zzpw@127.0.0.1:1/x",
+		"host=127.0.0.1 port=abc password=S3cr/et#?pw",
+		"host=127.0.0.1 port=abc password='S3cr et#?pw",
+	} {
+		_, err := pgsource.New(pgsource.Options{ConnString: conn, Mapping: m})
+		if err == nil {
+			t.Fatalf("%s: no error", conn)
+		}
+		for _, s := range []string{"S3cr", "et#", "pw@", "zzpw"} {
+			if strings.Contains(err.Error(), s) {
+				t.Errorf("the error shows %q of the password: %v", s, err)
+			}
+		}
+	}
+}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"os"
 	"os/exec"
@@ -24,21 +23,6 @@ func TestCDCHelpGolden(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkGolden(t, "cdc.help.txt", out)
-}
-
-func runCDCArgs(t *testing.T, timeout time.Duration, args ...string) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	root := newRootCmd()
-	var out bytes.Buffer
-	root.SetOut(&out)
-	root.SetErr(&out)
-	root.SetArgs(args)
-	if cmd, err := root.ExecuteContextC(ctx); err != nil {
-		out.WriteString(mainErrorLine(cmd, err, args) + "\n")
-	}
-	return out.String()
 }
 
 // TestCDCHelpExampleRuns runs the help's example as written, with only
@@ -86,7 +70,7 @@ func TestCDCHelpExampleRuns(t *testing.T) {
 		t.Fatal("the example no longer runs --until-caught-up")
 	}
 	start := time.Now()
-	out := runCDCArgs(t, 60*time.Second, "cdc", "--config", path, "--until-caught-up", "--status-every", "1s")
+	out := runAllWithin(t, 60*time.Second, "cdc", "--config", path, "--until-caught-up", "--status-every", "1s")
 	if !strings.Contains(out, "cdc: caught up") {
 		t.Fatalf("after %v the example did not report caught up:\n%s", time.Since(start), out)
 	}
@@ -108,7 +92,7 @@ func TestCDCBadConfigNamesTheField(t *testing.T) {
 		if err := os.WriteFile(path, []byte(tc.conf), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		out := runCDCArgs(t, 10*time.Second, "cdc", "--config", path)
+		out := runAllWithin(t, 10*time.Second, "cdc", "--config", path)
 		if !strings.Contains(out, tc.want) {
 			t.Errorf("config %s:\ngot  %q\nwant it to name %q", tc.conf, out, tc.want)
 		}
@@ -130,12 +114,15 @@ func TestCDCNoSecretInOutput(t *testing.T) {
 		`{"database": {"url": "postgres://kura:S3cr/et#?pw@127.0.0.1:1/x"}, "targets": [{"url": "redis://127.0.0.1:1"}], "tables": [{"table": "t", "keys": [{"template": "t:{id}"}]}]}`,
 		`{"database": {"url": "postgres://kura@127.0.0.1:1/x", "password_file": "` + pwFile + `"}, "targets": [{"url": "redis://127.0.0.1:1"}], "tables": [{"table": "t", "keys": [{"template": "t:{id}"}]}]}`,
 		`{"database": {"url": "postgres://kura@127.0.0.1:1/x"}, "targets": [{"url": "redis://:S3cr%2Fet%23%3Fpw@127.0.0.1:1"}], "tables": [{"table": "t", "keys": [{"template": "t:{id}"}]}]}`,
+		// A keyword/value string that does not parse (the port) is not echoed.
+		`{"database": {"url": "host=127.0.0.1 port=abc password=S3cr/et#?pw"}, "targets": [{"url": "redis://127.0.0.1:1"}], "tables": [{"table": "t", "keys": [{"template": "t:{id}"}]}]}`,
+		`{"database": {"url": "host=127.0.0.1 port=abc password='S3cr/et#?pw"}, "targets": [{"url": "redis://127.0.0.1:1"}], "tables": [{"table": "t", "keys": [{"template": "t:{id}"}]}]}`,
 	} {
 		path := filepath.Join(dir, "c.json")
 		if err := os.WriteFile(path, []byte(conf), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		out := runCDCArgs(t, 2*time.Second, "cdc", "--config", path, "--status-every", "1s")
+		out := runAllWithin(t, 2*time.Second, "cdc", "--config", path, "--status-every", "1s")
 		for _, s := range []string{secret, "S3cr%2Fet", "S3cr"} {
 			if strings.Contains(out, s) {
 				t.Errorf("kura cdc printed the password (%q):\n%s", s, out)

@@ -53,7 +53,13 @@ var testResolver = &recorder{}
 // are looked up with testResolver, never the system's.
 func runAll(t *testing.T, args ...string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	return runAllWithin(t, 15*time.Second, args...)
+}
+
+// runAllWithin is runAll with the command's context ending after timeout.
+func runAllWithin(t *testing.T, timeout time.Duration, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	ctx = withResolver(ctx, testResolver)
 	saved := os.Args

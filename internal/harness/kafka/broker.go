@@ -129,8 +129,12 @@ func startBrokerIn(ctx context.Context, dir string, build *Build, cfg BrokerConf
 	if err := writeProps(propsPath, props, nil); err != nil {
 		return nil, err
 	}
+	args, err := jvmArgs(cfg.Heap, dir)
+	if err != nil {
+		return nil, err
+	}
 	j := &jvm{name: "kafka broker", dir: dir, logPath: filepath.Join(dir, "broker.log")}
-	j.args = append(jvmArgs(cfg.Heap), "-cp", build.Classpath, "dev.kura.harness.Broker",
+	j.args = append(args, "-cp", build.Classpath, "dev.kura.harness.Broker",
 		propsPath, logs, "kura-test-cluster-0001")
 	b := &Broker{Addr: addr, Dir: dir, Build: build, cfg: cfg, j: j}
 	if err := b.launch(ctx); err != nil {

@@ -135,8 +135,13 @@ func StartEngine(ctx context.Context, cfg EngineConfig) (*Engine, error) {
 		os.RemoveAll(dir)
 		return nil, err
 	}
+	args, err := jvmArgs(cfg.Heap, dir)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
 	j := &jvm{name: "debezium engine", dir: dir, logPath: filepath.Join(dir, "engine.log")}
-	j.args = append(jvmArgs(cfg.Heap), "-cp", build.Classpath, "dev.kura.harness.DebeziumToKafka", propsPath)
+	j.args = append(args, "-cp", build.Classpath, "dev.kura.harness.DebeziumToKafka", propsPath)
 	e := &Engine{Dir: dir, cfg: cfg, j: j}
 	if err := e.launch(ctx); err != nil {
 		os.RemoveAll(dir)

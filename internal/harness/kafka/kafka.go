@@ -277,12 +277,21 @@ func tail(s string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-func jvmArgs(heap string) []string {
+// jvmArgs returns the JVM's flags. Its name lookups go to a hosts file in dir that
+// knows localhost alone (jdk.net.hosts.file), never to the system resolver: log4j2 looks
+// up the machine's own name at start (its hostName property), and whatever else in
+// Kafka or Debezium asks for a name other than localhost gets UnknownHostException
+// instead of a lookup.
+func jvmArgs(heap, dir string) ([]string, error) {
 	if heap == "" {
 		heap = Heap
 	}
+	hosts := filepath.Join(dir, "hosts")
+	if err := os.WriteFile(hosts, []byte("127.0.0.1 localhost\n"), 0o644); err != nil {
+		return nil, err
+	}
 	return []string{"-Xmx" + heap, "-Xms32m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-		"-Djava.net.preferIPv4Stack=true"}
+		"-Djava.net.preferIPv4Stack=true", "-Djdk.net.hosts.file=" + hosts}, nil
 }
 
 // writeProps writes a Java properties file; values are escaped as Properties.load reads them.
