@@ -264,6 +264,23 @@ func TestConsoleEscapesControls(t *testing.T) {
 	}
 }
 
+// TestKeyPageShowsJSONBackslashesOnce: a value's backslashes are JSON's
+// escapes and show once ("back\\slash", "\u001b"), not doubled.
+func TestKeyPageShowsJSONBackslashesOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real-server test")
+	}
+	st, _ := redisStore(t)
+	if err := st.Set(context.Background(), "bs", []byte(`{"a":"back\\slash","e":"\u001b[2J"}`), 0); err != nil {
+		t.Fatal(err)
+	}
+	srv := serveAt(t, ui.Options{Store: st})
+	res, body := get(t, nil, srv.URL+"/key?k=bs", nil)
+	if res.StatusCode != 200 || !strings.Contains(body, `back\\slash&#34;`) || !strings.Contains(body, `&#34;\u001b[2J&#34;`) || strings.Contains(body, `\\\\`) {
+		t.Errorf("page: %d\n%.3000s", res.StatusCode, body)
+	}
+}
+
 // TestKeyPageOnStalledServer: against a redis-server stopped with SIGSTOP
 // a key page answers within KeyTimeout, saying the store did not answer,
 // instead of holding the page (and a decode slot) for about 20 s; the

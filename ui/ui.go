@@ -478,10 +478,11 @@ func (s *server) describe(r *http.Request, k string, v *keyView, p *page) {
 		v.Cut = fmt.Sprintf("the first %d bytes of the decoded value (%d bytes as compact JSON)", MaxShownBytes, len(rep.Value))
 	}
 	// JSON escapes C0 controls, not C1 or bidirectional ones; escape
-	// line by line to keep the indentation.
+	// line by line to keep the indentation, backslashes single (they are
+	// JSON's own escapes).
 	lines := strings.Split(text, "\n")
 	for i, l := range lines {
-		lines[i] = vis.Escape(l)
+		lines[i] = vis.EscapeJSON(l)
 	}
 	v.Value = strings.Join(lines, "\n")
 }

@@ -180,7 +180,10 @@ func (c *Config) check() error {
 	}
 	pc, err := pgconn.ParseConfig(c.Database.URL)
 	if err != nil {
-		return fmt.Errorf("cdc config: database.url does not parse (%s)", pgsource.RedactConnString(c.Database.URL))
+		// Not echoed, not even masked: a string that does not parse has
+		// no certain password boundaries (a quote left open, a "/" or
+		// "@" in a password), so any mask may leave part of it showing.
+		return errors.New("cdc config: database.url does not parse (not shown: it may hold a password); give postgres://user@127.0.0.1:5432/dbname?sslmode=disable, with / # ? @ % in a part URL-escaped, or libpq's host=... user=... dbname=... with a value holding spaces in single quotes")
 	}
 	if pc.Password != "" && passwordInString(c.Database.URL) {
 		return errors.New("cdc config: database.url holds a password: give it in PGPASSWORD or database.password_file instead, so it appears in no file listing or process table")

@@ -254,7 +254,7 @@ func printReport(w io.Writer, r inspect.Report, raw bool, max int) {
 		}
 		lines := strings.Split(v, "\n")
 		for i, l := range lines {
-			lines[i] = vis.Escape(l)
+			lines[i] = vis.EscapeJSON(l)
 		}
 		fmt.Fprintf(w, "value    %s\n", strings.Join(lines, "\n"))
 		if cut {

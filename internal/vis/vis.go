@@ -24,7 +24,16 @@ import (
 
 // Escape returns s with every control, bidirectional control and invalid
 // byte escaped; other text, any script, is unchanged.
-func Escape(s string) string {
+func Escape(s string) string { return escape(s, false) }
+
+// EscapeJSON is Escape for JSON text (a decoded value, printed): there a
+// backslash only ever starts JSON's own escape ("\\" is one backslash of
+// the value, "\u001b" an ESC), so it is kept as it is rather than doubled,
+// and the value reads as the JSON it is. An escape Escape adds ("\u{202E}")
+// still cannot be forged: the value's own backslash would read "\\u{202E}".
+func EscapeJSON(s string) string { return escape(s, true) }
+
+func escape(s string, json bool) string {
 	if clean(s) {
 		return s
 	}
@@ -39,6 +48,8 @@ func Escape(s string) string {
 		}
 		i += n
 		switch {
+		case r == '\\' && json:
+			b.WriteByte('\\')
 		case r == '\\':
 			b.WriteString(`\\`)
 		case r == 0x1b:
