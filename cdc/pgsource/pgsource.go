@@ -22,7 +22,6 @@ import (
 	"github.com/jackc/pgx/v5/pgproto3"
 
 	"github.com/kuracache/kura/cdc"
-	"github.com/kuracache/kura/internal/redact"
 )
 
 // Options configure a Source. ConnString and Mapping are required.
@@ -77,8 +76,11 @@ func New(opts Options) (*Source, error) {
 		return nil, errors.New("pgsource: Options.ConnString is required")
 	}
 	cfg, err := pgconn.ParseConfig(opts.ConnString)
-	if err != nil { // pgconn's message can hold the tail of a password with "#" or "?" in it
-		return nil, fmt.Errorf("pgsource: the connection string does not parse (%s)", RedactConnString(opts.ConnString))
+	if err != nil {
+		// Neither pgconn's message (it can hold the tail of a password
+		// with "#" or "?" in it) nor the string, masked or not: one that
+		// does not parse has no certain password boundaries.
+		return nil, errors.New("pgsource: the connection string does not parse (not shown: it may hold a password); give postgres://user@127.0.0.1:5432/dbname?sslmode=disable, with / # ? @ % in a part URL-escaped, or libpq's host=... user=... dbname=...")
 	}
 	if opts.Password != "" {
 		cfg.Password = opts.Password
@@ -96,18 +98,6 @@ func New(opts Options) (*Source, error) {
 		opts.StatusInterval = time.Second
 	}
 	return &Source{opts: opts, cfg: cfg, kick: make(chan struct{}, 1)}, nil
-}
-
-// RedactConnString returns a connection string fit for a message: a URL
-// with its password masked (redact.URL, whose user info ends at the last
-// "@", so a password holding "#" or "?" is masked whole), or, for a
-// keyword/value string, a placeholder: when such a string does not parse,
-// its quoting leaves a password's end uncertain, so none of it is shown.
-func RedactConnString(s string) string {
-	if strings.Contains(s, "://") {
-		return redact.URL(s)
-	}
-	return "a keyword/value string, not shown"
 }
 
 // Confirm implements cdc.Source.

@@ -351,6 +351,7 @@ func TestUnparsableConnStringHidesThePassword(t *testing.T) {
 		"postgres://kura:S3cr%zzpw@127.0.0.1:1/x",
 		"host=127.0.0.1 port=abc password=S3cr/et#?pw",
 		"host=127.0.0.1 port=abc password='S3cr et#?pw",
+		"postgres://kura@127.0.0.1:1/x?sslmode=bogus&password=S3cr/et#?pw",
 	} {
 		_, err := pgsource.New(pgsource.Options{ConnString: conn, Mapping: m})
 		if err == nil {
