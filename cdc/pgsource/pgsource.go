@@ -80,7 +80,7 @@ func New(opts Options) (*Source, error) {
 		// Neither pgconn's message (it can hold the tail of a password
 		// with "#" or "?" in it) nor the string, masked or not: one that
 		// does not parse has no certain password boundaries.
-		return nil, errors.New("pgsource: the connection string does not parse (not shown: it may hold a password); give postgres://user@127.0.0.1:5432/dbname?sslmode=disable, with / # ? @ % in a part URL-escaped, or libpq's host=... user=... dbname=...")
+		return nil, errors.New("pgsource: the connection string does not parse (not shown: it may hold a password); give postgres://user@127.0.0.1:5432/dbname?sslmode=disable, with / # ? @ % in a part URL-escaped, or libpq's keyword/value form (host=127.0.0.1 user=kura dbname=app)")
 	}
 	if opts.Password != "" {
 		cfg.Password = opts.Password
