@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/kuracache/kura/internal/demo"
+	"github.com/kuracache/kura/cmd/kura/internal/demo"
 )
 
 func newDemoCmd() *cobra.Command {

@@ -34,7 +34,7 @@ var layers = []struct {
 	{"root", []string{""}},
 	{"kuraprom", []string{"kuraprom"}},
 	{"tools", []string{"inspect", "scan", "codecfit", "plan/...", "loadgen", "ui", "cdc", "cdc/cdcconf", "cdc/debezium", "cdc/pgsource"}},
-	{"cmd, demo, examples", []string{"cmd/...", "internal/demo", "examples/..."}},
+	{"cmd, demo, examples", []string{"cmd/...", "examples/..."}},
 }
 
 // harness are the test harness packages: they may import anything, and
@@ -46,7 +46,7 @@ var layers = []struct {
 var harness = []string{"internal/harness/...", "store/storetest", "cdc/internal/cdctest"}
 
 // harnessUsers may import harness packages outside tests.
-var harnessUsers = []string{"cmd/...", "internal/demo"}
+var harnessUsers = []string{"cmd/..."}
 
 // concrete are the store implementations. Above the store/* layer only
 // cmd/kura, the demo and the examples name a concrete store (the way a
@@ -56,7 +56,7 @@ var concrete = []string{"store/memcache/...", "store/redisstore", "store/redisri
 
 // concreteUsers may import concrete stores outside tests, besides the
 // store/* layer itself and the harness.
-var concreteUsers = []string{"cmd/...", "internal/demo", "examples/..."}
+var concreteUsers = []string{"cmd/...", "examples/..."}
 
 // exceptions are today's imports that break the rules, each named with
 // the issue that removes it. The root may have at most maxRootExceptions.

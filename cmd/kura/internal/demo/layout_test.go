@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kuracache/kura/internal/demo"
+	"github.com/kuracache/kura/cmd/kura/internal/demo"
 	"github.com/kuracache/kura/internal/harness/browsertest"
 )
 

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kuracache/kura/internal/demo"
+	"github.com/kuracache/kura/cmd/kura/internal/demo"
 	"github.com/kuracache/kura/internal/harness/browsertest"
 )
 
