@@ -301,6 +301,11 @@ func NewUniqueIndex[I comparable, K comparable, V any](records *Keyed[K, V], opt
 	return &UniqueIndex[I, K, V]{records: records, ids: ids, loadID: opts.LoadID, loadRecord: opts.LoadRecord}, nil
 }
 
+// IDs returns the view of the cached ids, one per unique value (for
+// inspection, tests, and cdc, which takes the keys it invalidates from
+// it).
+func (u *UniqueIndex[I, K, V]) IDs() *Keyed[I, K] { return u.ids }
+
 // Fetch returns the record whose unique column equals v: the id from the
 // cache (or LoadID), then the record from the per-record cache (or
 // LoadRecord). A value with no record returns an error matching
