@@ -67,6 +67,21 @@ func IndexOf[I comparable, K comparable, V any](table, column string, x *kura.In
 	return viewRule(table, column, x.Lists().Key, parse)
 }
 
+// UniqueIndexOf maps a table's uniquely indexed column to the cached ids
+// of u (the keys u.IDs() reads), so that a row inserted, deleted or whose
+// unique value changed invalidates the entries of both its old and new
+// values. Pair it with a Record rule for the records themselves.
+func UniqueIndexOf[I comparable, K comparable, V any](table, column string, u *kura.UniqueIndex[I, K, V]) (Rule, error) {
+	if u == nil {
+		return Rule{}, errors.New("cdc: UniqueIndexOf needs the UniqueIndex")
+	}
+	parse, err := parserFor[I]()
+	if err != nil {
+		return Rule{}, fmt.Errorf("cdc: UniqueIndexOf %s.%s: %w", table, column, err)
+	}
+	return viewRule(table, column, u.IDs().Key, parse)
+}
+
 func viewRule[K comparable](table, column string, key func(K) string, parse func(string) (K, error)) (Rule, error) {
 	prefix, err := viewPrefix(key)
 	if err != nil {

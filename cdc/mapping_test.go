@@ -15,6 +15,15 @@ import (
 
 func views(t *testing.T, key func(int64) string) (*kura.Keyed[int64, string], *kura.Index[string, int64, string]) {
 	t.Helper()
+	rec, idx, _ := viewsWithUnique(t, key, nil)
+	return rec, idx
+}
+
+// viewsWithUnique builds a records view (key function key), an Index on
+// category and a UniqueIndex on sku (key function ukey); nil keeps kura's
+// default key function.
+func viewsWithUnique(t *testing.T, key func(int64) string, ukey func(string) string) (*kura.Keyed[int64, string], *kura.Index[string, int64, string], *kura.UniqueIndex[string, int64, string]) {
+	t.Helper()
 	s, err := memstore.New(memstore.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -35,7 +44,16 @@ func views(t *testing.T, key func(int64) string) (*kura.Keyed[int64, string], *k
 	if err != nil {
 		t.Fatal(err)
 	}
-	return rec, idx
+	uidx, err := kura.NewUniqueIndex(rec, kura.UniqueIndexOptions[string, int64, string]{
+		Prefix:     "items:sku:",
+		Key:        ukey,
+		LoadID:     func(context.Context, string) (int64, error) { return 0, kura.ErrNotFound },
+		LoadRecord: func(context.Context, int64) (string, error) { return "", kura.ErrNotFound },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rec, idx, uidx
 }
 
 func keysOf(t *testing.T, m *cdc.Mapping, c *cdc.Change) []string {
@@ -51,16 +69,19 @@ func keysOf(t *testing.T, m *cdc.Mapping, c *cdc.Change) []string {
 func txt(s string) cdc.Value { return cdc.Value{Text: s} }
 
 // TestMappingFollowsTheViewsKeyFunction: the rules take their keys from
-// the views, so changing the view's key function changes cdc's keys.
+// the views (Keyed, Index, UniqueIndex), so changing a view's key
+// function changes cdc's keys.
 func TestMappingFollowsTheViewsKeyFunction(t *testing.T) {
 	for _, tc := range []struct {
 		key  func(int64) string
+		ukey func(string) string
 		want []string
 	}{
-		{nil, []string{"item:7", "items:cat:a", "items:cat:b"}},
-		{func(id int64) string { return fmt.Sprintf("v2:%08d", id) }, []string{"item:v2:00000007", "items:cat:a", "items:cat:b"}},
+		{nil, nil, []string{"item:7", "items:cat:a", "items:cat:b", "items:sku:x-1", "items:sku:x-2"}},
+		{func(id int64) string { return fmt.Sprintf("v2:%08d", id) }, func(s string) string { return "v2:" + strings.ToUpper(s) },
+			[]string{"item:v2:00000007", "items:cat:a", "items:cat:b", "items:sku:v2:X-1", "items:sku:v2:X-2"}},
 	} {
-		rec, idx := views(t, tc.key)
+		rec, idx, uidx := viewsWithUnique(t, tc.key, tc.ukey)
 		r1, err := cdc.Record("items", "id", rec)
 		if err != nil {
 			t.Fatal(err)
@@ -69,27 +90,39 @@ func TestMappingFollowsTheViewsKeyFunction(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m, err := cdc.NewMapping(r1, r2)
+		r3, err := cdc.UniqueIndexOf("items", "sku", uidx)
 		if err != nil {
 			t.Fatal(err)
 		}
-		// An UPDATE that moves row 7 from category a to b.
+		m, err := cdc.NewMapping(r1, r2, r3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// An UPDATE that moves row 7 from category a to b and from sku
+		// x-1 to x-2.
 		got := keysOf(t, m, &cdc.Change{Table: "public.items", Op: cdc.Update,
-			Old: cdc.Row{"id": txt("7"), "category": txt("a")},
-			New: cdc.Row{"id": txt("7"), "category": txt("b")}})
+			Old: cdc.Row{"id": txt("7"), "category": txt("a"), "sku": txt("x-1")},
+			New: cdc.Row{"id": txt("7"), "category": txt("b"), "sku": txt("x-2")}})
 		if !slices.Equal(got, tc.want) {
 			t.Errorf("keys %v, want %v", got, tc.want)
 		}
-		if want := rec.Key(7); !slices.Contains(got, want) {
-			t.Errorf("the view reads %q, cdc invalidates %v", want, got)
+		for _, want := range []string{rec.Key(7), uidx.IDs().Key("x-1"), uidx.IDs().Key("x-2")} {
+			if !slices.Contains(got, want) {
+				t.Errorf("the view reads %q, cdc invalidates %v", want, got)
+			}
 		}
 		p := m.Prefixes("items")
-		if len(p) != 2 || p[1] != "items:cat:" {
+		if len(p) != 3 || p[1] != "items:cat:" || !strings.HasPrefix(p[2], "items:sku:") {
 			t.Fatalf("prefixes %v", p)
 		}
 		for _, id := range []int64{0, 7, 1_000_000_000, -5} {
 			if !strings.HasPrefix(rec.Key(id), p[0]) {
 				t.Errorf("a TRUNCATE walks %q and would miss %q", p[0], rec.Key(id))
+			}
+		}
+		for _, sku := range []string{"", "x-1", "Zz 9"} {
+			if !strings.HasPrefix(uidx.IDs().Key(sku), p[2]) {
+				t.Errorf("a TRUNCATE walks %q and would miss %q", p[2], uidx.IDs().Key(sku))
 			}
 		}
 	}

@@ -84,6 +84,7 @@ type fixture struct {
 	mc      store.Store
 	records *kura.Keyed[int64, string]
 	byCat   *kura.Index[string, int64, string]
+	bySKU   *kura.UniqueIndex[string, int64, string]
 	mapping *cdc.Mapping
 	mcProc  *servers.Memcached
 	done    chan error
@@ -94,7 +95,7 @@ func newFixture(t *testing.T, identityFull bool) *fixture {
 	p := logicalPG(t)
 	f := &fixture{pg: p}
 	f.table, f.slot = names(t)
-	exec(t, p.DSN(), fmt.Sprintf("CREATE TABLE %s (id bigint PRIMARY KEY, category text, v bigint, body text)", f.table))
+	exec(t, p.DSN(), fmt.Sprintf("CREATE TABLE %s (id bigint PRIMARY KEY, category text, v bigint, body text, sku text UNIQUE)", f.table))
 	if identityFull {
 		exec(t, p.DSN(), fmt.Sprintf("ALTER TABLE %s REPLICA IDENTITY FULL", f.table))
 	}
@@ -117,6 +118,14 @@ func newFixture(t *testing.T, identityFull bool) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
+	f.bySKU, err = kura.NewUniqueIndex(f.records, kura.UniqueIndexOptions[string, int64, string]{
+		Prefix:     f.table + ":sku:",
+		LoadID:     func(context.Context, string) (int64, error) { return 0, kura.ErrNotFound },
+		LoadRecord: func(context.Context, int64) (string, error) { return "", kura.ErrNotFound },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	rec, err := cdc.Record(f.table, "id", f.records)
 	if err != nil {
 		t.Fatal(err)
@@ -125,7 +134,11 @@ func newFixture(t *testing.T, identityFull bool) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f.mapping, err = cdc.NewMapping(rec, idx)
+	uidx, err := cdc.UniqueIndexOf(f.table, "sku", f.bySKU)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.mapping, err = cdc.NewMapping(rec, idx, uidx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,10 +282,23 @@ func TestRowChangesInvalidateRecordAndBothIndexLists(t *testing.T) {
 	f.waitGone(t, 10*time.Second, rec(1), lists("a"), lists("b"))
 	f.present(t, rec(2), lists("c"))
 
-	f.put(t, rec(1), lists("b"))
+	// A unique value set, then changed: the UniqueIndex's entries of
+	// the old and the new value go (keys from bySKU.IDs(), the view its
+	// Fetch reads).
+	skus := f.bySKU.IDs().Key
+	f.put(t, rec(1), skus("x-1"), skus("x-2"), skus("x-3"))
+	exec(t, f.pg.DSN(), fmt.Sprintf("UPDATE %s SET sku = 'x-1' WHERE id = 1", f.table))
+	f.waitGone(t, 10*time.Second, rec(1), skus("x-1"))
+	f.present(t, skus("x-2"), skus("x-3"))
+	f.put(t, rec(1), skus("x-1"))
+	exec(t, f.pg.DSN(), fmt.Sprintf("UPDATE %s SET sku = 'x-2' WHERE id = 1", f.table))
+	f.waitGone(t, 10*time.Second, rec(1), skus("x-1"), skus("x-2"))
+	f.present(t, skus("x-3"), rec(2), lists("c"))
+
+	f.put(t, rec(1), lists("b"), skus("x-2"))
 	exec(t, f.pg.DSN(), fmt.Sprintf("DELETE FROM %s WHERE id = 1", f.table))
-	f.waitGone(t, 10*time.Second, rec(1), lists("b"))
-	f.present(t, rec(2), lists("c"))
+	f.waitGone(t, 10*time.Second, rec(1), lists("b"), skus("x-2"))
+	f.present(t, rec(2), lists("c"), skus("x-3"))
 
 	// An UPDATE of a TOASTed column leaves it out of later updates'
 	// new row; the key columns still come through.
