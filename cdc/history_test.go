@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"sort"
@@ -19,6 +20,7 @@ import (
 	"github.com/kuracache/kura/cdc/internal/cdctest"
 	"github.com/kuracache/kura/cdc/pgsource"
 	"github.com/kuracache/kura/store"
+	"github.com/kuracache/kura/store/redisstore"
 )
 
 type write struct {
@@ -32,6 +34,29 @@ type read struct {
 	start, end time.Time
 	value      int64         // -1: absent
 	clock      time.Duration // how far start may be off the Go clock (another process's)
+	stale      time.Duration // an L1 bounded by MaxStaleness: how old its store read may be
+	// A reader with a tracking L1: its process (1-based; 0 for the
+	// others) and whether the L1 answered the read.
+	proc  int
+	l1hit bool
+}
+
+// procReport is a report of the Redis server (a changed key, or "drop
+// everything" when key is empty) as a tracking reader's process handled
+// it: start before its L1 dropped the key, end after.
+type procReport struct {
+	key        string
+	start, end time.Time
+}
+
+// outcome is what a history found.
+type outcome struct {
+	violations     []string
+	reads, writes  int
+	byBackend      map[string]int // violations per reader kind
+	trackedHits    int            // tracking readers' reads the L1 answered
+	trackedBound   int            // of them, reads a handled report bound to a commit
+	trackedReports int            // reports the tracking readers' processes handled
 }
 
 type report struct {
@@ -49,11 +74,20 @@ type report struct {
 // whose store read began up to l1 before it, so only reports from l1
 // before the read's start bind it.
 //
+// With node false, two more readers have an L1 over Redis with client-side
+// tracking (each its own store, Cache and L1: two processes), and
+// docs/leases.md's line for that combination applies: a read the L1 did
+// not answer must be as new as every commit reported applied before it
+// began; a read the L1 answered may be older until the reader's process
+// has handled a server report of the key (or a flush) that it began to
+// handle after cdc reported the commit applied (the report of cdc's
+// invalidation, or a later one) and finished before the read began.
+//
 // With node, the readers are Node processes (js/test/fixtures/cdc-reader.mjs,
 // one per backend, kura's Node package with leases on) fetching the keys
 // the Go views spell; their loader reads PostgreSQL through a loopback
 // endpoint of this test. The checker is the same.
-func history(t *testing.T, dur time.Duration, fault func(*cdc.Options), l1 time.Duration, node bool) (violations []string, nreads, nwrites int) {
+func history(t *testing.T, dur time.Duration, fault func(*cdc.Options), l1 time.Duration, node bool) (out outcome) {
 	t.Helper()
 	if node {
 		nodeReadersReady(t)
@@ -141,6 +175,67 @@ func history(t *testing.T, dur time.Duration, fault func(*cdc.Options), l1 time.
 	writes := make([][]write, keys+1)
 	var reads []read
 	var nodeReads func() []read
+	type tracked struct {
+		view    *kura.Keyed[int64, int64]
+		mu      sync.Mutex
+		reports map[string][]procReport // by key; "" holds the flushes
+		final   map[string][]procReport // reports, once the reads ended
+	}
+	var procs []*tracked
+	var unsubs []func()
+	for p := 0; p < 2 && !node; p++ {
+		ts, err := redisstore.New(ctx, redisstore.Options{Addrs: []string{caches.Redis.Addr}, Tracking: redisstore.Tracking{Enabled: true}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer ts.Close()
+		tp := &tracked{reports: map[string][]procReport{}}
+		// Subscribers run in the order they subscribed: before and
+		// after the L1's own (subscribed by kura.New).
+		pending := map[string][]time.Time{} // report key -> starts not yet ended (under tp.mu)
+		mark := func(keys []string) []string {
+			if keys == nil {
+				return []string{""}
+			}
+			return keys
+		}
+		unsubPre := ts.Subscribe(func(keys []string) {
+			now := time.Now()
+			tp.mu.Lock()
+			for _, k := range mark(keys) {
+				pending[k] = append(pending[k], now)
+			}
+			tp.mu.Unlock()
+		})
+		unsubs = append(unsubs, unsubPre)
+		c, err := kura.New[int64](ts, kura.Options{Name: "redis-l1", Leases: kura.LeasesRequired, LeaseWait: 500 * time.Millisecond,
+			// MaxTTL short, so the L1 reads the store often too: a
+			// dropped invalidation sends no report, and only a store read
+			// can show it.
+			L1: kura.L1Options{MaxBytes: 1 << 20, MaxTTL: 50 * time.Millisecond}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		unsubPost := ts.Subscribe(func(keys []string) {
+			now := time.Now()
+			tp.mu.Lock()
+			for _, k := range mark(keys) {
+				// The oldest start of the key's reports in progress: if
+				// two overlap, the earlier start binds fewer commits.
+				if st := pending[k]; len(st) > 0 {
+					tp.reports[k] = append(tp.reports[k], procReport{key: k, start: st[0], end: now})
+					pending[k] = st[1:]
+				}
+			}
+			tp.mu.Unlock()
+		})
+		unsubs = append(unsubs, unsubPost)
+		if tp.view, err = kura.NewKeyed[int64, int64](c, kura.KeyedOptions[int64]{Prefix: table + ":"}); err != nil {
+			t.Fatal(err)
+		}
+		procs = append(procs, tp)
+	}
 	if node {
 		nodeReads = startNodeReaders(t, views, caches, keys, func(ctx context.Context, i int) (int64, error) { return load(ctx, int64(i+1)) })
 	}
@@ -191,7 +286,36 @@ func history(t *testing.T, dur time.Duration, fault func(*cdc.Options), l1 time.
 				if err != nil {
 					continue
 				}
-				mine = append(mine, read{key: id, backend: backend, start: start, end: end, value: v})
+				mine = append(mine, read{key: id, backend: backend, start: start, end: end, value: v, stale: l1})
+				if end.Sub(start) < 50*time.Microsecond {
+					time.Sleep(200 * time.Microsecond) // an L1 hit: do not spin a shared core
+				}
+			}
+			mu.Lock()
+			reads = append(reads, mine...)
+			mu.Unlock()
+		}()
+	}
+	for p, tp := range procs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var mine []read
+			st := tp.view.Cache()
+			for wctx.Err() == nil {
+				id := int64(1 + rand.IntN(keys))
+				hits := st.Stats().L1.Hits
+				start := time.Now()
+				v, err := tp.view.Fetch(wctx, id, load)
+				end := time.Now()
+				if err != nil {
+					continue
+				}
+				mine = append(mine, read{key: id, backend: "redis+L1 tracking", start: start, end: end, value: v,
+					proc: p + 1, l1hit: st.Stats().L1.Hits > hits})
+				if end.Sub(start) < 50*time.Microsecond {
+					time.Sleep(200 * time.Microsecond) // an L1 hit: do not spin a shared core
+				}
 			}
 			mu.Lock()
 			reads = append(reads, mine...)
@@ -201,6 +325,14 @@ func history(t *testing.T, dur time.Duration, fault func(*cdc.Options), l1 time.
 	wg.Wait()
 	if node {
 		reads = nodeReads()
+	}
+	for _, u := range unsubs {
+		u()
+	}
+	for _, tp := range procs { // a report in flight may still land
+		tp.mu.Lock()
+		tp.final = maps.Clone(tp.reports)
+		tp.mu.Unlock()
 	}
 	stopRun()
 	if err := <-runDone; err != nil {
@@ -217,13 +349,55 @@ func history(t *testing.T, dur time.Duration, fault func(*cdc.Options), l1 time.
 			maxPos[i] = max(maxPos[i], maxPos[i-1])
 		}
 	}
-	for _, rd := range reads {
-		bound := rd.start.Add(-l1 - rd.clock)
-		i := sort.Search(len(reports), func(i int) bool { return !reports[i].at.Before(bound) }) - 1
+	// appliedBefore is the highest position reported applied before t.
+	appliedBefore := func(t time.Time) (uint64, bool) {
+		i := sort.Search(len(reports), func(i int) bool { return !reports[i].at.Before(t) }) - 1
 		if i < 0 {
+			return 0, false
+		}
+		return maxPos[i], true
+	}
+	// boundByReport is, for a tracking reader's L1 hit, the highest
+	// position reported applied before its process began handling a
+	// report of the key (or a flush) that it finished handling before
+	// the read began.
+	boundByReport := func(rd read) (uint64, bool) {
+		tp := procs[rd.proc-1]
+		var best uint64
+		found := false
+		for _, k := range []string{views["redis"].Key(rd.key), ""} {
+			for _, r := range tp.final[k] {
+				if r.end.After(rd.start) {
+					continue
+				}
+				if pos, ok := appliedBefore(r.start); ok && (!found || pos > best) {
+					best, found = pos, true
+				}
+			}
+		}
+		return best, found
+	}
+	for _, tp := range procs {
+		for _, rs := range tp.final {
+			out.trackedReports += len(rs)
+		}
+	}
+	out.byBackend = map[string]int{}
+	for _, rd := range reads {
+		var applied uint64
+		var ok bool
+		if rd.l1hit {
+			out.trackedHits++
+			applied, ok = boundByReport(rd)
+			if ok {
+				out.trackedBound++
+			}
+		} else {
+			applied, ok = appliedBefore(rd.start.Add(-rd.stale - rd.clock))
+		}
+		if !ok {
 			continue
 		}
-		applied := maxPos[i]
 		var must int64 = -1
 		for _, w := range writes[rd.key] {
 			if w.lsn <= applied {
@@ -231,14 +405,16 @@ func history(t *testing.T, dur time.Duration, fault func(*cdc.Options), l1 time.
 			}
 		}
 		if rd.value < must {
-			violations = append(violations, fmt.Sprintf("%s %s:%d read at %s returned version %d; cdc had reported version %d's commit applied (LSN %s) before the read began",
+			out.byBackend[rd.backend]++
+			out.violations = append(out.violations, fmt.Sprintf("%s %s:%d read at %s returned version %d; cdc had reported version %d's commit applied (LSN %s) before the read began",
 				rd.backend, table, rd.key, rd.start.Format("15:04:05.000000"), rd.value, must, pgsource.LSN(applied)))
 		}
 	}
 	for _, ws := range writes {
-		nwrites += len(ws)
+		out.writes += len(ws)
 	}
-	return violations, len(reads), nwrites
+	out.reads = len(reads)
+	return out
 }
 
 func historyDuration() time.Duration {
@@ -251,7 +427,10 @@ func historyDuration() time.Duration {
 // TestPerReadGuaranteeWithWritersThatNeverCallKura: with cdc delivering,
 // no read that starts after cdc reported a commit applied returns a
 // value older than that commit (Redis and memcached, leases on, no L1);
-// with an L1 bounded by MaxStaleness, older only within that bound.
+// with an L1 bounded by MaxStaleness, older only within that bound; with
+// an L1 over Redis's client-side tracking, older only from the L1 and
+// only until the reader's process handled the server's report of the key.
+// Every history has the tracking readers beside the others.
 func TestPerReadGuaranteeWithWritersThatNeverCallKura(t *testing.T) {
 	for _, tc := range []struct {
 		name string
@@ -262,22 +441,29 @@ func TestPerReadGuaranteeWithWritersThatNeverCallKura(t *testing.T) {
 }
 
 // guaranteeHolds runs a history without faults and fails on any violation
-// or on fewer than minReads reads (or 100 writes).
+// or on fewer than minReads reads (or 100 writes); with Go readers, also
+// when the tracking readers' L1 answered nothing, or no read it answered
+// was bound by a handled report (the check would be vacuous).
 func guaranteeHolds(t *testing.T, dur, l1 time.Duration, node bool, minReads int) {
 	t.Helper()
-	v, reads, writes := history(t, dur, nil, l1, node)
-	t.Logf("%d reads, %d plain-SQL writes, %d violations", reads, writes, len(v))
-	if len(v) > 0 {
-		t.Fatalf("%d reads broke the guarantee, first: %s", len(v), v[0])
+	o := history(t, dur, nil, l1, node)
+	t.Logf("%d reads, %d plain-SQL writes, %d violations; tracking L1: %d hits, %d of them bound by one of %d handled reports",
+		o.reads, o.writes, len(o.violations), o.trackedHits, o.trackedBound, o.trackedReports)
+	if len(o.violations) > 0 {
+		t.Fatalf("%d reads broke the guarantee (%v), first: %s", len(o.violations), o.byBackend, o.violations[0])
 	}
-	if reads < minReads || writes < 100 {
-		t.Fatalf("too small a history to mean anything: %d reads, %d writes", reads, writes)
+	if o.reads < minReads || o.writes < 100 {
+		t.Fatalf("too small a history to mean anything: %d reads, %d writes", o.reads, o.writes)
+	}
+	if !node && (o.trackedHits == 0 || o.trackedBound == 0) {
+		t.Fatalf("the tracking L1 answered %d reads, %d of them after a handled report: nothing was checked", o.trackedHits, o.trackedBound)
 	}
 }
 
 // TestHistoryCheckerCatchesInjectedFaults: the same history with an
 // invalidation dropped, or a position reported (and confirmed) before its
-// invalidation landed, must show violations.
+// invalidation landed, must show violations, among the tracking L1's
+// readers too.
 func TestHistoryCheckerCatchesInjectedFaults(t *testing.T) { checkerCatchesFaults(t, false) }
 
 func checkerCatchesFaults(t *testing.T, node bool) {
@@ -289,12 +475,15 @@ func checkerCatchesFaults(t *testing.T, node bool) {
 		{"confirmed before applied", func(o *cdc.Options) { cdc.InjectFaults(o, 0, 30*time.Millisecond) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			v, reads, writes := history(t, 2*time.Second, tc.fault, 0, node)
-			t.Logf("%d reads, %d writes, %d violations", reads, writes, len(v))
-			if len(v) == 0 {
+			o := history(t, 2*time.Second, tc.fault, 0, node)
+			t.Logf("%d reads, %d writes, %d violations %v", o.reads, o.writes, len(o.violations), o.byBackend)
+			if len(o.violations) == 0 {
 				t.Fatal("the checker missed the injected fault")
 			}
-			t.Logf("first: %s", v[0])
+			if !node && o.byBackend["redis+L1 tracking"] == 0 {
+				t.Fatal("the checker missed the injected fault among the readers with a tracking L1")
+			}
+			t.Logf("first: %s", o.violations[0])
 		})
 	}
 }
