@@ -8,6 +8,7 @@ package pgsource
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -462,6 +463,7 @@ func (s *Source) loop(ctx context.Context, conn *pgconn.PgConn, h cdc.Handler) e
 		lastSent  time.Time
 		inTxn     bool
 		seen      uint64 // the end of the last transaction or keepalive handed to h
+		received  uint64 // the server's WAL end in the last keepalive: everything before it was received
 		change    cdc.Change
 		tick      = min(s.opts.StatusInterval, 100*time.Millisecond)
 		replyNow  bool
@@ -477,7 +479,13 @@ func (s *Source) loop(ctx context.Context, conn *pgconn.PgConn, h cdc.Handler) e
 			if c > sent {
 				sent = c
 			}
-			if err := pglogrepl.SendStandbyStatusUpdate(ctx, conn, pglogrepl.StandbyStatusUpdate{WALWritePosition: pglogrepl.LSN(sent)}); err != nil {
+			var err error
+			if replyNow && sent < received {
+				err = sendReceived(conn, received)
+			} else {
+				err = pglogrepl.SendStandbyStatusUpdate(ctx, conn, pglogrepl.StandbyStatusUpdate{WALWritePosition: pglogrepl.LSN(sent)})
+			}
+			if err != nil {
 				return fmt.Errorf("pgsource: reporting the confirmed position: %w", err)
 			}
 			lastSent, replyNow = time.Now(), false
@@ -523,6 +531,7 @@ func (s *Source) loop(ctx context.Context, conn *pgconn.PgConn, h cdc.Handler) e
 				if pkm.ReplyRequested {
 					replyNow = true
 				}
+				received = max(received, uint64(pkm.ServerWALEnd))
 				// The walsender has decoded everything up to its end:
 				// no mapped transaction ends before it that it has
 				// not sent. Confirming it (once what came before is
@@ -624,6 +633,40 @@ func (s *Source) loop(ctx context.Context, conn *pgconn.PgConn, h cdc.Handler) e
 		}
 	}
 }
+
+// sendReceived answers a keepalive that asks for a reply while the
+// confirmed position trails what was received: a status that reports
+// everything up to received as written and no flush position (invalid, 0).
+//
+// A WAL sender that is shutting down (a fast or smart shutdown) asks for
+// replies until the consumer reports, as flushed or, when the flush
+// position is invalid, as written, every position it sent; until then
+// PostgreSQL does not stop, and a consumer that keeps answering is never
+// timed out (wal_sender_timeout). While a target is down cdc cannot
+// confirm, so the shutdown would wait for the target
+// (TestFastShutdownDoesNotWaitForAStoppedTarget: for ever). The written
+// position only informs (pg_stat_replication.write_lsn); a logical
+// slot's confirmed_flush_lsn moves only with a valid flush position, so
+// this lets PostgreSQL stop without confirming anything not yet applied
+// on every target. pglogrepl.SendStandbyStatusUpdate replaces a zero
+// flush position by the written one, so this message is built here.
+func sendReceived(conn *pgconn.PgConn, received uint64) error {
+	data := make([]byte, 0, 34)
+	data = append(data, pglogrepl.StandbyStatusUpdateByteID)
+	data = binary.BigEndian.AppendUint64(data, received) // written
+	data = binary.BigEndian.AppendUint64(data, 0)        // flushed: invalid, confirms nothing
+	data = binary.BigEndian.AppendUint64(data, 0)        // applied: invalid
+	data = binary.BigEndian.AppendUint64(data, uint64(time.Since(pgEpoch).Microseconds()))
+	data = append(data, 0) // no reply requested
+	buf, err := (&pgproto3.CopyData{Data: data}).Encode(nil)
+	if err != nil {
+		return err
+	}
+	return conn.Frontend().SendUnbufferedEncodedCopyData(buf)
+}
+
+// pgEpoch is the origin of PostgreSQL's timestamps.
+var pgEpoch = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
 
 func rel(rels map[uint32]*relation, id uint32) (*relation, error) {
 	r, ok := rels[id]

@@ -217,10 +217,16 @@ func (f *fixture) put(t *testing.T, keys ...string) {
 // waitGone waits until none of keys is in either store.
 func (f *fixture) waitGone(t *testing.T, limit time.Duration, keys ...string) {
 	t.Helper()
+	f.waitGoneFrom(t, limit, []store.Store{f.redis, f.mc}, keys...)
+}
+
+// waitGoneFrom waits until none of keys is in any of stores.
+func (f *fixture) waitGoneFrom(t *testing.T, limit time.Duration, stores []store.Store, keys ...string) {
+	t.Helper()
 	deadline := time.Now().Add(limit)
 	for {
 		var left []string
-		for _, s := range []store.Store{f.redis, f.mc} {
+		for _, s := range stores {
 			for _, k := range keys {
 				if _, err := s.Get(context.Background(), k); err == nil {
 					left = append(left, k)
