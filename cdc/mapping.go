@@ -60,11 +60,7 @@ func IndexOf[I comparable, K comparable, V any](table, column string, x *kura.In
 	if x == nil {
 		return Rule{}, errors.New("cdc: IndexOf needs the Index")
 	}
-	parse, err := parserFor[I]()
-	if err != nil {
-		return Rule{}, fmt.Errorf("cdc: IndexOf %s.%s: %w", table, column, err)
-	}
-	return viewRule(table, column, x.Lists().Key, parse)
+	return parsedRule("IndexOf", table, column, x.Lists().Key)
 }
 
 // UniqueIndexOf maps a table's uniquely indexed column to the cached ids
@@ -75,11 +71,17 @@ func UniqueIndexOf[I comparable, K comparable, V any](table, column string, u *k
 	if u == nil {
 		return Rule{}, errors.New("cdc: UniqueIndexOf needs the UniqueIndex")
 	}
+	return parsedRule("UniqueIndexOf", table, column, u.IDs().Key)
+}
+
+// parsedRule is viewRule with the parser of the index value type I; fn
+// names the caller in its error.
+func parsedRule[I comparable](fn, table, column string, key func(I) string) (Rule, error) {
 	parse, err := parserFor[I]()
 	if err != nil {
-		return Rule{}, fmt.Errorf("cdc: UniqueIndexOf %s.%s: %w", table, column, err)
+		return Rule{}, fmt.Errorf("cdc: %s %s.%s: %w", fn, table, column, err)
 	}
-	return viewRule(table, column, u.IDs().Key, parse)
+	return viewRule(table, column, key, parse)
 }
 
 func viewRule[K comparable](table, column string, key func(K) string, parse func(string) (K, error)) (Rule, error) {
