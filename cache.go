@@ -124,6 +124,12 @@ func (c *Cache[V]) Store() store.Store { return c.store }
 // Name returns Options.Name.
 func (c *Cache[V]) Name() string { return c.opts.Name }
 
+// Codec returns the codec the Cache encodes and decodes its entries with
+// (Options.Codec, or the one New made for Options.Envelope), so a tool
+// that reads the store directly (the staleness inspector, cdc/staleness)
+// reads entries exactly as the Cache does.
+func (c *Cache[V]) Codec() *codec.Codec { return c.opts.Codec }
+
 // Stats returns a snapshot of the counters.
 func (c *Cache[V]) Stats() Stats {
 	s := snapshot(c.p.Counters(), c.opts.Name, c.coordination)
