@@ -25,7 +25,10 @@
 // A key absent from the cache (or holding a lease placeholder) is "not
 // cached", never stale; a loader error is counted and the key skipped;
 // bytes the codec cannot read, or a value of another type, count as
-// unreadable. Loads are paced (MaxLoadsPerSecond) and a round checks at
+// unreadable. An Inspector of a Cache[any] (V an interface type, as
+// `kura cdc` uses) reads entries of any Go type, except structs stored by
+// position (EnvelopeCompactPositional), which it counts as unreadable:
+// only their Go type names their fields. Loads are paced (MaxLoadsPerSecond) and a round checks at
 // most SampleSize keys, so the inspector's cost on the database is
 // bounded and known. Nothing it logs or reports holds a cached value: only
 // keys, counts and ages.
@@ -150,12 +153,16 @@ type Inspector[V any] struct {
 	st     store.Store
 	codec  *codec.Codec
 	schema uint32
-	name   string
-	opts   Options[V]
+	// generic: V is an interface type (a Cache[any] reads entries of
+	// any Go type, so the schema is not checked).
+	generic bool
+	name    string
+	opts    Options[V]
 
 	round sync.Mutex // one round at a time
 	mu    sync.Mutex
 	stats Stats
+	descs descs
 	ages  prometheus.Histogram
 }
 
@@ -196,6 +203,7 @@ func New[V any](c *kura.Cache[V], opts Options[V]) (*Inspector[V], error) {
 	cd := c.Codec()
 	return &Inspector[V]{
 		st: c.Store(), codec: cd, schema: cd.Fingerprint(reflect.TypeFor[V]()), name: c.Name(), opts: opts,
+		generic: reflect.TypeFor[V]().Kind() == reflect.Interface, descs: newDescs(c.Name()),
 		ages: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:        "kura_staleness_stale_age_seconds",
 			Help:        "How long each entry found stale had been in the cache (now minus its write time).",
@@ -290,8 +298,11 @@ func (in *Inspector[V]) checkOne(ctx context.Context, key string, r *Report) (s 
 	case h.Kind != codec.KindValue && h.Kind != codec.KindNegative:
 		r.NotCached++ // a lease placeholder or a tombstone: no value served
 		return nil, false
-	case h.Kind == codec.KindValue && h.Fields.HasSchema && h.Fields.Schema != in.schema:
+	case h.Kind == codec.KindValue && !in.generic && h.Fields.HasSchema && h.Fields.Schema != in.schema:
 		r.Unreadable++ // a value of another type under this key
+		return nil, false
+	case h.Kind == codec.KindValue && in.generic && h.Serializer == codec.IDMsgPackArray:
+		r.Unreadable++ // structs by position: only their Go type names the fields
 		return nil, false
 	}
 	fresh, err := in.opts.Load(ctx, key)
@@ -395,18 +406,29 @@ func (in *Inspector[V]) Status() string {
 	return line + fmt.Sprintf("; %d stale of %d checked since start", s.Stale, s.Checked)
 }
 
-var (
-	descChecks = prometheus.NewDesc("kura_staleness_checks_total",
-		"Sampled keys, by result: fresh, stale, not_cached, raced (changed within the grace), load_error, unreadable.", []string{"cache", "result"}, nil)
-	descRounds     = prometheus.NewDesc("kura_staleness_rounds_total", "Inspection rounds run.", []string{"cache"}, nil)
-	descRoundErrs  = prometheus.NewDesc("kura_staleness_round_errors_total", "Rounds that could not pick their keys.", []string{"cache"}, nil)
-	descLastStale  = prometheus.NewDesc("kura_staleness_last_stale", "Stale entries found by the last round.", []string{"cache"}, nil)
-	descLastCached = prometheus.NewDesc("kura_staleness_last_compared", "Entries the last round compared with a load (fresh, stale or raced).", []string{"cache"}, nil)
-)
+// descs are an Inspector's metric descriptions, labelled with its
+// cache's name (so that the inspectors of several caches register on one
+// registry, as kuraprom's collector labels them).
+type descs struct {
+	checks, rounds, roundErrs, lastStale, lastCompared *prometheus.Desc
+}
+
+func newDescs(cache string) descs {
+	l := prometheus.Labels{"cache": cache}
+	return descs{
+		checks: prometheus.NewDesc("kura_staleness_checks_total",
+			"Sampled keys, by result: fresh, stale, not_cached, raced (changed within the grace), load_error, unreadable.", []string{"result"}, l),
+		rounds:       prometheus.NewDesc("kura_staleness_rounds_total", "Inspection rounds run.", nil, l),
+		roundErrs:    prometheus.NewDesc("kura_staleness_round_errors_total", "Rounds that could not pick their keys.", nil, l),
+		lastStale:    prometheus.NewDesc("kura_staleness_last_stale", "Stale entries found by the last round.", nil, l),
+		lastCompared: prometheus.NewDesc("kura_staleness_last_compared", "Entries the last round compared with a load (fresh, stale or raced).", nil, l),
+	}
+}
 
 // Describe implements prometheus.Collector.
 func (in *Inspector[V]) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descChecks, descRounds, descRoundErrs, descLastStale, descLastCached} {
+	d := &in.descs
+	for _, d := range []*prometheus.Desc{d.checks, d.rounds, d.roundErrs, d.lastStale, d.lastCompared} {
 		ch <- d
 	}
 	in.ages.Describe(ch)
@@ -416,18 +438,18 @@ func (in *Inspector[V]) Describe(ch chan<- *prometheus.Desc) {
 func (in *Inspector[V]) Collect(ch chan<- prometheus.Metric) {
 	s := in.Stats()
 	c := func(d *prometheus.Desc, t prometheus.ValueType, v int64, l ...string) {
-		ch <- prometheus.MustNewConstMetric(d, t, float64(v), append([]string{in.name}, l...)...)
+		ch <- prometheus.MustNewConstMetric(d, t, float64(v), l...)
 	}
 	for _, r := range []struct {
 		name string
 		n    int64
 	}{{"fresh", s.Fresh}, {"stale", s.Stale}, {"not_cached", s.NotCached}, {"raced", s.Raced}, {"load_error", s.LoadErrors}, {"unreadable", s.Unreadable}} {
-		c(descChecks, prometheus.CounterValue, r.n, r.name)
+		c(in.descs.checks, prometheus.CounterValue, r.n, r.name)
 	}
-	c(descRounds, prometheus.CounterValue, s.Rounds)
-	c(descRoundErrs, prometheus.CounterValue, s.RoundErrors)
-	c(descLastStale, prometheus.GaugeValue, int64(s.Last.Stale))
-	c(descLastCached, prometheus.GaugeValue, int64(s.Last.Fresh+s.Last.Stale+s.Last.Raced))
+	c(in.descs.rounds, prometheus.CounterValue, s.Rounds)
+	c(in.descs.roundErrs, prometheus.CounterValue, s.RoundErrors)
+	c(in.descs.lastStale, prometheus.GaugeValue, int64(s.Last.Stale))
+	c(in.descs.lastCompared, prometheus.GaugeValue, int64(s.Last.Fresh+s.Last.Stale+s.Last.Raced))
 	in.ages.Collect(ch)
 }
 
