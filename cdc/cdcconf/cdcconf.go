@@ -43,6 +43,8 @@ type Config struct {
 	MaxBatchKeys int `json:"max_batch_keys"`
 	// MaxRetainedBytes: cdc.Options.MaxRetainedBytes (0: no ceiling).
 	MaxRetainedBytes int64 `json:"max_retained_bytes"`
+	// Inspect, when set, runs the staleness inspector (see Inspect).
+	Inspect *Inspect `json:"inspect"`
 }
 
 // Database names the PostgreSQL primary.
@@ -155,7 +157,7 @@ func Parse(b []byte) (*Config, error) {
 		case errors.As(err, &te):
 			return nil, fmt.Errorf("cdc config: field %s must be a %s, not a JSON %s", te.Field, te.Type, te.Value)
 		case strings.HasPrefix(err.Error(), "json: unknown field"):
-			return nil, fmt.Errorf("cdc config: %s (the fields are source, database, targets, tables, max_txn_keys, max_batch_keys, max_retained_bytes)", strings.TrimPrefix(err.Error(), "json: "))
+			return nil, fmt.Errorf("cdc config: %s (the fields are source, database, targets, tables, max_txn_keys, max_batch_keys, max_retained_bytes, inspect)", strings.TrimPrefix(err.Error(), "json: "))
 		}
 		return nil, fmt.Errorf("cdc config: %v", err)
 	}
@@ -167,6 +169,9 @@ func Parse(b []byte) (*Config, error) {
 
 func (c *Config) check() error {
 	if err := c.Source.check(); err != nil {
+		return err
+	}
+	if err := c.Inspect.check(c.Source.debezium()); err != nil {
 		return err
 	}
 	if c.Source.debezium() {

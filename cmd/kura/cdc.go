@@ -52,7 +52,10 @@ what a kura.Keyed view with that Prefix reads; a template spells the key with
 A status line goes to stdout every --status-every; --metrics serves
 Prometheus metrics (prefix kura_cdc_) on /metrics and the line on /status.
 Run a second cdc on the same slot as a standby: it takes over when the active
-one dies.
+one dies. An "inspect" section ({keys [{prefix, query}], sample, every_seconds,
+grace_seconds}) samples cached keys, reads each fresh with its query (the
+value as JSON, $1 the key without its prefix) and adds how many were stale to
+the status line and the metrics (kura_staleness_*).
 
 Fleets that run Debezium on Kafka give "source": {"kind": "debezium",
 "brokers": ["127.0.0.1:9092"], "group": "kura", "topics": [...]} instead of
@@ -89,7 +92,8 @@ after the invalidations landed (--until-caught-up is for PostgreSQL only).`,
 			}
 			defer src.Close()
 			defer cdcconf.CloseTargets(opts.Targets)
-			return runCDC(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), opts, metricsAddr, every, untilCaught)
+			inspect := func(l *slog.Logger) (*cdcconf.Inspection, error) { return conf.Inspectors(opts.Targets, l) }
+			return runCDC(ctx, cmd.OutOrStdout(), cmd.ErrOrStderr(), opts, inspect, metricsAddr, every, untilCaught)
 		},
 	}
 	f := cmd.Flags()
@@ -100,7 +104,7 @@ after the invalidations landed (--until-caught-up is for PostgreSQL only).`,
 	return cmd
 }
 
-func runCDC(ctx context.Context, out, errOut io.Writer, opts cdc.Options, metricsAddr string, every time.Duration, untilCaught bool) error {
+func runCDC(ctx context.Context, out, errOut io.Writer, opts cdc.Options, inspect func(*slog.Logger) (*cdcconf.Inspection, error), metricsAddr string, every time.Duration, untilCaught bool) error {
 	// The log (from cdc's goroutines) and the status lines may share one
 	// writer: one line at a time.
 	var mu sync.Mutex
@@ -110,6 +114,19 @@ func runCDC(ctx context.Context, out, errOut io.Writer, opts cdc.Options, metric
 	opts.Logger = slog.New(slog.NewTextHandler(errOut, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	status := m.Status
+	insp, err := inspect(opts.Logger)
+	if err != nil {
+		return err
+	}
+	if insp != nil { // the staleness inspector's line follows cdc's
+		defer insp.Close()
+		status = func() string { return m.Status() + "; " + insp.Status() }
+		done := make(chan struct{})
+		go func() { insp.Run(ctx); close(done) }()
+		defer func() { <-done }()
+		defer cancel()
+	}
 	if metricsAddr != "" {
 		ln, err := net.Listen("tcp", metricsAddr)
 		if err != nil {
@@ -117,9 +134,14 @@ func runCDC(ctx context.Context, out, errOut io.Writer, opts cdc.Options, metric
 		}
 		reg := prometheus.NewRegistry()
 		reg.MustRegister(m)
+		if insp != nil {
+			for _, in := range insp.Inspectors {
+				reg.MustRegister(in)
+			}
+		}
 		mux := http.NewServeMux()
 		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-		mux.HandleFunc("/status", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, m.Status()) })
+		mux.HandleFunc("/status", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, status()) })
 		srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 		go func() { _ = srv.Serve(ln) }()
 		defer srv.Close()
@@ -153,10 +175,10 @@ func runCDC(ctx context.Context, out, errOut io.Writer, opts cdc.Options, metric
 	for {
 		select {
 		case err := <-done:
-			fmt.Fprintln(out, m.Status())
+			fmt.Fprintln(out, status())
 			return err
 		case <-t.C:
-			fmt.Fprintln(out, m.Status())
+			fmt.Fprintln(out, status())
 		}
 	}
 }
