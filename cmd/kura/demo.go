@@ -22,8 +22,8 @@ func newDemoCmd() *cobra.Command {
 	)
 	cmd := &cobra.Command{
 		Use:   "demo",
-		Short: "Reproduce five real cache problems on this machine and show kura's answer",
-		Long: `demo reproduces, on this machine, five cache problems teams have met in
+		Short: "Reproduce six real cache problems on this machine and show kura's answer",
+		Long: `demo reproduces, on this machine, six cache problems teams have met in
 production, each against a real PostgreSQL and real cache servers, and measures
 kura's answer next to the problem:
 
@@ -39,6 +39,9 @@ kura's answer next to the problem:
           then a stalled one.
   huge    One huge value on a small link: a 1.3 MB value over a link limited to
           a small node's baseline bandwidth; the size guard; kura inspect.
+  stale   A write the cache never heard of: prices changed in plain SQL,
+          served stale without cdc; with kura cdc, the lag and the staleness
+          inspector's count.
 
 It starts a private PostgreSQL (initdb), redis-server and three memcached on
 loopback ports and stops them at the end (` + "`make servers`" + ` installs them). A

@@ -160,6 +160,19 @@ func TestDemoEndToEnd(t *testing.T) {
 			t.Errorf("huge: only %d bytes crossed the link for a 1.3 MB value", c["plain JSON string.bytes_up"])
 		}
 	}
+	if c := counts("stale"); c != nil {
+		// 50 rows changed behind the cache's back: without cdc all 50 are
+		// served stale and the inspector finds them; with cdc none.
+		if c["without_cdc.stale_reads"] != 50 || c["without_cdc.stale_reads_1s_later"] != 50 || c["without_cdc.inspector_stale"] != 50 {
+			t.Errorf("stale: without cdc %v", c)
+		}
+		if c["with_cdc.stale_reads"] != 0 || c["with_cdc.inspector_stale"] != 0 || c["with_cdc.inspector_compared"] == 0 || c["with_cdc.lag_max_us"] <= 0 {
+			t.Errorf("stale: with cdc %v", c)
+		}
+		if s := byName["stale"]; !strings.Contains(s.Headline, s.Tables[1].Rows[0][1]) || !strings.Contains(s.Headline, s.Tables[1].Rows[0][2]) {
+			t.Errorf("stale: headline %q leaves out the lag its table shows (%v)", s.Headline, s.Tables[1].Rows[0])
+		}
+	}
 
 	var text bytes.Buffer
 	if err := rep.WriteText(&text); err != nil {

@@ -38,7 +38,7 @@ func startEnv(ctx context.Context, needs map[string]bool, cfg Config, progress i
 	e := &Env{cfg: cfg, progress: progress, why: map[string]string{}, userID: 1}
 	if needs["postgres"] {
 		fmt.Fprintln(progress, "starting a private PostgreSQL (initdb, a few seconds) ...")
-		pg, err := servers.StartPostgres(ctx, servers.PostgresConfig{})
+		pg, err := servers.StartPostgres(ctx, servers.PostgresConfig{Logical: true}) // the stale scenario's kura cdc
 		if err != nil {
 			e.why["postgres"] = "PostgreSQL could not be started: " + reason(err, "postgresql")
 		} else {

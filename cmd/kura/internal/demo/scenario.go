@@ -186,7 +186,7 @@ type scenario struct {
 }
 
 func scenarios() []scenario {
-	return []scenario{bytesScenario(), loginScenario(), nodesScenario(), healthScenario(), hugeScenario()}
+	return []scenario{bytesScenario(), loginScenario(), nodesScenario(), healthScenario(), hugeScenario(), staleScenario()}
 }
 
 // Names returns the scenario names, in the order they run.
