@@ -255,8 +255,12 @@ func (in *Inspector[V]) Check(ctx context.Context, keys []string) (Report, error
 			return r, err
 		}
 		raw, err := in.st.Get(ctx, s.key)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			r.Unreadable++ // the store failed: neither stale nor raced is known
+			continue
+		}
 		if err != nil || !bytes.Equal(raw, s.raw) {
-			r.Raced++ // invalidated, refilled or unreadable since: the change was in flight
+			r.Raced++ // invalidated or refilled since: the change was in flight
 			continue
 		}
 		r.Stale++
