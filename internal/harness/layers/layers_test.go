@@ -33,7 +33,7 @@ var layers = []struct {
 	{"root mechanisms", []string{"internal/readthrough/...", "internal/l1"}},
 	{"root", []string{""}},
 	{"kuraprom", []string{"kuraprom"}},
-	{"tools", []string{"inspect", "scan", "codecfit", "plan/...", "loadgen", "ui", "cdc", "cdc/cdcconf", "cdc/debezium", "cdc/pgsource"}},
+	{"tools", []string{"inspect", "scan", "codecfit", "plan/...", "loadgen", "ui", "cdc", "cdc/cdcconf", "cdc/debezium", "cdc/pgsource", "cdc/staleness"}},
 	{"cmd, demo, examples", []string{"cmd/...", "examples/..."}},
 }
 
