@@ -29,19 +29,7 @@ func TestCDCInspectStatus(t *testing.T) {
 	pg := servertest.Postgres(t, servers.PostgresConfig{Logical: true})
 	r := servertest.Redis(t, servers.RedisConfig{})
 	ctx := context.Background()
-	db, err := pgx.Connect(ctx, pg.DSN())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close(ctx)
-	for _, q := range []string{
-		"CREATE TABLE items (id bigint PRIMARY KEY, name text NOT NULL, qty int NOT NULL)",
-		"INSERT INTO items SELECT g, 'item ' || g, g * 10 FROM generate_series(1, 20) g",
-	} {
-		if _, err := db.Exec(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
+	db := itemsTable(t, pg)
 	conf := fmt.Sprintf(`{"database": {"url": %q},
  "targets": [{"name": "redis", "url": "redis://%s"}],
  "tables": [{"table": "items", "keys": [{"prefix": "item:", "column": "id"}]}],
@@ -91,19 +79,7 @@ func TestCDCInspectDebezium(t *testing.T) {
 	pg := servertest.Postgres(t, servers.PostgresConfig{})
 	r := servertest.Redis(t, servers.RedisConfig{})
 	ctx := context.Background()
-	db, err := pgx.Connect(ctx, pg.DSN())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close(ctx)
-	for _, q := range []string{
-		"CREATE TABLE items (id bigint PRIMARY KEY, name text NOT NULL, qty int NOT NULL)",
-		"INSERT INTO items SELECT g, 'item ' || g, g * 10 FROM generate_series(1, 20) g",
-	} {
-		if _, err := db.Exec(ctx, q); err != nil {
-			t.Fatal(err)
-		}
-	}
+	db := itemsTable(t, pg)
 	items, rs := appItems(t, r.Addr, db)
 	for _, q := range []string{"UPDATE items SET qty = 999 WHERE id IN (3, 4)"} {
 		if _, err := db.Exec(ctx, q); err != nil {
@@ -201,4 +177,25 @@ func lastStatus(out string) string {
 		}
 	}
 	return last
+}
+
+// itemsTable makes the items table (20 rows) on pg and returns a
+// connection to it, closed when the test ends.
+func itemsTable(t *testing.T, pg *servers.Postgres) *pgx.Conn {
+	t.Helper()
+	ctx := context.Background()
+	db, err := pgx.Connect(ctx, pg.DSN())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close(context.Background()) })
+	for _, q := range []string{
+		"CREATE TABLE items (id bigint PRIMARY KEY, name text NOT NULL, qty int NOT NULL)",
+		"INSERT INTO items SELECT g, 'item ' || g, g * 10 FROM generate_series(1, 20) g",
+	} {
+		if _, err := db.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return db
 }
