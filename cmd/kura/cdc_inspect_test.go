@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -51,15 +53,15 @@ func TestCDCInspectStatus(t *testing.T) {
 		}
 	}
 	out := runAllWithin(t, 3*time.Second, "cdc", "--config", path, "--status-every", "500ms")
-	if !strings.Contains(out, "staleness redis: 2 stale of 20 cached") || strings.Contains(out, "an old name") {
-		t.Fatalf("want 2 stale of 20 in a status line:\n%s", out)
+	if r, most := rounds(out); !r["2 of 20"] || most > 2 || strings.Contains(out, "an old name") {
+		t.Fatalf("want 2 stale of 20 in a status line (rounds %v):\n%s", r, out)
 	}
 	if err := items.Invalidate(ctx, 5, 6); err != nil {
 		t.Fatal(err)
 	}
 	out = runAllWithin(t, 3*time.Second, "cdc", "--config", path, "--status-every", "500ms")
-	if !strings.Contains(out, "staleness redis: 0 stale of 18 cached") || strings.Contains(out, "1 stale of") || strings.Contains(out, "2 stale of") {
-		t.Fatalf("want 0 stale of 18 in a status line, and no stale entry:\n%s", out)
+	if r, most := rounds(out); !r["0 of 18"] || most > 0 {
+		t.Fatalf("want 0 stale of 18 in a status line and none stale in any (rounds %v):\n%s", r, out)
 	}
 	t.Log(lastStatus(out))
 }
@@ -122,8 +124,8 @@ func TestCDCInspectDebezium(t *testing.T) {
 		t.Fatalf("item 3's change event did not invalidate it (%v):\n%s", err, out)
 	}
 	out = runAllWithin(t, 2*time.Second, "cdc", "--config", path, "--status-every", "500ms")
-	if !strings.Contains(out, "staleness redis: 1 stale of 19 cached") || strings.Contains(out, "2 stale of") {
-		t.Fatalf("want 1 stale of 19 in a status line:\n%s", out)
+	if r, most := rounds(out); !r["1 of 19"] || most > 1 {
+		t.Fatalf("want 1 stale of 19 in a status line and no more in any (rounds %v):\n%s", r, out)
 	}
 	t.Log(lastStatus(out))
 }
@@ -165,6 +167,22 @@ func appItems(t *testing.T, addr string, db *pgx.Conn) (*kuracache.Keyed[int64, 
 		}
 	}
 	return items, rs
+}
+
+var roundRE = regexp.MustCompile(`staleness redis: (\d+) stale of (\d+) cached in the last round`)
+
+// rounds lists the last-round figures ("2 of 20": stale of cached) the
+// status lines in out show, and the most stale of any. (A round on a
+// loaded machine may count a key unreadable after a store timeout, so
+// the tests look for their figure in some line, and bound the rest.)
+func rounds(out string) (map[string]bool, int) {
+	r, most := map[string]bool{}, 0
+	for _, m := range roundRE.FindAllStringSubmatch(out, -1) {
+		r[m[1]+" of "+m[2]] = true
+		n, _ := strconv.Atoi(m[1])
+		most = max(most, n)
+	}
+	return r, most
 }
 
 // lastStatus is the last status line kura cdc printed with the
