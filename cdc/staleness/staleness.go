@@ -23,7 +23,7 @@
 // older than that lag, which is what a missed invalidation looks like.
 //
 // A key absent from the cache (or holding a lease placeholder) is "not
-// cached", never stale; a loader error is counted and the key skipped;
+// cached", never stale; a loader error (or a panic in the loader or in Equal) is counted and the key skipped;
 // bytes the codec cannot read, or a value of another type, count as
 // unreadable. An Inspector of a Cache[any] (V an interface type, as
 // `kura cdc` uses) reads entries of any Go type, except structs stored by
@@ -309,18 +309,34 @@ func (in *Inspector[V]) checkOne(ctx context.Context, key string, r *Report) (s 
 		r.Unreadable++ // structs by position: only their Go type names the fields
 		return nil, false
 	}
-	fresh, err := in.opts.Load(ctx, key)
-	absent := errors.Is(err, kura.ErrNotFound)
-	if err != nil && !absent {
+	same, err := in.compare(ctx, key, cached, h.Kind == codec.KindNegative)
+	if err != nil {
 		r.LoadErrors++
 		return nil, true
 	}
-	negative := h.Kind == codec.KindNegative
-	if negative == absent && (negative || in.opts.Equal(cached, fresh)) {
+	if same {
 		r.Fresh++
 		return nil, true
 	}
 	return &suspect{key: key, raw: raw, written: h.Fields.Written, loadedAt: time.Now()}, true
+}
+
+// compare loads key and compares it with what the cache holds (negative:
+// cached as absent). A loader error other than not-found, or a panic in
+// the loader or in Equal, is an error: the inspector never takes the
+// program down with it.
+func (in *Inspector[V]) compare(ctx context.Context, key string, cached V, negative bool) (same bool, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			same, err = false, fmt.Errorf("staleness: the loader or Equal panicked on %q", key)
+		}
+	}()
+	fresh, err := in.opts.Load(ctx, key)
+	absent := errors.Is(err, kura.ErrNotFound)
+	if err != nil && !absent {
+		return false, err
+	}
+	return negative == absent && (negative || in.opts.Equal(cached, fresh)), nil
 }
 
 func sleepUntil(ctx context.Context, t time.Time) error {

@@ -161,7 +161,7 @@ func (f *fixture) waitApplied(t *testing.T, before int64) {
 // behind the database's back (a Set of an old value; rows updated while
 // cdc is stopped) are each caught, with their age; a write landing between
 // the cache read and the load is a race, not staleness; a failing loader
-// is counted, not fatal.
+// (or panicking) is counted, not fatal.
 func TestInspector(t *testing.T) {
 	f := startFixture(t)
 	ctx := context.Background()
@@ -252,6 +252,10 @@ func TestInspector(t *testing.T) {
 		r, err := in.Check(ctx, keys(11, 20))
 		if err != nil || r.LoadErrors != 10 || r.Stale != 0 || n != 10 {
 			t.Fatalf("failing loader: %+v, %v", r, err)
+		}
+		in = f.inspector(t, "redis", func(ctx context.Context, key string) (string, error) { panic("a loader bug") })
+		if r, err := in.Check(ctx, keys(11, 20)); err != nil || r.LoadErrors != 10 {
+			t.Fatalf("panicking loader: %+v, %v", r, err)
 		}
 	})
 
