@@ -23,15 +23,16 @@
 // older than that lag, which is what a missed invalidation looks like.
 //
 // A key absent from the cache (or holding a lease placeholder) is "not
-// cached", never stale; a loader error (or a panic in the loader or in Equal) is counted and the key skipped;
-// bytes the codec cannot read, or a value of another type, count as
-// unreadable. An Inspector of a Cache[any] (V an interface type, as
-// `kura cdc` uses) reads entries of any Go type, except structs stored by
-// position (EnvelopeCompactPositional), which it counts as unreadable:
-// only their Go type names their fields. Loads are paced (MaxLoadsPerSecond) and a round checks at
-// most SampleSize keys, so the inspector's cost on the database is
-// bounded and known. Nothing it logs or reports holds a cached value: only
-// keys, counts and ages.
+// cached", never stale; a loader error (or a panic in the loader or in
+// Equal) is counted and the key skipped; bytes the codec cannot read, a
+// value of another type, or a store failure count as unreadable. An
+// Inspector of a Cache[any] (V an interface type, as `kura cdc` uses)
+// reads entries of any Go type, except structs stored by position
+// (EnvelopeCompactPositional), which it counts as unreadable: only their
+// Go type names their fields. Loads are paced (MaxLoadsPerSecond) and a
+// round checks at most SampleSize keys, so the inspector's cost on the
+// database is bounded and known. Nothing it logs or reports holds a
+// cached value: only keys, counts and ages.
 package staleness
 
 import (
