@@ -15,7 +15,7 @@ import (
 // the round finds the one entry that differs from a fresh load. In a
 // service, Run it beside the cache (and register it with Prometheus); here
 // one round is checked by hand.
-func ExampleInspector_Check() {
+func ExampleNew() {
 	var mu sync.Mutex
 	db := map[string]string{"user:1": "Ada", "user:2": "Grace", "user:3": "Edsger"}
 	load := func(_ context.Context, key string) (string, error) {
