@@ -1,0 +1,77 @@
+package cdctest
+
+import (
+	"sort"
+	"time"
+)
+
+// Write is one committed plain-SQL write of a key: the version it
+// wrote and its place in the source's stream (an LSN, a Kafka offset).
+type Write struct {
+	Version int64
+	Pos     uint64
+}
+
+// Read is one read through kura.
+type Read struct {
+	Key        int64
+	Backend    string
+	Start, End time.Time
+	Value      int64         // -1: absent
+	Clock      time.Duration // how far Start may be off the Go clock (another process's)
+}
+
+// Report is the change stream saying, at At, that every write up to Pos
+// has been applied on every target.
+type Report struct {
+	At  time.Time
+	Pos uint64
+}
+
+// Violation is a read that returned a version older than one the stream
+// had reported applied before the read began.
+type Violation struct {
+	Read Read
+	// Must is the version the read had to return at least; Applied the
+	// highest position reported before the read began.
+	Must    int64
+	Applied uint64
+}
+
+// Check is the per-read history checker of the change-stream tests: a
+// read that starts after the stream reported a write's position applied
+// must return that write's version or a later one. slack widens the
+// bound for a read path that docs/leases.md allows to lag (an L1's
+// MaxStaleness): only reports from slack before the read's start bind it.
+// writes is indexed by key; reports may come in any order.
+func Check(reads []Read, writes [][]Write, reports []Report, slack time.Duration) []Violation {
+	reports = append([]Report(nil), reports...)
+	sort.Slice(reports, func(i, j int) bool { return reports[i].At.Before(reports[j].At) })
+	// for each report, the highest position reported up to it
+	maxPos := make([]uint64, len(reports))
+	for i, r := range reports {
+		maxPos[i] = r.Pos
+		if i > 0 {
+			maxPos[i] = max(maxPos[i], maxPos[i-1])
+		}
+	}
+	var out []Violation
+	for _, rd := range reads {
+		bound := rd.Start.Add(-slack - rd.Clock)
+		i := sort.Search(len(reports), func(i int) bool { return !reports[i].At.Before(bound) }) - 1
+		if i < 0 || rd.Key < 0 || rd.Key >= int64(len(writes)) {
+			continue
+		}
+		applied := maxPos[i]
+		var must int64 = -1
+		for _, w := range writes[rd.Key] {
+			if w.Pos <= applied {
+				must = max(must, w.Version)
+			}
+		}
+		if rd.Value < must {
+			out = append(out, Violation{Read: rd, Must: must, Applied: applied})
+		}
+	}
+	return out
+}
