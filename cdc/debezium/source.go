@@ -51,8 +51,9 @@ func NewSource(cfg Config) (*KafkaSource, error) {
 
 // position is a poll's place: its sequence number and its last offset per partition.
 type position struct {
-	seq  int64
-	text string
+	seq     int64
+	text    string
+	offsets map[string]int64 // "topic/partition" -> the poll's last offset there
 }
 
 func (p *position) String() string { return p.text }
@@ -179,7 +180,7 @@ func (a *sourceApplier) Apply(ctx context.Context, batch []Event) error {
 	}
 	a.s.mu.Lock()
 	a.s.seq++
-	pos := &position{seq: a.s.seq, text: posText(last)}
+	pos := &position{seq: a.s.seq, text: posText(last), offsets: last}
 	a.s.mu.Unlock()
 	var err error
 	if changed {
