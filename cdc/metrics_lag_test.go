@@ -1,0 +1,22 @@
+package cdc
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestStatusCaughtUpNeedsNoRecordLag: a source that counts its upstream's records (Kafka's
+// consumer lag) is caught up only at 0, however empty delivery is.
+func TestStatusCaughtUpNeedsNoRecordLag(t *testing.T) {
+	m := NewMetrics()
+	m.setTargets([]Target{{Name: "redis"}})
+	m.applied(Applied{Txns: 1})
+	m.setBacklog(Backlog{LagRecords: 7})
+	if s := m.Status(); !strings.HasPrefix(s, "cdc: behind by 7 records") {
+		t.Errorf("status with 7 records of lag: %q", s)
+	}
+	m.setBacklog(Backlog{})
+	if s := m.Status(); !strings.HasPrefix(s, "cdc: caught up") {
+		t.Errorf("status with no lag: %q", s)
+	}
+}
