@@ -87,6 +87,14 @@ type Config struct {
 	OnApplyError func(err error, attempt int)
 	// ClientOptions are extra franz-go options (TLS, SASL, client id), applied last.
 	ClientOptions []kgo.Opt
+	// CheckBeforeImage is for a Source (NewSource): when set, Stream runs it before joining the
+	// group, each time it starts. It returns nil only if the database Debezium reads logs the
+	// old values of every column the mapping reads (the before image the old/new index-value
+	// rule needs); an error matching cdc.ErrFatal stops cdc.Run, any other is retried.
+	// PostgresBeforeImage builds the check for PostgreSQL. nil checks nothing: then the tables
+	// that map to index keys must be REPLICA IDENTITY FULL (PostgreSQL) or the server
+	// binlog_row_image=FULL (MySQL) by the operator's care.
+	CheckBeforeImage func(ctx context.Context) error
 
 	// commitBeforeApply is a fault for the tests: commit a batch's offsets before Apply, then
 	// wait faultPause before applying it.
