@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -183,14 +184,15 @@ func atoi(s string) int64 {
 	return n
 }
 
+// loadavg is the 1, 5 and 15 minute load averages.
 func loadavg() string {
 	b, err := os.ReadFile("/proc/loadavg")
 	if err != nil {
 		return "unknown"
 	}
-	f := string(b)
-	if i := len(f); i > 14 {
-		f = f[:14]
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
 	}
-	return f
+	return strings.Join(f[:3], " ")
 }
