@@ -192,7 +192,6 @@ func TestBenchLagDebezium(t *testing.T) {
 		committed := map[int64]time.Time{}
 		wctx, stop := context.WithTimeout(ctx, time.Duration(secs)*time.Second)
 		var wg sync.WaitGroup
-		late := atomic.Int64{}
 		for w := 0; w < writers; w++ {
 			wg.Add(1)
 			go func() {
@@ -208,9 +207,6 @@ func TestBenchLagDebezium(t *testing.T) {
 					id, at, err := insert(wctx)
 					if err != nil {
 						continue
-					}
-					if len(tick.C) > 0 {
-						late.Add(1) // the writer fell behind its rate
 					}
 					mu.Lock()
 					committed[id] = at
@@ -242,7 +238,7 @@ func TestBenchLagDebezium(t *testing.T) {
 			}
 			lines = append(lines, fmt.Sprintf("%s: p50 %s, p99 %s, max %s", s.name, ms(pct(lags, .5)), ms(pct(lags, .99)), ms(pct(lags, 1))))
 		}
-		t.Logf("%d commits/s asked, %.0f done (%d commits in %v, %d late ticks), load %s; commit -> applied on Redis and memcached:\n  %s",
-			rate, float64(len(committed))/elapsed.Seconds(), len(committed), elapsed.Round(time.Millisecond), late.Load(), load, strings.Join(lines, "\n  "))
+		t.Logf("%d commits/s asked, %.0f done (%d commits in %v; a writer that falls behind skips ticks), load %s; commit -> applied on Redis and memcached:\n  %s",
+			rate, float64(len(committed))/elapsed.Seconds(), len(committed), elapsed.Round(time.Millisecond), load, strings.Join(lines, "\n  "))
 	}
 }
