@@ -299,25 +299,7 @@ func TestKillNineAndBrokerRestartLoseNothing(t *testing.T) {
 		return ok && l.Error() == nil && l.Lag.Total() == 0
 	})
 
-	var stale []string
-	for id := int64(1); id <= rows; id++ {
-		want, err := p.load(ctx, id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, v := range views {
-			got, err := v.Get(ctx, id)
-			if errors.Is(err, kura.ErrNotFound) {
-				continue
-			}
-			if err != nil {
-				t.Fatalf("%s: %v", v.Key(id), err)
-			}
-			if got != want {
-				stale = append(stale, fmt.Sprintf("%s in %s: cached %d, database %d", v.Key(id), v.Cache().Name(), got, want))
-			}
-		}
-	}
+	stale := cdctest.Stale(t, views, rows, p.load)
 	t.Logf("%d plain-SQL writes, %d reads; rebalance after the kill -9 took %v", writes.Load(), reads.Load(), rebalance.Round(time.Millisecond))
 	if len(stale) > 0 {
 		t.Fatalf("%d stale entries after the run:\n%s", len(stale), strings.Join(stale, "\n"))

@@ -1,8 +1,14 @@
 package cdctest
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"sort"
+	"testing"
 	"time"
+
+	"github.com/kuracache/kura"
 )
 
 // Write is one committed plain-SQL write of a key: the version it
@@ -74,4 +80,32 @@ func Check(reads []Read, writes [][]Write, reports []Report, slack time.Duration
 		}
 	}
 	return out
+}
+
+// Stale is the end check of the crash tests: for ids 1 to rows, a value
+// a view still caches must equal what load reads from the database (or be
+// absent). It returns one line per cached value that does not.
+func Stale(tb testing.TB, views []*kura.Keyed[int64, int64], rows int64, load func(context.Context, int64) (int64, error)) []string {
+	tb.Helper()
+	ctx := context.Background()
+	var stale []string
+	for id := int64(1); id <= rows; id++ {
+		want, err := load(ctx, id)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		for _, v := range views {
+			got, err := v.Get(ctx, id)
+			if errors.Is(err, kura.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				tb.Fatalf("%s: %v", v.Key(id), err)
+			}
+			if got != want {
+				stale = append(stale, fmt.Sprintf("%s in %s: cached %d, database %d", v.Key(id), v.Cache().Name(), got, want))
+			}
+		}
+	}
+	return stale
 }
