@@ -155,17 +155,7 @@ func dbzHistory(t *testing.T, p *dbzPath, group string, dur time.Duration, fault
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var mine []cdctest.Read
-			for wctx.Err() == nil {
-				id := int64(1 + rand.IntN(keys))
-				start := time.Now()
-				v, err := views[backend].Fetch(wctx, id, p.load)
-				end := time.Now()
-				if err != nil {
-					continue
-				}
-				mine = append(mine, cdctest.Read{Key: id, Backend: backend, Start: start, End: end, Value: v})
-			}
+			mine := cdctest.Reads(wctx, backend, views[backend], keys, p.load)
 			mu.Lock()
 			reads = append(reads, mine...)
 			mu.Unlock()

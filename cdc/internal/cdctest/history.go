@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sort"
 	"testing"
 	"time"
@@ -108,4 +109,22 @@ func Stale(tb testing.TB, views []*kura.Keyed[int64, int64], rows int64, load fu
 		}
 	}
 	return stale
+}
+
+// Reads fetches random keys 1 to keys through view, loading misses with
+// load, until ctx ends, and returns the reads that succeeded: the readers
+// of the history tests.
+func Reads(ctx context.Context, backend string, view *kura.Keyed[int64, int64], keys int, load func(context.Context, int64) (int64, error)) []Read {
+	var out []Read
+	for ctx.Err() == nil {
+		id := int64(1 + rand.IntN(keys))
+		start := time.Now()
+		v, err := view.Fetch(ctx, id, load)
+		end := time.Now()
+		if err != nil {
+			continue
+		}
+		out = append(out, Read{Key: id, Backend: backend, Start: start, End: end, Value: v})
+	}
+	return out
 }
