@@ -18,8 +18,7 @@ import (
 	"github.com/kuracache/kura/cdc/internal/cdctest"
 	"github.com/kuracache/kura/cdc/pgsource"
 	"github.com/kuracache/kura/internal/harness/kafka"
-	"github.com/kuracache/kura/store/memcache"
-	"github.com/kuracache/kura/store/redisstore"
+	"github.com/kuracache/kura/store"
 )
 
 // appliedTimes records, per key, when its invalidation returned from each target.
@@ -61,29 +60,23 @@ func (a *appliedTimes) applied(key string) (time.Time, bool) {
 	return v[1], true
 }
 
-// timedRedis and timedMemcache are the stores with their lease-aware Invalidate timed.
-type timedRedis struct {
-	*redisstore.Store
-	a *appliedTimes
+// leaserStore is a store with leases: Redis and memcached.
+type leaserStore interface {
+	store.Store
+	store.Leaser
 }
 
-func (s timedRedis) Invalidate(ctx context.Context, keys []string, stale time.Duration) error {
-	err := s.Store.Invalidate(ctx, keys, stale)
+// timed is a target's store with its lease-aware Invalidate timed (target: 0 or 1).
+type timed struct {
+	leaserStore
+	a      *appliedTimes
+	target int
+}
+
+func (s timed) Invalidate(ctx context.Context, keys []string, stale time.Duration) error {
+	err := s.leaserStore.Invalidate(ctx, keys, stale)
 	if err == nil {
-		s.a.note(0, keys)
-	}
-	return err
-}
-
-type timedMemcache struct {
-	*memcache.Store
-	a *appliedTimes
-}
-
-func (s timedMemcache) Invalidate(ctx context.Context, keys []string, stale time.Duration) error {
-	err := s.Store.Invalidate(ctx, keys, stale)
-	if err == nil {
-		s.a.note(1, keys)
+		s.a.note(s.target, keys)
 	}
 	return err
 }
@@ -150,8 +143,8 @@ func TestBenchLagDebezium(t *testing.T) {
 		ready[i] = make(chan struct{})
 		var once sync.Once
 		opts := cdc.Options{Source: sides[i].src, Mapping: mapping, Logger: quiet,
-			Targets: []cdc.Target{{Name: "redis", Store: timedRedis{caches.RS, sides[i].at}},
-				{Name: "memcached", Store: timedMemcache{caches.MS, sides[i].at}}},
+			Targets: []cdc.Target{{Name: "redis", Store: timed{caches.RS, sides[i].at, 0}},
+				{Name: "memcached", Store: timed{caches.MS, sides[i].at, 1}}},
 			OnApplied: func(cdc.Applied) { once.Do(func() { close(ready[i]) }) }}
 		runs.Add(1)
 		go func() {
