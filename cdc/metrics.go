@@ -183,6 +183,8 @@ func (m *Metrics) Status() string {
 		b.WriteString("cdc: source down (" + srcErr + ")")
 	case confirmed == "" && m.batches.Load() == 0:
 		b.WriteString("cdc: starting")
+	case bl.LagRecords < 0:
+		fmt.Fprintf(&b, "cdc: lag unknown (%s), %d transactions pending", bl.Head, pending)
 	case pending == 0 && !failing && bl.LagRecords == 0:
 		b.WriteString("cdc: caught up")
 	case pending == 0 && bl.LagRecords > 0:
