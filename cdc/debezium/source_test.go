@@ -233,9 +233,12 @@ func TestSourceCaughtUp(t *testing.T) {
 	// right after the broker started, the group coordinator may not be up yet
 	waitFor(t, 30*time.Second, "the group's lag read", func() bool {
 		if bl, err = src.Backlog(ctx); err != nil {
-			t.Log(err)
+			t.Fatal(err)
 		}
-		return err == nil
+		if bl.LagRecords < 0 {
+			t.Log(bl.Head)
+		}
+		return bl.LagRecords >= 0
 	})
 	if bl.LagRecords != int64(n) {
 		t.Fatalf("before the group consumed anything: lag %d records, want %d", bl.LagRecords, n)
@@ -288,5 +291,21 @@ func TestSourceRefusesTableWithoutBeforeImage(t *testing.T) {
 	cdctest.Exec(t, pool, "ALTER TABLE products REPLICA IDENTITY FULL")
 	if err := cfg.CheckBeforeImage(ctx); err != nil {
 		t.Errorf("after ALTER TABLE ... REPLICA IDENTITY FULL: %v", err)
+	}
+}
+
+// TestSourceLagUnknownWithoutBroker: when the group's lag cannot be read the backlog says so
+// (LagRecords -1), so the status line cannot say caught up.
+func TestSourceLagUnknownWithoutBroker(t *testing.T) {
+	src, err := NewSource(testConfig("127.0.0.1:1", "g", "t"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	bl, err := src.Backlog(ctx)
+	if err != nil || bl.LagRecords != -1 || !strings.Contains(bl.Head, "could not be read") {
+		t.Fatalf("Backlog with no broker: %+v, %v; want LagRecords -1 and a Head that says why", bl, err)
 	}
 }
