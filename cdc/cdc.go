@@ -117,6 +117,13 @@ type Backlog struct {
 	Confirmed string
 	// Head is the upstream's current position (empty when unknown).
 	Head string
+	// LagRecords is how many records the upstream holds past the
+	// confirmed position (Kafka: the consumer group's lag); the cache
+	// is caught up only when it is 0. A source that does not count
+	// records (PostgreSQL) leaves it 0; one that counts them but could
+	// not read the count sets -1 (the status then says the lag is
+	// unknown rather than caught up).
+	LagRecords int64
 }
 
 // Handler receives a Source's stream. Its methods are called from one

@@ -183,8 +183,12 @@ func (m *Metrics) Status() string {
 		b.WriteString("cdc: source down (" + srcErr + ")")
 	case confirmed == "" && m.batches.Load() == 0:
 		b.WriteString("cdc: starting")
-	case pending == 0 && !failing:
+	case bl.LagRecords < 0:
+		fmt.Fprintf(&b, "cdc: lag unknown (%s), %d transactions pending", bl.Head, pending)
+	case pending == 0 && !failing && bl.LagRecords == 0:
 		b.WriteString("cdc: caught up")
+	case pending == 0 && bl.LagRecords > 0:
+		fmt.Fprintf(&b, "cdc: behind by %d records", bl.LagRecords)
 	default:
 		fmt.Fprintf(&b, "cdc: behind by %d transactions", pending)
 	}
@@ -210,6 +214,7 @@ func bytesText(n int64) string {
 var (
 	descLag       = prometheus.NewDesc("kura_cdc_lag_seconds", "Age of the oldest committed transaction received and not yet applied on every target (0 when caught up).", nil, nil)
 	descRetained  = prometheus.NewDesc("kura_cdc_retained_bytes", "Log the upstream retains for this consumer (PostgreSQL: WAL held by the replication slot).", nil, nil)
+	descLagRecs   = prometheus.NewDesc("kura_cdc_lag_records", "Records the upstream holds past the confirmed position (Kafka: the consumer group's lag; 0 for PostgreSQL).", nil, nil)
 	descPending   = prometheus.NewDesc("kura_cdc_pending_transactions", "Transactions received and not yet applied on every target.", nil, nil)
 	descConfirmed = prometheus.NewDesc("kura_cdc_confirmed_info", "The last position confirmed to the upstream, as a label.", []string{"position"}, nil)
 	descTxns      = prometheus.NewDesc("kura_cdc_transactions_total", "Transactions applied on every target.", nil, nil)
@@ -226,7 +231,7 @@ var (
 
 // Describe implements prometheus.Collector.
 func (m *Metrics) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{descLag, descRetained, descPending, descConfirmed, descTxns, descBatches, descStreamErr, descMapErr, descCapped, descResets, descInv, descWalked, descTErr, descTUp} {
+	for _, d := range []*prometheus.Desc{descLag, descRetained, descLagRecs, descPending, descConfirmed, descTxns, descBatches, descStreamErr, descMapErr, descCapped, descResets, descInv, descWalked, descTErr, descTUp} {
 		ch <- d
 	}
 	m.applyLatency.Describe(ch)
@@ -247,6 +252,7 @@ func (m *Metrics) Collect(ch chan<- prometheus.Metric) {
 	}
 	g(descLag, m.Lag().Seconds())
 	g(descRetained, float64(bl.RetainedBytes))
+	g(descLagRecs, float64(bl.LagRecords))
 	g(descPending, float64(m.Pending()))
 	if confirmed != "" {
 		g(descConfirmed, 1, confirmed)

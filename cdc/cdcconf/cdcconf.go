@@ -32,7 +32,10 @@ import (
 type Config struct {
 	// Source selects where changes come from: absent or kind "postgres"
 	// reads Database's logical replication; kind "debezium" reads
-	// Debezium's change events from Kafka (Database is then unused).
+	// Debezium's change events from Kafka (Database, when given with url
+	// and password_file only, is the PostgreSQL database Debezium reads:
+	// cdc checks at start that its tables log the before image the
+	// mapping needs).
 	Source   *Source  `json:"source"`
 	Database Database `json:"database"`
 	Targets  []Target `json:"targets"`
@@ -175,12 +178,16 @@ func (c *Config) check() error {
 		return err
 	}
 	if c.Source.debezium() {
-		if c.Database != (Database{}) {
-			return errors.New("cdc config: database is for the PostgreSQL source; with source.kind \"debezium\" leave it out")
+		if c.Database.Slot != "" || c.Database.Publication != "" {
+			return errors.New("cdc config: database.slot and database.publication are for the PostgreSQL source; with source.kind \"debezium\" give database.url (and password_file) only, to check the before image at start")
 		}
-		return c.checkRest()
-	}
-	if c.Database.URL == "" {
+		if c.Database == (Database{}) {
+			return c.checkRest()
+		}
+		if c.Database.URL == "" {
+			return errors.New("cdc config: database.url is required with database.password_file (postgres://user@127.0.0.1:5432/dbname)")
+		}
+	} else if c.Database.URL == "" {
 		return errors.New("cdc config: database.url is required (postgres://user@127.0.0.1:5432/dbname)")
 	}
 	pc, err := pgconn.ParseConfig(c.Database.URL)
@@ -283,9 +290,17 @@ func (c *Config) Open(ctx context.Context) (cdc.Options, io.Closer, error) {
 		closer io.Closer
 	)
 	if c.Source.debezium() {
-		ks, err := debezium.NewSource(debezium.Config{Brokers: c.Source.Brokers, Group: c.Source.Group,
+		cfg := debezium.Config{Brokers: c.Source.Brokers, Group: c.Source.Group,
 			Topics: c.Source.Topics, TopicRegex: c.Source.TopicRegex,
-			SessionTimeout: time.Duration(c.Source.SessionTimeoutMs) * time.Millisecond})
+			SessionTimeout: time.Duration(c.Source.SessionTimeoutMs) * time.Millisecond}
+		if c.Database.URL != "" {
+			password, err := c.Database.password()
+			if err != nil {
+				return cdc.Options{}, nil, err
+			}
+			cfg.CheckBeforeImage = debezium.PostgresBeforeImage(pgsource.Options{ConnString: c.Database.URL, Password: password, Mapping: m})
+		}
+		ks, err := debezium.NewSource(cfg)
 		if err != nil {
 			return cdc.Options{}, nil, fmt.Errorf("cdc config: source: %w", err)
 		}
@@ -315,14 +330,22 @@ func (c *Config) Open(ctx context.Context) (cdc.Options, io.Closer, error) {
 	return opts, closer, nil
 }
 
+// password reads password_file ("" when there is none).
+func (d Database) password() (string, error) {
+	if d.PasswordFile == "" {
+		return "", nil
+	}
+	b, err := os.ReadFile(d.PasswordFile)
+	if err != nil {
+		return "", fmt.Errorf("cdc config: database.password_file: %w", err)
+	}
+	return strings.TrimRight(string(b), "\r\n"), nil
+}
+
 func (c *Config) openPostgres(m *cdc.Mapping) (*pgsource.Source, error) {
-	var password string
-	if c.Database.PasswordFile != "" {
-		b, err := os.ReadFile(c.Database.PasswordFile)
-		if err != nil {
-			return nil, fmt.Errorf("cdc config: database.password_file: %w", err)
-		}
-		password = strings.TrimRight(string(b), "\r\n")
+	password, err := c.Database.password()
+	if err != nil {
+		return nil, err
 	}
 	return pgsource.New(pgsource.Options{ConnString: c.Database.URL, Password: password, Mapping: m, Slot: c.Database.Slot, Publication: c.Database.Publication})
 }

@@ -255,25 +255,7 @@ func TestKillNineLosesNothing(t *testing.T) {
 	stopLoad()
 	wg.Wait()
 	waitCaughtUp(t, pool)
-	var stale []string
-	for id := int64(1); id <= rows; id++ {
-		want, err := load(ctx, id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, v := range views {
-			got, err := v.Get(ctx, id)
-			if errors.Is(err, kura.ErrNotFound) {
-				continue
-			}
-			if err != nil {
-				t.Fatalf("%s: %v", v.Key(id), err)
-			}
-			if got != want {
-				stale = append(stale, fmt.Sprintf("%s in %s: cached %d, database %d", v.Key(id), v.Cache().Name(), got, want))
-			}
-		}
-	}
+	stale := cdctest.Stale(t, views, rows, load)
 	sum := func(m *sync.Map) (n int) {
 		m.Range(func(_, v any) bool { n += v.(int); return true })
 		return

@@ -22,6 +22,10 @@ func TestDebeziumSource(t *testing.T) {
 	if !c.Source.debezium() || c.Source.Group != "kura" {
 		t.Fatalf("source %+v", c.Source)
 	}
+	// the database Debezium reads, for the before-image check at start
+	if _, err := Parse([]byte(`{` + kafkaSource + `, "database": {"url": "postgres://kura@127.0.0.1:5432/db"}, ` + tablesJSON + `}`)); err != nil {
+		t.Errorf("debezium with database.url: %v", err)
+	}
 	if _, err := Parse([]byte(`{"source": {"kind": "postgres"}, "database": {"url": "postgres://kura@127.0.0.1:5432/db"}, ` + tablesJSON + `}`)); err != nil {
 		t.Errorf("kind postgres: %v", err)
 	}
@@ -34,7 +38,9 @@ func TestDebeziumSource(t *testing.T) {
 		{`"source": {"kind": "debezium", "brokers": ["127.0.0.1:9092"], "group": "g", "topics": [""]}`, "source.topics[0]"},
 		{`"source": {"kind": "debezium", "brokers": ["127.0.0.1:9092"], "group": "g", "topics": ["t"], "session_timeout_ms": -1}`, "source.session_timeout_ms"},
 		{`"source": {"kind": "debezium", "brokers": ["127.0.0.1:9092"], "group": "g", "topics": ["t"], "grup": "x"}`, "grup"},
-		{kafkaSource + `, "database": {"url": "postgres://kura@127.0.0.1:5432/db"}`, "database"},
+		{kafkaSource + `, "database": {"url": "postgres://kura@127.0.0.1:5432/db", "slot": "s"}`, "database.slot"},
+		{kafkaSource + `, "database": {"password_file": "/tmp/pw"}`, "database.url"},
+		{kafkaSource + `, "database": {"url": "postgres://kura:pw@127.0.0.1:5432/db"}`, "database.url"},
 		{`"source": {"brokers": ["127.0.0.1:9092"]}, "database": {"url": "postgres://kura@127.0.0.1:5432/db"}`, "source.brokers"},
 		{`"source": {"kind": "debezium"}, "database": {"url": "postgres://kura@127.0.0.1:5432/db"}`, "source.brokers"},
 		{kafkaSource + `, "targets": []`, "targets"},

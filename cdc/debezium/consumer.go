@@ -87,9 +87,22 @@ type Config struct {
 	OnApplyError func(err error, attempt int)
 	// ClientOptions are extra franz-go options (TLS, SASL, client id), applied last.
 	ClientOptions []kgo.Opt
+	// CheckBeforeImage is for a Source (NewSource): when set, Stream runs it before joining the
+	// group, each time it starts. It returns nil only if the database Debezium reads logs the
+	// old values of every column the mapping reads (the before image the old/new index-value
+	// rule needs); an error matching cdc.ErrFatal stops cdc.Run, any other is retried.
+	// PostgresBeforeImage builds the check for PostgreSQL. nil checks nothing: then the tables
+	// that map to index keys must be REPLICA IDENTITY FULL (PostgreSQL) or the server
+	// binlog_row_image=FULL (MySQL) by the operator's care.
+	CheckBeforeImage func(ctx context.Context) error
 
-	// commitBeforeApply is a fault for the tests: commit a batch's offsets before Apply.
+	// commitBeforeApply is a fault for the tests: commit a batch's offsets before Apply, then
+	// wait faultPause before applying it.
 	commitBeforeApply bool
+	faultPause        time.Duration
+	// onCommitted, for the tests, is told of each batch of records whose offsets were
+	// committed, once the commit returned.
+	onCommitted func(recs []*kgo.Record)
 }
 
 // Stats are a Consumer's counters. The zero value is an idle consumer.
@@ -282,7 +295,10 @@ func (c *Consumer) applyAndCommit(ctx context.Context, batch []Event, recs []*kg
 	if c.cfg.commitBeforeApply {
 		if err := c.cl.CommitRecords(ctx, recs...); err != nil {
 			c.countCommitError()
+		} else if c.cfg.onCommitted != nil {
+			c.cfg.onCommitted(recs)
 		}
+		time.Sleep(c.cfg.faultPause)
 	}
 	backoff := c.cfg.RetryBackoff
 	for attempt := 1; ; attempt++ {
@@ -318,7 +334,6 @@ func (c *Consumer) applyAndCommit(ctx context.Context, batch []Event, recs []*kg
 	}
 	commitErr := c.cl.CommitRecords(ctx, recs...)
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	c.stats.Records += int64(len(recs))
 	c.stats.Batches++
 	c.stats.Changes += changes
@@ -327,9 +342,13 @@ func (c *Consumer) applyAndCommit(ctx context.Context, batch []Event, recs []*kg
 		// Applied but not committed: whoever reads these records next applies them again
 		// (at-least-once). Not fatal: a rebalance or a broker restart makes commits fail.
 		c.stats.CommitErrors++
-		return nil
+	} else {
+		c.stats.LastCommitTime = time.Now()
 	}
-	c.stats.LastCommitTime = time.Now()
+	c.mu.Unlock()
+	if commitErr == nil && c.cfg.onCommitted != nil {
+		c.cfg.onCommitted(recs)
+	}
 	return nil
 }
 

@@ -31,6 +31,9 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	if conf := os.Getenv(childEnv); conf != "" {
+		os.Exit(child(conf)) // a `kura cdc` process the kill test kills (kill_test.go)
+	}
 	code := m.Run()
 	if admin != nil {
 		admin.Close()

@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -139,10 +139,7 @@ func TestEndToEndPostgres(t *testing.T) {
 		consumer = append(consumer, appliedAt[k].Sub(producedAt[k]))
 	}
 	mu.Unlock()
-	q := func(d []time.Duration, p float64) time.Duration {
-		slices.Sort(d)
-		return d[min(len(d)-1, int(p*float64(len(d))))].Round(time.Millisecond)
-	}
+	q := func(d []time.Duration, p float64) time.Duration { return pct(d, p).Round(time.Millisecond) }
 	t.Logf("commit -> applied through Debezium and Kafka, %d single-row commits at ~100/s: p50 %v, p99 %v, max %v; "+
 		"of which commit -> on Kafka (Debezium) p50 %v p99 %v, Kafka -> applied (broker, franz-go, Apply) p50 %v p99 %v (load %s)",
 		len(lags), q(lags, 0.50), q(lags, 0.99), q(lags, 1), q(engine, 0.5), q(engine, 0.99), q(consumer, 0.5), q(consumer, 0.99), loadavg())
@@ -183,14 +180,15 @@ func atoi(s string) int64 {
 	return n
 }
 
+// loadavg is the 1, 5 and 15 minute load averages.
 func loadavg() string {
 	b, err := os.ReadFile("/proc/loadavg")
 	if err != nil {
 		return "unknown"
 	}
-	f := string(b)
-	if i := len(f); i > 14 {
-		f = f[:14]
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
 	}
-	return f
+	return strings.Join(f[:3], " ")
 }

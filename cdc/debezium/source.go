@@ -9,7 +9,12 @@ import (
 	"sync"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/kuracache/kura/cdc"
+	"github.com/kuracache/kura/cdc/pgsource"
 )
 
 // KafkaSource is Debezium-on-Kafka as a [cdc.Source]: the same mapping and delivery as the
@@ -19,9 +24,15 @@ import (
 // every invalidation of it landed on every target (at-least-once).
 //
 // The old index value comes from Debezium's before image: give the tables that map to index
-// keys PostgreSQL's REPLICA IDENTITY FULL (or MySQL's binlog_row_image=FULL); the source cannot
-// check it. A null in a before image is taken as unknown (Debezium writes null for a column it
-// was not sent), so a DELETE without the old index value invalidates its table whole.
+// keys PostgreSQL's REPLICA IDENTITY FULL (or MySQL's binlog_row_image=FULL). With
+// Config.CheckBeforeImage set (PostgresBeforeImage) the source checks it when it starts and
+// refuses to stream otherwise, naming the ALTER TABLE that fixes it. A null in a before image
+// is taken as unknown (Debezium writes null for a column it was not sent), so a DELETE without
+// the old index value invalidates its table whole.
+//
+// Caught up, for this source, is the consumer group's lag at 0 (every record of the group's
+// partitions committed, so applied) with nothing received left to apply: Backlog reports the
+// group's lag in Backlog.LagRecords, which cdc's status line and kura_cdc_lag_records show.
 type KafkaSource struct {
 	cfg Config
 
@@ -29,8 +40,8 @@ type KafkaSource struct {
 	seq       int64 // positions handed out
 	confirmed int64 // highest position confirmed
 	notify    chan struct{}
-	last      string // the last confirmed position's text
-	consumer  *Consumer
+	last      string      // the last confirmed position's text
+	admin     *kgo.Client // for Backlog's lag, created at first use
 }
 
 // NewSource checks cfg (as NewConsumer does; cfg.Applier must be nil: the source is the
@@ -51,8 +62,9 @@ func NewSource(cfg Config) (*KafkaSource, error) {
 
 // position is a poll's place: its sequence number and its last offset per partition.
 type position struct {
-	seq  int64
-	text string
+	seq     int64
+	text    string
+	offsets map[string]int64 // "topic/partition" -> the poll's last offset there
 }
 
 func (p *position) String() string { return p.text }
@@ -61,19 +73,16 @@ func (p *position) String() string { return p.text }
 func (s *KafkaSource) Stream(ctx context.Context, h cdc.Handler) error {
 	cfg := s.cfg
 	cfg.Applier = &sourceApplier{s: s, h: h}
+	if cfg.CheckBeforeImage != nil {
+		if err := cfg.CheckBeforeImage(ctx); err != nil {
+			return fmt.Errorf("debezium: checking the before image: %w", err)
+		}
+	}
 	c, err := NewConsumer(cfg)
 	if err != nil {
 		return fmt.Errorf("%w: %w", cdc.ErrFatal, err)
 	}
 	defer c.Close()
-	s.mu.Lock()
-	s.consumer = c
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		s.consumer = nil
-		s.mu.Unlock()
-	}()
 	err = c.Run(ctx)
 	if errors.Is(err, ErrBadRecord) {
 		return fmt.Errorf("%w: %w", cdc.ErrFatal, err)
@@ -98,22 +107,75 @@ func (s *KafkaSource) Confirm(pos cdc.Position) {
 	s.notify = make(chan struct{})
 }
 
-// Backlog implements cdc.Source. Kafka keeps its log by retention, not per consumer, so
-// RetainedBytes is 0; Head is the records the last fetch said were behind, summed over
-// partitions.
-func (s *KafkaSource) Backlog(context.Context) (cdc.Backlog, error) {
+// Backlog implements cdc.Source: the consumer group's lag (records of its partitions after its
+// committed offsets, over every member, so the whole cache fleet's) as LagRecords and in Head.
+// Kafka keeps its log by retention, not per consumer, so RetainedBytes is 0.
+func (s *KafkaSource) Backlog(ctx context.Context) (cdc.Backlog, error) {
 	s.mu.Lock()
-	c, last := s.consumer, s.last
-	s.mu.Unlock()
-	b := cdc.Backlog{Confirmed: last}
-	if c != nil {
-		var lag int64
-		for _, n := range c.Stats().Lag {
-			lag += n
+	last := s.last
+	if s.admin == nil {
+		opts := append([]kgo.Opt{kgo.SeedBrokers(s.cfg.Brokers...)}, s.cfg.ClientOptions...)
+		cl, err := kgo.NewClient(opts...)
+		if err != nil {
+			s.mu.Unlock()
+			return cdc.Backlog{Confirmed: last, LagRecords: -1, Head: "no Kafka client for the lag: " + err.Error()}, nil
 		}
-		b.Head = fmt.Sprintf("%d records behind", lag)
+		s.admin = cl
 	}
-	return b, nil
+	adm := kadm.NewClient(s.admin)
+	s.mu.Unlock()
+	n, err := groupLag(ctx, adm, s.cfg)
+	if err != nil {
+		// Not an error for cdc: the lag is unknown, so the status must not say caught up.
+		return cdc.Backlog{Confirmed: last, LagRecords: -1, Head: "the group's lag could not be read: " + err.Error()}, nil
+	}
+	return cdc.Backlog{Confirmed: last, LagRecords: n, Head: fmt.Sprintf("%d records behind", n)}, nil
+}
+
+// groupLag sums the group's lag over its partitions. A group the broker does not know yet (it
+// never joined nor committed) lags by every record of its topics.
+func groupLag(ctx context.Context, adm *kadm.Client, cfg Config) (int64, error) {
+	lags, err := adm.Lag(ctx, cfg.Group)
+	if err == nil {
+		err = lags.Error()
+	}
+	if errors.Is(err, kerr.GroupIDNotFound) && !cfg.TopicRegex {
+		start, err := adm.ListStartOffsets(ctx, cfg.Topics...)
+		if err != nil {
+			return 0, err
+		}
+		end, err := adm.ListEndOffsets(ctx, cfg.Topics...)
+		if err != nil {
+			return 0, err
+		}
+		var n int64
+		var perr error
+		end.Each(func(o kadm.ListedOffset) {
+			s, ok := start.Lookup(o.Topic, o.Partition)
+			switch {
+			case o.Err != nil:
+				perr = o.Err
+			case !ok || s.Err != nil:
+				perr = fmt.Errorf("no start offset for %s/%d", o.Topic, o.Partition)
+			default:
+				n += o.Offset - s.Offset
+			}
+		})
+		return n, perr
+	}
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for _, ps := range lags[cfg.Group].Lag {
+		for _, p := range ps {
+			if p.Err != nil {
+				return 0, fmt.Errorf("%s/%d: %w", p.Topic, p.Partition, p.Err)
+			}
+			n += p.Lag
+		}
+	}
+	return n, nil
 }
 
 // wait blocks until seq is confirmed or ctx ends.
@@ -179,7 +241,7 @@ func (a *sourceApplier) Apply(ctx context.Context, batch []Event) error {
 	}
 	a.s.mu.Lock()
 	a.s.seq++
-	pos := &position{seq: a.s.seq, text: posText(last)}
+	pos := &position{seq: a.s.seq, text: posText(last), offsets: last}
 	a.s.mu.Unlock()
 	var err error
 	if changed {
@@ -223,6 +285,21 @@ func posText(last map[string]int64) string {
 	return strings.Join(parts, ",")
 }
 
-// Close implements io.Closer; the group is left when Stream returns, so there is nothing to
-// release.
-func (s *KafkaSource) Close() error { return nil }
+// Close implements io.Closer: it closes the client Backlog keeps (the group is left when
+// Stream returns).
+func (s *KafkaSource) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.admin != nil {
+		s.admin.Close()
+		s.admin = nil
+	}
+	return nil
+}
+
+// PostgresBeforeImage is a Config.CheckBeforeImage for Debezium's PostgreSQL connector: it
+// connects as opts say (ConnString, Password, Mapping) and checks that every mapped table's
+// replica identity carries the columns the mapping reads (pgsource.CheckReplicaIdentity).
+func PostgresBeforeImage(opts pgsource.Options) func(context.Context) error {
+	return func(ctx context.Context) error { return pgsource.CheckReplicaIdentity(ctx, opts) }
+}

@@ -3,6 +3,7 @@ package debezium
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/kuracache/kura/cdc"
 	"github.com/kuracache/kura/cdc/internal/cdctest"
+	"github.com/kuracache/kura/cdc/pgsource"
 	"github.com/kuracache/kura/store"
 )
 
@@ -211,5 +213,99 @@ func TestSourceBadRecordIsFatal(t *testing.T) {
 	}
 	if got := total(committed(t, b, group, topic)); got != 0 {
 		t.Errorf("committed %d records past a bad one", got)
+	}
+}
+
+// TestSourceCaughtUp: the source's backlog is the group's lag in records; the status line says
+// caught up only once every record is applied and committed, and behind again when records
+// arrive that nobody consumes.
+func TestSourceCaughtUp(t *testing.T) {
+	b := broker(t)
+	topic, group := "source-caught-up", "g-caught-up"
+	n := produceFixtures(t, b, topic, "postgres15-json.jsonl")
+	src, err := NewSource(testConfig(b.Addr, group, topic))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	ctx := context.Background()
+	var bl cdc.Backlog
+	// right after the broker started, the group coordinator may not be up yet
+	waitFor(t, 30*time.Second, "the group's lag read", func() bool {
+		if bl, err = src.Backlog(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if bl.LagRecords < 0 {
+			t.Log(bl.Head)
+		}
+		return bl.LagRecords >= 0
+	})
+	if bl.LagRecords != int64(n) {
+		t.Fatalf("before the group consumed anything: lag %d records, want %d", bl.LagRecords, n)
+	}
+	c := cdctest.StartCaches(t)
+	m := cdc.NewMetrics()
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- cdc.Run(rctx, cdc.Options{Source: src, Mapping: fixtureMapping(t, true), Metrics: m, BacklogEvery: 100 * time.Millisecond,
+			Targets: []cdc.Target{{Name: "redis", Store: c.RS}}})
+	}()
+	waitFor(t, 60*time.Second, "the status says caught up", func() bool { return strings.HasPrefix(m.Status(), "cdc: caught up") })
+	if got := total(committed(t, b, group, topic)); got != int64(n) {
+		t.Errorf("caught up with %d of %d records committed", got, n)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	produceFixtures(t, b, topic, "postgres15-json.jsonl")
+	if bl, err = src.Backlog(ctx); err != nil || bl.LagRecords != int64(n) {
+		t.Errorf("records nobody consumed: lag %d records (%v), want %d", bl.LagRecords, err, n)
+	}
+}
+
+// TestSourceRefusesTableWithoutBeforeImage: with the before-image check on, a table whose index
+// rule reads a column its replica identity does not log (REPLICA IDENTITY DEFAULT) stops
+// cdc.Run at start with cdc.ErrFatal and the ALTER TABLE that fixes it; after the fix the check
+// passes.
+func TestSourceRefusesTableWithoutBeforeImage(t *testing.T) {
+	pg, pool := cdctest.StartPostgres(t, nil,
+		"CREATE TABLE products (id bigint PRIMARY KEY, category text NOT NULL)")
+	m := fixtureMapping(t, false) // public.products by id and by category; public.notes by id
+	cdctest.Exec(t, pool, "CREATE TABLE notes (id bigint PRIMARY KEY, body text)")
+	cfg := testConfig("127.0.0.1:1", "g-before", "t") // the check runs before any broker is asked
+	cfg.CheckBeforeImage = PostgresBeforeImage(pgsource.Options{ConnString: pg.DSN(), Mapping: m})
+	src, err := NewSource(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cdctest.StartCaches(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	err = cdc.Run(ctx, cdc.Options{Source: src, Mapping: m, Targets: []cdc.Target{{Name: "redis", Store: c.RS}}})
+	if !errors.Is(err, cdc.ErrFatal) || !strings.Contains(err.Error(), `ALTER TABLE "public"."products" REPLICA IDENTITY FULL`) {
+		t.Fatalf("cdc.Run: %v; want cdc.ErrFatal naming ALTER TABLE \"public\".\"products\" REPLICA IDENTITY FULL", err)
+	}
+	t.Logf("refused: %v", err)
+	cdctest.Exec(t, pool, "ALTER TABLE products REPLICA IDENTITY FULL")
+	if err := cfg.CheckBeforeImage(ctx); err != nil {
+		t.Errorf("after ALTER TABLE ... REPLICA IDENTITY FULL: %v", err)
+	}
+}
+
+// TestSourceLagUnknownWithoutBroker: when the group's lag cannot be read the backlog says so
+// (LagRecords -1), so the status line cannot say caught up.
+func TestSourceLagUnknownWithoutBroker(t *testing.T) {
+	src, err := NewSource(testConfig("127.0.0.1:1", "g", "t"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	bl, err := src.Backlog(ctx)
+	if err != nil || bl.LagRecords != -1 || !strings.Contains(bl.Head, "could not be read") {
+		t.Fatalf("Backlog with no broker: %+v, %v; want LagRecords -1 and a Head that says why", bl, err)
 	}
 }

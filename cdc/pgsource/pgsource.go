@@ -205,10 +205,8 @@ func (s *Source) prepare(ctx context.Context) (fresh bool, reason string, err er
 	if !repl {
 		return false, "", fatal("role %q lacks the REPLICATION attribute that logical replication needs: run ALTER ROLE %s REPLICATION (and let it connect in pg_hba.conf)", role, pgx.Identifier{role}.Sanitize())
 	}
-	for _, table := range s.opts.Mapping.Tables() {
-		if err := checkIdentity(ctx, conn, table, s.opts.Mapping.Columns(table)); err != nil {
-			return false, "", err
-		}
+	if err := checkIdentities(ctx, conn, s.opts.Mapping); err != nil {
+		return false, "", err
 	}
 	if err := s.ensurePublication(ctx, conn); err != nil {
 		return false, "", err
@@ -243,6 +241,36 @@ func (s *Source) prepare(ctx context.Context) (fresh bool, reason string, err er
 		return true, reason, nil
 	}
 	return false, "", nil
+}
+
+// CheckReplicaIdentity connects as opts say (ConnString, Password,
+// Mapping; the slot and publication are not touched) and checks, as
+// Stream does at its start, that every table of opts.Mapping logs the old
+// values of the columns the mapping reads: REPLICA IDENTITY FULL, or an
+// identity (primary key, USING INDEX) that holds them. The error (it
+// matches cdc.ErrFatal) names the ALTER TABLE that fixes it. Another
+// reader of the same log needs the same: Debezium's PostgreSQL connector
+// takes its before image from the replica identity too.
+func CheckReplicaIdentity(ctx context.Context, opts Options) error {
+	s, err := New(opts)
+	if err != nil {
+		return err
+	}
+	conn, err := pgx.ConnectConfig(ctx, s.connConfig())
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	return checkIdentities(ctx, conn, opts.Mapping)
+}
+
+func checkIdentities(ctx context.Context, conn *pgx.Conn, m *cdc.Mapping) error {
+	for _, table := range m.Tables() {
+		if err := checkIdentity(ctx, conn, table, m.Columns(table)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // checkIdentity refuses a table whose replica identity leaves out a
