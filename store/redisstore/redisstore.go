@@ -372,10 +372,6 @@ func open(ctx context.Context, co rueidis.ClientOption, opts Options) (*Store, e
 	if co.PipelineMultiplex == 0 {
 		co.PipelineMultiplex = -1 // one pipelined connection per server: see Options.Configure
 	}
-	// Pipelined from the first call, not only once two calls overlap, so
-	// that every call ends at its own context whatever the connection's
-	// history (the package documentation, "Behaviour worth knowing").
-	co.AlwaysPipelining = true
 	if opts.Configure != nil {
 		opts.Configure(&co)
 	}
