@@ -68,22 +68,13 @@ func BenchmarkStalledDeadline(b *testing.B) {
 func BenchmarkFetchHitPipelining(b *testing.B) {
 	srv := servertest.Redis(b, servers.RedisConfig{})
 	ctx := context.Background()
-	load := func(context.Context, string) (benchValue, error) { return newBenchValue(1), nil }
 	cache := func(name string, ropts redisstore.Options) *hitCache {
 		st, err := redisstore.NewFromURL(ctx, srv.URL(), ropts)
 		if err != nil {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { st.Close() })
-		c, err := kura.New[benchValue](st, kura.Options{})
-		if err != nil {
-			b.Fatal(err)
-		}
-		h := &hitCache{name: name, c: c, key: "hit:" + name, load: load}
-		if _, err := c.Fetch(ctx, h.key, time.Hour, load); err != nil {
-			b.Fatal(err)
-		}
-		return h
+		return newHitCache(b, st, name, kura.Options{})
 	}
 	always := cache("always", redisstore.Options{Configure: func(co *rueidis.ClientOption) { co.AlwaysPipelining = true }})
 	lone := cache("lone", redisstore.Options{})
