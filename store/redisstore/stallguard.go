@@ -216,8 +216,8 @@ func doMulti(ctx context.Context, c rueidis.Client, detached bool, multi []rueid
 // (TestStalledServerDeadlineWhateverHistory). A call ended by its
 // context is what comes before such a redial, so the guard detaches
 // calls from then until the server answers again; a call that finds the
-// server answering goes straight to rueidis and costs nothing more (a
-// one-caller hit: BenchmarkFetchHitPipelining). The goroutine left
+// server answering goes straight to rueidis and costs one atomic load
+// more (BenchmarkStallGuard; docs/benchmarks/deadline.md). The goroutine left
 // behind ends when the dial does (bounded by the dialling call's context
 // and Options.DialTimeout).
 func detach[R any](ctx context.Context, call func() R, failed func(error) R) R {
