@@ -131,7 +131,9 @@ type Options struct {
 	// 5 ms on a store that watches ctx.Done
 	// (memcached; Redis once its connection pipelines, which it does as
 	// soon as two calls overlap). A caller's deadline before the budget's
-	// bounds the call on its own.
+	// bounds the call on its own, on a stalled Redis too whatever its
+	// connection has run: no call waits on another caller's redial
+	// (redisstore's stall guard; docs/benchmarks/deadline.md).
 	StoreTimeout time.Duration
 
 	// LoadTimeout bounds a load that Fetch shares between concurrent

@@ -187,6 +187,20 @@ func (h *hitCache) checkHits(b *testing.B) {
 	}
 }
 
+// newHitCache is a Cache with opts over st, its key "hit:"+name warm.
+func newHitCache(b *testing.B, st store.Store, name string, opts kura.Options) *hitCache {
+	c, err := kura.New[benchValue](st, opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	load := func(context.Context, string) (benchValue, error) { return newBenchValue(1), nil }
+	h := &hitCache{name: name, c: c, key: "hit:" + name, load: load}
+	if _, err := c.Fetch(context.Background(), h.key, time.Hour, load); err != nil {
+		b.Fatal(err)
+	}
+	return h
+}
+
 func newHitBudgetBench(b *testing.B) *hitBudgetBench {
 	srv := servertest.Redis(b, servers.RedisConfig{})
 	ctx := context.Background()
@@ -200,19 +214,10 @@ func newHitBudgetBench(b *testing.B) *hitBudgetBench {
 	if _, err := st.Get(cancellable, "pipelined"); err != nil && !errors.Is(err, store.ErrNotFound) {
 		b.Fatal(err)
 	}
-	load := func(context.Context, string) (benchValue, error) { return newBenchValue(1), nil }
-	cache := func(name string, timeout time.Duration) *hitCache {
-		c, err := kura.New[benchValue](st, kura.Options{StoreTimeout: timeout})
-		if err != nil {
-			b.Fatal(err)
-		}
-		h := &hitCache{name: name, c: c, key: "hit:" + name, load: load}
-		if _, err := c.Fetch(ctx, h.key, time.Hour, load); err != nil {
-			b.Fatal(err)
-		}
-		return h
+	hb := &hitBudgetBench{
+		on:  newHitCache(b, st, "on", kura.Options{}),
+		off: newHitCache(b, st, "off", kura.Options{StoreTimeout: -1}),
 	}
-	hb := &hitBudgetBench{on: cache("on", 0), off: cache("off", -1)}
 	hb.ctxs = []struct {
 		name string
 		ctx  context.Context

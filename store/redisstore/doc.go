@@ -98,6 +98,19 @@
 //     calls sent to replicas are counted apart from the primary's: a
 //     stalled replica does not stop writes (replicas get no PING: their
 //     calls fail fast from the 256th).
+//   - A call ends at its own context's deadline (or cancellation, where
+//     rueidis watches it) whatever the connection's history. rueidis runs
+//     a connection that has only ever had one call at a time
+//     synchronously, bound by the call's deadline alone; on a stalled
+//     server that deadline closes the connection, the next call redials
+//     it on its own context (a write-back with the rest of its 250 ms
+//     budget), and every other call waits for that dial whatever its own
+//     deadline (callers with 40 ms took about 200 ms). So once a call to
+//     a server has ended by its context, until the server answers again,
+//     the Store waits for each call's answer apart from rueidis, on the
+//     call's own context (stallguard.go, detach): a call that finds the
+//     server answering costs nothing more
+//     (TestStalledServerDeadlineWhateverHistory, docs/benchmarks/deadline.md).
 //   - Values are binary-safe. The largest value is the server's
 //     proto-max-bulk-len (512 MiB by default), read once when the Store is
 //     created; larger values are refused with store.ErrValueTooLarge before

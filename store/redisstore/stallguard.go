@@ -166,9 +166,69 @@ func doGuarded(ctx context.Context, c rueidis.Client, st *stallState, cmd rueidi
 	if !st.admit() {
 		return rueidis.NewErrorResult(errStalled)
 	}
-	r := c.Do(ctx, cmd)
+	r := do(ctx, c, st.suspect(ctx), cmd)
 	st.note(r.NonRedisError())
 	return r
+}
+
+// suspect reports whether a call with ctx should wait for its answer
+// apart from rueidis (see detach): a call to this destination ended by
+// its context since the last answer, and ctx can end.
+func (g *stallState) suspect(ctx context.Context) bool {
+	return g.abandoned.Load() != 0 && ctx.Done() != nil
+}
+
+// do is c.Do(ctx, cmd), in a goroutine of its own with detached (see
+// detach).
+func do(ctx context.Context, c rueidis.Client, detached bool, cmd rueidis.Completed) rueidis.RedisResult {
+	if !detached {
+		return c.Do(ctx, cmd)
+	}
+	return detach(ctx, func() rueidis.RedisResult { return c.Do(ctx, cmd) }, rueidis.NewErrorResult)
+}
+
+// doMulti is c.DoMulti(ctx, multi...), in a goroutine of its own with
+// detached (see detach).
+func doMulti(ctx context.Context, c rueidis.Client, detached bool, multi []rueidis.Completed) []rueidis.RedisResult {
+	if !detached {
+		return c.DoMulti(ctx, multi...)
+	}
+	return detach(ctx, func() []rueidis.RedisResult { return c.DoMulti(ctx, multi...) }, func(err error) []rueidis.RedisResult {
+		res := make([]rueidis.RedisResult, len(multi))
+		for i := range res {
+			res[i] = rueidis.NewErrorResult(err)
+		}
+		return res
+	})
+}
+
+// detach runs call in a goroutine of its own and returns its result, or
+// failed(ctx.Err()) as soon as ctx ends, leaving the goroutine to finish
+// alone.
+//
+// rueidis does not bound every wait by the call's context. A connection
+// that a call's deadline closed (rueidis runs a connection that has only
+// ever had one call at a time synchronously, bound by the deadline; or
+// its own timeout closed a stalled one) is redialled by the next call on
+// that call's context, and every other call waits for that dial
+// (mux._pipe), whatever its own deadline: on a stalled server, callers
+// with a 40 ms deadline waited for a write-back's 210 ms
+// (TestStalledServerDeadlineWhateverHistory). A call ended by its
+// context is what comes before such a redial, so the guard detaches
+// calls from then until the server answers again; a call that finds the
+// server answering goes straight to rueidis and costs one atomic load
+// more (BenchmarkStallGuard; docs/benchmarks/deadline.md). The goroutine left
+// behind ends when the dial does (bounded by the dialling call's context
+// and Options.DialTimeout).
+func detach[R any](ctx context.Context, call func() R, failed func(error) R) R {
+	ch := make(chan R, 1)
+	go func() { ch <- call() }()
+	select {
+	case r := <-ch:
+		return r
+	case <-ctx.Done():
+		return failed(ctx.Err())
+	}
 }
 
 // DoMulti is Do for a pipeline, which takes one ring slot.
@@ -189,7 +249,7 @@ func (g *stallGuard) DoMulti(ctx context.Context, multi ...rueidis.Completed) []
 		}
 		return res
 	}
-	res := g.Client.DoMulti(ctx, multi...)
+	res := doMulti(ctx, g.Client, st.suspect(ctx), multi)
 	var err error
 	for _, r := range res {
 		if err = r.NonRedisError(); err != nil {
@@ -299,8 +359,12 @@ func (g *clusterGuard) DoMulti(ctx context.Context, multi ...rueidis.Completed) 
 			refused = append(refused, st)
 		}
 	}
+	detached := false
+	for _, st := range dests {
+		detached = detached || st.suspect(ctx)
+	}
 	if len(refused) == 0 {
-		res := g.Client.DoMulti(ctx, multi...)
+		res := doMulti(ctx, g.Client, detached, multi)
 		g.noteEach(t, dests, multi, res)
 		return res
 	}
@@ -318,7 +382,7 @@ func (g *clusterGuard) DoMulti(ctx context.Context, multi ...rueidis.Completed) 
 	if len(send) == 0 {
 		return res
 	}
-	sent := g.Client.DoMulti(ctx, send...)
+	sent := doMulti(ctx, g.Client, detached, send)
 	for j, r := range sent {
 		res[at[j]] = r
 	}
