@@ -30,11 +30,6 @@ type vouched[V any] struct {
 	at time.Time
 }
 
-// takes reports whether a caller that asked at asked may take r.
-func (r vouched[V]) takes(asked time.Time) bool {
-	return asked.Before(r.at) || Faults.JoinAfterInvalidate.Load()
-}
-
 // acquisition is one acquire step, of Fetch (one key) or FetchMany: it
 // decides who loads each key that the lookup did not serve, and hands
 // each key's outcome to emit once.
@@ -151,11 +146,11 @@ func (a *acquisition[V]) claim(ctx context.Context, slots []slot[V], fresh bool)
 			a.emit(s.key, v, err)
 			continue
 		case won:
-			c, led := p.holders.Claim(s.key, !Faults.JoinAfterInvalidate.Load())
+			c, led := p.iso.claimHolder(s.key)
 			if led {
 				hold.add(s.key, c)
 				hold.leases = append(hold.leases, s.lease)
-			} else { // only with the fault on: this lease is not needed
+			} else { // only under the JoinAfterInvalidate fault: this lease is not needed
 				p.countShared(ctx)
 				p.leases.release(ctx, s.lease)
 			}
@@ -230,7 +225,7 @@ func (a *acquisition[V]) removeCorrupt(ctx context.Context, slots []slot[V]) {
 		return
 	}
 	next := wait
-	if err := a.p.leaser.Invalidate(ctx, keys, 0); err != nil {
+	if err := a.p.leases.invalidate(ctx, keys, 0); err != nil {
 		next = noFill
 	}
 	for i := range slots {
@@ -259,10 +254,10 @@ func (a *acquisition[V]) collect(ctx context.Context, claims []claimed[V]) ([]sl
 			// before it. Its fill was refused, its value stands.
 			err = nil
 		case c.led, c.kind == process && a.p.coord == processCoord:
-		case c.kind == joinHolder && (voided || err == nil && !r.takes(a.start)):
+		case c.kind == joinHolder && (voided || err == nil && !a.p.iso.takes(r, a.start)):
 			rewait = append(rewait, c.key)
 			continue
-		case voided || (err == nil || errors.Is(err, store.ErrNotFound)) && !r.takes(a.start):
+		case voided || (err == nil || errors.Is(err, store.ErrNotFound)) && !a.p.iso.takes(r, a.start):
 			retry = append(retry, slot[V]{key: c.key})
 			continue
 		}

@@ -89,7 +89,7 @@ func (p fillStep[V]) fill(ctx context.Context, b *budget, items []fillItem, op O
 	}
 	sctx, st := b.bound(ctx, nil, time.Now())
 	defer b.charge(st)
-	if items[0].lease == nil || Faults.FillIgnoresLease.Load() {
+	if items[0].lease == nil {
 		return p.fills.write(sctx, items, op), nil
 	}
 	fills := make([]store.Fill, len(items))
@@ -97,7 +97,7 @@ func (p fillStep[V]) fill(ctx context.Context, b *budget, items []fillItem, op O
 		fills[i] = store.Fill{Lease: *it.lease, Value: it.data, TTL: it.ttl}
 	}
 	start := time.Now()
-	err := p.leaser.Fill(sctx, fills)
+	err := p.leases.fill(sctx, fills)
 	p.st.Since(op, start)
 	if err == nil {
 		return true, nil

@@ -129,9 +129,9 @@ func (p loadStep[V]) loadFill(ctx context.Context, b *budget, j *job[V], idx []i
 		switch {
 		case !filled && it.lease != nil:
 			unfilled = append(unfilled, *it.lease)
-		case lost[it.key] && errs[i] == nil && !Faults.JoinAfterInvalidate.Load():
-			errs[i] = errVoided
-		case filled && !lost[it.key] && it.lease != nil && !b.isKept(it.key) && !Faults.FillIgnoresLease.Load():
+		case lost[it.key]:
+			errs[i] = p.iso.voided(errs[i])
+		case filled && it.lease != nil && !b.isKept(it.key):
 			out[i].at = sent
 		}
 	}

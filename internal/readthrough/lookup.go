@@ -198,7 +198,7 @@ func (p leaseReadStep[V]) leaseRead(ctx context.Context, b *budget, slots []slot
 	}
 	start := time.Now()
 	sctx, st := b.bound(ctx, &p.clock, start)
-	res, err := p.leaser.LeaseGet(sctx, keys, opts)
+	res, err := p.leases.get(sctx, keys, opts)
 	p.st.Since(op, start)
 	ph.release(res, err)
 	failed, whole := p.lr.leaseErr(ctx, res, err, n)

@@ -175,19 +175,14 @@ func (p *Pipeline[V]) DeleteMany(ctx context.Context, keys []string) error {
 // a load that began before it; with leases it voids every lease on them,
 // so a load that began before it cannot fill after it.
 func (p *Pipeline[V]) Invalidate(ctx context.Context, keys []string) error {
-	if !Faults.JoinAfterInvalidate.Load() {
-		for _, k := range keys {
-			p.group.Forget(k)
-			p.holders.Forget(k)
-		}
-	}
+	p.iso.forget(keys)
 	if p.coord == processCoord {
 		return p.DeleteMany(ctx, keys)
 	}
 	p.DropL1(keys...)
 	defer p.DropL1(keys...)
 	start := time.Now()
-	err := p.leaser.Invalidate(ctx, keys, p.cfg.StaleWhileRevalidate)
+	err := p.leases.invalidate(ctx, keys, p.cfg.StaleWhileRevalidate)
 	p.st.Since(OpDeleteMany, start)
 	p.countBatchErr(err, len(keys))
 	return err

@@ -19,10 +19,14 @@
 // poller of the keys another caller holds the lease of), load.go and
 // fill.go; refresh.go reloads in the background what a lookup served
 // early or stale. The mechanisms the steps share have files of their
-// own: l1.go (the L1's placeholders and fills), leases.go, entry.go (the
-// envelope of one value), budget.go (the store time of a call, over the
-// deadline clock of package clock), trace.go and counters.go; ops.go
-// holds the plain operations (Get, Set, Delete, Invalidate, ...).
+// own: l1.go (the L1's placeholders and fills), leases.go (the lease
+// coordination, the only holder of the store's lease capability),
+// isolation.go (what keeps an Invalidate's promise among the callers of
+// one process), entry.go (the envelope of one value), budget.go (the
+// store time of a call, over the deadline clock of package clock),
+// trace.go and counters.go; ops.go holds the plain operations (Get, Set,
+// Delete, Invalidate, ...). faults.go is the fault suites' seam: a broken
+// isolation that New installs only when a test injected it.
 //
 // Fetch is the one-key case: its keys are a slice of one. The store time
 // of a call is one budget over all its steps. The package knows nothing of
@@ -70,11 +74,13 @@ type Config struct {
 type Pipeline[V any] struct {
 	// coord and reads are the coordination of loads and the read
 	// strategy of the lookup step, chosen once in New.
-	coord   coordination
-	reads   readStrategy
+	coord coordination
+	reads readStrategy
+	// iso keeps Invalidate's promise among the callers of this process
+	// (strict; a fault suite's, see isolationFor), chosen once in New.
+	iso     isolation[V]
 	cfg     Config
 	store   store.Store
-	leaser  store.Leaser
 	l1      *l1.Tier[V]
 	tracker store.Tracker
 	st      *Counters
@@ -103,7 +109,7 @@ type Pipeline[V any] struct {
 	tr     traceStep[V]
 	loads  loadStep[V]
 	fills  fillStep[V]
-	leases leaseStep[V]
+	leases leaseCoord[V] // the lease capability, held only there
 	waits  waitStep[V]
 }
 
@@ -121,14 +127,15 @@ const (
 
 // New returns the pipeline over s, with tier as its L1 (nil: none).
 func New[V any](s store.Store, cfg Config, tier *l1.Tier[V]) *Pipeline[V] {
-	p := &Pipeline[V]{cfg: cfg, store: s, leaser: cfg.Leaser, tracker: cfg.Tracker, st: new(Counters), l1: tier}
+	p := &Pipeline[V]{cfg: cfg, store: s, tracker: cfg.Tracker, st: new(Counters), l1: tier}
 	if cfg.Leaser != nil {
 		p.coord = leasesCoord
 	}
 	p.reads = chooseReads(p.coord, tier != nil, cfg.Tracker != nil)
+	p.iso = isolationFor(p)
 	p.lk = lookupStep[V]{p}
 	p.ent, p.l1f, p.rd, p.lr, p.cl = entryStep[V]{p}, l1Step[V]{p}, readStep[V]{p}, leaseReadStep[V]{p}, classifyStep[V]{p}
-	p.tr, p.loads, p.fills, p.leases, p.waits = traceStep[V]{p}, loadStep[V]{p}, fillStep[V]{p}, leaseStep[V]{p}, waitStep[V]{p}
+	p.tr, p.loads, p.fills, p.leases, p.waits = traceStep[V]{p}, loadStep[V]{p}, fillStep[V]{p}, newLeaseCoord(p, cfg.Leaser), waitStep[V]{p}
 	if p.cfg.Jitter == nil {
 		p.cfg.Jitter = func(d time.Duration) time.Duration { return d }
 	}

@@ -122,7 +122,7 @@ func (p waitStep[V]) startWait(reg *waitReg, keys []string) {
 	if h.keys == nil {
 		h.keys = make(map[string][]waiter)
 	}
-	if _, ok := p.leaser.(store.LeaseWaker); ok && h.due == nil {
+	if p.leases.watches() && h.due == nil {
 		h.due, h.wake = make(map[string]struct{}), make(chan struct{}, 1)
 	}
 	for _, k := range keys {
@@ -207,9 +207,9 @@ func jittered(d time.Duration) time.Duration {
 // from maxPoll to maxWatchedPoll while its reads are watched.
 func (p waitStep[V]) pollLoop() {
 	h := &p.hub
-	waker, _ := p.leaser.(store.LeaseWaker)
-	if waker != nil {
-		defer waker.WatchLeases(h.reported)()
+	watches := p.leases.watches()
+	if watches {
+		defer p.leases.watch(h.reported)()
 	}
 	delay := time.Millisecond
 	// pollAt is when the next read of every key is due. Wakes between
@@ -220,7 +220,7 @@ func (p waitStep[V]) pollLoop() {
 	defer timer.Stop()
 	for {
 		timeout := true
-		if waker == nil {
+		if !watches {
 			time.Sleep(jittered(delay))
 		} else {
 			timeout = h.sleep(pollAt, timer)
@@ -247,7 +247,7 @@ func (p waitStep[V]) pollLoop() {
 		round := h.round
 		h.round++
 		h.mu.Unlock()
-		res, watched, err := p.waits.pollRead(waker, keys)
+		res, watched, err := p.waits.pollRead(keys)
 		orphans := p.waits.handOut(keys, res, failedKeys(keys, err), round, watched)
 		p.leases.releaseMany(context.Background(), orphans)
 		if every {
@@ -332,7 +332,7 @@ func (p waitStep[V]) handOut(keys []string, res []store.LeaseResult, failed map[
 		default:
 			late := regs[:0]
 			for _, w := range regs {
-				if w.round > round && !Faults.JoinAfterInvalidate.Load() {
+				if p.iso.late(w.round, round) {
 					late = append(late, w) // registered after this read was sent
 					continue
 				}
@@ -351,9 +351,9 @@ func (p waitStep[V]) handOut(keys []string, res []store.LeaseResult, failed map[
 }
 
 // pollRead is the hub's batched lease read, bounded by Config.StoreTimeout
-// (the hub's own time: no caller's budget is charged); watched through w
-// when there is one.
-func (p waitStep[V]) pollRead(w store.LeaseWaker, keys []string) (res []store.LeaseResult, watched bool, err error) {
+// (the hub's own time: no caller's budget is charged); watched when the
+// store's server reports changes.
+func (p waitStep[V]) pollRead(keys []string) (res []store.LeaseResult, watched bool, err error) {
 	ctx := context.Background()
 	if p.cfg.StoreTimeout > 0 {
 		var cancel context.CancelFunc
@@ -362,11 +362,7 @@ func (p waitStep[V]) pollRead(w store.LeaseWaker, keys []string) (res []store.Le
 	}
 	start := time.Now()
 	opts := store.LeaseOptions{TTL: p.cfg.LeaseTTL, Placeholder: codec.NewLeaseEntry()}
-	if w != nil {
-		res, watched, err = w.WatchedLeaseGet(ctx, keys, opts)
-	} else {
-		res, err = p.leaser.LeaseGet(ctx, keys, opts)
-	}
+	res, watched, err = p.leases.watchedGet(ctx, keys, opts)
 	p.st.Since(OpGetMany, start)
 	if err == nil && len(res) != len(keys) {
 		err = fmt.Errorf("kura: store returned %d lease results for %d keys", len(res), len(keys))

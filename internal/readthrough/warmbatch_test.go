@@ -92,7 +92,7 @@ func TestWarmFetchManyAllocatesOnlyItsMap(t *testing.T) {
 	}
 	var m map[string][]byte
 	maps := testing.AllocsPerRun(100, func() { m = make(map[string][]byte, len(keys)) })
-	lease := testing.AllocsPerRun(100, func() { _, _ = p.leaser.LeaseGet(ctx, keys, store.LeaseOptions{}) })
+	lease := testing.AllocsPerRun(100, func() { _, _ = p.leases.get(ctx, keys, store.LeaseOptions{}) })
 	got := testing.AllocsPerRun(100, func() {
 		var err error
 		if m, err = p.FetchMany(ctx, keys, time.Hour, noLoad); err != nil || len(m) != len(keys) {

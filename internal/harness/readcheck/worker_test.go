@@ -139,7 +139,7 @@ type args struct {
 	// leave a combination without any.
 	MinWrites int64
 	// Fault is a fault of the pipeline switched on in every child
-	// (readthrough.Faults, process-wide): "" or "join-after-invalidate".
+	// (readthrough.InjectFault, process-wide): "" or "join-after-invalidate".
 	Fault string
 	// Dir is where each child writes its histories (too large for the
 	// report pipe under load).
@@ -502,7 +502,7 @@ func histWorker(ctx context.Context, ch *proctest.Child) error {
 	switch a.Fault {
 	case "":
 	case "join-after-invalidate":
-		readthrough.Faults.JoinAfterInvalidate.Store(true)
+		readthrough.InjectFault(readthrough.JoinAfterInvalidate)
 	default:
 		return fmt.Errorf("unknown fault %q", a.Fault)
 	}
