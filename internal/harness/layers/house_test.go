@@ -326,12 +326,6 @@ func topLevelNames(f *ast.File) []string {
 	return out
 }
 
-// TestHouseInternalFloors: no package under internal/ but the test
-// harness imports the root.
-func TestHouseInternalFloors(t *testing.T) {
-	t.Skip("pending (#38, wave 2): the demo moves under cmd/kura first")
-}
-
 func contains(list []string, s string) bool {
 	for _, x := range list {
 		if x == s {
