@@ -106,7 +106,15 @@ func faults(backend, pipelineFault string) []combo {
 		return []combo{{Backend: backend, Leases: true, Hot: true, Fault: pipelineFault,
 			LoaderDelay: joinFaultWindow, ReaderPause: joinFaultWindow}}
 	}
-	// A slower loader: more loads are overtaken by an Invalidate.
+	// A slower loader: more loads are overtaken by an Invalidate. On the
+	// cluster, spread over many keys, that was still rare (0-2 stale
+	// reads of about 150 under load): there the fault runs on the hot
+	// key, whose every load an Invalidate overtakes, with readers that
+	// pause at random so that some arrive after each overtaken fill.
+	if backend == "cluster" {
+		return []combo{{Backend: backend, Leases: true, Hot: true, Fault: "unleased-fill",
+			LoaderDelay: joinFaultWindow, ReaderPause: joinFaultWindow}}
+	}
 	return []combo{{Backend: backend, Leases: true, Fault: "unleased-fill", LoaderDelay: 20 * time.Millisecond}}
 }
 
