@@ -24,7 +24,7 @@ var htmlTmpl = template.Must(template.New("report").Funcs(template.FuncMap{
 	"status": func(s Status) string { return strings.ReplaceAll(string(s), " ", "-") },
 }).Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
-<title>kura demo: five cache problems, reproduced and fixed</title>
+<title>kura demo: cache problems, reproduced and fixed</title>
 <style>
 body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0 auto;max-width:1060px;padding:24px;color:#1d2330;background:#fafbfc}
 h1{font-size:26px;margin:0 0 4px}
@@ -57,7 +57,7 @@ section,p,li,caption,.machine{overflow-wrap:break-word}
 pre{background:#f3f5f8;padding:8px 10px;border-radius:6px;font-size:12.5px;white-space:pre-wrap;overflow-wrap:anywhere}
 @media (max-width:600px){body{padding:10px}section{padding:12px 10px}}
 </style></head><body>
-<h1>kura demo: five cache problems, reproduced and fixed</h1>
+<h1>kura demo: cache problems, reproduced and fixed</h1>
 <div class="machine">Measured on {{.Machine}} · {{printf "%.0f" .Seconds}} s ({{printf "%.0f" .SetupSeconds}} s starting the servers and loading the data; building kura before it not counted) · started {{.Started.Format "2006-01-02 15:04 UTC"}} · <code>{{.Command}}</code></div>
 <div class="machine">Servers: {{range $i, $s := .Servers}}{{if $i}}; {{end}}{{$s}}{{end}}</div>
 <table class="summary"><tr><th>problem</th><th>status</th><th>measured here</th></tr>
