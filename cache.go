@@ -111,7 +111,7 @@ func newL1[V any](s store.Store, o L1Options) (*l1.Tier[V], store.Tracker, error
 		}
 		ttl = min(ttl, o.MaxStaleness)
 	}
-	t, err := l1.New[V](o.MaxBytes, ttl, maxAge)
+	t, err := l1.New[V](o.MaxBytes, ttl, maxAge, cloneFunc[V]())
 	if err != nil {
 		return nil, nil, fmt.Errorf("kura: L1: %w", err)
 	}
