@@ -381,6 +381,13 @@ func (c *Cache[V]) DeleteMany(ctx context.Context, keys []string) error {
 	})
 }
 
+// options returns a copy of the Cache's Options, defaults filled: what a
+// Cache built beside it (an index's) starts from.
+func (c *Cache[V]) options() Options { return c.opts }
+
+// tracer is Options.Tracer: the views over a Cache trace through it.
+func (c *Cache[V]) tracer() observe.Tracer { return c.opts.Tracer }
+
 func (c *Cache[V]) reportErr(op Op, key string, err error) {
 	if c.opts.OnError != nil {
 		c.opts.OnError(op, key, err)

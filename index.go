@@ -109,7 +109,7 @@ func newSide[T any, I comparable, K comparable, V any](records *Keyed[K, V], s s
 	if s.prefix == "" {
 		s.prefix = s.defaultPrefix
 	}
-	if s.prefix == records.prefix {
+	if s.prefix == records.keyPrefix() {
 		return nil, fmt.Errorf("kura: %s.Prefix %q is the records' prefix%s", s.optsType, s.prefix, s.clash)
 	}
 	if s.ttl < 0 && s.ttl != NoExpiry {
@@ -119,7 +119,7 @@ func newSide[T any, I comparable, K comparable, V any](records *Keyed[K, V], s s
 		s.ttl = records.TTL()
 	}
 	rc := records.Cache()
-	o := rc.opts // the records' guards, timeouts and hooks apply to the side too
+	o := rc.options() // the records' guards, timeouts and hooks apply to the side too
 	o.Name = s.name
 	if o.Name == "" {
 		o.Name = rc.Name() + s.nameSuffix
@@ -136,7 +136,7 @@ func newSide[T any, I comparable, K comparable, V any](records *Keyed[K, V], s s
 }
 
 // Name returns the name of the index's id-list Cache (IndexOptions.Name).
-func (x *Index[I, K, V]) Name() string { return x.lists.c.Name() }
+func (x *Index[I, K, V]) Name() string { return x.lists.Cache().Name() }
 
 // Lists returns the view of the cached id lists (for inspection and
 // tests).
@@ -176,7 +176,7 @@ func (x *Index[I, K, V]) IDs(ctx context.Context, v I) ([]K, error) {
 // With Options.Tracer, the read is a kura.Index.Fetch span over the
 // list's kura.Fetch and the records' kura.FetchMany (docs/telemetry.md).
 func (x *Index[I, K, V]) Fetch(ctx context.Context, v I) ([]V, error) {
-	return traced(ctx, x.records.c.opts.Tracer, observe.IndexFetch, x.lists.Key(v), 1, func(ctx context.Context) ([]V, error) {
+	return traced(ctx, x.records.Cache().tracer(), observe.IndexFetch, x.lists.Key(v), 1, func(ctx context.Context) ([]V, error) {
 		return x.fetch(ctx, v)
 	})
 }
@@ -210,7 +210,7 @@ func (x *Index[I, K, V]) fetch(ctx context.Context, v I) ([]V, error) {
 		// a concurrent insert's invalidation and cache a list missing
 		// the new id.) Its failure is absorbed like any write-back.
 		if err := x.lists.Delete(ctx, v); err != nil {
-			x.lists.c.reportErr(OpDelete, x.lists.Key(v), err)
+			x.lists.Cache().reportErr(OpDelete, x.lists.Key(v), err)
 		}
 	}
 	return out, nil
@@ -322,7 +322,7 @@ func (u *UniqueIndex[I, K, V]) IDs() *Keyed[I, K] { return u.ids }
 // LoadRecord). A value with no record returns an error matching
 // ErrNotFound, cached negatively like any other absence.
 func (u *UniqueIndex[I, K, V]) Fetch(ctx context.Context, v I) (V, error) {
-	return traced(ctx, u.records.c.opts.Tracer, observe.IndexFetch, u.ids.Key(v), 1, func(ctx context.Context) (V, error) {
+	return traced(ctx, u.records.Cache().tracer(), observe.IndexFetch, u.ids.Key(v), 1, func(ctx context.Context) (V, error) {
 		return u.fetch(ctx, v)
 	})
 }
