@@ -111,7 +111,7 @@ func newL1[V any](s store.Store, o L1Options) (*l1.Tier[V], store.Tracker, error
 		}
 		ttl = min(ttl, o.MaxStaleness)
 	}
-	t, err := l1.New[V](o.MaxBytes, ttl, maxAge)
+	t, err := l1.New[V](o.MaxBytes, ttl, maxAge, cloneFunc[V]())
 	if err != nil {
 		return nil, nil, fmt.Errorf("kura: L1: %w", err)
 	}
@@ -380,6 +380,13 @@ func (c *Cache[V]) DeleteMany(ctx context.Context, keys []string) error {
 		return c.p.DeleteMany(ctx, keys)
 	})
 }
+
+// options returns a copy of the Cache's Options, defaults filled: what a
+// Cache built beside it (an index's) starts from.
+func (c *Cache[V]) options() Options { return c.opts }
+
+// tracer is Options.Tracer: the views over a Cache trace through it.
+func (c *Cache[V]) tracer() observe.Tracer { return c.opts.Tracer }
 
 func (c *Cache[V]) reportErr(op Op, key string, err error) {
 	if c.opts.OnError != nil {

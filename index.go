@@ -74,44 +74,69 @@ func NewIndex[I comparable, K comparable, V any](records *Keyed[K, V], opts Inde
 	if opts.LoadRecords == nil {
 		return nil, errors.New("kura: IndexOptions.LoadRecords is required")
 	}
-	if opts.Prefix == "" {
-		opts.Prefix = "idx:"
-	}
-	if opts.Prefix == records.prefix {
-		return nil, fmt.Errorf("kura: IndexOptions.Prefix %q is the records' prefix; id lists and records need their own keys", opts.Prefix)
-	}
-	if opts.TTL < 0 && opts.TTL != NoExpiry {
-		return nil, fmt.Errorf("kura: IndexOptions.TTL must not be negative, got %v", opts.TTL)
-	}
-	if opts.TTL == 0 {
-		opts.TTL = records.ttl
-	}
-	rc := records.Cache()
-	lo := rc.opts // the records' guards, timeouts and hooks apply to lists too
-	lo.Name = opts.Name
-	if lo.Name == "" {
-		lo.Name = rc.opts.Name + "-index"
-	}
-	if codec.IsIDListType(reflect.TypeFor[[]K]()) {
-		c, err := codec.New(codec.Options{Serializer: codec.IDList()})
-		if err != nil {
-			return nil, err
-		}
-		lo.Codec = c
-	}
-	lc, err := New[[]K](rc.Store(), lo)
-	if err != nil {
-		return nil, err
-	}
-	lists, err := NewKeyed[I, []K](lc, KeyedOptions[I]{Prefix: opts.Prefix, Key: opts.Key, TTL: opts.TTL})
+	lists, err := newSide[[]K](records, sideSpec[I]{
+		optsType: "IndexOptions", clash: "; id lists and records need their own keys",
+		name: opts.Name, nameSuffix: "-index", prefix: opts.Prefix, defaultPrefix: "idx:", key: opts.Key, ttl: opts.TTL,
+		codec: func(records *codec.Codec) (*codec.Codec, error) {
+			if codec.IsIDListType(reflect.TypeFor[[]K]()) {
+				return codec.New(codec.Options{Serializer: codec.IDList()})
+			}
+			return records, nil
+		},
+	})
 	if err != nil {
 		return nil, err
 	}
 	return &Index[I, K, V]{records: records, lists: lists, loadIDs: opts.LoadIDs, loadRecords: opts.LoadRecords}, nil
 }
 
+// sideSpec describes the view an index keeps beside its records (an Index's
+// id lists, a UniqueIndex's ids), as its options give it; newSide fills
+// the defaults and checks it the same way for both.
+type sideSpec[I comparable] struct {
+	optsType, clash       string // for errors: the options type, what a prefix clash adds
+	name, nameSuffix      string // Name; if blank, the records Cache's name + nameSuffix
+	prefix, defaultPrefix string
+	key                   func(I) string
+	ttl                   time.Duration
+	codec                 func(records *codec.Codec) (*codec.Codec, error) // the side's codec, given the records'
+}
+
+// newSide returns the Keyed view s describes: its own Cache of T over the
+// records' store, with the records' guards, timeouts and hooks, under its
+// own prefix, its TTL the records' unless s sets one.
+func newSide[T any, I comparable, K comparable, V any](records *Keyed[K, V], s sideSpec[I]) (*Keyed[I, T], error) {
+	if s.prefix == "" {
+		s.prefix = s.defaultPrefix
+	}
+	if s.prefix == records.keyPrefix() {
+		return nil, fmt.Errorf("kura: %s.Prefix %q is the records' prefix%s", s.optsType, s.prefix, s.clash)
+	}
+	if s.ttl < 0 && s.ttl != NoExpiry {
+		return nil, fmt.Errorf("kura: %s.TTL must not be negative, got %v", s.optsType, s.ttl)
+	}
+	if s.ttl == 0 {
+		s.ttl = records.TTL()
+	}
+	rc := records.Cache()
+	o := rc.options() // the records' guards, timeouts and hooks apply to the side too
+	o.Name = s.name
+	if o.Name == "" {
+		o.Name = rc.Name() + s.nameSuffix
+	}
+	var err error
+	if o.Codec, err = s.codec(o.Codec); err != nil {
+		return nil, err
+	}
+	c, err := New[T](rc.Store(), o)
+	if err != nil {
+		return nil, err
+	}
+	return NewKeyed[I, T](c, KeyedOptions[I]{Prefix: s.prefix, Key: s.key, TTL: s.ttl})
+}
+
 // Name returns the name of the index's id-list Cache (IndexOptions.Name).
-func (x *Index[I, K, V]) Name() string { return x.lists.c.Name() }
+func (x *Index[I, K, V]) Name() string { return x.lists.Cache().Name() }
 
 // Lists returns the view of the cached id lists (for inspection and
 // tests).
@@ -151,7 +176,7 @@ func (x *Index[I, K, V]) IDs(ctx context.Context, v I) ([]K, error) {
 // With Options.Tracer, the read is a kura.Index.Fetch span over the
 // list's kura.Fetch and the records' kura.FetchMany (docs/telemetry.md).
 func (x *Index[I, K, V]) Fetch(ctx context.Context, v I) ([]V, error) {
-	return traced(ctx, x.records.c.opts.Tracer, observe.IndexFetch, x.lists.Key(v), 1, func(ctx context.Context) ([]V, error) {
+	return traced(ctx, x.records.Cache().tracer(), observe.IndexFetch, x.lists.Key(v), 1, func(ctx context.Context) ([]V, error) {
 		return x.fetch(ctx, v)
 	})
 }
@@ -185,7 +210,7 @@ func (x *Index[I, K, V]) fetch(ctx context.Context, v I) ([]V, error) {
 		// a concurrent insert's invalidation and cache a list missing
 		// the new id.) Its failure is absorbed like any write-back.
 		if err := x.lists.Delete(ctx, v); err != nil {
-			x.lists.c.reportErr(OpDelete, x.lists.Key(v), err)
+			x.lists.Cache().reportErr(OpDelete, x.lists.Key(v), err)
 		}
 	}
 	return out, nil
@@ -208,15 +233,20 @@ func (x *Index[I, K, V]) Invalidate(ctx context.Context, values ...I) error {
 // both); for an insert or delete, the row's value; for an update of a
 // column that is not indexed, none.
 func (x *Index[I, K, V]) Changed(ctx context.Context, id K, values ...I) error {
+	return changed(ctx, x.records, x.lists, id, values)
+}
+
+// changed invalidates record id's entry and the side entries (id lists or
+// ids) of values. Both Caches share one store, so one batch invalidates
+// records and side (voiding any lease a concurrent fill holds on them, so
+// a fill that loaded the old row is dropped; see docs/leases.md).
+func changed[I comparable, K comparable, V, T any](ctx context.Context, records *Keyed[K, V], side *Keyed[I, T], id K, values []I) error {
 	keys := make([]string, 0, 1+len(values))
-	keys = append(keys, x.records.Key(id))
+	keys = append(keys, records.Key(id))
 	for _, v := range values {
-		keys = append(keys, x.lists.Key(v))
+		keys = append(keys, side.Key(v))
 	}
-	// Both Caches share one store, so one batch invalidates records and
-	// lists (voiding any lease a concurrent fill holds on them, so a fill
-	// that loaded the old row is dropped; see docs/leases.md).
-	return x.records.c.Invalidate(ctx, keys...)
+	return records.Cache().Invalidate(ctx, keys...)
 }
 
 // IndexStats counts what an Index did. Counters only grow.
@@ -271,30 +301,11 @@ func NewUniqueIndex[I comparable, K comparable, V any](records *Keyed[K, V], opt
 	if opts.LoadID == nil || opts.LoadRecord == nil {
 		return nil, errors.New("kura: UniqueIndexOptions.LoadID and LoadRecord are required")
 	}
-	if opts.Prefix == "" {
-		opts.Prefix = "uidx:"
-	}
-	if opts.Prefix == records.prefix {
-		return nil, fmt.Errorf("kura: UniqueIndexOptions.Prefix %q is the records' prefix", opts.Prefix)
-	}
-	if opts.TTL < 0 && opts.TTL != NoExpiry {
-		return nil, fmt.Errorf("kura: UniqueIndexOptions.TTL must not be negative, got %v", opts.TTL)
-	}
-	if opts.TTL == 0 {
-		opts.TTL = records.ttl
-	}
-	rc := records.Cache()
-	lo := rc.opts
-	lo.Name = opts.Name
-	if lo.Name == "" {
-		lo.Name = rc.opts.Name + "-unique"
-	}
-	lo.Codec = nil // the id is small: plain msgpack
-	ic, err := New[K](rc.Store(), lo)
-	if err != nil {
-		return nil, err
-	}
-	ids, err := NewKeyed[I, K](ic, KeyedOptions[I]{Prefix: opts.Prefix, Key: opts.Key, TTL: opts.TTL})
+	ids, err := newSide[K](records, sideSpec[I]{
+		optsType: "UniqueIndexOptions",
+		name:     opts.Name, nameSuffix: "-unique", prefix: opts.Prefix, defaultPrefix: "uidx:", key: opts.Key, ttl: opts.TTL,
+		codec: func(*codec.Codec) (*codec.Codec, error) { return nil, nil }, // the id is small: plain msgpack
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -311,7 +322,7 @@ func (u *UniqueIndex[I, K, V]) IDs() *Keyed[I, K] { return u.ids }
 // LoadRecord). A value with no record returns an error matching
 // ErrNotFound, cached negatively like any other absence.
 func (u *UniqueIndex[I, K, V]) Fetch(ctx context.Context, v I) (V, error) {
-	return traced(ctx, u.records.c.opts.Tracer, observe.IndexFetch, u.ids.Key(v), 1, func(ctx context.Context) (V, error) {
+	return traced(ctx, u.records.Cache().tracer(), observe.IndexFetch, u.ids.Key(v), 1, func(ctx context.Context) (V, error) {
 		return u.fetch(ctx, v)
 	})
 }
@@ -328,10 +339,5 @@ func (u *UniqueIndex[I, K, V]) fetch(ctx context.Context, v I) (V, error) {
 // Changed drops the record's entry and the cached ids of the given unique
 // values (the old and the new one when the column changed).
 func (u *UniqueIndex[I, K, V]) Changed(ctx context.Context, id K, values ...I) error {
-	keys := make([]string, 0, 1+len(values))
-	keys = append(keys, u.records.Key(id))
-	for _, v := range values {
-		keys = append(keys, u.ids.Key(v))
-	}
-	return u.records.c.Invalidate(ctx, keys...)
+	return changed(ctx, u.records, u.ids, id, values)
 }

@@ -94,6 +94,9 @@ func (k *Keyed[K, V]) Cache() *Cache[V] { return k.c }
 // TTL returns the TTL values are written with (0: no expiry).
 func (k *Keyed[K, V]) TTL() time.Duration { return k.ttl }
 
+// keyPrefix is KeyedOptions.Prefix (an index checks its own differs).
+func (k *Keyed[K, V]) keyPrefix() string { return k.prefix }
+
 // Key returns the cache key of id.
 func (k *Keyed[K, V]) Key(id K) string { return k.prefix + k.keyFn(id) }
 

@@ -391,6 +391,16 @@ type Cloner[V any] interface {
 	Clone() V
 }
 
+// cloneFunc is what an L1 hit passes its value through: Clone when V is
+// a Cloner, nil (the value shared) otherwise.
+func cloneFunc[V any]() func(V) V {
+	var zero V
+	if _, ok := any(zero).(Cloner[V]); !ok {
+		return nil
+	}
+	return func(v V) V { return any(v).(Cloner[V]).Clone() }
+}
+
 // checkLeases checks the lease options against the store (withDefaults
 // fills their defaults).
 func (o *Options) checkLeases(s store.Store) error {

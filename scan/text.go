@@ -36,7 +36,7 @@ func writeText(w io.Writer, r *Report) {
 	if len(r.Servers) == 1 {
 		servers = "1 server"
 	}
-	keys := count(r.Keys) + " keys"
+	keys := units.Count(r.Keys) + " keys"
 	if r.Keys == 1 {
 		keys = "1 key"
 	}
@@ -64,7 +64,7 @@ func writeText(w io.Writer, r *Report) {
 	tw := tabwriter.NewWriter(ew, 2, 8, 2, ' ', 0)
 	fmt.Fprintln(tw, "  key\ttype\tttl\tlength\tvalue\tmemory")
 	for _, k := range r.Biggest {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", vis.Escape(k.Key), vis.Escape(k.Type), ttl(k.TTLSeconds), count(k.Length), Bytes(k.ValueBytes), orDash(k.MemoryBytes))
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", vis.Escape(k.Key), vis.Escape(k.Type), ttl(k.TTLSeconds), units.Count(k.Length), Bytes(k.ValueBytes), orDash(k.MemoryBytes))
 	}
 	tw.Flush()
 
@@ -87,9 +87,9 @@ func writeText(w io.Writer, r *Report) {
 		first, last = 0, -1
 	}
 	for _, b := range r.Histogram[first : last+1] {
-		label := "<= " + binaryUnit(b.LE)
+		label := "<= " + units.FormatBound(b.LE)
 		if b.LE < 0 {
-			label = "> " + binaryUnit(r.Histogram[len(r.Histogram)-2].LE)
+			label = "> " + units.FormatBound(r.Histogram[len(r.Histogram)-2].LE)
 		}
 		bar := strings.Repeat("#", int(math.Ceil(30*float64(b.Keys)/float64(maxKeys))))
 		if b.Keys == 0 {
@@ -115,14 +115,14 @@ func writeText(w io.Writer, r *Report) {
 				}
 			}
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%.1f%%\t%s\t%s\t%s\n", vis.Escape(p.Pattern), count(p.Keys), Bytes(p.ValueBytes),
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%.1f%%\t%s\t%s\t%s\n", vis.Escape(p.Pattern), units.Count(p.Keys), Bytes(p.ValueBytes),
 			Bytes(int64(math.Round(p.MeanBytes))), orDash(p.MemoryBytes), 100*p.MemoryShare, ttlSpread(p), s2, zs)
 	}
 	tw.Flush()
 	fmt.Fprintf(ew, "  (savings: up to %d values per pattern encoded as kura would store them; kura values and values\n   already compressed count as they are)\n", r.Options.Samples)
 
 	bv := r.BigValues
-	fmt.Fprintf(ew, "\nValues of %s or more: %s", Bytes(bv.ThresholdBytes), count(bv.Count))
+	fmt.Fprintf(ew, "\nValues of %s or more: %s", Bytes(bv.ThresholdBytes), units.Count(bv.Count))
 	if bv.Count == 0 {
 		fmt.Fprintln(ew)
 		return
@@ -131,7 +131,7 @@ func writeText(w io.Writer, r *Report) {
 	tw = tabwriter.NewWriter(ew, 2, 8, 2, ' ', 0)
 	for i, k := range bv.Keys {
 		if i == 20 {
-			fmt.Fprintf(tw, "  ... and %s more (see --json)\n", count(bv.Count-20))
+			fmt.Fprintf(tw, "  ... and %s more (see --json)\n", units.Count(bv.Count-20))
 			break
 		}
 		fmt.Fprintf(tw, "  %s\t%s\t%s per read\t%.0f reads/s fill the link\n", vis.Escape(k.Key), Bytes(k.ValueBytes), round(time.Duration(k.ReadSeconds*float64(time.Second))), k.ReadsPerSecond)
@@ -162,21 +162,6 @@ func trim(f float64) string {
 	}
 	s := fmt.Sprintf("%.1f", f)
 	return strings.TrimSuffix(s, ".0")
-}
-
-func count(n int64) string {
-	s := fmt.Sprint(n)
-	if n < 0 {
-		return "-" + count(-n)
-	}
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	return b.String()
 }
 
 func orDash(n int64) string {
@@ -219,24 +204,13 @@ func human(d time.Duration) string {
 	return strings.Join(parts, "")
 }
 
-// binaryUnit formats a power-of-two bucket bound: 64 B, 1 KiB, 16 MiB.
-func binaryUnit(n int64) string {
-	switch {
-	case n >= 1<<20:
-		return fmt.Sprintf("%d MiB", n>>20)
-	case n >= 1<<10:
-		return fmt.Sprintf("%d KiB", n>>10)
-	}
-	return fmt.Sprintf("%d B", n)
-}
-
 func ttlSpread(p Pattern) string {
 	withTTL := p.Keys - p.TTL.NoTTL
 	switch {
 	case withTTL == 0:
 		return "none"
 	case p.TTL.NoTTL > 0:
-		return fmt.Sprintf("%s..%s, %s none", ttl(p.TTL.MinSeconds), ttl(p.TTL.MaxSeconds), count(p.TTL.NoTTL))
+		return fmt.Sprintf("%s..%s, %s none", ttl(p.TTL.MinSeconds), ttl(p.TTL.MaxSeconds), units.Count(p.TTL.NoTTL))
 	case ttl(p.TTL.MinSeconds) == ttl(p.TTL.MaxSeconds):
 		return ttl(p.TTL.MinSeconds)
 	}
@@ -275,5 +249,5 @@ func keysWord(n int64) string {
 	if n == 1 {
 		return "1 key"
 	}
-	return count(n) + " keys"
+	return units.Count(n) + " keys"
 }

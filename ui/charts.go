@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/kuracache/kura/internal/units"
 	"github.com/kuracache/kura/internal/vis"
 	"github.com/kuracache/kura/scan"
 )
@@ -41,9 +42,9 @@ func histogramSVG(h []scan.Bucket) template.HTML {
 	for i, bk := range bars {
 		hgt := float64(base-20) * float64(bk.Keys) / float64(top)
 		x := float64(pad) + float64(i)*bw
-		label := "> " + bucketLabel(h[len(h)-2].LE)
+		label := "> " + units.FormatBound(h[len(h)-2].LE)
 		if bk.LE >= 0 {
-			label = "≤ " + bucketLabel(bk.LE)
+			label = "≤ " + units.FormatBound(bk.LE)
 		}
 		fmt.Fprintf(&b, `<rect class="bar" x="%.1f" y="%.1f" width="%.1f" height="%.1f"><title>%s: %d keys, %s</title></rect>`,
 			x+2, float64(base)-hgt, bw-4, hgt, esc(label), bk.Keys, esc(scan.Bytes(bk.ValueBytes)))
@@ -54,16 +55,6 @@ func histogramSVG(h []scan.Bucket) template.HTML {
 	}
 	b.WriteString(`</svg>`)
 	return template.HTML(b.String())
-}
-
-func bucketLabel(n int64) string {
-	switch {
-	case n >= 1<<20:
-		return fmt.Sprintf("%d MiB", n>>20)
-	case n >= 1<<10:
-		return fmt.Sprintf("%d KiB", n>>10)
-	}
-	return fmt.Sprintf("%d B", n)
 }
 
 type hbar struct {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kuracache/kura/internal/units"
 	"github.com/kuracache/kura/scan"
 )
 
@@ -144,7 +145,7 @@ func scanProgress(w io.Writer) func(scan.Progress) {
 		if s := p.Elapsed.Seconds(); s > 0 {
 			rate = float64(p.Keys) / s
 		}
-		line := fmt.Sprintf("scan: %s keys, %.0f keys/s, %d/%d servers done, %s", fmtCount(p.Keys), rate, p.ServersDone, p.Servers, p.Phase)
+		line := fmt.Sprintf("scan: %s keys, %.0f keys/s, %d/%d servers done, %s", units.Count(p.Keys), rate, p.ServersDone, p.Servers, p.Phase)
 		if p.Phase == "sample" {
 			line += " (reading sampled values)"
 		}
@@ -166,18 +167,6 @@ func isTerminal(w io.Writer) bool {
 	}
 	fi, err := f.Stat()
 	return err == nil && fi.Mode()&os.ModeCharDevice != 0
-}
-
-func fmtCount(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	return b.String()
 }
 
 // parseBandwidth reads "1Gbit", "250Mbit", "10mbps", "1e9".

@@ -24,11 +24,6 @@ const Overhead = 96
 // shards is the number of locks the placeholders are spread over.
 const shards = 64
 
-// Cloner is implemented by value types whose hits return a copy.
-type Cloner[V any] interface {
-	Clone() V
-}
-
 type item[V any] struct {
 	v        V
 	negative bool
@@ -47,7 +42,7 @@ type Tier[V any] struct {
 	c      *otter.Cache[string, item[V]]
 	maxAge time.Duration // > 0: an entry older than this is a miss, to the nanosecond
 	vSize  int
-	clone  bool
+	clone  func(V) V // nil: hits share the value
 	closed atomic.Bool
 	seed   maphash.Seed
 	_      [padding]byte
@@ -109,11 +104,12 @@ type Token struct {
 // live at most ttl. With maxAge > 0 an entry is served for at most maxAge
 // after the read that filled it began, exactly (otter's expiry runs on a
 // coarser clock): the staleness bound of a tier no server reports to.
-func New[V any](maxBytes int64, ttl, maxAge time.Duration) (*Tier[V], error) {
-	l := &Tier[V]{seed: maphash.MakeSeed(), maxAge: maxAge}
+// With clone set, every hit returns clone(v) instead of v itself (the
+// root's Cloner).
+func New[V any](maxBytes int64, ttl, maxAge time.Duration, clone func(V) V) (*Tier[V], error) {
+	l := &Tier[V]{seed: maphash.MakeSeed(), maxAge: maxAge, clone: clone}
 	var zero V
 	l.vSize = int(unsafe.Sizeof(zero))
-	_, l.clone = any(zero).(Cloner[V])
 	for i := range l.shards {
 		l.shards[i].pending = make(map[string]*pending)
 	}
@@ -187,7 +183,7 @@ func (l *Tier[V]) shard(key string) *shard {
 	return &l.shards[maphash.String(l.seed, key)%shards]
 }
 
-// Get serves key: its value (a copy when V is a Cloner), whether it is
+// Get serves key: its value (clone's copy with New's clone), whether it is
 // cached as absent, and whether the tier holds it. A miss is counted.
 func (l *Tier[V]) Get(key string) (v V, negative, ok bool) {
 	e, ok := l.c.GetIfPresent(key)
@@ -204,8 +200,8 @@ func (l *Tier[V]) Get(key string) (v V, negative, ok bool) {
 	}
 	l.stripe().hits.Add(1)
 	v = e.v
-	if l.clone {
-		v = any(v).(Cloner[V]).Clone()
+	if l.clone != nil {
+		v = l.clone(v)
 	}
 	return v, false, true
 }

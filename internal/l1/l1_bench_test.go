@@ -28,7 +28,7 @@ func BenchmarkGet(b *testing.B) {
 	for i := range keys {
 		keys[i] = "item:" + strconv.Itoa(i)
 	}
-	l, err := New[benchValue](256<<20, 5*time.Minute, 0)
+	l, err := New[benchValue](256<<20, 5*time.Minute, 0, nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 // otter's coarser expiry clock says; a drop during the read stops the fill.
 func TestMaxAgeIsExact(t *testing.T) {
 	const bound = 30 * time.Millisecond
-	l, err := New[string](1<<20, time.Hour, bound)
+	l, err := New[string](1<<20, time.Hour, bound, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func TestMaxAgeIsExact(t *testing.T) {
 // TestStatsExact: hits, negative hits and misses from parallel readers are
 // each counted once (the hit counters are striped; Stats sums them).
 func TestStatsExact(t *testing.T) {
-	l, err := New[int](1<<20, time.Hour, 0)
+	l, err := New[int](1<<20, time.Hour, 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,11 +75,11 @@ func TestStatsExact(t *testing.T) {
 // tier is open, is stopped when the last one closes, and still lets
 // entries expire after their TTL.
 func TestSharedClock(t *testing.T) {
-	a, err := New[int](1<<20, 40*time.Millisecond, 0)
+	a, err := New[int](1<<20, 40*time.Millisecond, 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := New[int](1<<20, time.Hour, 0)
+	b, err := New[int](1<<20, time.Hour, 0, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

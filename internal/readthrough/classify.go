@@ -65,7 +65,7 @@ func lookupEnded(err error) bool {
 // there is one to serve.
 func (p classifyStep[V]) classifyLease(ctx context.Context, b *budget, s *slot[V], r store.LeaseResult, early bool, t *tally) {
 	s.lease, s.won, s.stale = r.Lease, r.Won, r.Stale
-	placeholder := r.Value != nil && IsPlaceholder(r.Value)
+	placeholder := r.Value != nil && codec.IsPlaceholder(r.Value)
 	if r.Value != nil && !placeholder && (!r.Stale || p.cfg.StaleWhileRevalidate > 0) {
 		e, err := p.ent.found(ctx, s.key, r.Value, true, t)
 		switch {

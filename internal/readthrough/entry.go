@@ -202,7 +202,7 @@ func (p entryStep[V]) found(ctx context.Context, key string, data []byte, owned 
 		t = &one
 		defer one.addTo(p.st)
 	}
-	if IsPlaceholder(data) {
+	if codec.IsPlaceholder(data) {
 		t.misses++
 		return entry[V]{}, ErrMiss
 	}
@@ -238,14 +238,6 @@ func (t *tally) addTo(st *Counters) {
 // (rueidis's client-side cache); store.Store's Get, BatchGetter's GetMany
 // and Leaser's LeaseGet give theirs to the caller.
 func (p l1Step[V]) owned(track bool) bool { return !track || p.tracker == nil }
-
-// IsPlaceholder reports bytes that hold no value: a lease or a tombstone.
-// Readers count them as a miss, never as a decode error, and never hand
-// them to a caller. Four bytes tell: magic, version 2, kind.
-func IsPlaceholder(data []byte) bool {
-	return len(data) >= 4 && data[0] == codec.Magic0 && data[1] == codec.Magic1 && data[2] == 2 &&
-		(codec.Kind(data[3]) == codec.KindLease || codec.Kind(data[3]) == codec.KindTombstone)
-}
 
 // entryStep is the envelope of one value: encode, decode and their counts: methods over the pipeline's state.
 type entryStep[V any] struct{ *Pipeline[V] }

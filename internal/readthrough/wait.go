@@ -327,7 +327,7 @@ func (p waitStep[V]) handOut(keys []string, res []store.LeaseResult, failed map[
 		case r.Won: // a lease: whoever gets it loads, so anyone may
 			regs[0].reg.ch <- keyResult{key: k, r: r}
 			regs = regs[1:]
-		case r.Held, r.Value != nil && IsPlaceholder(r.Value), r.Stale && p.cfg.StaleWhileRevalidate == 0:
+		case r.Held, r.Value != nil && codec.IsPlaceholder(r.Value), r.Stale && p.cfg.StaleWhileRevalidate == 0:
 			// still being loaded elsewhere
 		default:
 			late := regs[:0]

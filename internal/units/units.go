@@ -81,6 +81,22 @@ func FormatGiB(v float64) string {
 	return trimZeros(strconv.FormatFloat(g, 'f', sigDecimals(g), 64)) + " GiB"
 }
 
+// FormatBound prints a power-of-two bucket bound in the largest binary
+// unit it is at least one of, truncated to a whole number: 64 B, 1 KiB,
+// 16 MiB (a histogram's axis, where the bounds are powers of two).
+func FormatBound(n int64) string {
+	switch {
+	case n >= 1<<20:
+		return strconv.FormatInt(n>>20, 10) + " MiB"
+	case n >= 1<<10:
+		return strconv.FormatInt(n>>10, 10) + " KiB"
+	}
+	return strconv.FormatInt(n, 10) + " B"
+}
+
+// Count prints a whole count with its digits grouped: 1,234,567.
+func Count(n int64) string { return Group(strconv.FormatInt(n, 10)) }
+
 func sigDecimals(v float64) int {
 	switch {
 	case v >= 100:

@@ -34,6 +34,22 @@ func TestGroup(t *testing.T) {
 	}
 }
 
+func TestFormatBound(t *testing.T) {
+	for in, want := range map[int64]string{0: "0 B", 64: "64 B", 1023: "1023 B", 1024: "1 KiB", 3 << 10: "3 KiB", 1 << 20: "1 MiB", 16<<20 + 5: "16 MiB", 4 << 30: "4096 MiB"} {
+		if got := FormatBound(in); got != want {
+			t.Errorf("FormatBound(%d) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestCount(t *testing.T) {
+	for in, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", 1234567: "1,234,567", -123456: "-123,456", -1234: "-1,234"} {
+		if got := Count(in); got != want {
+			t.Errorf("Count(%d) = %q, want %q", in, got, want)
+		}
+	}
+}
+
 // FuzzParseBytes: any string is a size within bounds or ErrSize.
 func FuzzParseBytes(f *testing.F) {
 	for _, s := range []string{"1.3MB", "512KiB", "4096", "-1", "1e400", "KB"} {

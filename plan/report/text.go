@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/kuracache/kura/internal/units"
 	"github.com/kuracache/kura/internal/vis"
 	"github.com/kuracache/kura/plan"
 )
@@ -350,17 +351,7 @@ func duration(sec float64) string {
 }
 
 // count prints a whole count with thousands separators.
-func count(v float64) string {
-	s := fmt.Sprintf("%.0f", v)
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 && c != '-' {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	return b.String()
-}
+func count(v float64) string { return units.Group(fmt.Sprintf("%.0f", v)) }
 
 // count3 prints a rate with three significant digits.
 func count3(v float64) string {

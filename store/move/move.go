@@ -286,7 +286,7 @@ func (s *Store) Get(ctx context.Context, key string) ([]byte, error) {
 		return s.reader(p).Get(ctx, key)
 	}
 	v, err := s.new.Get(ctx, key)
-	if err == nil && !holdsNoValue(v) || err != nil && !errors.Is(err, store.ErrNotFound) {
+	if err == nil && !codec.IsPlaceholder(v) || err != nil && !errors.Is(err, store.ErrNotFound) {
 		return v, err
 	}
 	vals, err := s.warmPlain(ctx, []string{key})
@@ -321,7 +321,7 @@ func (s *Store) GetMany(ctx context.Context, keys []string) ([][]byte, error) {
 	for i, k := range keys {
 		// A placeholder (a guard or lease of a warm-up in flight) is a
 		// miss here too: the old owner may have the value.
-		if _, bad := failed[k]; (vals[i] == nil || holdsNoValue(vals[i])) && !bad && s.moved(k) {
+		if _, bad := failed[k]; (vals[i] == nil || codec.IsPlaceholder(vals[i])) && !bad && s.moved(k) {
 			vals[i] = nil
 			miss = append(miss, i)
 		}
@@ -521,17 +521,10 @@ func (s *Store) NodeHealth() []store.NodeHealth {
 	return out
 }
 
-// holdsNoValue reports kura's entries that are no value: a lease
-// placeholder or a tombstone (docs/FORMAT.md). A copy never moves one.
-func holdsNoValue(b []byte) bool {
-	return len(b) >= 4 && b[0] == codec.Magic0 && b[1] == codec.Magic1 && b[2] == codec.Version &&
-		(codec.Kind(b[3]) == codec.KindLease || codec.Kind(b[3]) == codec.KindTombstone)
-}
-
 // ttlOf is the TTL a copy of v gets, and false when v must not be copied
 // (no value, or its TTL has run out).
 func (s *Store) ttlOf(v []byte) (time.Duration, bool) {
-	if len(v) == 0 || holdsNoValue(v) {
+	if len(v) == 0 || codec.IsPlaceholder(v) {
 		return 0, false
 	}
 	if s.copyTTL > 0 {

@@ -134,7 +134,7 @@ func (s *Store) warmPlain(ctx context.Context, keys []string) ([][]byte, error) 
 			// served, and the lease dropped, not released, since
 			// releasing a lease that came with a value removes the value.
 			out[i] = r.Value
-		case r.Value != nil && !holdsNoValue(r.Value) && !r.Held:
+		case r.Value != nil && !codec.IsPlaceholder(r.Value) && !r.Held:
 			out[i] = r.Value // written since the first read
 		default:
 			held = append(held, i)
@@ -161,7 +161,7 @@ func (s *Store) warmPlain(ctx context.Context, keys []string) ([][]byte, error) 
 			return out, nil
 		}
 		for j, i := range held {
-			if j < len(vals) && vals[j] != nil && !holdsNoValue(vals[j]) {
+			if j < len(vals) && vals[j] != nil && !codec.IsPlaceholder(vals[j]) {
 				out[i] = vals[j]
 				s.st.warmHits.Add(1)
 			} else {
@@ -177,7 +177,7 @@ func (s *Store) warmPlain(ctx context.Context, keys []string) ([][]byte, error) 
 func (s *Store) countServed(vals [][]byte, n int) {
 	hits := 0
 	for i, v := range vals {
-		if v != nil && holdsNoValue(v) {
+		if v != nil && codec.IsPlaceholder(v) {
 			vals[i] = nil
 		} else if v != nil {
 			hits++

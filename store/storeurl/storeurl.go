@@ -199,28 +199,73 @@ func Parse(raw string) (Target, error) { return parse(raw, true) }
 func ParseServer(raw string) (Target, error) { return parse(raw, false) }
 
 func parse(raw string, allowMem bool) (Target, error) {
+	p := &urlParser{raw: raw}
+	t, rest, defPort, err := p.scheme(allowMem)
+	if err != nil || t.Kind == Memory {
+		return t, err
+	}
+	if rest, err = p.userinfo(&t, rest); err != nil {
+		return Target{}, err
+	}
+	hosts, query, _ := strings.Cut(rest, "?")
+	hosts, path, _ := strings.Cut(hosts, "/")
+	if err := p.hosts(hosts, defPort); err != nil {
+		return Target{}, err
+	}
+	// The servers read as servers: from here on, a message may quote
+	// the path and the query unless redaction would change the URL.
+	p.hideTail = shown(raw) != hide(raw)
+	if err := p.path(&t, path); err != nil {
+		return Target{}, err
+	}
+	seeds, err := p.query(&t, query)
+	if err != nil {
+		return Target{}, err
+	}
+	if err := p.servers(&t, append(strings.Split(hosts, ","), seeds...), defPort); err != nil {
+		return Target{}, err
+	}
+	if err := p.topology(&t); err != nil {
+		return Target{}, err
+	}
+	return t, nil
+}
+
+// urlParser reads one store URL, part by part (scheme, user info, hosts,
+// path, query, then the topology they name), in that order: each part's
+// errors come before the next part's.
+type urlParser struct {
+	raw string
 	// hideTail: the URL's servers did not read as servers, so its path
 	// and query may be the rest of a password; messages do not quote them.
-	hideTail := false
-	bad := func(format string, a ...any) error {
-		if hideTail {
-			return fmt.Errorf("%w %q: no server before the path or query (they are not shown: in a URL that lost its @host, they are the end of the password); write redis://[user:password@]host:port", ErrBadURL, shown(raw))
-		}
-		return fmt.Errorf("%w %q: %s", ErrBadURL, shown(raw), fmt.Sprintf(format, a...))
+	hideTail bool
+}
+
+// bad returns ErrBadURL, wrapped with the URL as shown (never a
+// password) and what is wrong with it.
+func (p *urlParser) bad(format string, a ...any) error {
+	if p.hideTail {
+		return fmt.Errorf("%w %q: no server before the path or query (they are not shown: in a URL that lost its @host, they are the end of the password); write redis://[user:password@]host:port", ErrBadURL, shown(p.raw))
 	}
+	return fmt.Errorf("%w %q: %s", ErrBadURL, shown(p.raw), fmt.Sprintf(format, a...))
+}
+
+// scheme reads the scheme: the Target's kind and TLS, the default port,
+// and the rest of the URL. mem:// is whole by itself (Kind Memory).
+func (p *urlParser) scheme(allowMem bool) (t Target, rest, defPort string, err error) {
 	schemes := "redis://, rediss://, redis+ring://, redis+sentinel:// or memcached://"
 	if allowMem {
 		schemes = "redis://, rediss://, redis+ring://, redis+sentinel://, memcached:// or mem://"
 	}
-	scheme, rest, ok := strings.Cut(raw, "://")
+	scheme, rest, ok := strings.Cut(p.raw, "://")
 	if !ok {
-		if looksLikeAddr(raw) {
-			return Target{}, bad("write the address as a URL: redis://%s or memcached://%s", raw, raw)
+		if looksLikeAddr(p.raw) {
+			return Target{}, "", "", p.bad("write the address as a URL: redis://%s or memcached://%s", p.raw, p.raw)
 		}
-		return Target{}, bad("want %s", schemes)
+		return Target{}, "", "", p.bad("want %s", schemes)
 	}
-	t := Target{URL: raw}
-	defPort := "6379"
+	t = Target{URL: p.raw}
+	defPort = "6379"
 	switch strings.ToLower(scheme) {
 	case "redis":
 		t.Kind = Redis
@@ -238,60 +283,71 @@ func parse(raw string, allowMem bool) (Target, error) {
 		t.Kind, defPort = Memcached, "11211"
 	case "mem", "memory":
 		if !allowMem {
-			return Target{}, bad("mem:// is an in-process store that starts empty, so there is nothing here to read or load; want %s", schemes)
+			return Target{}, "", "", p.bad("mem:// is an in-process store that starts empty, so there is nothing here to read or load; want %s", schemes)
 		}
 		if rest != "" {
-			return Target{}, bad("mem:// takes nothing after the scheme")
+			return Target{}, "", "", p.bad("mem:// takes nothing after the scheme")
 		}
 		t.Kind = Memory
-		return t, nil
+		return t, "", "", nil
 	default:
-		return Target{}, bad("unknown scheme %q; want %s", scheme, schemes)
+		return Target{}, "", "", p.bad("unknown scheme %q; want %s", scheme, schemes)
 	}
+	return t, rest, defPort, nil
+}
+
+// userinfo reads the user and password, if rest has any, into t, and
+// returns what follows them.
+func (p *urlParser) userinfo(t *Target, rest string) (string, error) {
 	// Split the host list off by hand: url.Parse rejects "h1:1,h2:2".
 	// The user info ends at the last "@" (redact.SplitUserinfo, the rule
 	// redaction uses too): a password may hold "/", "#", "?" or spaces.
-	if userinfo, hosts, ok := redact.SplitUserinfo(rest); ok {
-		if t.Kind == Memcached {
-			return Target{}, bad("memcached has no passwords in the protocols kura speaks; drop user:password@")
-		}
-		rest = hosts
-		// Characters a URL cannot hold as is: accepted here they would
-		// mean one thing to kura and another to redis-cli and every other
-		// client, and a mistyped URL would echo them in errors.
-		if i := strings.IndexFunc(userinfo, func(r rune) bool { return r <= ' ' || r == 0x7f || strings.ContainsRune("/?#@[]", r) }); i >= 0 {
-			what := "password"
-			if c := strings.IndexByte(userinfo, ':'); c > i {
-				what = "user"
-			}
-			return Target{}, bad("the %s holds %s, which a URL cannot hold as is; URL-escape it: / as %%2F, # as %%23, ? as %%3F, @ as %%40, : as %%3A, space as %%20, %% as %%25 (in a shell: python3 -c 'import urllib.parse,sys; print(urllib.parse.quote(sys.argv[1], safe=\"\"))' 'PASSWORD')",
-				what, describeChar(rune(userinfo[i])))
-		}
-		u, pw, hasPass := strings.Cut(userinfo, ":")
-		var err error
-		if t.User, err = url.PathUnescape(u); err != nil {
-			return Target{}, bad("the user is not URL-escaped correctly: write %% as %%25 (a %% must start %%XX, two hex digits)")
-		}
-		if hasPass {
-			if t.Password, err = url.PathUnescape(pw); err != nil {
-				return Target{}, bad("the password is not URL-escaped correctly: write %% as %%25 (a %% must start %%XX, two hex digits)")
-			}
-		} else {
-			// redis://password@host is a common shorthand for requirepass.
-			t.Password, t.User = t.User, ""
-		}
+	userinfo, hosts, ok := redact.SplitUserinfo(rest)
+	if !ok {
+		return rest, nil
 	}
-	hosts, query, _ := strings.Cut(rest, "?")
-	hosts, path, _ := strings.Cut(hosts, "/")
+	if t.Kind == Memcached {
+		return "", p.bad("memcached has no passwords in the protocols kura speaks; drop user:password@")
+	}
+	// Characters a URL cannot hold as is: accepted here they would
+	// mean one thing to kura and another to redis-cli and every other
+	// client, and a mistyped URL would echo them in errors.
+	if i := strings.IndexFunc(userinfo, func(r rune) bool { return r <= ' ' || r == 0x7f || strings.ContainsRune("/?#@[]", r) }); i >= 0 {
+		what := "password"
+		if c := strings.IndexByte(userinfo, ':'); c > i {
+			what = "user"
+		}
+		return "", p.bad("the %s holds %s, which a URL cannot hold as is; URL-escape it: / as %%2F, # as %%23, ? as %%3F, @ as %%40, : as %%3A, space as %%20, %% as %%25 (in a shell: python3 -c 'import urllib.parse,sys; print(urllib.parse.quote(sys.argv[1], safe=\"\"))' 'PASSWORD')",
+			what, describeChar(rune(userinfo[i])))
+	}
+	u, pw, hasPass := strings.Cut(userinfo, ":")
+	var err error
+	if t.User, err = url.PathUnescape(u); err != nil {
+		return "", p.bad("the user is not URL-escaped correctly: write %% as %%25 (a %% must start %%XX, two hex digits)")
+	}
+	if hasPass {
+		if t.Password, err = url.PathUnescape(pw); err != nil {
+			return "", p.bad("the password is not URL-escaped correctly: write %% as %%25 (a %% must start %%XX, two hex digits)")
+		}
+	} else {
+		// redis://password@host is a common shorthand for requirepass.
+		t.Password, t.User = t.User, ""
+	}
+	return hosts, nil
+}
+
+// hosts checks the comma-separated servers before the path and the query
+// are read.
+func (p *urlParser) hosts(hosts, defPort string) error {
 	// A URL that lost its host: the rest of its password may stand in
-	// the path or the query, which the messages below quote, so the
+	// the path or the query, which the later messages quote, so the
 	// host's own error comes first.
 	for _, a := range strings.Split(hosts, ",") {
 		if a = strings.TrimSpace(a); a == "" {
 			continue
 		}
 		if _, err := hostPort(a, defPort); err != nil {
-			return Target{}, bad("%v", err)
+			return p.bad("%v", err)
 		}
 	}
 	if lostHost(hosts) {
@@ -299,68 +355,84 @@ func parse(raw string, allowMem bool) (Target, error) {
 		// of a password holding an unescaped "@", would be sent to the
 		// name servers, off the machine: a name that could be one is
 		// refused before anything looks it up.
-		s := strings.ToLower(scheme)
-		return Target{}, bad("a lone server named without a port and without a dot may be (part of) a password that lost its @host, so it is not looked up: write the server with its port (%s://NAME:%s), or the password URL-escaped as %s://:PASSWORD@host:port (@ as %%40)", s, defPort, s)
+		s, _, _ := strings.Cut(p.raw, "://")
+		s = strings.ToLower(s)
+		return p.bad("a lone server named without a port and without a dot may be (part of) a password that lost its @host, so it is not looked up: write the server with its port (%s://NAME:%s), or the password URL-escaped as %s://:PASSWORD@host:port (@ as %%40)", s, defPort, s)
 	}
-	hideTail = shown(raw) != hide(raw)
+	return nil
+}
+
+// path reads the path: a sentinel URL's master set, then the database.
+func (p *urlParser) path(t *Target, path string) error {
 	if t.Kind == RedisSentinel {
 		name, db, _ := strings.Cut(path, "/")
 		if name == "" {
-			return Target{}, bad("name the master set the sentinels monitor: redis+sentinel://host:26379/mymaster")
+			return p.bad("name the master set the sentinels monitor: redis+sentinel://host:26379/mymaster")
 		}
 		t.MasterSet, path = name, db
 	}
-	if path != "" {
-		if t.Kind == Memcached {
-			return Target{}, bad("memcached has no databases; drop the /%s after the servers", path)
-		}
-		db, err := strconv.Atoi(path)
-		if err != nil || !allDigits(path) || db > math.MaxInt32 {
-			return Target{}, bad("the path must be a database number such as /0")
-		}
-		t.DB = db
+	if path == "" {
+		return nil
 	}
-	addrs := strings.Split(hosts, ",")
-	if query != "" {
-		q, err := url.ParseQuery(query)
-		if err != nil {
-			var esc url.EscapeError
-			if errors.As(err, &esc) {
-				// Its text is the three bytes at the bad "%", which may be
-				// part of sentinel_password=.
-				return Target{}, bad("bad query: a %% must start %%XX, two hex digits; write %% as %%25")
-			}
-			return Target{}, bad("bad query: %v", err)
+	if t.Kind == Memcached {
+		return p.bad("memcached has no databases; drop the /%s after the servers", path)
+	}
+	db, err := strconv.Atoi(path)
+	if err != nil || !allDigits(path) || db > math.MaxInt32 {
+		return p.bad("the path must be a database number such as /0")
+	}
+	t.DB = db
+	return nil
+}
+
+// query reads the query's parameters into t (a ring's placement, a
+// sentinel's credentials) and returns the addr= seeds it names.
+func (p *urlParser) query(t *Target, query string) ([]string, error) {
+	if query == "" {
+		return nil, nil
+	}
+	q, err := url.ParseQuery(query)
+	if err != nil {
+		var esc url.EscapeError
+		if errors.As(err, &esc) {
+			// Its text is the three bytes at the bad "%", which may be
+			// part of sentinel_password=.
+			return nil, p.bad("bad query: a %% must start %%XX, two hex digits; write %% as %%25")
 		}
-		for k := range q {
-			if t.Kind == RedisRing {
-				if err := t.ringParam(k, q[k]); err != nil {
-					return Target{}, bad("%v", err)
-				}
+		return nil, p.bad("bad query: %v", err)
+	}
+	for k := range q {
+		if t.Kind == RedisRing {
+			if err := t.ringParam(k, q[k]); err != nil {
+				return nil, p.bad("%v", err)
+			}
+			continue
+		}
+		if t.Kind == RedisSentinel {
+			if len(q[k]) != 1 {
+				return nil, p.bad("parameter %q given %d times", k, len(q[k]))
+			}
+			switch k {
+			case "sentinel_user":
+				t.SentinelUser = q[k][0]
+				continue
+			case "sentinel_password":
+				t.SentinelPass = q[k][0]
 				continue
 			}
-			if t.Kind == RedisSentinel {
-				if len(q[k]) != 1 {
-					return Target{}, bad("parameter %q given %d times", k, len(q[k]))
-				}
-				switch k {
-				case "sentinel_user":
-					t.SentinelUser = q[k][0]
-					continue
-				case "sentinel_password":
-					t.SentinelPass = q[k][0]
-					continue
-				}
-				return Target{}, bad("unknown parameter %q; redis+sentinel:// takes sentinel_user= and sentinel_password=", k)
-			}
-			if k != "addr" {
-				// Every command and the library read a URL the same way,
-				// so an option one of them would ignore is refused.
-				return Target{}, bad("unknown parameter %q; the only one is addr=host:port (another Cluster seed)", k)
-			}
+			return nil, p.bad("unknown parameter %q; redis+sentinel:// takes sentinel_user= and sentinel_password=", k)
 		}
-		addrs = append(addrs, q["addr"]...)
+		if k != "addr" {
+			// Every command and the library read a URL the same way,
+			// so an option one of them would ignore is refused.
+			return nil, p.bad("unknown parameter %q; the only one is addr=host:port (another Cluster seed)", k)
+		}
 	}
+	return q["addr"], nil
+}
+
+// servers sets t's addresses: each of addrs with its default port.
+func (p *urlParser) servers(t *Target, addrs []string, defPort string) error {
 	for _, a := range addrs {
 		a = strings.TrimSpace(a)
 		if a == "" {
@@ -368,36 +440,40 @@ func parse(raw string, allowMem bool) (Target, error) {
 		}
 		addr, err := hostPort(a, defPort)
 		if err != nil {
-			return Target{}, bad("%v", err)
+			return p.bad("%v", err)
 		}
-
 		t.Addrs = append(t.Addrs, addr)
 	}
 	if len(t.Addrs) == 0 {
-		return Target{}, bad("no host")
+		return p.bad("no host")
 	}
+	return nil
+}
 
+// topology checks what the servers make together: a Cluster (several
+// Redis seeds, database 0 only) or a ring whose placement builds.
+func (p *urlParser) topology(t *Target) error {
 	if t.Kind == RedisSentinel {
-		return t, nil
+		return nil
 	}
 	if t.Kind == Redis && len(t.Addrs) > 1 {
 		t.Cluster = true
 	}
 	if t.Kind == RedisRing {
 		if t.Weights != nil && len(t.Weights) != len(t.Addrs) {
-			return Target{}, bad("weights= lists %d weights for %d servers", len(t.Weights), len(t.Addrs))
+			return p.bad("weights= lists %d weights for %d servers", len(t.Weights), len(t.Addrs))
 		}
 		if t.Names != nil && len(t.Names) != len(t.Addrs) {
-			return Target{}, bad("names= lists %d names for %d servers", len(t.Names), len(t.Addrs))
+			return p.bad("names= lists %d names for %d servers", len(t.Names), len(t.Addrs))
 		}
 		if _, err := redisring.NewRing(t.RedisRingOptions()); err != nil {
-			return Target{}, bad("%v", err)
+			return p.bad("%v", err)
 		}
 	}
 	if t.Cluster && t.DB != 0 {
-		return Target{}, bad("Redis Cluster has only database 0")
+		return p.bad("Redis Cluster has only database 0")
 	}
-	return t, nil
+	return nil
 }
 
 // RedisOptions returns the redisstore options a Redis Target names: its

@@ -1,0 +1,71 @@
+package kura_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/kuracache/kura"
+	"github.com/kuracache/kura/store/memstore"
+)
+
+type sharedTags struct{ Tags []string }
+
+type clonedTags struct{ Tags []string }
+
+func (v clonedTags) Clone() clonedTags { v.Tags = slices.Clone(v.Tags); return v }
+
+// TestL1HitClones: a value type that implements kura.Cloner gets a copy
+// on every L1 hit (a caller that changes it changes no other caller's
+// value); any other type's hits share the value the L1 holds.
+func TestL1HitClones(t *testing.T) {
+	m, err := memstore.New(memstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	ctx := context.Background()
+	l1 := kura.Options{L1: kura.L1Options{MaxBytes: 1 << 20, MaxStaleness: time.Minute}}
+
+	cc, err := kura.New[clonedTags](m, l1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	load := func(context.Context, string) (clonedTags, error) { return clonedTags{Tags: []string{"a", "b"}}, nil }
+	// The load, then the store read that fills the L1: neither is an L1
+	// hit, and the filling read's caller holds the value the L1 keeps.
+	for range 2 {
+		if _, err := cc.Fetch(ctx, "cloned", time.Minute, load); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, err := cc.Fetch(ctx, "cloned", time.Minute, load)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Tags[0] = "changed by a caller"
+	b, err := cc.Fetch(ctx, "cloned", time.Minute, load)
+	if err != nil || b.Tags[0] != "a" {
+		t.Fatalf("a Cloner's L1 hit after another caller changed its copy: %v, %v; want a fresh copy", b.Tags, err)
+	}
+	if cc.Stats().L1.Hits < 2 {
+		t.Fatalf("L1 hits %d, want the two reads served by the L1", cc.Stats().L1.Hits)
+	}
+
+	sc, err := kura.New[sharedTags](m, l1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	loadS := func(context.Context, string) (sharedTags, error) { return sharedTags{Tags: []string{"a", "b"}}, nil }
+	for range 2 {
+		if _, err := sc.Fetch(ctx, "shared", time.Minute, loadS); err != nil {
+			t.Fatal(err)
+		}
+	}
+	x, _ := sc.Fetch(ctx, "shared", time.Minute, loadS)
+	y, _ := sc.Fetch(ctx, "shared", time.Minute, loadS)
+	if &x.Tags[0] != &y.Tags[0] {
+		t.Fatal("two L1 hits of a type without Clone hold different slices; want the one value shared")
+	}
+}
