@@ -35,10 +35,14 @@ func TestL1HitClones(t *testing.T) {
 	load := func(context.Context, string) (clonedTags, error) { return clonedTags{Tags: []string{"a", "b"}}, nil }
 	// The load, then the store read that fills the L1: neither is an L1
 	// hit, and the filling read's caller holds the value the L1 keeps.
+	// The filling read's caller changes its value too: the L1 holds a
+	// copy of its own.
 	for range 2 {
-		if _, err := cc.Fetch(ctx, "cloned", time.Minute, load); err != nil {
+		v, err := cc.Fetch(ctx, "cloned", time.Minute, load)
+		if err != nil {
 			t.Fatal(err)
 		}
+		v.Tags[1] = "changed by the filling caller"
 	}
 	a, err := cc.Fetch(ctx, "cloned", time.Minute, load)
 	if err != nil {
@@ -46,7 +50,7 @@ func TestL1HitClones(t *testing.T) {
 	}
 	a.Tags[0] = "changed by a caller"
 	b, err := cc.Fetch(ctx, "cloned", time.Minute, load)
-	if err != nil || b.Tags[0] != "a" {
+	if err != nil || b.Tags[0] != "a" || b.Tags[1] != "b" {
 		t.Fatalf("a Cloner's L1 hit after another caller changed its copy: %v, %v; want a fresh copy", b.Tags, err)
 	}
 	if cc.Stats().L1.Hits < 2 {

@@ -228,6 +228,11 @@ func (l *Tier[V]) Begin(key string) Token {
 // (decoded from rawLen serialized bytes), but only if no invalidation of
 // the key and no flush happened since Begin.
 func (l *Tier[V]) Finish(key string, t Token, v V, negative bool, rawLen int, ok bool) {
+	if ok && !negative && l.clone != nil {
+		// The filling read's caller keeps v: the tier holds its own copy,
+		// or a change that caller makes would reach every later hit.
+		v = l.clone(v)
+	}
 	s := l.shard(key)
 	s.mu.Lock()
 	if ok && t.p.gen == t.gen && t.epoch == s.epoch && !l.closed.Load() {
