@@ -2,6 +2,7 @@ package cdc_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -53,6 +54,25 @@ func quantile(ds []time.Duration, q float64) time.Duration {
 	return s[min(len(s)-1, int(q*float64(len(s))))]
 }
 
+// writeBenchJSON writes a benchmark's figures, per round, to the file
+// KURA_CDC_BENCH_JSON names (make bench-report reads it:
+// internal/harness/benchreport); without it, nothing.
+func writeBenchJSON(t *testing.T, figures map[string][]float64) {
+	path := os.Getenv("KURA_CDC_BENCH_JSON")
+	if path == "" {
+		return
+	}
+	b, err := json.Marshal(figures)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func millis(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
 func loadavg() string {
 	b, _ := os.ReadFile("/proc/loadavg")
 	f := strings.Fields(string(b))
@@ -66,7 +86,7 @@ func loadavg() string {
 // KURA_CDC_BENCH_SECONDS (10): kura's own share (received -> applied on
 // Redis and memcached) and commit -> applied, per batch. Under make soak
 // (KURA_SOAK=1): 1,000 commits/s of 10 rows for 60 s, failing if the lag
-// grows.
+// grows. KURA_CDC_BENCH_JSON=<file> also writes the figures as JSON.
 func TestBenchLag(t *testing.T) {
 	if os.Getenv("KURA_CDC_BENCH") != "1" && os.Getenv("KURA_SOAK") != "1" {
 		t.Skip("benchmark: KURA_CDC_BENCH=1 (or make soak)")
@@ -180,6 +200,13 @@ func TestBenchLag(t *testing.T) {
 		quantile(toApply, .5).Round(10*time.Microsecond), quantile(toApply, .99).Round(10*time.Microsecond), quantile(toApply, 1).Round(10*time.Microsecond))
 	first, second := quantile(lagSamples[:len(lagSamples)/2], .5), quantile(lagSamples[len(lagSamples)/2:], .5)
 	t.Logf("lag gauge every 0.5 s: first half p50 %v, second half p50 %v (growing lag would show here)", first, second)
+	writeBenchJSON(t, map[string][]float64{
+		"commits/s":                  {float64(commits) / float64(secs)},
+		"received -> applied p50 ms": {millis(quantile(share, .5))},
+		"received -> applied p99 ms": {millis(quantile(share, .99))},
+		"commit -> applied p50 ms":   {millis(quantile(toApply, .5))},
+		"commit -> applied p99 ms":   {millis(quantile(toApply, .99))},
+	})
 	// The mechanism, with a generous bound: cdc keeps up (the lag does
 	// not grow through the run). The tight numbers are the figures above.
 	if second > first+time.Second {
@@ -191,7 +218,8 @@ func TestBenchLag(t *testing.T) {
 // same backlog (KURA_CDC_BENCH_ROWS rows, 1,000,000 by default, in 1-10
 // row transactions): one by pg_recvlogical (PostgreSQL's own decoding
 // limit), one by kura cdc into Redis and memcached. Rounds alternate
-// which goes first.
+// which goes first. KURA_CDC_BENCH_JSON=<file> also writes each round's
+// rows/s as JSON.
 func TestBenchThroughput(t *testing.T) {
 	if os.Getenv("KURA_CDC_BENCH") != "1" {
 		t.Skip("benchmark: KURA_CDC_BENCH=1")
@@ -214,7 +242,7 @@ func TestBenchThroughput(t *testing.T) {
 	if _, err := pool.Exec(ctx, "CREATE PUBLICATION kura_cdc FOR TABLE items"); err != nil {
 		t.Fatal(err)
 	}
-	var ratios []float64
+	var ratios, recvRate, kuraRate []float64
 	for round := 0; round < rounds; round++ {
 		a, b := fmt.Sprintf("recv_%d", round), fmt.Sprintf("kura_%d", round)
 		if _, err := pool.Exec(ctx, "SELECT pg_create_logical_replication_slot($1, 'pgoutput')", a); err != nil {
@@ -287,12 +315,14 @@ END$$`, total, table)); err != nil {
 		}
 		ratio := tr.Seconds() / tk.Seconds()
 		ratios = append(ratios, ratio)
+		recvRate, kuraRate = append(recvRate, float64(total)/tr.Seconds()), append(kuraRate, float64(total)/tk.Seconds())
 		t.Logf("round %d: pg_recvlogical %v (%.0f rows/s), kura cdc -> Redis + memcached %v (%.0f rows/s): kura at %.2fx; load %s",
 			round+1, tr.Round(time.Millisecond), float64(total)/tr.Seconds(), tk.Round(time.Millisecond), float64(total)/tk.Seconds(), ratio, loadavg())
 		for _, s := range []string{a, b} {
 			_, _ = pool.Exec(ctx, "SELECT pg_drop_replication_slot($1)", s)
 		}
 	}
+	writeBenchJSON(t, map[string][]float64{"pg_recvlogical rows/s": recvRate, "kura cdc rows/s": kuraRate})
 	sort.Float64s(ratios)
 	t.Logf("throughput ratio kura/pg_recvlogical over %d rounds: median %.2fx, min %.2fx, max %.2fx", rounds, ratios[len(ratios)/2], ratios[0], ratios[len(ratios)-1])
 }

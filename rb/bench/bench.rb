@@ -6,6 +6,14 @@
 #   ruby -Ilib -Itest bench/bench.rb            # everything (about 2 minutes)
 #   KURA_BENCH=login,read,bytes ruby -Ilib -Itest bench/bench.rb
 #
+# Sizes: KURA_BENCH_KEYS (records per login, 5,000), KURA_BENCH_PROXY_ONLY
+# (skip the loopback login), KURA_BENCH_LOGIN_ROUNDS / _RAILS_ROUNDS /
+# _PERKEY_ROUNDS (through the proxy: 9, 3, 1), KURA_BENCH_READS (300).
+# RESULTS_JSON=<file> also writes every side's figures per round, as
+# {"<part>: <side>": [per round]} (milliseconds, or bytes for "bytes:"),
+# for make bench-report (internal/harness/benchreport); the read part's
+# rounds are KURA_BENCH_READ_ROUNDS (3) equal runs of its interleaved calls.
+#
 # login: the seed's cold login, 5,000 records of ~300 B on 3 memcached
 #   servers: kura fetch_multi (one read, one block call, one write-back per
 #   server) vs Rails 6.1 MemCacheStore#fetch_multi (dalli) vs per-key
@@ -28,6 +36,8 @@ require 'open3'
 
 Dalli.logger.level = Logger::ERROR
 PARTS = ENV.fetch('KURA_BENCH', 'bytes,login,read,stall').split(',')
+# Every side's figures per round, written to RESULTS_JSON at the end.
+RESULTS = Hash.new { |h, k| h[k] = [] }
 
 def now = Process.clock_gettime(Process::CLOCK_MONOTONIC)
 
@@ -74,6 +84,13 @@ if PARTS.include?('bytes')
       puts format('  kura %-58s %4d B  %.2fx', label, n, n.to_f / base)
     end
   end
+  # For RESULTS_JSON: the Hash row at several ids (its numbers and note
+  # change length), the default codec as a Cache writes it against Rails'.
+  [7, 99, 1000, 2500, 4999].each do |i|
+    v = record(i)
+    RESULTS['bytes: Rails default (Hash)'] << rails.call(v)
+    RESULTS['bytes: kura as a Cache writes it (Hash)'] << Kura::Codec.new(compact: true).encode(v, schema: 0x12345678, written: 1_790_000_000_000).bytesize
+  end
 end
 
 if PARTS.include?('login')
@@ -81,7 +98,7 @@ if PARTS.include?('login')
   helper = KuraTest.go_helper
   keys_n = Integer(ENV.fetch('KURA_BENCH_KEYS', 5000))
   records = Array.new(keys_n) { |i| record(i) }
-  run_side = lambda do |label, store_addrs, rounds, per_key_rounds, rails_rounds = rounds|
+  run_side = lambda do |label, store_addrs, rounds, per_key_rounds, rails_rounds = rounds, part: label|
     mc = Kura::MemcacheStore.new(store_addrs, timeout: 30)
     kura = Kura::Cache.new(mc, ttl: 3600)
     kura_nolease = Kura::Cache.new(mc, ttl: 3600, leases: false)
@@ -121,15 +138,20 @@ if PARTS.include?('login')
     puts "\n## cold login, #{keys_n} records, 3 memcached servers, #{label} (load #{load_line})"
     base = median(t['kura fetch_multi (leases)'])
     t.each { |name, xs| puts format('  %-34s %s  %.1fx kura', name, stats(xs), median(xs) / base) }
+    t.each { |name, xs| RESULTS["login #{part}: #{name}"].concat(xs.map { |x| x * 1000 }) }
     puts "  round trips per server, kura fetch_multi with leases: #{trips.values.inspect} (a read that takes the leases, a fill)"
     mc.close
   end
   run_side.call('loopback', pool, 5, 3) unless ENV['KURA_BENCH_PROXY_ONLY']
+  proxy_rounds = Integer(ENV.fetch('KURA_BENCH_LOGIN_ROUNDS', 9))
+  proxy_rails = Integer(ENV.fetch('KURA_BENCH_RAILS_ROUNDS', 3))
+  proxy_perkey = Integer(ENV.fetch('KURA_BENCH_PERKEY_ROUNDS', 1))
   Open3.popen2(helper, 'proxy', ENV.fetch('KURA_BENCH_RTT_MS', '3'), *pool) do |stdin, stdout, _|
     proxied = JSON.parse(stdout.gets)
     # the per-key side costs keys_n round trips (about 15 s at 3 ms): one round
     # kura's sides take about a second: 9 rounds; Rails' 3, per-key 1
-    run_side.call("through the delay proxy (#{ENV.fetch('KURA_BENCH_RTT_MS', '3')} ms a round trip)", proxied, 9, 1, 3)
+    run_side.call("through the delay proxy (#{ENV.fetch('KURA_BENCH_RTT_MS', '3')} ms a round trip)", proxied,
+                  proxy_rounds, proxy_perkey, proxy_rails, part: 'proxy')
     stdin.close
   end
 end
@@ -164,6 +186,10 @@ if PARTS.include?('read')
     end
   end
   puts "\n## warm read_multi of 100 records (~300 B each), #{n} calls per side, interleaved (load #{load_line})"
+  read_rounds = Integer(ENV.fetch('KURA_BENCH_READ_ROUNDS', 3))
+  t.each do |name, xs|
+    xs.each_slice((xs.length.to_f / read_rounds).ceil) { |part| RESULTS["read: #{name}"] << median(part) * 1000 }
+  end
   { 'memcached' => 'MemCacheStore#read_multi (dalli)', 'Redis' => 'RedisCacheStore#read_multi' }.each do |be, peer|
     pm = median(t[peer])
     t.select { |name, _| name.include?(be) || name == peer }.each do |name, xs|
@@ -208,4 +234,8 @@ if PARTS.include?('stall')
   pct = ->(q) { s[[(s.length * q).ceil - 1, 0].max] * 1000 }
   puts "\n## a SIGSTOPped memcached, breaker off, budget #{(budget * 1000).round} ms, #{s.length} fetches (load #{load_line})"
   puts format('  overshoot past the budget: min %.2f ms, median %.2f, p90 %.2f, p99 %.2f, max %.2f', s.first * 1000, pct.call(0.5), pct.call(0.9), pct.call(0.99), s.last * 1000)
+end
+
+if (out = ENV['RESULTS_JSON'])
+  File.write(out, JSON.generate(RESULTS))
 end

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -91,13 +92,24 @@ func Block(r *Results, s *Section) string {
 		fmt.Fprintf(&b, "One run failed and was run again: `%s`.\n\n", strings.ReplaceAll(firstLine(why), "`", "'"))
 	}
 	if len(s.Rows) > 0 {
-		b.WriteString("| contender | median | spread (min–max) | rounds |\n|---|---:|---:|---:|\n")
+		// A target column only in a section with a row that has one (a
+		// figure with no peer, held to a bound of its own).
+		targets := slices.ContainsFunc(s.Rows, func(r Row) bool { return r.Target > 0 })
+		if targets {
+			b.WriteString("| contender | median | spread (min–max) | rounds | target |\n|---|---:|---:|---:|---|\n")
+		} else {
+			b.WriteString("| contender | median | spread (min–max) | rounds |\n|---|---:|---:|---:|\n")
+		}
 		for _, row := range s.Rows {
 			name := row.Name
 			if row.Kura {
 				name = "**" + name + "**"
 			}
-			fmt.Fprintf(&b, "| %s | %s | %s | %d |\n", name, Format(row.Median, row.Metric), spread(row), len(row.Samples))
+			fmt.Fprintf(&b, "| %s | %s | %s | %d |", name, Format(row.Median, row.Metric), spread(row), len(row.Samples))
+			if targets {
+				fmt.Fprintf(&b, " %s |", rowTargetText(row))
+			}
+			b.WriteString("\n")
 		}
 		b.WriteString("\n| ratio (same rounds) | median | spread (min–max) | target |\n|---|---:|---:|---|\n")
 		for _, q := range s.Ratios {
@@ -145,12 +157,30 @@ func targetText(q Ratio) string {
 	if q.Kind == "size" {
 		op = "≤"
 	}
-	if *q.Met {
-		return fmt.Sprintf("%s %s: met", op, Ratiof(q.Target))
+	return judged(op+" "+Ratiof(q.Target), *q.Met, q.Analysis)
+}
+
+// rowTargetText is a row's target cell: its bound in its own unit.
+func rowTargetText(r Row) string {
+	if r.Target == 0 || r.Met == nil {
+		return "—"
 	}
-	t := fmt.Sprintf("%s %s: **missed**", op, Ratiof(q.Target))
-	if q.Analysis != "" {
-		t += fmt.Sprintf(" ([why](%s))", q.Analysis)
+	op := "≥"
+	if r.Better == "lower" {
+		op = "≤"
+	}
+	return judged(op+" "+Format(r.Target, r.Metric), *r.Met, r.Analysis)
+}
+
+// judged is a target cell: the target, met or missed, and where a miss
+// is analysed.
+func judged(target string, met bool, analysis string) string {
+	if met {
+		return target + ": met"
+	}
+	t := target + ": **missed**"
+	if analysis != "" {
+		t += fmt.Sprintf(" ([why](%s))", analysis)
 	}
 	return t
 }
@@ -169,8 +199,8 @@ func Ratiof(v float64) string {
 // Format formats a row's figure with its unit.
 func Format(v float64, metric string) string {
 	switch metric {
-	case "ops/s":
-		return thousands(v) + " ops/s"
+	case "ops/s", "rows/s":
+		return thousands(v) + " " + metric
 	case "ns/op":
 		switch {
 		case v >= 1e6:
@@ -243,9 +273,16 @@ func RunBlock(r *Results) string {
 	if len(others) > 0 {
 		commit += " (sections kept from earlier runs: " + strings.Join(others, ", ") + ")"
 	}
-	return fmt.Sprintf("Last run: %s, commit %s%s, `%s` in %s s (%s s of it building the test binaries) on %d cores (%s), %s, Go %s, redis-server %s, memcached %s, Node %s. "+
+	more := ""
+	if m.Ruby != "" {
+		more += ", Ruby " + m.Ruby
+	}
+	if m.Postgres != "" {
+		more += ", PostgreSQL " + m.Postgres
+	}
+	return fmt.Sprintf("Last run: %s, commit %s%s, `%s` in %s s (%s s of it building the test binaries) on %d cores (%s), %s, Go %s, redis-server %s, memcached %s, Node %s%s. "+
 		"Results file: [`%s`](%s) (schema `%s`).\n",
-		day(r.Date), commit, dirty, r.Command, strconv.FormatFloat(r.Seconds, 'f', 0, 64), strconv.FormatFloat(r.BuildSeconds, 'f', 0, 64), m.CPUs, m.CPU, m.OS, strings.TrimPrefix(m.Go, "go"), m.Redis, m.Memcached, m.Node,
+		day(r.Date), commit, dirty, r.Command, strconv.FormatFloat(r.Seconds, 'f', 0, 64), strconv.FormatFloat(r.BuildSeconds, 'f', 0, 64), m.CPUs, m.CPU, m.OS, strings.TrimPrefix(m.Go, "go"), m.Redis, m.Memcached, m.Node, more,
 		ResultsPath, ResultsPath, r.Schema)
 }
 
@@ -306,6 +343,9 @@ func Rewrite(page string, r *Results) (string, error) {
 // figures are the run's).
 func WriteAll(root string, r *Results) error {
 	for i := range r.Sections {
+		for j := range r.Sections[i].Rows {
+			r.Sections[i].Rows[j].judge()
+		}
 		for j := range r.Sections[i].Ratios {
 			r.Sections[i].Ratios[j].judge()
 		}

@@ -9,7 +9,8 @@
 // page answers, each with the rows it measured (every sample, the
 // median and the spread), the ratios of kura to each peer measured in
 // the same run (per round, median, spread, the target and whether it was
-// met), the machine's load average at the start and end of the section,
+// met), a target of a row that has no peer (the change stream's commit ->
+// applied p99 against its bound), the machine's load average at the start and end of the section,
 // and the command that reproduces it. Results.Headline lists the ids of
 // the headline ratios: the figures the README and the docs may quote,
 // which TestNoFigureContradictsAHeadline holds them to.
@@ -37,8 +38,8 @@ type Results struct {
 	// binaries and kura (on a loaded machine, most of it).
 	BuildSeconds float64 `json:"build_seconds"`
 	// Commit is the commit the run measured (git rev-parse --short
-	// HEAD); Dirty is true when the tree had uncommitted changes to Go
-	// or JavaScript files (a page must not quote such a run).
+	// HEAD); Dirty is true when the tree had uncommitted changes to Go,
+	// JavaScript or Ruby files (a page must not quote such a run).
 	Commit string `json:"commit"`
 	Dirty  bool   `json:"dirty"`
 	// Full is true for a full-size run (make bench-report-full, under
@@ -62,6 +63,10 @@ type Machine struct {
 	Redis     string `json:"redis"`
 	Memcached string `json:"memcached"`
 	Node      string `json:"node"`
+	// Ruby and Postgres are `ruby --version`'s and `postgres
+	// --version`'s versions, empty where not installed.
+	Ruby     string `json:"ruby,omitempty"`
+	Postgres string `json:"postgres,omitempty"`
 }
 
 // Section is one question of the page and what answered it.
@@ -108,6 +113,13 @@ type Row struct {
 	Median float64 `json:"median"`
 	Min    float64 `json:"min"`
 	Max    float64 `json:"max"`
+	// Target is a bound on the row's own median (in its metric; 0: none),
+	// for a figure with no peer to divide by: at most Target when lower is
+	// better, at least when higher. Met is whether the median reaches it,
+	// Analysis where a miss is analysed.
+	Target   float64 `json:"target,omitempty"`
+	Met      *bool   `json:"met,omitempty"`
+	Analysis string  `json:"analysis,omitempty"`
 }
 
 // Ratio is kura against one peer, from samples of the same rounds:
@@ -209,7 +221,23 @@ func summary(xs []float64) (med, lo, hi float64) {
 }
 
 // finish computes a row's summary.
-func (r *Row) finish() { r.Median, r.Min, r.Max = summary(r.Samples) }
+func (r *Row) finish() {
+	r.Median, r.Min, r.Max = summary(r.Samples)
+	r.judge()
+}
+
+// judge sets a row's Met from its median and its target.
+func (r *Row) judge() {
+	r.Met = nil
+	if r.Target <= 0 || len(r.Samples) == 0 {
+		return
+	}
+	met := r.Median >= r.Target
+	if r.Better == "lower" {
+		met = r.Median <= r.Target
+	}
+	r.Met = &met
+}
 
 // finish computes a ratio from its rows' samples, pairing them by round.
 func (q *Ratio) finish(k, p *Row) {

@@ -48,6 +48,8 @@ type env struct {
 	full  bool
 	// reruns are the runs of the current section that failed once.
 	reruns []string
+	// built are the packages whose test binaries are in bins.
+	built map[string]bool
 }
 
 // failure is the first line of a failed run's output that says why.
@@ -115,7 +117,7 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 		return nil, err
 	}
 	defer os.RemoveAll(bins)
-	e := &env{ctx: ctx, root: o.Root, bins: bins, log: o.Log, full: o.Full}
+	e := &env{ctx: ctx, root: o.Root, bins: bins, log: o.Log, full: o.Full, built: map[string]bool{}}
 	res := &Results{Schema: Schema, Date: start.UTC().Format(time.RFC3339), Command: "make bench-report", Machine: machine(ctx), Full: o.Full}
 	if o.Full {
 		res.Command = "make bench-report-full"
@@ -125,7 +127,6 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 	for _, id := range o.Only {
 		want[id] = true
 	}
-	built := map[string]bool{}
 	for _, sp := range specs() {
 		if len(want) > 0 && !want[sp.ID] {
 			if o.Previous != nil {
@@ -140,7 +141,7 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 		secStart := time.Now()
 		sec.Load[0] = loadavg()
 		e.reruns = nil
-		samples, rounds, err := e.runSpec(sp, built)
+		samples, rounds, err := e.runSpec(sp)
 		sec.Reruns = e.reruns
 		sec.Load[1] = loadavg()
 		sec.Seconds = time.Since(secStart).Round(time.Second).Seconds()
@@ -169,7 +170,7 @@ func Run(ctx context.Context, o Options) (*Results, error) {
 // position.
 func fill(sec *Section, sp spec, samples map[string][]float64, rounds map[string][]int) {
 	for _, rs := range sp.Rows {
-		r := Row{ID: rs.ID, Name: rs.Name, Metric: rs.Metric, Better: rs.Better, Kura: rs.Kura}
+		r := Row{ID: rs.ID, Name: rs.Name, Metric: rs.Metric, Better: rs.Better, Kura: rs.Kura, Target: rs.Target, Analysis: rs.Analysis}
 		// A sample that is not a finite number (a benchmark's NaN, a Node
 		// round that wrote null) is left out: JSON cannot hold it and a
 		// median should not.
@@ -203,8 +204,45 @@ func fill(sec *Section, sp spec, samples map[string][]float64, rounds map[string
 	}
 }
 
+// testBinary builds pkg's test binary once per run and returns its path.
+func (e *env) testBinary(pkg string) (string, error) {
+	bin := filepath.Join(e.bins, strings.NewReplacer("/", "_", ".", "root").Replace(pkg)+".test")
+	if e.built[pkg] {
+		return bin, nil
+	}
+	fmt.Fprintf(e.log, "bench-report:   go test -c %s\n", pkg)
+	t0 := time.Now()
+	cmd := exec.CommandContext(e.ctx, "go", "test", "-c", "-o", bin, pkg)
+	cmd.Dir = e.root
+	out, err := cmd.CombinedOutput()
+	e.build += time.Since(t0)
+	if err != nil {
+		return "", fmt.Errorf("go test -c %s: %v\n%s", pkg, err, tail(out))
+	}
+	e.built[pkg] = true
+	return bin, nil
+}
+
+// retry runs cmd (made afresh for each try) and, when it fails, once
+// more: a benchmark that guards its own premise (a warm set that must not
+// miss, a lag that must not grow) can trip on a loaded machine. The page
+// says which run was redone and why (what names the run).
+func (e *env) retry(what string, cmd func() *exec.Cmd) ([]byte, error) {
+	for try := 0; ; try++ {
+		out, err := cmd().CombinedOutput()
+		if err == nil {
+			return out, nil
+		}
+		if try == 1 || e.ctx.Err() != nil {
+			return out, fmt.Errorf("%s: %v\n%s", what, err, tail(out))
+		}
+		e.reruns = append(e.reruns, fmt.Sprintf("%s: %s", what, failure(out)))
+		fmt.Fprintf(e.log, "bench-report:   rerun after: %s\n", e.reruns[len(e.reruns)-1])
+	}
+}
+
 // runSpec returns each row's samples and the round of each sample.
-func (e *env) runSpec(sp spec, built map[string]bool) (map[string][]float64, map[string][]int, error) {
+func (e *env) runSpec(sp spec) (map[string][]float64, map[string][]int, error) {
 	if sp.Custom != nil {
 		s, err := sp.Custom(e)
 		return s, nil, err
@@ -212,38 +250,20 @@ func (e *env) runSpec(sp spec, built map[string]bool) (map[string][]float64, map
 	lines := map[string][]result{}
 	for _, g := range sp.Go {
 		g = e.sized(g)
-		bin := filepath.Join(e.bins, strings.NewReplacer("/", "_", ".", "root").Replace(g.Pkg)+".test")
-		if !built[g.Pkg] {
-			fmt.Fprintf(e.log, "bench-report:   go test -c %s\n", g.Pkg)
-			t0 := time.Now()
-			cmd := exec.CommandContext(e.ctx, "go", "test", "-c", "-o", bin, g.Pkg)
-			cmd.Dir = e.root
-			out, err := cmd.CombinedOutput()
-			e.build += time.Since(t0)
-			if err != nil {
-				return nil, nil, fmt.Errorf("go test -c %s: %v\n%s", g.Pkg, err, tail(out))
-			}
-			built[g.Pkg] = true
+		bin, err := e.testBinary(g.Pkg)
+		if err != nil {
+			return nil, nil, err
 		}
 		args := []string{"-test.run", "^$", "-test.bench", g.Bench, "-test.benchtime", g.Benchtime, "-test.count", "1", "-test.benchmem"}
 		for iter := range max(1, g.Rounds) {
-			var out []byte
-			for try := 0; ; try++ {
+			out, err := e.retry(fmt.Sprintf("%s %s", g.Pkg, g.Bench), func() *exec.Cmd {
 				cmd := exec.CommandContext(e.ctx, bin, args...)
 				cmd.Dir = filepath.Join(e.root, g.Pkg)
 				cmd.Env = append(append(os.Environ(), "KURA_REQUIRE_SERVERS=1"), g.Env...)
-				var err error
-				if out, err = cmd.CombinedOutput(); err == nil {
-					break
-				}
-				if try == 1 || e.ctx.Err() != nil {
-					return nil, nil, fmt.Errorf("%s -test.bench %q: %v\n%s", g.Pkg, g.Bench, err, tail(out))
-				}
-				// One rerun: a benchmark that guards its own premise (a warm
-				// set that must not miss) can trip on a loaded machine. The
-				// page says which run was redone and why.
-				e.reruns = append(e.reruns, fmt.Sprintf("%s %s: %s", g.Pkg, g.Bench, failure(out)))
-				fmt.Fprintf(e.log, "bench-report:   rerun after: %s\n", e.reruns[len(e.reruns)-1])
+				return cmd
+			})
+			if err != nil {
+				return nil, nil, err
 			}
 			for name, rs := range parseBench(out) {
 				for _, r := range rs {
@@ -512,16 +532,20 @@ func machine(ctx context.Context) Machine {
 	m.Redis = version(`v=(\S+)`, "redis-server", "--version")
 	m.Memcached = version(`memcached (\S+)`, "memcached", "-V")
 	m.Node = version(`(v\S+)`, "node", "--version")
+	m.Ruby = version(`ruby (\S+)`, "ruby", "--version")
+	if pg, err := servers.LookPath("postgres"); err == nil {
+		m.Postgres = version(`\) (\S+)`, pg, "--version")
+	}
 	return m
 }
 
-// commit returns the short commit of root's HEAD, and whether Go or
-// JavaScript files differ from it.
+// commit returns the short commit of root's HEAD, and whether Go,
+// JavaScript or Ruby files differ from it.
 func commit(ctx context.Context, root string) (string, bool) {
 	out, err := exec.CommandContext(ctx, "git", "-C", root, "rev-parse", "--short", "HEAD").Output()
 	if err != nil {
 		return "unknown", true
 	}
-	st, _ := exec.CommandContext(ctx, "git", "-C", root, "status", "--porcelain", "--", "*.go", "*.mjs", "*.ts", "go.mod", "go.sum").Output()
+	st, _ := exec.CommandContext(ctx, "git", "-C", root, "status", "--porcelain", "--", "*.go", "*.mjs", "*.ts", "*.rb", "go.mod", "go.sum").Output()
 	return strings.TrimSpace(string(out)), len(bytes.TrimSpace(st)) > 0
 }

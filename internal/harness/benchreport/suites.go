@@ -26,6 +26,10 @@ type rowSpec struct {
 	Metric string
 	Better string
 	Kura   bool
+	// Target bounds the row's own median, for a figure with no peer
+	// (Row.Target); Analysis links where a miss is analysed.
+	Target   float64
+	Analysis string
 }
 
 // ratioSpec is kura against a peer.
@@ -41,7 +45,8 @@ type spec struct {
 	ID, Title, Question, Command string
 	Go                           []goRun
 	// Custom runs something other than a Go benchmark (redis-benchmark,
-	// Node) and returns rows' samples by row id.
+	// Node, Ruby, the change stream's tests) and returns rows' samples by
+	// row id.
 	Custom func(e *env) (map[string][]float64, error)
 	Rows   []rowSpec
 	Ratios []ratioSpec
@@ -228,6 +233,47 @@ func specs() []spec {
 				{Kura: "kura", Peer: "keyv", Label: "kura fetch / keyv", Kind: "speed"},
 				{Kura: "kura", Peer: "cache-manager", Label: "kura fetch / cache-manager", Kind: "speed"},
 				{Kura: "kura", Peer: "bentocache", Label: "kura fetch / BentoCache", Kind: "speed"},
+			},
+		},
+		{
+			ID: "ruby", Title: "Ruby",
+			Question: "How much faster is the Ruby gem's cold login and warm read_multi than Rails' MemCacheStore (dalli) and RedisCacheStore, and how many bytes does a record take against Rails' default?",
+			Command: "go build -o rb/.build/rbinterop ./internal/harness/rbinterop && cd rb && KURA_RB_PREBUILT=1 KURA_BENCH=bytes,login,read KURA_BENCH_PROXY_ONLY=1 " +
+				"KURA_BENCH_KEYS=1000 KURA_BENCH_LOGIN_ROUNDS=3 KURA_BENCH_RAILS_ROUNDS=3 KURA_BENCH_PERKEY_ROUNDS=3 KURA_BENCH_READ_ROUNDS=3 RESULTS_JSON=out.json ruby -Ilib -Itest bench/bench.rb",
+			Custom: runRuby,
+			Rows: []rowSpec{
+				{ID: "login", Name: "kura fetch_multi: cold login, 1,000 records, 3 ms a round trip (ms)", Metric: "login-ms", Better: "lower", Kura: true},
+				{ID: "memcachestore", Name: "Rails MemCacheStore#fetch_multi (dalli), same login (ms)", Metric: "login-ms", Better: "lower"},
+				{ID: "perkey", Name: "a write per record (1,000 round trips), same login (ms)", Metric: "login-ms", Better: "lower"},
+				{ID: "read-mc", Name: "kura Cache#read_multi, 100 warm records, memcached (ms)", Metric: "read-ms", Better: "lower", Kura: true},
+				{ID: "memcachestore-read", Name: "Rails MemCacheStore#read_multi (dalli) (ms)", Metric: "read-ms", Better: "lower"},
+				{ID: "read-redis", Name: "kura Cache#read_multi, 100 warm records, Redis (ms)", Metric: "read-ms", Better: "lower", Kura: true},
+				{ID: "rediscachestore", Name: "Rails RedisCacheStore#read_multi (ms)", Metric: "read-ms", Better: "lower"},
+				{ID: "bytes-kura", Name: "kura, the field report's record as a Cache writes it, B/value", Metric: "B/value", Better: "lower", Kura: true},
+				{ID: "bytes-rails", Name: "Rails' default (Marshal of the Entry), B/value", Metric: "B/value", Better: "lower"},
+			},
+			Ratios: []ratioSpec{
+				{Kura: "login", Peer: "memcachestore", Label: "cold login: kura / MemCacheStore#fetch_multi", Kind: "speed", Target: 2, Headline: true, Analysis: "docs/benchmarks/ruby.md"},
+				{Kura: "login", Peer: "perkey", Label: "cold login: kura / a write per record", Kind: "speed", Target: 100, Headline: true, Analysis: "docs/benchmarks/ruby.md"},
+				{Kura: "read-mc", Peer: "memcachestore-read", Label: "warm read_multi: kura / MemCacheStore", Kind: "speed", Target: 1, Headline: true, Analysis: "docs/benchmarks/ruby.md"},
+				{Kura: "read-redis", Peer: "rediscachestore", Label: "warm read_multi: kura / RedisCacheStore", Kind: "speed", Target: 1, Analysis: "docs/benchmarks/ruby.md"},
+				{Kura: "bytes-kura", Peer: "bytes-rails", Label: "bytes: kura / Rails' default", Kind: "size", Target: 0.5, Headline: true, Analysis: "docs/benchmarks/ruby.md"},
+			},
+		},
+		{
+			ID: "cdc", Title: "The change stream",
+			Question: "How fast does `kura cdc` drain PostgreSQL's change stream into Redis and memcached, against pg_recvlogical on the same WAL, and how long from a commit to the invalidation?",
+			Command: "KURA_CDC_BENCH=1 KURA_CDC_BENCH_ROWS=200000 KURA_CDC_BENCH_ROUNDS=3 go test -count=1 -run '^TestBenchThroughput$' -v ./cdc/ && " +
+				"for i in 1 2; do KURA_CDC_BENCH=1 KURA_CDC_BENCH_SECONDS=5 go test -count=1 -run '^TestBenchLag$' -v ./cdc/; done",
+			Custom: runCDC,
+			Rows: []rowSpec{
+				{ID: "kura", Name: "kura cdc into Redis and memcached, a backlog of 200,000 rows", Metric: "rows/s", Better: "higher", Kura: true},
+				{ID: "pg-recvlogical", Name: "pg_recvlogical (pgoutput to /dev/null), the same WAL", Metric: "rows/s", Better: "higher"},
+				{ID: "commit-p50", Name: "kura cdc at 1,000 commits/s: commit → applied on both, p50 (ms)", Metric: "p50-ms", Better: "lower", Kura: true},
+				{ID: "commit-p99", Name: "kura cdc at 1,000 commits/s: commit → applied on both, p99 (ms)", Metric: "p99-ms", Better: "lower", Kura: true, Target: 50, Analysis: "docs/benchmarks/cdc.md"},
+			},
+			Ratios: []ratioSpec{
+				{Kura: "kura", Peer: "pg-recvlogical", Label: "rows/s: kura cdc / pg_recvlogical", Kind: "speed", Target: 0.8, Headline: true, Analysis: "docs/benchmarks/cdc.md"},
 			},
 		},
 	}
