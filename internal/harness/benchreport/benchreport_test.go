@@ -335,7 +335,8 @@ func TestRatios(t *testing.T) {
 	if spread(Row{Min: 27573, Max: 148251, Metric: "ops/s"}) != "27,573–148,251 ops/s" || spread(Row{Min: 900e3, Max: 1.2e6, Metric: "ns/op"}) != "900.0 µs–1.20 ms" {
 		t.Error("spread")
 	}
-	if Ratiof(0.994) != "0.99x" || Ratiof(315) != "315x" || Format(1234567, "ns/op") != "1.23 ms" || Format(83456.4, "ops/s") != "83,456 ops/s" {
+	if Ratiof(0.994) != "0.99x" || Ratiof(315) != "315x" || Format(1234567, "ns/op") != "1.23 ms" || Format(83456.4, "ops/s") != "83,456 ops/s" ||
+		Format(5041.9, "login-ms") != "5,042 ms" || Format(249.66, "p99-ms") != "249.7 ms" || Format(10449.2, "rows/s") != "10,449 rows/s" {
 		t.Error("formatting")
 	}
 }

@@ -213,6 +213,9 @@ func Format(v float64, metric string) string {
 		return thousands(v) + " B"
 	}
 	if strings.HasSuffix(metric, "-ms") {
+		if v >= 1000 {
+			return thousands(v) + " ms"
+		}
 		if v < 1 {
 			return fmt.Sprintf("%.3f ms", v)
 		}
