@@ -503,3 +503,20 @@ func TestReadFigures(t *testing.T) {
 		t.Error("an empty file (a benchmark that skipped) was accepted")
 	}
 }
+
+// TestRubyNamesInBench: every side the Ruby section reads is one
+// rb/bench/bench.rb names, so a renamed side fails here rather than in
+// the next make bench-report.
+func TestRubyNamesInBench(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join(root, "rb/bench/bench.rb"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name := range rubyIDs {
+		part, side, _ := strings.Cut(name, ": ")
+		whole := strings.Contains(string(b), "'"+name+"'")
+		if !whole && (!strings.Contains(string(b), "'"+side+"'") || !strings.Contains(string(b), `RESULTS["`+strings.Fields(part)[0])) {
+			t.Errorf("rb/bench/bench.rb has no side %q (part %q) for the page's %q", side, part, rubyIDs[name])
+		}
+	}
+}
