@@ -147,6 +147,7 @@ func TestIdleMappedTablesStillAdvanceTheSlot(t *testing.T) {
 	exec(t, f.pg.DSN(), "CREATE TABLE IF NOT EXISTS busy_unmapped (id bigserial PRIMARY KEY, pad text)")
 	applied, _ := f.run(t, nil)
 	waitApplied(t, applied, func(a cdc.Applied) bool { return len(a.Tables) > 0 })
+	waitSlot(t, f.pg.DSN(), f.slot)
 	ctx := context.Background()
 	c, err := pgx.Connect(ctx, f.pg.DSN())
 	if err != nil {
@@ -201,6 +202,7 @@ func TestTargetDownHoldsTheSlotThenHitsTheCeiling(t *testing.T) {
 		o.BacklogEvery = 100 * time.Millisecond
 	})
 	waitApplied(t, applied, func(a cdc.Applied) bool { return len(a.Tables) > 0 })
+	waitSlot(t, f.pg.DSN(), f.slot)
 	if err := m.Pause(); err != nil {
 		t.Fatal(err)
 	}
