@@ -489,7 +489,7 @@ func benchStaleness(ctx context.Context, t *testing.T, p *dbzPath, rcs []readerC
 		if r.Stale > 0 {
 			ages := r.StaleAges
 			line += fmt.Sprintf("; stale ages p50 %v, p99 %v, max %v (%d with an age); e.g. %v",
-				pct(ages, .5), pct(ages, .99), pct(ages, 1), len(ages), r.StaleKeys)
+				pct(ages, .5).Round(time.Millisecond), pct(ages, .99).Round(time.Millisecond), pct(ages, 1).Round(time.Millisecond), len(ages), r.StaleKeys)
 		}
 		lines = append(lines, line)
 	}
