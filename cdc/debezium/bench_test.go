@@ -289,14 +289,26 @@ func paced(ctx context.Context, rate int, d time.Duration, do func(context.Conte
 const hotRows = 2000
 
 // The staleness phase's readers and inspectors, per reader cache: reads a second (from two
-// goroutines); keys a round, loads a second and the grace of its inspector. The grace is the
-// inspector's default, above the Debezium path's p99 lag measured on this page.
+// goroutines); keys a round and loads a second of its inspector.
 const (
 	readsPerSecond = 300
 	inspectSample  = 100
 	inspectLoads   = 100
-	inspectGrace   = staleness.DefaultGrace
 )
+
+// inspectGrace is the inspectors' Grace: KURA_CDC_BENCH_GRACE (a Go duration), else the
+// inspector's default (2 s, above the Debezium path's p99 lag on docs/benchmarks/cdc-debezium.md).
+// A grace below a source's lag makes its in-flight invalidations count as stale.
+func inspectGrace(t *testing.T) time.Duration {
+	if s := os.Getenv("KURA_CDC_BENCH_GRACE"); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil || d <= 0 {
+			t.Fatalf("KURA_CDC_BENCH_GRACE=%q: want a positive Go duration such as 50ms", s)
+		}
+		return d
+	}
+	return staleness.DefaultGrace
+}
 
 // readerCache is one of the staleness phase's caches: a kura Cache (leases on) over one store,
 // under one source's key prefix, or under the control's, which no consumer invalidates.
@@ -368,6 +380,7 @@ func hotKeys(prefix string) []string {
 func benchStaleness(ctx context.Context, t *testing.T, p *dbzPath, rcs []readerCache, rate, secs int) {
 	t.Helper()
 	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
+	grace := inspectGrace(t)
 	for _, rc := range rcs {
 		keys := hotKeys(rc.prefix)
 		if err := rc.c.DeleteMany(ctx, keys); err != nil {
@@ -419,7 +432,7 @@ func benchStaleness(ctx context.Context, t *testing.T, p *dbzPath, rcs []readerC
 				}
 				return ks, nil
 			},
-			Load: p.loadKey(rc.prefix), SampleSize: inspectSample, MaxLoadsPerSecond: inspectLoads, Grace: inspectGrace, Logger: quiet,
+			Load: p.loadKey(rc.prefix), SampleSize: inspectSample, MaxLoadsPerSecond: inspectLoads, Grace: grace, Logger: quiet,
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -495,7 +508,7 @@ func benchStaleness(ctx context.Context, t *testing.T, p *dbzPath, rcs []readerC
 	}
 	t.Logf("staleness at %d UPDATEs/s asked, %.0f done (%d in %v, %d failed) on %d hot rows; %d reads (%d failed) over %d caches; inspector grace %v, %d keys a round, %d loads/s; load %s:\n  %s",
 		rate, float64(updates.Load())/elapsed.Seconds(), updates.Load(), elapsed.Round(time.Millisecond), updateErrs.Load(), hotRows,
-		reads.Load(), readErrs.Load(), len(rcs), inspectGrace, inspectSample, inspectLoads, load, strings.Join(lines, "\n  "))
+		reads.Load(), readErrs.Load(), len(rcs), grace, inspectSample, inspectLoads, load, strings.Join(lines, "\n  "))
 	if c := per["no cdc (control)"]; c == nil || c.r.Stale == 0 {
 		t.Errorf("the control caches (no consumer) showed no stale entry at %d UPDATEs/s: the inspector or the workload is broken", rate)
 	}
