@@ -33,6 +33,8 @@ import (
 // Caught up, for this source, is the consumer group's lag at 0 (every record of the group's
 // partitions committed, so applied) with nothing received left to apply: Backlog reports the
 // group's lag in Backlog.LagRecords, which cdc's status line and kura_cdc_lag_records show.
+// Caught up to a moment (every event on Kafka before it applied, as `kura cdc
+// --until-caught-up` waits for) is a Mark taken then and Reached by the group's commits.
 type KafkaSource struct {
 	cfg Config
 
@@ -41,7 +43,7 @@ type KafkaSource struct {
 	confirmed int64 // highest position confirmed
 	notify    chan struct{}
 	last      string      // the last confirmed position's text
-	admin     *kgo.Client // for Backlog's lag, created at first use
+	adminCl   *kgo.Client // for Backlog's lag and Mark, created at first use (admin)
 }
 
 // NewSource checks cfg (as NewConsumer does; cfg.Applier must be nil: the source is the
@@ -113,17 +115,11 @@ func (s *KafkaSource) Confirm(pos cdc.Position) {
 func (s *KafkaSource) Backlog(ctx context.Context) (cdc.Backlog, error) {
 	s.mu.Lock()
 	last := s.last
-	if s.admin == nil {
-		opts := append([]kgo.Opt{kgo.SeedBrokers(s.cfg.Brokers...)}, s.cfg.ClientOptions...)
-		cl, err := kgo.NewClient(opts...)
-		if err != nil {
-			s.mu.Unlock()
-			return cdc.Backlog{Confirmed: last, LagRecords: -1, Head: "no Kafka client for the lag: " + err.Error()}, nil
-		}
-		s.admin = cl
-	}
-	adm := kadm.NewClient(s.admin)
 	s.mu.Unlock()
+	adm, err := s.admin()
+	if err != nil {
+		return cdc.Backlog{Confirmed: last, LagRecords: -1, Head: "no Kafka client for the lag: " + err.Error()}, nil
+	}
 	n, err := groupLag(ctx, adm, s.cfg)
 	if err != nil {
 		// Not an error for cdc: the lag is unknown, so the status must not say caught up.
@@ -285,14 +281,14 @@ func posText(last map[string]int64) string {
 	return strings.Join(parts, ",")
 }
 
-// Close implements io.Closer: it closes the client Backlog keeps (the group is left when
+// Close implements io.Closer: it closes the client Backlog and Mark keep (the group is left when
 // Stream returns).
 func (s *KafkaSource) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.admin != nil {
-		s.admin.Close()
-		s.admin = nil
+	if s.adminCl != nil {
+		s.adminCl.Close()
+		s.adminCl = nil
 	}
 	return nil
 }

@@ -3,11 +3,13 @@ package debezium
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/kuracache/kura/cdc"
@@ -307,5 +309,89 @@ func TestSourceLagUnknownWithoutBroker(t *testing.T) {
 	bl, err := src.Backlog(ctx)
 	if err != nil || bl.LagRecords != -1 || !strings.Contains(bl.Head, "could not be read") {
 		t.Fatalf("Backlog with no broker: %+v, %v; want LagRecords -1 and a Head that says why", bl, err)
+	}
+}
+
+// TestSourceMarkReached: a Mark names the partitions with records (not an empty topic, not a
+// topic the broker does not know); a group that never committed has not reached it; once
+// cdc.Run applied and committed everything it has, and it stays reached when later records
+// arrive, which a new Mark waits for. A Mark needs the topics by name.
+func TestSourceMarkReached(t *testing.T) {
+	b := broker(t)
+	topic, empty, group := "source-mark", "source-mark-empty", "g-mark"
+	n := produceFixtures(t, b, topic, "postgres15-json.jsonl")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := b.CreateTopic(ctx, empty, 2); err != nil && !errors.Is(err, kerr.TopicAlreadyExists) {
+		t.Fatal(err)
+	}
+	cfg := testConfig(b.Addr, group, topic)
+	cfg.Topics = append(cfg.Topics, empty)
+	src, err := NewSource(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	mark, err := src.Mark(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf("%s/0@%d", topic, n); mark.String() != want {
+		t.Fatalf("mark %s, want %s (the empty topic needs nothing)", mark, want)
+	}
+	if ok, err := src.Reached(ctx, mark); ok {
+		t.Fatalf("a group that never committed reached %s (err %v)", mark, err)
+	}
+	absent, err := NewSource(testConfig(b.Addr, group, "source-mark-no-such-topic"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer absent.Close()
+	if m, err := absent.Mark(ctx); err != nil || m.String() != "nothing to apply" {
+		t.Errorf("a topic the broker does not know: mark %q (%v), want nothing to apply", m, err)
+	} else if ok, err := absent.Reached(ctx, m); !ok || err != nil {
+		t.Errorf("an empty mark is not reached (%v)", err)
+	}
+
+	c := cdctest.StartCaches(t)
+	rctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() {
+		done <- cdc.Run(rctx, cdc.Options{Source: src, Mapping: fixtureMapping(t, true), Targets: []cdc.Target{{Name: "redis", Store: c.RS}}})
+	}()
+	waitFor(t, 60*time.Second, "the mark reached", func() bool {
+		ok, err := src.Reached(ctx, mark)
+		if err != nil {
+			t.Logf("not known yet: %v", err)
+		}
+		return ok
+	})
+	if got := total(committed(t, b, group, topic)); got != int64(n) {
+		t.Errorf("reached with %d of %d records committed", got, n)
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	produceFixtures(t, b, topic, "postgres15-json.jsonl")
+	if ok, err := src.Reached(ctx, mark); !ok {
+		t.Errorf("later records un-reached the earlier mark (%v)", err)
+	}
+	later, err := src.Mark(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := src.Reached(ctx, later); ok || err != nil {
+		t.Errorf("a mark past what the group committed: reached %v (%v), want false", ok, err)
+	}
+
+	cfg.TopicRegex = true
+	rx, err := NewSource(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rx.Close()
+	if _, err := rx.Mark(ctx); err == nil || !strings.Contains(err.Error(), "TopicRegex") {
+		t.Errorf("a Mark over topic patterns: %v, want an error naming Config.TopicRegex", err)
 	}
 }

@@ -60,7 +60,8 @@ the status line and the metrics (kura_staleness_*).
 Fleets that run Debezium on Kafka give "source": {"kind": "debezium",
 "brokers": ["127.0.0.1:9092"], "group": "kura", "topics": [...]} instead of
 database: the same keys and delivery, with the group's offsets committed only
-after the invalidations landed (--until-caught-up is for PostgreSQL only).`,
+after the invalidations landed; --until-caught-up waits for the group's
+commits to pass the topics' ends read at the start.`,
 		Example: `  # PostgreSQL (wal_level=logical) on 127.0.0.1:5432, Redis on 6379, memcached on 11211
   cat > cdc.json <<'EOF'
   {"database": {"url": "postgres://kura@127.0.0.1:5432/postgres?sslmode=disable"},
@@ -100,7 +101,7 @@ after the invalidations landed (--until-caught-up is for PostgreSQL only).`,
 	f.StringVar(&config, "config", "", "the JSON config file (database or source, targets, tables)")
 	f.StringVar(&metricsAddr, "metrics", "", "serve Prometheus metrics on /metrics and the status line on /status at this address (e.g. 127.0.0.1:9187)")
 	f.DurationVar(&every, "status-every", 10*time.Second, "how often to print the status line")
-	f.BoolVar(&untilCaught, "until-caught-up", false, "exit 0 once every change committed before the start is applied on every target")
+	f.BoolVar(&untilCaught, "until-caught-up", false, "exit 0 once every change committed before the start is applied on every target (Debezium: every event on Kafka at the start)")
 	return cmd
 }
 
@@ -148,23 +149,31 @@ func runCDC(ctx context.Context, out, errOut io.Writer, opts cdc.Options, inspec
 		fmt.Fprintf(out, "cdc: metrics on http://%s/metrics, status on /status\n", ln.Addr())
 	}
 	if untilCaught {
-		if _, ok := opts.Source.(*debezium.KafkaSource); ok {
-			return errors.New("--until-caught-up: the Debezium source has no database position to catch up to; watch the lag in the status line or on --metrics")
-		}
-		// Caught up: the first batch confirmed after the start whose
-		// position is at or past the WAL head read at the start.
-		bl, err := opts.Source.Backlog(ctx)
-		if err != nil {
-			return fmt.Errorf("cdc: reading the database's position: %w", err)
-		}
-		head := bl.Head
-		prev := opts.OnApplied
-		opts.OnApplied = func(a cdc.Applied) {
-			if prev != nil {
-				prev(a)
+		if ks, ok := opts.Source.(*debezium.KafkaSource); ok {
+			// Caught up: the group's committed offsets (committed only
+			// after the invalidations landed) at or past the topics' ends
+			// read at the start.
+			mark, err := ks.Mark(ctx)
+			if err != nil {
+				return fmt.Errorf("--until-caught-up: reading the topics' end offsets: %w", err)
 			}
-			if a.Pos != nil && lsnAtLeast(a.Pos.String(), head) {
-				cancel()
+			go untilReached(ctx, ks, mark, opts.Logger, cancel)
+		} else {
+			// Caught up: the first batch confirmed after the start whose
+			// position is at or past the WAL head read at the start.
+			bl, err := opts.Source.Backlog(ctx)
+			if err != nil {
+				return fmt.Errorf("cdc: reading the database's position: %w", err)
+			}
+			head := bl.Head
+			prev := opts.OnApplied
+			opts.OnApplied = func(a cdc.Applied) {
+				if prev != nil {
+					prev(a)
+				}
+				if a.Pos != nil && lsnAtLeast(a.Pos.String(), head) {
+					cancel()
+				}
 			}
 		}
 	}
@@ -179,6 +188,30 @@ func runCDC(ctx context.Context, out, errOut io.Writer, opts cdc.Options, inspec
 			return err
 		case <-t.C:
 			fmt.Fprintln(out, status())
+		}
+	}
+}
+
+// untilReached asks the broker every 200 ms whether the group's commits reached mark, and
+// calls done once they have (or returns when ctx ends). An error (the group coordinator not
+// up yet) is asked again.
+func untilReached(ctx context.Context, ks *debezium.KafkaSource, mark debezium.Mark, l *slog.Logger, done func()) {
+	t := time.NewTicker(200 * time.Millisecond)
+	defer t.Stop()
+	for {
+		ok, err := ks.Reached(ctx, mark)
+		if ok {
+			l.Info("cdc: caught up: the group committed past the topics' ends read at the start", "mark", mark.String())
+			done()
+			return
+		}
+		if err != nil && ctx.Err() == nil {
+			l.Debug("cdc: the group's committed offsets", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
 		}
 	}
 }
