@@ -8,7 +8,6 @@ import (
 	"maps"
 	"math/rand/v2"
 	"os"
-	"sort"
 	"sync"
 	"testing"
 	"time"
@@ -22,11 +21,6 @@ import (
 	"github.com/kuracache/kura/store"
 	"github.com/kuracache/kura/store/redisstore"
 )
-
-type write struct {
-	version int64
-	lsn     uint64 // pg_current_wal_insert_lsn() after the commit returned: ≥ the commit's end
-}
 
 type read struct {
 	key        int64
@@ -57,11 +51,6 @@ type outcome struct {
 	trackedHits    int            // tracking readers' reads the L1 answered
 	trackedBound   int            // of them, reads a handled report bound to a commit
 	trackedReports int            // reports the tracking readers' processes handled
-}
-
-type report struct {
-	at  time.Time
-	pos uint64
 }
 
 // history runs plain-SQL writers and kura readers (Redis and memcached,
@@ -138,7 +127,7 @@ func history(t *testing.T, dur time.Duration, fault func(*cdc.Options), l1 time.
 	defer src.Close()
 	var (
 		mu      sync.Mutex
-		reports []report
+		reports []cdctest.Report
 		ready   = make(chan struct{})
 		once    sync.Once
 	)
@@ -150,7 +139,7 @@ func history(t *testing.T, dur time.Duration, fault func(*cdc.Options), l1 time.
 				return
 			}
 			mu.Lock()
-			reports = append(reports, report{at: a.At, pos: uint64(a.Pos.(pgsource.LSN))})
+			reports = append(reports, cdctest.Report{At: a.At, Pos: uint64(a.Pos.(pgsource.LSN))})
 			mu.Unlock()
 			once.Do(func() { close(ready) })
 		},
@@ -172,7 +161,9 @@ func history(t *testing.T, dur time.Duration, fault func(*cdc.Options), l1 time.
 		err := pool.QueryRow(ctx, "SELECT v FROM "+table+" WHERE id = $1", id).Scan(&v)
 		return v, err
 	}
-	writes := make([][]write, keys+1)
+	// A write's Pos is pg_current_wal_insert_lsn() after its commit
+	// returned: at or past the commit's end.
+	writes := make([][]cdctest.Write, keys+1)
 	var reads []read
 	var nodeReads func() []read
 	type tracked struct {
@@ -263,7 +254,7 @@ func history(t *testing.T, dur time.Duration, fault func(*cdc.Options), l1 time.
 					return
 				}
 				mu.Lock()
-				writes[id] = append(writes[id], write{version: v, lsn: uint64(lsn)})
+				writes[id] = append(writes[id], cdctest.Write{Version: v, Pos: uint64(lsn)})
 				mu.Unlock()
 				time.Sleep(time.Duration(rand.IntN(3)) * time.Millisecond)
 			}
@@ -339,76 +330,69 @@ func history(t *testing.T, dur time.Duration, fault func(*cdc.Options), l1 time.
 		t.Fatal(err)
 	}
 
-	// The checker. reports are in time order; for each read, the
-	// highest position reported before it started.
-	sort.Slice(reports, func(i, j int) bool { return reports[i].at.Before(reports[j].at) })
-	maxPos := make([]uint64, len(reports))
+	// The checker: cdctest.Check, the rule the Debezium history checks
+	// too. A read is bound by the reports before its start, less its L1's
+	// MaxStaleness (the slack) and another process's clock margin. A
+	// tracking reader's L1 hit is bound instead by the reports before its
+	// process began handling a report of the key (or a flush) that it
+	// finished handling before the read began: it is checked as a read
+	// that began then (the latest such start binds the most, as the
+	// positions reported only grow).
+	var firstReport time.Time
 	for i, r := range reports {
-		maxPos[i] = r.pos
-		if i > 0 {
-			maxPos[i] = max(maxPos[i], maxPos[i-1])
+		if i == 0 || r.At.Before(firstReport) {
+			firstReport = r.At
 		}
 	}
-	// appliedBefore is the highest position reported applied before t.
-	appliedBefore := func(t time.Time) (uint64, bool) {
-		i := sort.Search(len(reports), func(i int) bool { return !reports[i].at.Before(t) }) - 1
-		if i < 0 {
-			return 0, false
-		}
-		return maxPos[i], true
-	}
-	// boundByReport is, for a tracking reader's L1 hit, the highest
-	// position reported applied before its process began handling a
-	// report of the key (or a flush) that it finished handling before
-	// the read began.
-	boundByReport := func(rd read) (uint64, bool) {
+	handledBefore := func(rd read) (time.Time, bool) {
 		tp := procs[rd.proc-1]
-		var best uint64
-		found := false
+		var at time.Time
 		for _, k := range []string{views["redis"].Key(rd.key), ""} {
 			for _, r := range tp.final[k] {
-				if r.end.After(rd.start) {
-					continue
-				}
-				if pos, ok := appliedBefore(r.start); ok && (!found || pos > best) {
-					best, found = pos, true
+				if !r.end.After(rd.start) && r.start.After(at) {
+					at = r.start
 				}
 			}
 		}
-		return best, found
+		return at, len(reports) > 0 && firstReport.Before(at) // a report before it binds the read
 	}
 	for _, tp := range procs {
 		for _, rs := range tp.final {
 			out.trackedReports += len(rs)
 		}
 	}
-	out.byBackend = map[string]int{}
+	bySlack := map[time.Duration][]cdctest.Read{}
+	var hits []cdctest.Read
 	for _, rd := range reads {
-		var applied uint64
-		var ok bool
-		if rd.l1hit {
-			out.trackedHits++
-			applied, ok = boundByReport(rd)
-			if ok {
-				out.trackedBound++
-			}
-		} else {
-			applied, ok = appliedBefore(rd.start.Add(-rd.stale - rd.clock))
-		}
-		if !ok {
+		cr := cdctest.Read{Key: rd.key, Backend: rd.backend, Start: rd.start, End: rd.end, Value: rd.value, Clock: rd.clock}
+		if !rd.l1hit {
+			bySlack[rd.stale] = append(bySlack[rd.stale], cr)
 			continue
 		}
-		var must int64 = -1
-		for _, w := range writes[rd.key] {
-			if w.lsn <= applied {
-				must = max(must, w.version)
-			}
+		out.trackedHits++
+		if at, ok := handledBefore(rd); ok {
+			out.trackedBound++
+			cr.Start = at
+			hits = append(hits, cr)
 		}
-		if rd.value < must {
-			out.byBackend[rd.backend]++
-			out.violations = append(out.violations, fmt.Sprintf("%s %s:%d read at %s returned version %d; cdc had reported version %d's commit applied (LSN %s) before the read began",
-				rd.backend, table, rd.key, rd.start.Format("15:04:05.000000"), rd.value, must, pgsource.LSN(applied)))
+	}
+	out.byBackend = map[string]int{}
+	violation := func(v cdctest.Violation, hit bool) {
+		out.byBackend[v.Read.Backend]++
+		when := "read at " + v.Read.Start.Format("15:04:05.000000")
+		if hit {
+			when = "an L1 hit at " + v.Read.End.Format("15:04:05.000000") + " after its process handled a report begun at " + v.Read.Start.Format("15:04:05.000000")
 		}
+		out.violations = append(out.violations, fmt.Sprintf("%s %s:%d %s returned version %d; cdc had reported version %d's commit applied (LSN %s) before the read began",
+			v.Read.Backend, table, v.Read.Key, when, v.Read.Value, v.Must, pgsource.LSN(v.Applied)))
+	}
+	for slack, rs := range bySlack {
+		for _, v := range cdctest.Check(rs, writes, reports, slack) {
+			violation(v, false)
+		}
+	}
+	for _, v := range cdctest.Check(hits, writes, reports, 0) {
+		violation(v, true)
 	}
 	for _, ws := range writes {
 		out.writes += len(ws)
