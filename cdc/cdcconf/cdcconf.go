@@ -109,6 +109,9 @@ func (s *Source) check() error {
 		if b == "" {
 			return fmt.Errorf("cdc config: source.brokers[%d] is empty", i)
 		}
+		if err := debezium.CheckBrokers([]string{b}); err != nil {
+			return fmt.Errorf("cdc config: source.brokers[%d] is not host:port (not shown: it may hold a password); Kafka takes no user or password in a broker's address: write host:port, such as 127.0.0.1:9092", i)
+		}
 	}
 	for i, tp := range s.Topics {
 		if tp == "" {
