@@ -73,3 +73,51 @@ func TestL1HitClones(t *testing.T) {
 		t.Fatal("two L1 hits of a type without Clone hold different slices; want the one value shared")
 	}
 }
+
+type clonedPtr struct{ Tags []string }
+
+func (p *clonedPtr) Clone() *clonedPtr { c := *p; c.Tags = slices.Clone(p.Tags); return &c }
+
+// TestL1ClonerNilPointer: a key cached as a nil pointer of a Cloner type
+// (the loader returned nil and no error) reads as nil, through the L1
+// too. Clone, with its pointer receiver, dereferenced the nil: every read
+// after the first panicked, in the fill of the L1.
+func TestL1ClonerNilPointer(t *testing.T) {
+	m, err := memstore.New(memstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	ctx := context.Background()
+	c, err := kura.New[*clonedPtr](m, kura.Options{L1: kura.L1Options{MaxBytes: 1 << 20, MaxStaleness: time.Minute}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	load := func(context.Context, string) (*clonedPtr, error) { return nil, nil }
+	for i := range 3 {
+		func() {
+			defer func() {
+				if p := recover(); p != nil {
+					t.Fatalf("read %d of a key cached as a nil pointer panicked: %v", i, p)
+				}
+			}()
+			if v, err := c.Fetch(ctx, "nil", time.Minute, load); v != nil || err != nil {
+				t.Fatalf("read %d: %v, %v; want nil, nil", i, v, err)
+			}
+		}()
+	}
+	if c.Stats().L1.Hits == 0 {
+		t.Fatal("no L1 hit: the nil value was not kept")
+	}
+	// A value that is not nil is still copied on every hit.
+	if err := c.Set(ctx, "v", &clonedPtr{Tags: []string{"a"}}, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		v, err := c.Fetch(ctx, "v", time.Minute, load)
+		if err != nil || v == nil || v.Tags[0] != "a" {
+			t.Fatalf("%v, %v", v, err)
+		}
+		v.Tags[0] = "changed"
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"time"
 
 	"github.com/kuracache/kura/codec"
@@ -392,11 +393,22 @@ type Cloner[V any] interface {
 }
 
 // cloneFunc is what an L1 hit passes its value through: Clone when V is
-// a Cloner, nil (the value shared) otherwise.
+// a Cloner, nil (the value shared) otherwise. A nil pointer is passed
+// through as it is: there is nothing to copy, and a Clone with a pointer
+// receiver dereferences it (every read of a key cached as a nil value
+// panicked, from the fill of the L1 on).
 func cloneFunc[V any]() func(V) V {
 	var zero V
 	if _, ok := any(zero).(Cloner[V]); !ok {
 		return nil
+	}
+	if reflect.TypeFor[V]().Kind() == reflect.Pointer {
+		return func(v V) V {
+			if any(v) == any(zero) {
+				return v
+			}
+			return any(v).(Cloner[V]).Clone()
+		}
 	}
 	return func(v V) V { return any(v).(Cloner[V]).Clone() }
 }

@@ -109,6 +109,9 @@ func (s *Source) check() error {
 		if b == "" {
 			return fmt.Errorf("cdc config: source.brokers[%d] is empty", i)
 		}
+		if err := debezium.CheckBrokers([]string{b}); err != nil {
+			return fmt.Errorf("cdc config: source.brokers[%d] is not host:port (not shown: it may hold a password); Kafka takes no user or password in a broker's address: write host:port, such as 127.0.0.1:9092", i)
+		}
 	}
 	for i, tp := range s.Topics {
 		if tp == "" {
@@ -224,13 +227,23 @@ func (c *Config) checkRest() error {
 	if len(c.Targets) == 0 {
 		return errors.New("cdc config: targets is empty: give at least one {\"url\": \"redis://127.0.0.1:6379\"}")
 	}
+	named := make(map[string]int, len(c.Targets))
 	for i, t := range c.Targets {
 		if t.URL == "" {
 			return fmt.Errorf("cdc config: targets[%d].url is required", i)
 		}
-		if _, err := storeurl.ParseServer(t.URL); err != nil {
+		tg, err := storeurl.ParseServer(t.URL)
+		if err != nil {
 			return fmt.Errorf("cdc config: targets[%d].url: %w", i, err)
 		}
+		// The name labels the target's metrics, the inspector's and the
+		// status line: two alike would make the Prometheus registry
+		// refuse the second inspector (a panic in kura cdc --metrics).
+		name := targetName(t, tg, i)
+		if j, dup := named[name]; dup {
+			return fmt.Errorf("cdc config: targets[%d] and targets[%d] are both named %q; give each a name of its own", j, i, name)
+		}
+		named[name] = i
 	}
 	if len(c.Tables) == 0 {
 		return errors.New("cdc config: tables is empty: map at least one table to its keys")
@@ -320,14 +333,19 @@ func (c *Config) Open(ctx context.Context) (cdc.Options, io.Closer, error) {
 			_ = closer.Close()
 			return cdc.Options{}, nil, fmt.Errorf("cdc config: targets[%d]: %w", i, err)
 		}
-		name := t.Name
-		if name == "" {
-			tg, _ := storeurl.ParseServer(t.URL)
-			name = fmt.Sprintf("%s%d", tg.Kind, i+1)
-		}
-		opts.Targets = append(opts.Targets, cdc.Target{Name: name, Store: s})
+		tg, _ := storeurl.ParseServer(t.URL)
+		opts.Targets = append(opts.Targets, cdc.Target{Name: targetName(t, tg, i), Store: s})
 	}
 	return opts, closer, nil
+}
+
+// targetName is the name of targets[i]: its own, else its kind and
+// number ("redis2").
+func targetName(t Target, tg storeurl.Target, i int) string {
+	if t.Name != "" {
+		return t.Name
+	}
+	return fmt.Sprintf("%s%d", tg.Kind, i+1)
 }
 
 // password reads password_file ("" when there is none).

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"os"
 	"reflect"
 	"strings"
@@ -184,7 +185,15 @@ func (c *Config) Inspectors(targets []cdc.Target, logger *slog.Logger) (*Inspect
 	return x, nil
 }
 
-func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+// seconds converts a count of seconds, saturated: a count beyond a
+// Duration's range (about 292 years) is as long as one can be, not the
+// negative Duration the conversion alone makes of it.
+func seconds(s float64) time.Duration {
+	if ns := s * float64(time.Second); ns < math.MaxInt64 {
+		return time.Duration(ns)
+	}
+	return math.MaxInt64
+}
 
 // jsonLoader reads a key's value with the query of the longest prefix
 // that starts it, as generic JSON.

@@ -4,7 +4,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kuracache/kura/cdc"
 	"github.com/kuracache/kura/cdc/cdcconf"
+	"github.com/kuracache/kura/store/memstore"
 )
 
 // TestInspectConfig: the inspect section's mistakes are errors that name
@@ -34,4 +36,27 @@ func TestInspectConfig(t *testing.T) {
 			t.Errorf("%s: %v", ok, err)
 		}
 	}
+}
+
+// TestInspectLongDurations: every_seconds and grace_seconds beyond a
+// Duration's range mean as long as can be; they overflowed into a
+// negative Duration, which the inspector refused as "negative".
+func TestInspectLongDurations(t *testing.T) {
+	conf := `{"database": {"url": "postgres://kura@127.0.0.1:1/x"}, "targets": [{"url": "redis://127.0.0.1:1"}],
+ "tables": [{"table": "t", "keys": [{"prefix": "t:", "column": "id"}]}],
+ "inspect": {"keys": [{"prefix": "t:", "query": "SELECT to_jsonb(t) FROM t WHERE id = $1"}], "every_seconds": 1e12, "grace_seconds": 1e12}}`
+	c, err := cdcconf.Parse([]byte(conf))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := memstore.New(memstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	x, err := c.Inspectors([]cdc.Target{{Name: "m", Store: st}}, nil)
+	if err != nil {
+		t.Fatalf("every_seconds and grace_seconds of 1e12: %v", err)
+	}
+	x.Close()
 }

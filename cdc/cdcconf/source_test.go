@@ -35,6 +35,7 @@ func TestDebeziumSource(t *testing.T) {
 		{`"source": {"kind": "debezium", "brokers": ["127.0.0.1:9092"], "topics": ["t"]}`, "source.group"},
 		{`"source": {"kind": "debezium", "brokers": ["127.0.0.1:9092"], "group": "g"}`, "source.topics"},
 		{`"source": {"kind": "debezium", "brokers": [""], "group": "g", "topics": ["t"]}`, "source.brokers[0]"},
+		{`"source": {"kind": "debezium", "brokers": ["127.0.0.1:9092", "user:Sekr1t@127.0.0.1:9092"], "group": "g", "topics": ["t"]}`, "source.brokers[1]"},
 		{`"source": {"kind": "debezium", "brokers": ["127.0.0.1:9092"], "group": "g", "topics": [""]}`, "source.topics[0]"},
 		{`"source": {"kind": "debezium", "brokers": ["127.0.0.1:9092"], "group": "g", "topics": ["t"], "session_timeout_ms": -1}`, "source.session_timeout_ms"},
 		{`"source": {"kind": "debezium", "brokers": ["127.0.0.1:9092"], "group": "g", "topics": ["t"], "grup": "x"}`, "grup"},
@@ -50,7 +51,7 @@ func TestDebeziumSource(t *testing.T) {
 			conf = `{` + tc.conf + `, "tables": [{"table": "items", "keys": [{"prefix": "item:", "column": "id"}]}]}`
 		}
 		_, err := Parse([]byte(conf))
-		if err == nil || !strings.Contains(err.Error(), tc.field) {
+		if err == nil || !strings.Contains(err.Error(), tc.field) || strings.Contains(err.Error(), "Sekr1t") {
 			t.Errorf("%s: error %v, want one naming %s", tc.conf, err, tc.field)
 		}
 	}

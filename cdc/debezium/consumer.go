@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"runtime/debug"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -154,6 +157,9 @@ func NewConsumer(cfg Config) (*Consumer, error) {
 	case cfg.SessionTimeout < 0 || cfg.HeartbeatInterval < 0 || cfg.RebalanceTimeout < 0 || cfg.MaxBatch < 0:
 		return nil, errors.New("debezium: a negative timeout or batch size in Config")
 	}
+	if err := CheckBrokers(cfg.Brokers); err != nil {
+		return nil, err
+	}
 	if cfg.SessionTimeout == 0 {
 		cfg.SessionTimeout = 10 * time.Second
 	}
@@ -197,6 +203,41 @@ func NewConsumer(cfg Config) (*Consumer, error) {
 		return nil, fmt.Errorf("debezium: kafka client: %w", err)
 	}
 	return &Consumer{cfg: cfg, cl: cl, stats: Stats{Lag: map[string]int64{}}}, nil
+}
+
+// CheckBrokers checks that each broker is a host or host:port, the form
+// Kafka's seed brokers take. A broker written as a URL or with user
+// information ("user:password@host:9092", "SASL_SSL://...") is refused
+// without being shown: the Kafka client would take it whole for a host
+// name, and its lookup errors would quote it in the status line. Kafka's
+// credentials go in Config.ClientOptions (SASL), never in an address.
+func CheckBrokers(brokers []string) error {
+	for i, b := range brokers {
+		if err := checkBroker(b); err != nil {
+			return fmt.Errorf("debezium: broker %d of %d %s (not shown: it may hold a password); write host:port, such as 127.0.0.1:9092", i+1, len(brokers), err)
+		}
+	}
+	return nil
+}
+
+func checkBroker(b string) error {
+	if b == "" {
+		return errors.New("is empty")
+	}
+	if strings.ContainsAny(b, "@/?#") || strings.IndexFunc(b, func(r rune) bool { return r <= ' ' || r == 0x7f }) >= 0 {
+		return errors.New("is not host:port (it holds a URL's or user information's characters, or a space)")
+	}
+	if !strings.Contains(b, ":") {
+		return nil // a host alone: the client adds the default port
+	}
+	host, port, err := net.SplitHostPort(b)
+	if err != nil || host == "" {
+		return errors.New("is not host:port")
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		return errors.New("has a port that is not a number from 1 to 65535")
+	}
+	return nil
 }
 
 // Stats returns a copy of the consumer's counters.

@@ -41,6 +41,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"reflect"
 	"sync"
 	"time"
@@ -180,7 +181,7 @@ func New[V any](c *kura.Cache[V], opts Options[V]) (*Inspector[V], error) {
 		return nil, fmt.Errorf("staleness: Options.SampleSize must be in [0, %d], got %d", MaxSampleSize, opts.SampleSize)
 	case opts.Every < 0 || (opts.Every > 0 && opts.Every < MinEvery):
 		return nil, fmt.Errorf("staleness: Options.Every must be 0 or at least %v, got %v", MinEvery, opts.Every)
-	case opts.MaxLoadsPerSecond < 0 || opts.Grace < 0:
+	case !(opts.MaxLoadsPerSecond >= 0) || opts.Grace < 0: // NaN too
 		return nil, errors.New("staleness: Options.MaxLoadsPerSecond and Grace must not be negative")
 	}
 	if opts.SampleSize == 0 {
@@ -234,7 +235,7 @@ func (in *Inspector[V]) Check(ctx context.Context, keys []string) (Report, error
 	}
 	var r Report
 	var suspects []suspect
-	pace := time.Duration(float64(time.Second) / in.opts.MaxLoadsPerSecond)
+	pace := paceOf(in.opts.MaxLoadsPerSecond)
 	var next time.Time
 	for _, key := range keys {
 		if err := sleepUntil(ctx, next); err != nil {
@@ -338,6 +339,17 @@ func (in *Inspector[V]) compare(ctx context.Context, key string, cached V, negat
 		return false, err
 	}
 	return negative == absent && (negative || in.opts.Equal(cached, fresh)), nil
+}
+
+// paceOf is the pause between two loads at rate loads a second. A rate
+// so small that the pause overflows a Duration waits as long as one can:
+// the conversion alone made it negative, so no pause at all.
+func paceOf(rate float64) time.Duration {
+	p := float64(time.Second) / rate
+	if p >= math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return time.Duration(p)
 }
 
 func sleepUntil(ctx context.Context, t time.Time) error {

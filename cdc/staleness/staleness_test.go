@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -22,6 +23,7 @@ import (
 	"github.com/kuracache/kura/cdc/pgsource"
 	"github.com/kuracache/kura/cdc/staleness"
 	"github.com/kuracache/kura/store"
+	"github.com/kuracache/kura/store/memstore"
 )
 
 const rows = 40
@@ -320,6 +322,7 @@ func TestOptions(t *testing.T) {
 		{func(o *staleness.Options[string]) { o.SampleSize = 1_000_000_000 }, "SampleSize"},
 		{func(o *staleness.Options[string]) { o.Every = time.Nanosecond }, "Every"},
 		{func(o *staleness.Options[string]) { o.Grace = -1 }, "Grace"},
+		{func(o *staleness.Options[string]) { o.MaxLoadsPerSecond = math.NaN() }, "MaxLoadsPerSecond"},
 	} {
 		o := ok
 		tc.mod(&o)
@@ -338,6 +341,41 @@ func TestOptions(t *testing.T) {
 	r, err := in.Check(context.Background(), keys(1, 2*staleness.DefaultSampleSize))
 	if err != nil || r.Checked != staleness.DefaultSampleSize || r.NotCached != r.Checked {
 		t.Errorf("check: %+v, %v", r, err)
+	}
+}
+
+// TestTinyRatePaces: a MaxLoadsPerSecond so small that the pause between
+// two loads overflows a Duration still paces them (the conversion made
+// the pause negative, and a round loaded every key at once).
+func TestTinyRatePaces(t *testing.T) {
+	st, err := memstore.New(memstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := kura.New[string](st, kura.Options{TTL: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, k := range []string{"a", "b", "c"} {
+		if err := c.Set(ctx, k, "v", time.Hour); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var loads atomic.Int64
+	in, err := staleness.New(c, staleness.Options[string]{
+		Keys:              func(context.Context, int) ([]string, error) { return nil, nil },
+		Load:              func(context.Context, string) (string, error) { loads.Add(1); return "v", nil },
+		MaxLoadsPerSecond: 1e-12,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	_, err = in.Check(cctx, []string{"a", "b", "c"})
+	if !errors.Is(err, context.DeadlineExceeded) || loads.Load() != 1 {
+		t.Fatalf("at 1e-12 loads a second a round made %d loads in 200ms (err %v), want 1 and its context's end", loads.Load(), err)
 	}
 }
 

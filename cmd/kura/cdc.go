@@ -137,7 +137,10 @@ func runCDC(ctx context.Context, out, errOut io.Writer, opts cdc.Options, inspec
 		reg.MustRegister(m)
 		if insp != nil {
 			for _, in := range insp.Inspectors {
-				reg.MustRegister(in)
+				if err := reg.Register(in); err != nil {
+					_ = ln.Close()
+					return fmt.Errorf("--metrics: the staleness inspector's metrics: %w", err)
+				}
 			}
 		}
 		mux := http.NewServeMux()

@@ -77,6 +77,11 @@ type stallState struct {
 	checking   atomic.Bool  // a PING of the guard's is out
 	lastCheck  atomic.Int64 // unix nanoseconds when the last one was sent
 	unanswered atomic.Bool  // the last one got no answer, and no call has since
+
+	// closed: a call ended with a connection error (rueidis gave up on
+	// the connection) and none has been answered since, so the next
+	// call redials (see suspect).
+	closed atomic.Bool
 }
 
 // to is the state of the destination cmds go to: a replica only when
@@ -134,6 +139,10 @@ func (g *stallState) check(now int64) {
 // note records how a sent call ended: by its context (its command may
 // still hold a ring slot), or with an answer or a connection error (the
 // ring has moved on, or the connection and its ring are gone).
+//
+// A connection error empties the ring, so the count starts again, but it
+// is no answer: the server may still be stalled, and the next call
+// redials it, so calls stay detached until one is answered.
 func (g *stallState) note(err error) {
 	if err != nil && (errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)) {
 		g.abandoned.Add(1)
@@ -144,6 +153,9 @@ func (g *stallState) note(err error) {
 	}
 	if g.unanswered.Load() {
 		g.unanswered.Store(false)
+	}
+	if closed := err != nil; g.closed.Load() != closed {
+		g.closed.Store(closed)
 	}
 }
 
@@ -173,9 +185,10 @@ func doGuarded(ctx context.Context, c rueidis.Client, st *stallState, cmd rueidi
 
 // suspect reports whether a call with ctx should wait for its answer
 // apart from rueidis (see detach): a call to this destination ended by
-// its context since the last answer, and ctx can end.
+// its context or with a connection error since the last answer, and ctx
+// can end.
 func (g *stallState) suspect(ctx context.Context) bool {
-	return g.abandoned.Load() != 0 && ctx.Done() != nil
+	return (g.abandoned.Load() != 0 || g.closed.Load()) && ctx.Done() != nil
 }
 
 // do is c.Do(ctx, cmd), in a goroutine of its own with detached (see
@@ -214,10 +227,12 @@ func doMulti(ctx context.Context, c rueidis.Client, detached bool, multi []rueid
 // (mux._pipe), whatever its own deadline: on a stalled server, callers
 // with a 40 ms deadline waited for a write-back's 210 ms
 // (TestStalledServerDeadlineWhateverHistory). A call ended by its
-// context is what comes before such a redial, so the guard detaches
-// calls from then until the server answers again; a call that finds the
-// server answering goes straight to rueidis and costs one atomic load
-// more (BenchmarkStallGuard; docs/benchmarks/deadline.md). The goroutine left
+// context, or by a connection error (rueidis closing the stalled
+// connection: TestStalledServerDeadlineAfterConnectionClosed), is what
+// comes before such a redial, so the guard detaches calls from then
+// until the server answers again; a call that finds the server answering
+// goes straight to rueidis and costs two atomic loads more
+// (BenchmarkStallGuard; docs/benchmarks/deadline.md). The goroutine left
 // behind ends when the dial does (bounded by the dialling call's context
 // and Options.DialTimeout).
 func detach[R any](ctx context.Context, call func() R, failed func(error) R) R {
