@@ -76,6 +76,13 @@ type Change struct {
 	Old Row
 	// New is the row after an INSERT or UPDATE.
 	New Row
+	// OldPartial says a column missing or unknown in Old may have changed:
+	// the source cannot tell "unchanged" from "not sent" (Debezium's before
+	// image without a checked replica identity). A rule that reads such a
+	// column then invalidates its table whole, instead of taking the value
+	// from New as it does for PostgreSQL's own stream, where a missing old
+	// column is an unchanged one.
+	OldPartial bool
 }
 
 // Position is a source's opaque place in its stream (an LSN for

@@ -322,7 +322,10 @@ var errWholeTable = errors.New("cdc: key columns not in the change")
 // index values invalidates both lists). A key column missing from one
 // image of an UPDATE is unchanged and taken from the other; missing from
 // both (an unchanged TOAST value), it makes Keys return an error matching
-// errWholeTable, and the table is invalidated whole.
+// errWholeTable, and the table is invalidated whole. With c.OldPartial, a
+// column missing or unknown in the old image of an UPDATE (or the whole
+// old image missing) is not taken from the new one: the table is
+// invalidated whole.
 func (m *Mapping) Keys(dst []string, c *Change) ([]string, error) {
 	rules := m.tables[c.Table]
 	imgs := [2]Row{c.Old, c.New}
@@ -334,7 +337,11 @@ func (m *Mapping) Keys(dst []string, c *Change) ([]string, error) {
 		}
 		vals = vals[:len(r.Columns)]
 		for side, img := range imgs {
+			partial := side == 0 && c.OldPartial && c.Op != Insert
 			if img == nil {
+				if partial && len(r.Columns) > 0 {
+					return dst, fmt.Errorf("%w: %s %v: no old image", errWholeTable, c.Table, r.Columns)
+				}
 				continue
 			}
 			other := imgs[1-side]
@@ -342,6 +349,9 @@ func (m *Mapping) Keys(dst []string, c *Change) ([]string, error) {
 			for i, col := range r.Columns {
 				v, has := img[col]
 				if !has || v.Unknown {
+					if partial {
+						return dst, fmt.Errorf("%w: %s %v: old value not sent", errWholeTable, c.Table, r.Columns)
+					}
 					ov, oh := other[col]
 					if !oh || ov.Unknown {
 						return dst, fmt.Errorf("%w: %s %v", errWholeTable, c.Table, r.Columns)

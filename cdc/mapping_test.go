@@ -153,6 +153,22 @@ func TestKeysOfEveryImage(t *testing.T) {
 	if _, err := m.Keys(nil, &cdc.Change{Table: "public.items", Op: cdc.Update, New: cdc.Row{"id": txt("1"), "category": {Unknown: true}}}); err == nil {
 		t.Error("a key column missing from both images gave keys")
 	}
+	// A partial old image (Debezium's, unchecked): a column the rules read
+	// that the old image lacks may have changed, so it is never taken from
+	// the new image; the table is invalidated whole. The record's own key
+	// column, present, still gives keys.
+	for name, old := range map[string]cdc.Row{"no old image": nil, "category not sent": {"id": txt("1"), "category": {Unknown: true}}, "category missing": {"id": txt("1")}} {
+		c := &cdc.Change{Table: "public.items", Op: cdc.Update, Old: old, New: cdc.Row{"id": txt("1"), "category": txt("coffee")}, OldPartial: true}
+		if k, err := m.Keys(nil, c); err == nil {
+			t.Errorf("partial old image, %s: keys %v, want the table invalidated whole (the old list items:cat:<old> is unknown)", name, k)
+		}
+	}
+	got = keysOf(t, m, &cdc.Change{Table: "public.items", Op: cdc.Update, OldPartial: true,
+		Old: cdc.Row{"id": txt("1"), "category": txt("tea")}, New: cdc.Row{"id": txt("1"), "category": txt("coffee")}})
+	slices.Sort(got)
+	if got = slices.Compact(got); !slices.Equal(got, []string{"item:1", "items:cat:coffee", "items:cat:tea"}) {
+		t.Errorf("partial old image that carries the column: %v", got)
+	}
 	// An id that does not parse as the view's id type is an error, not a wrong key.
 	if _, err := m.Keys(nil, &cdc.Change{Table: "public.items", Op: cdc.Delete, Old: cdc.Row{"id": txt("x1"), "category": txt("a")}}); err == nil {
 		t.Error("a non-integer id made a key")

@@ -26,9 +26,11 @@ import (
 // The old index value comes from Debezium's before image: give the tables that map to index
 // keys PostgreSQL's REPLICA IDENTITY FULL (or MySQL's binlog_row_image=FULL). With
 // Config.CheckBeforeImage set (PostgresBeforeImage) the source checks it when it starts and
-// refuses to stream otherwise, naming the ALTER TABLE that fixes it. A null in a before image
-// is taken as unknown (Debezium writes null for a column it was not sent), so a DELETE without
-// the old index value invalidates its table whole.
+// refuses to stream otherwise, naming the ALTER TABLE that fixes it. Without that check, a null
+// or missing column in a before image is taken as unknown (Debezium writes null for a column
+// the database did not send), and only the record key's columns are known: an UPDATE or DELETE
+// whose rules read another column invalidates its table whole (safe, and costly: set
+// CheckBeforeImage, `database.url` in `kura cdc`'s config).
 //
 // Caught up, for this source, is the consumer group's lag at 0 (every record of the group's
 // partitions committed, so applied) with nothing received left to apply: Backlog reports the
@@ -229,7 +231,17 @@ func (a *sourceApplier) Apply(ctx context.Context, batch []Event) error {
 		default:
 			continue // a logical decoding message: no row
 		}
-		c.Old, c.New = rowOf(ch.Before, true), rowOf(ch.After, false)
+		checked := a.s.cfg.CheckBeforeImage != nil // Stream ran it: the identity carries every column read
+		c.Old, c.New = rowOf(ch.Before, !checked), rowOf(ch.After, false)
+		if !checked && c.Op != cdc.Insert {
+			// Without a checked replica identity, a null or a missing
+			// column in the before image may be one the database did not
+			// send: only the record key's columns (the row's identity:
+			// Debezium turns a key change into a DELETE and a CREATE)
+			// are known; a rule reading another one invalidates the table.
+			c.Old = withKey(c.Old, e.Key)
+			c.OldPartial = true
+		}
 		changed = true
 		if err := a.h.Change(&c); err != nil {
 			return err
@@ -255,8 +267,10 @@ func (a *sourceApplier) Apply(ctx context.Context, batch []Event) error {
 	return a.s.wait(ctx, pos.seq)
 }
 
-// rowOf converts a Debezium row image; in a before image a null is unknown.
-func rowOf(r Row, before bool) cdc.Row {
+// rowOf converts a Debezium row image; with nullUnknown (a before image
+// whose replica identity was not checked) a null is unknown: Debezium
+// writes null for a column the database did not send.
+func rowOf(r Row, nullUnknown bool) cdc.Row {
 	if r == nil {
 		return nil
 	}
@@ -264,12 +278,31 @@ func rowOf(r Row, before bool) cdc.Row {
 	for name := range r {
 		col := r.Column(name)
 		v := cdc.Value{Text: col.Text, Null: col.Null, Unknown: col.Unknown}
-		if before && v.Null {
+		if nullUnknown && v.Null {
 			v = cdc.Value{Unknown: true}
 		}
 		out[name] = v
 	}
 	return out
+}
+
+// withKey fills the old image's unknown or missing columns from the record
+// key's, which name the row before and after the event.
+func withKey(old cdc.Row, key Row) cdc.Row {
+	for name := range key {
+		col := key.Column(name)
+		if col.Unknown || col.Null {
+			continue
+		}
+		if v, ok := old[name]; ok && !v.Unknown {
+			continue
+		}
+		if old == nil {
+			old = make(cdc.Row, len(key))
+		}
+		old[name] = cdc.Value{Text: col.Text}
+	}
+	return old
 }
 
 func posText(last map[string]int64) string {
