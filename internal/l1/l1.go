@@ -230,8 +230,16 @@ func (l *Tier[V]) Begin(key string) Token {
 func (l *Tier[V]) Finish(key string, t Token, v V, negative bool, rawLen int, ok bool) {
 	if ok && !negative && l.clone != nil {
 		// The filling read's caller keeps v: the tier holds its own copy,
-		// or a change that caller makes would reach every later hit.
+		// or a change that caller makes would reach every later hit. A
+		// Clone that panics fills nothing and still releases the read.
+		cloned := false
+		defer func() {
+			if !cloned {
+				l.Finish(key, t, v, negative, rawLen, false)
+			}
+		}()
 		v = l.clone(v)
+		cloned = true
 	}
 	s := l.shard(key)
 	s.mu.Lock()

@@ -119,3 +119,32 @@ func TestSharedClock(t *testing.T) {
 		t.Errorf("after the last Close: %d references, clock %p", clock.refs, clock.c)
 	}
 }
+
+// TestPanickingCloneReleasesTheRead: a Clone that panics while the tier
+// copies a fill stores nothing and leaves no placeholder behind (one
+// leaked per key before).
+func TestPanickingCloneReleasesTheRead(t *testing.T) {
+	l, err := New[[]int](1<<20, time.Hour, 0, func([]int) []int { panic("clone") })
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok := l.Begin("k")
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("the Clone's panic was swallowed")
+			}
+		}()
+		l.Finish("k", tok, []int{1}, false, 8, true)
+	}()
+	s := l.shard("k")
+	s.mu.Lock()
+	n := len(s.pending)
+	s.mu.Unlock()
+	if n != 0 {
+		t.Errorf("%d placeholders left after a panicking Clone, want 0", n)
+	}
+	if _, ok := l.c.GetIfPresent("k"); ok {
+		t.Error("a panicking Clone filled the tier")
+	}
+}
