@@ -205,6 +205,7 @@ func (a *sourceApplier) Apply(ctx context.Context, batch []Event) error {
 		at      int64
 		c       cdc.Change
 		last    = map[string]int64{}
+		checked = a.s.cfg.CheckBeforeImage != nil // Stream ran it: the identity carries every column read
 	)
 	for i := range batch {
 		e := &batch[i]
@@ -231,7 +232,6 @@ func (a *sourceApplier) Apply(ctx context.Context, batch []Event) error {
 		default:
 			continue // a logical decoding message: no row
 		}
-		checked := a.s.cfg.CheckBeforeImage != nil // Stream ran it: the identity carries every column read
 		c.Old, c.New = rowOf(ch.Before, !checked), rowOf(ch.After, false)
 		if !checked && c.Op != cdc.Insert {
 			// Without a checked replica identity, a null or a missing
