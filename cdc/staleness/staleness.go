@@ -384,9 +384,9 @@ func (in *Inspector[V]) add(r Report) {
 }
 
 // Round picks up to Options.SampleSize keys with Options.Keys and checks
-// them.
+// them. A Keys that panics fails the round as an error would.
 func (in *Inspector[V]) Round(ctx context.Context) (Report, error) {
-	keys, err := in.opts.Keys(ctx, in.opts.SampleSize)
+	keys, err := in.pick(ctx)
 	if err != nil {
 		in.mu.Lock()
 		in.stats.RoundErrors++
@@ -394,6 +394,17 @@ func (in *Inspector[V]) Round(ctx context.Context) (Report, error) {
 		return Report{}, fmt.Errorf("staleness: picking keys: %w", err)
 	}
 	return in.Check(ctx, keys)
+}
+
+// pick calls Options.Keys, turning its panic into an error: the inspector
+// never takes the program down with it.
+func (in *Inspector[V]) pick(ctx context.Context) (keys []string, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			keys, err = nil, errors.New("Options.Keys panicked")
+		}
+	}()
+	return in.opts.Keys(ctx, in.opts.SampleSize)
 }
 
 // Run checks a round every Options.Every until ctx ends; it then returns

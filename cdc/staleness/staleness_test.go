@@ -386,3 +386,29 @@ func (nilStore) Get(context.Context, string) ([]byte, error)              { retu
 func (nilStore) Set(context.Context, string, []byte, time.Duration) error { return nil }
 func (nilStore) Delete(context.Context, string) error                     { return nil }
 func (nilStore) Close() error                                             { return nil }
+
+// TestPanickingKeysFailsTheRound: a Keys that panics fails its round with
+// an error and a counted round error, as one that returns an error does.
+func TestPanickingKeysFailsTheRound(t *testing.T) {
+	st, err := memstore.New(memstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := kura.New[string](st, kura.Options{TTL: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := staleness.New(c, staleness.Options[string]{
+		Keys: func(context.Context, int) ([]string, error) { panic("keys") },
+		Load: func(context.Context, string) (string, error) { return "v", nil },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := in.Round(context.Background()); err == nil {
+		t.Fatal("a round whose Keys panicked returned no error")
+	}
+	if n := in.Stats().RoundErrors; n != 1 {
+		t.Errorf("round errors %d, want 1", n)
+	}
+}
